@@ -1,0 +1,24 @@
+"""Shared fixtures: every test writes only under a temporary data dir and runs offline."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# No test may reach a hub: the project ships its own model and task.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    """A fresh Reward Studio data dir, also exported to worker subprocesses."""
+    path = tmp_path / "studio-data"
+    path.mkdir()
+    monkeypatch.setenv("STUDIO_DATA_DIR", str(path))
+    return path
