@@ -1,0 +1,343 @@
+"""Metrics: a batching writer for the worker, and cursor reads for the dashboard.
+
+Writes: :class:`MetricWriter` buffers ``log(step, {name: value})`` calls and writes them in one
+transaction per batch, together with the run's ``last_step`` and ``heartbeat_at``, so the UI's
+:func:`storage.runs.latest_steps` moves exactly when new points are readable. A batch is written
+when ``flush_every`` rows are pending, or ``flush_seconds`` after its first row (a timer thread,
+so a quiet trainer still shows up within that delay), or on :meth:`MetricWriter.flush` and
+:meth:`MetricWriter.close`. A batch that cannot be written stays pending and is retried; rows
+are only ever dropped past ``max_pending`` or when their run was deleted, and never silently.
+
+Reads: :func:`metrics_since` returns the rows after a cursor (the last row id seen) in id order,
+so each row reaches a poller exactly once; see :mod:`storage.schema` for why ids are safe
+cursors with several writer processes.
+
+Values that are not finite numbers (NaN, ±inf, None) are stored as NULL (``value=None``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, NamedTuple
+
+from sqlalchemy import func, insert, select, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from storage.db import Database
+from storage.encoding import as_int, finite_or_none
+from storage.runs import RunNotFoundError, get_run
+from storage.schema import Metric, Run
+
+logger = logging.getLogger(__name__)
+
+MAX_NAME_LENGTH = 200
+DEFAULT_LIMIT = 50_000
+
+
+class MetricPoint(NamedTuple):
+    """One stored metric row; ``id`` is its cursor."""
+
+    id: int
+    step: int
+    name: str
+    value: float | None
+    time: float
+
+
+@dataclass
+class MetricSeries:
+    """One metric of one run, by step (columnar, as charts want it)."""
+
+    steps: list[int] = field(default_factory=list)
+    values: list[float | None] = field(default_factory=list)
+
+
+def _metric_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"metric name: expected a non-empty string, got {name!r}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ValueError(
+            f"metric name: {name[:40]!r}... is {len(name)} characters; at most "
+            f"{MAX_NAME_LENGTH} allowed"
+        )
+    return name
+
+
+class MetricWriter:
+    """Batches one run's metrics into few short write transactions. Thread-safe.
+
+    Args:
+        db: the studio database.
+        run_id: an existing run; its rows are the only ones this writer touches.
+        flush_every: write as soon as this many rows are pending.
+        flush_seconds: write at most this long after the first pending row was logged.
+        max_pending: while the database cannot be written, keep at most this many rows; older
+            ones are dropped with an error in the log.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        run_id: str,
+        *,
+        flush_every: int = 500,
+        flush_seconds: float = 0.5,
+        max_pending: int = 1_000_000,
+    ) -> None:
+        if flush_every < 1:
+            raise ValueError(f"flush_every: must be >= 1 row, got {flush_every}")
+        if flush_seconds <= 0:
+            raise ValueError(f"flush_seconds: must be > 0, got {flush_seconds}")
+        if max_pending < flush_every:
+            raise ValueError(
+                f"max_pending: must be >= flush_every ({flush_every}), got {max_pending}"
+            )
+        if get_run(db, run_id) is None:
+            raise RunNotFoundError(f"no run with id {run_id!r}")
+        self.db = db
+        self.run_id = run_id
+        self.flush_every = flush_every
+        self.flush_seconds = flush_seconds
+        self.max_pending = max_pending
+        self.rows_written = 0
+        self.rows_dropped = 0
+        self._pending: list[dict[str, Any]] = []
+        self._lock = threading.Lock()  # guards _pending, _timer, _closed
+        self._flush_lock = threading.Lock()  # one flush at a time: no row is written twice
+        self._timer: threading.Timer | None = None
+        self._closed = False
+
+    @property
+    def pending(self) -> int:
+        """Rows logged but not yet written."""
+        with self._lock:
+            return len(self._pending)
+
+    def log(self, step: int, values: Mapping[str, Any], *, at: float | None = None) -> None:
+        """Queue ``values`` (``{name: number}``) for ``step``; ``at`` defaults to now (epoch s)."""
+        step = as_int(step, "step", minimum=0)
+        if not isinstance(values, Mapping):
+            raise TypeError(f"values: expected a mapping of name to number, got {values!r}")
+        now = time.time() if at is None else float(at)
+        rows = [
+            {
+                "run_id": self.run_id,
+                "step": step,
+                "name": _metric_name(name),
+                "value": finite_or_none(value, f"metric {name!r}"),
+                "time": now,
+            }
+            for name, value in values.items()
+        ]
+        if not rows:
+            return
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"metric writer of run {self.run_id} is closed")
+            self._pending.extend(rows)
+            self._drop_overflow()
+            full = len(self._pending) >= self.flush_every
+            if not full and self._timer is None:
+                self._arm(self.flush_seconds)
+        if full:
+            try:
+                self.flush()
+            except Exception:  # kept pending; the timer retries, close() reports
+                logger.warning(
+                    "Metrics of run %s stay pending after a failed write",
+                    self.run_id,
+                    exc_info=True,
+                )
+                with self._lock:
+                    if self._timer is None and not self._closed:
+                        self._arm(self.flush_seconds)
+
+    def flush(self) -> int:
+        """Write every pending row now; returns how many were written.
+
+        On failure the rows stay pending and the error is raised (and logged).
+        """
+        with self._flush_lock:
+            with self._lock:
+                batch = list(self._pending)
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
+            if not batch:
+                return 0
+            try:
+                self.db.write(lambda session: self._write(session, batch))
+            except IntegrityError as exc:  # the run was deleted under us
+                with self._lock:
+                    del self._pending[: len(batch)]
+                    self.rows_dropped += len(batch)
+                logger.error(
+                    "Dropped %d metric rows: run %s no longer exists", len(batch), self.run_id
+                )
+                raise RunNotFoundError(f"no run with id {self.run_id!r}") from exc
+            except Exception:
+                logger.error(
+                    "Could not write %d metric rows of run %s (steps %d-%d); they stay pending",
+                    len(batch),
+                    self.run_id,
+                    batch[0]["step"],
+                    batch[-1]["step"],
+                )
+                raise
+            with self._lock:
+                # Rows logged during the write were appended after the batch; keep them.
+                del self._pending[: len(batch)]
+                self.rows_written += len(batch)
+            return len(batch)
+
+    def _write(self, session: Session, batch: list[dict[str, Any]]) -> None:
+        session.execute(insert(Metric), batch)
+        session.execute(
+            update(Run)
+            .where(Run.id == self.run_id)
+            .values(
+                last_step=func.max(Run.last_step, max(row["step"] for row in batch)),
+                heartbeat_at=time.time(),
+            )
+        )
+
+    def close(self) -> None:
+        """Write what is pending and stop; raises if that last write fails (after logging)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        try:
+            self.flush()
+        except Exception:
+            logger.error("Lost %d metric rows of run %s at close", self.pending, self.run_id)
+            raise
+
+    def __enter__(self) -> MetricWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ---- internals (called with self._lock held) ------------------------------------------
+    def _arm(self, delay: float) -> None:
+        self._timer = threading.Timer(delay, self._timed_flush)
+        self._timer.daemon = True
+        self._timer.name = f"metric-flush-{self.run_id}"
+        self._timer.start()
+
+    def _drop_overflow(self) -> None:
+        excess = len(self._pending) - self.max_pending
+        if excess > 0:
+            dropped = self._pending[:excess]
+            del self._pending[:excess]
+            self.rows_dropped += excess
+            logger.error(
+                "Dropped the %d oldest pending metric rows of run %s (steps %d-%d): the "
+                "database has not accepted writes and more than %d rows are waiting",
+                excess,
+                self.run_id,
+                dropped[0]["step"],
+                dropped[-1]["step"],
+                self.max_pending,
+            )
+
+    def _timed_flush(self) -> None:
+        with self._lock:
+            self._timer = None
+        try:
+            self.flush()
+        except RunNotFoundError:
+            return
+        except Exception:  # logged by flush(); retry later instead of losing the rows
+            with self._lock:
+                if self._pending and self._timer is None and not self._closed:
+                    self._arm(max(self.flush_seconds, 2.0))
+
+
+def metrics_since(
+    db: Database,
+    run_id: str,
+    cursor: int = 0,
+    *,
+    names: Iterable[str] | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> tuple[list[MetricPoint], int]:
+    """The run's metric rows with ``id > cursor`` in id order, at most ``limit`` of them, and
+    the next cursor (the last id returned, or ``cursor`` when there is nothing new).
+
+    Poll with the returned cursor to get each row exactly once; a full page
+    (``len(rows) == limit``) means more rows are waiting.
+    """
+    cursor = as_int(cursor, "cursor", minimum=0)
+    limit = as_int(limit, "limit", minimum=1)
+    query = select(Metric.id, Metric.step, Metric.name, Metric.value, Metric.time).where(
+        Metric.run_id == run_id, Metric.id > cursor
+    )
+    if names is not None:
+        wanted = [_metric_name(n) for n in ([names] if isinstance(names, str) else names)]
+        query = query.where(Metric.name.in_(wanted))
+    query = query.order_by(Metric.id).limit(limit)
+
+    def read(session: Session) -> list[MetricPoint]:
+        return [MetricPoint._make(row) for row in session.execute(query)]
+
+    rows = db.read(read)
+    return rows, (rows[-1].id if rows else cursor)
+
+
+# Distinct names by index skip-scan: one B-tree seek per name instead of reading every row.
+_NAMES_SQL = text(
+    """
+    WITH RECURSIVE names(name) AS (
+        SELECT MIN(name) FROM metric WHERE run_id = :run_id
+        UNION ALL
+        SELECT (SELECT MIN(name) FROM metric WHERE run_id = :run_id AND name > names.name)
+        FROM names WHERE names.name IS NOT NULL
+    )
+    SELECT name FROM names WHERE name IS NOT NULL
+    """
+)
+
+
+def metric_names(db: Database, run_id: str) -> list[str]:
+    """The distinct metric names of a run, sorted."""
+    return db.read(lambda session: list(session.execute(_NAMES_SQL, {"run_id": run_id}).scalars()))
+
+
+def metric_series(db: Database, run_ids: Sequence[str], name: str) -> dict[str, MetricSeries]:
+    """One metric of several runs, each ordered by step (for the compare view).
+
+    Every requested run gets an entry, empty when it has no such metric.
+    """
+    name = _metric_name(name)
+    ids = list(dict.fromkeys(run_ids))
+    query = (
+        select(Metric.run_id, Metric.step, Metric.value)
+        .where(Metric.run_id.in_(ids), Metric.name == name)
+        .order_by(Metric.run_id, Metric.step, Metric.id)
+    )
+
+    def read(session: Session) -> dict[str, MetricSeries]:
+        out = {rid: MetricSeries() for rid in ids}
+        for rid, step, value in session.execute(query):
+            series = out[rid]
+            series.steps.append(step)
+            series.values.append(value)
+        return out
+
+    return db.read(read) if ids else {}

@@ -1,0 +1,40 @@
+"""Numbered schema migrations: ``MIGRATIONS[n]`` moves a database from version ``n`` to ``n + 1``.
+
+Each step is explicit SQL run inside the opening transaction, so a database is either fully at
+the new version or untouched. There is no column inspection: the version row alone says which
+steps to run. To change the schema, bump ``storage.schema.SCHEMA_VERSION``, change the models,
+and add the step here, e.g.::
+
+    def _v1_to_v2(conn: Connection) -> None:
+        conn.exec_driver_sql("ALTER TABLE run ADD COLUMN seed INTEGER")
+
+    MIGRATIONS = {1: _v1_to_v2}
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from sqlalchemy.engine import Connection
+
+logger = logging.getLogger(__name__)
+
+Migration = Callable[[Connection], None]
+
+MIGRATIONS: dict[int, Migration] = {}
+
+
+def migrate(conn: Connection, current: int, target: int) -> None:
+    """Run the steps ``current -> current + 1 -> ... -> target`` on ``conn``."""
+    for version in range(current, target):
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise RuntimeError(
+                f"no migration from schema version {version} to {version + 1}; "
+                f"this Reward Studio cannot open a version {current} database"
+            )
+        logger.info(
+            "Migrating the studio database from schema version %d to %d", version, version + 1
+        )
+        step(conn)

@@ -1,0 +1,398 @@
+"""Runs: create, read, list, update, status changes, heartbeats, delete, and the UI's poll query.
+
+Status changes go through :data:`storage.schema.TRANSITIONS` and keep the timestamps honest:
+entering ``running`` stamps ``started_at`` (the start of the current attempt) and clears
+``ended_at``; entering a terminal status stamps ``ended_at``; leaving a terminal status (resume,
+train further) counts a new ``attempt`` and clears the previous error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from storage.db import Database
+from storage.encoding import config_json, epoch_or_none, optional_int, text_field
+from storage.schema import (
+    TERMINAL_STATUSES,
+    TRANSITIONS,
+    LogLine,
+    Metric,
+    Run,
+    RunStatus,
+    Sample,
+)
+
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+# Fields update_run may set; id and created_at never change, and config is given as a mapping.
+UPDATABLE_FIELDS = frozenset(
+    {
+        "name",
+        "status",
+        "config",
+        "started_at",
+        "ended_at",
+        "pid",
+        "heartbeat_at",
+        "last_step",
+        "total_steps",
+        "error_message",
+        "error_traceback",
+        "output_dir",
+        "attempt",
+    }
+)
+
+
+class RunNotFoundError(LookupError):
+    """No run has the given id."""
+
+
+class InvalidTransitionError(ValueError):
+    """A status change that :data:`storage.schema.TRANSITIONS` does not allow."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A run as the UI and the engine see it; ``config`` is the decoded run config."""
+
+    id: str
+    name: str
+    algorithm: str
+    status: RunStatus
+    config: dict[str, Any]
+    created_at: float
+    started_at: float | None
+    ended_at: float | None
+    pid: int | None
+    heartbeat_at: float | None
+    last_step: int
+    total_steps: int | None
+    error_message: str | None
+    error_traceback: str | None
+    output_dir: str | None
+    attempt: int
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+class RunProgress(NamedTuple):
+    """What the UI's timer needs to decide whether anything of a run changed."""
+
+    status: RunStatus
+    last_step: int
+    metric_cursor: int  # id of the run's newest metric row, 0 if none
+    heartbeat_at: float | None
+
+
+def _info(row: Run) -> RunInfo:
+    return RunInfo(
+        id=row.id,
+        name=row.name,
+        algorithm=row.algorithm,
+        status=RunStatus(row.status),
+        config=json.loads(row.config_json),
+        created_at=row.created_at,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+        pid=row.pid,
+        heartbeat_at=row.heartbeat_at,
+        last_step=row.last_step,
+        total_steps=row.total_steps,
+        error_message=row.error_message,
+        error_traceback=row.error_traceback,
+        output_dir=row.output_dir,
+        attempt=row.attempt,
+    )
+
+
+def _status(value: Any, field: str = "status") -> RunStatus:
+    try:
+        return RunStatus(value)
+    except ValueError:
+        allowed = ", ".join(s.value for s in RunStatus)
+        raise ValueError(f"{field}: {value!r} is not a run status; allowed: {allowed}") from None
+
+
+def new_run_id(algorithm: str) -> str:
+    """A short readable id such as ``grpo-3f9a1c2b``."""
+    prefix = re.sub(r"[^a-z0-9]+", "-", algorithm.lower()).strip("-") or "run"
+    return f"{prefix}-{secrets.token_hex(4)}"
+
+
+def create_run(
+    db: Database,
+    *,
+    algorithm: str,
+    config: Mapping[str, Any] | str | Any,
+    name: str | None = None,
+    run_id: str | None = None,
+    status: RunStatus | str = RunStatus.QUEUED,
+    total_steps: int | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+) -> RunInfo:
+    """Record a new run (``queued`` unless told otherwise) and return it.
+
+    ``run_id`` defaults to :func:`new_run_id`; an id already taken is an error.
+    """
+    algorithm = text_field(algorithm, "algorithm")
+    if run_id is not None and not RUN_ID_PATTERN.match(run_id):
+        raise ValueError(
+            f"run_id: {run_id!r} must be 1-64 letters, digits, '.', '_' or '-', starting with a "
+            "letter or digit"
+        )
+    status = _status(status)
+    if status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+        raise ValueError(f"status: a new run is queued or running, not {status.value}")
+    encoded_config = config_json(config)
+    total_steps = optional_int(total_steps, "total_steps", minimum=0)
+    output_dir = text_field(output_dir, "output_dir", optional=True)
+    if name is not None:
+        name = text_field(name, "name")
+
+    for _ in range(5):
+        rid = run_id or new_run_id(algorithm)
+        now = time.time()
+        row = Run(
+            id=rid,
+            name=name or rid,
+            algorithm=algorithm,
+            status=status.value,
+            config_json=encoded_config,
+            created_at=now,
+            started_at=now if status == RunStatus.RUNNING else None,
+            total_steps=total_steps,
+            output_dir=output_dir,
+        )
+
+        def insert(session: Session, row: Run = row) -> RunInfo:
+            session.add(row)
+            session.flush()
+            return _info(row)
+
+        try:
+            return db.write(insert)
+        except IntegrityError:
+            if run_id is not None:
+                raise ValueError(f"run_id: a run with id {run_id!r} already exists") from None
+    raise RuntimeError("could not draw an unused run id in 5 tries")  # pragma: no cover
+
+
+def get_run(db: Database, run_id: str) -> RunInfo | None:
+    """The run with this id, or ``None``."""
+
+    def read(session: Session) -> RunInfo | None:
+        row = session.get(Run, run_id)
+        return None if row is None else _info(row)
+
+    return db.read(read)
+
+
+def list_runs(db: Database, statuses: Iterable[RunStatus | str] | None = None) -> list[RunInfo]:
+    """Runs, newest first; only those with one of ``statuses`` when given."""
+    wanted = None if statuses is None else [_status(s, "statuses").value for s in statuses]
+
+    def read(session: Session) -> list[RunInfo]:
+        query = select(Run).order_by(Run.created_at.desc(), Run.id)
+        if wanted is not None:
+            query = query.where(Run.status.in_(wanted))
+        return [_info(row) for row in session.scalars(query)]
+
+    return db.read(read)
+
+
+def next_queued(db: Database) -> RunInfo | None:
+    """The oldest queued run, the next one to start."""
+
+    def read(session: Session) -> RunInfo | None:
+        row = session.scalars(
+            select(Run)
+            .where(Run.status == RunStatus.QUEUED.value)
+            .order_by(Run.created_at, Run.id)
+            .limit(1)
+        ).first()
+        return None if row is None else _info(row)
+
+    return db.read(read)
+
+
+def _normalise(fields: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(fields) - UPDATABLE_FIELDS)
+    if unknown:
+        raise ValueError(
+            f"{', '.join(unknown)}: not a run field that can be updated; allowed: "
+            f"{', '.join(sorted(UPDATABLE_FIELDS))}"
+        )
+    values: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key == "status":
+            values["status"] = _status(value)
+        elif key == "config":
+            values["config_json"] = config_json(value)
+        elif key == "name":
+            values["name"] = text_field(value, "name")
+        elif key in ("pid", "total_steps"):
+            values[key] = optional_int(value, key, minimum=0)
+        elif key in ("last_step", "attempt"):
+            values[key] = optional_int(value, key, minimum=0 if key == "last_step" else 1)
+            if values[key] is None:
+                raise ValueError(f"{key}: must be an integer, not None")
+        elif key in ("started_at", "ended_at", "heartbeat_at"):
+            values[key] = epoch_or_none(value, key)
+        elif key == "output_dir":
+            values[key] = text_field(value, key, optional=True)
+        else:  # error_message, error_traceback
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{key}: expected a string or None, got {type(value).__name__}")
+            values[key] = value
+    return values
+
+
+def _apply(session: Session, run_id: str, values: dict[str, Any]) -> RunInfo:
+    row = session.get(Run, run_id)
+    if row is None:
+        raise RunNotFoundError(f"no run with id {run_id!r}")
+    new = values.pop("status", None)
+    if new is not None:
+        old = RunStatus(row.status)
+        if new != old:
+            if new not in TRANSITIONS[old]:
+                allowed = ", ".join(sorted(s.value for s in TRANSITIONS[old]))
+                raise InvalidTransitionError(
+                    f"status: run {run_id} cannot go from {old.value} to {new.value}; "
+                    f"from {old.value} it can go to {allowed}"
+                )
+            now = time.time()
+            stamps: dict[str, Any] = {}
+            if old in TERMINAL_STATUSES:  # started again: a new attempt, the old error is history
+                stamps.update(
+                    attempt=row.attempt + 1, error_message=None, error_traceback=None, ended_at=None
+                )
+            if new == RunStatus.RUNNING:
+                stamps.update(started_at=now, ended_at=None, heartbeat_at=now)
+            elif new in TERMINAL_STATUSES:
+                stamps["ended_at"] = now
+            values = {**stamps, **values}  # explicitly given values win
+        row.status = new.value
+    for key, value in values.items():
+        setattr(row, key, value)
+    session.add(row)
+    session.flush()
+    return _info(row)
+
+
+def update_run(db: Database, run_id: str, **fields: Any) -> RunInfo:
+    """Set fields of a run and return it; ``status`` follows the same rules as
+    :func:`set_status`. Raises :class:`RunNotFoundError` for an unknown id."""
+    values = _normalise(fields)
+    return db.write(lambda session: _apply(session, run_id, dict(values)))
+
+
+def set_status(
+    db: Database,
+    run_id: str,
+    status: RunStatus | str,
+    *,
+    error: str | None = None,
+    traceback: str | None = None,
+    **fields: Any,
+) -> RunInfo:
+    """Move a run to ``status`` (see :data:`storage.schema.TRANSITIONS`), with the error
+    message and traceback of a failure, and any other run fields (e.g. ``pid``)."""
+    extra = dict(fields, status=status)
+    if error is not None:
+        extra["error_message"] = error
+    if traceback is not None:
+        extra["error_traceback"] = traceback
+    return update_run(db, run_id, **extra)
+
+
+def heartbeat(db: Database, run_id: str, step: int | None = None) -> None:
+    """Record that the run's worker is alive, and its step (``last_step`` never goes back)."""
+    step = optional_int(step, "step", minimum=0)
+    values: dict[str, Any] = {"heartbeat_at": time.time()}
+    if step is not None:
+        values["last_step"] = func.max(Run.last_step, step)
+
+    def write(session: Session) -> None:
+        result = session.execute(update(Run).where(Run.id == run_id).values(**values))
+        if result.rowcount == 0:
+            raise RunNotFoundError(f"no run with id {run_id!r}")
+
+    db.write(write)
+
+
+def delete_run(db: Database, run_id: str) -> bool:
+    """Delete a run with all its metrics, samples and log lines; False if there was none.
+
+    Stopping a running worker first is the caller's job (its writes would fail afterwards).
+    """
+
+    def write(session: Session) -> bool:
+        for table in (Metric, Sample, LogLine):
+            session.execute(delete(table).where(table.run_id == run_id))
+        return session.execute(delete(Run).where(Run.id == run_id)).rowcount > 0
+
+    return db.write(write)
+
+
+def truncate_run(db: Database, run_id: str, after_step: int) -> int:
+    """Delete the run's metrics and samples past ``after_step`` and set ``last_step`` to it.
+
+    For a resume from a checkpoint at ``after_step``: the steps after it are trained again, so
+    their old points would otherwise appear twice in the series. Returns the rows deleted.
+    Readers holding a cursor keep what they already read; they see ``last_step`` go back.
+    """
+    after_step = optional_int(after_step, "after_step", minimum=0)
+
+    def write(session: Session) -> int:
+        if session.get(Run, run_id) is None:
+            raise RunNotFoundError(f"no run with id {run_id!r}")
+        deleted = 0
+        for table in (Metric, Sample):
+            result = session.execute(
+                delete(table).where(table.run_id == run_id, table.step > after_step)
+            )
+            deleted += result.rowcount
+        session.execute(update(Run).where(Run.id == run_id).values(last_step=after_step))
+        return deleted
+
+    return db.write(write)
+
+
+def latest_steps(db: Database) -> dict[str, int]:
+    """``{run_id: last_step}`` for every run: one query over the run table, whose cost does not
+    grow with the number of stored metrics. Metric flushes and heartbeats keep it current."""
+    query = select(Run.id, Run.last_step)
+    return db.read(lambda session: {rid: step for rid, step in session.execute(query)})
+
+
+def run_progress(db: Database) -> dict[str, RunProgress]:
+    """Status, last step, newest metric id and heartbeat of every run, in one query.
+
+    The newest metric id comes from the ``(run_id, id)`` index, one lookup per run, so this
+    stays flat as metrics grow; a changed ``metric_cursor`` means new points to fetch.
+    """
+    newest = select(func.max(Metric.id)).where(Metric.run_id == Run.id).scalar_subquery()
+    query = select(Run.id, Run.status, Run.last_step, newest, Run.heartbeat_at)
+
+    def read(session: Session) -> dict[str, RunProgress]:
+        return {
+            rid: RunProgress(RunStatus(status), last_step, cursor or 0, beat)
+            for rid, status, last_step, cursor, beat in session.execute(query)
+        }
+
+    return db.read(read)

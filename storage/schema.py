@@ -1,0 +1,173 @@
+"""The SQLite schema of Reward Studio: runs, metrics, samples, log lines and a schema version.
+
+Conventions:
+
+- Times are UTC epoch seconds (``time.time()`` floats) everywhere; the UI formats them.
+- ``Metric.id`` and ``LogLine.id`` are AUTOINCREMENT, so ids are never reused, and they are
+  the cursors of incremental reads. SQLite has one writer at a time and every write here holds
+  the write lock from ``BEGIN IMMEDIATE`` to ``COMMIT``, so ids become visible in id order:
+  a reader that has seen id ``n`` will never later see a new row with an id below ``n``.
+- A metric value that is not a finite number (NaN, ±inf, ``None``) is stored as NULL: the
+  point stays in the series (a chart draws a gap there and can flag it) instead of vanishing.
+- JSON columns (``Run.config_json``, ``Sample.trace_json``, ``Sample.extra_json``) hold strict
+  JSON (non-finite floats become ``null``), so a browser can parse them as they are.
+
+The schema changes only together with ``SCHEMA_VERSION`` and a numbered step in
+:mod:`storage.migrations`.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from sqlalchemy import Column, Index, Text
+from sqlmodel import Field, SQLModel
+
+SCHEMA_VERSION = 1
+
+
+class RunStatus(str, Enum):
+    """The life cycle of a run; see :data:`TRANSITIONS` for the allowed moves."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    STOPPED = "stopped"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+    def __str__(self) -> str:  # f"{status}" reads "running", on every Python version
+        return self.value
+
+
+ACTIVE_STATUSES = frozenset({RunStatus.QUEUED, RunStatus.RUNNING})
+TERMINAL_STATUSES = frozenset(
+    {RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.FAILED, RunStatus.INTERRUPTED}
+)
+
+# Allowed status changes. Setting the current status again is always allowed (a no-op for the
+# status itself), so the launcher and the worker may both record "running".
+# - queued: it starts, or is cancelled (stopped), or cannot start (failed).
+# - running: it ends one of four ways.
+# - completed/stopped/failed: queued or started again (resume or train further).
+# - interrupted: resumed like the others, or the worker turns out to be alive after a
+#   stale-heartbeat scan and records how it really ended.
+TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
+    RunStatus.QUEUED: frozenset({RunStatus.RUNNING, RunStatus.STOPPED, RunStatus.FAILED}),
+    RunStatus.RUNNING: frozenset(
+        {RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.FAILED, RunStatus.INTERRUPTED}
+    ),
+    RunStatus.COMPLETED: frozenset({RunStatus.QUEUED, RunStatus.RUNNING}),
+    RunStatus.STOPPED: frozenset({RunStatus.QUEUED, RunStatus.RUNNING}),
+    RunStatus.FAILED: frozenset({RunStatus.QUEUED, RunStatus.RUNNING}),
+    RunStatus.INTERRUPTED: frozenset(
+        {
+            RunStatus.QUEUED,
+            RunStatus.RUNNING,
+            RunStatus.COMPLETED,
+            RunStatus.STOPPED,
+            RunStatus.FAILED,
+        }
+    ),
+}
+
+
+class Run(SQLModel, table=True):
+    """One training run; ``config_json`` is the full run config it was started from."""
+
+    __tablename__ = "run"
+    __table_args__ = (Index("ix_run_status_created", "status", "created_at"),)
+
+    id: str = Field(primary_key=True)  # short and readable, e.g. "grpo-3f9a1c2b"
+    name: str
+    algorithm: str
+    status: str = Field(default=RunStatus.QUEUED.value)
+    config_json: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: float
+    started_at: float | None = None  # start of the current attempt
+    ended_at: float | None = None
+    pid: int | None = None
+    heartbeat_at: float | None = None
+    last_step: int = 0  # highest step with stored metrics or a heartbeat
+    total_steps: int | None = None
+    error_message: str | None = Field(default=None, sa_column=Column(Text))
+    error_traceback: str | None = Field(default=None, sa_column=Column(Text))
+    output_dir: str | None = None
+    attempt: int = 1  # 1 for the first start, +1 each time a finished run is started again
+
+
+class Metric(SQLModel, table=True):
+    """One scalar of one run at one step; ``id`` is the cursor of incremental reads."""
+
+    __tablename__ = "metric"
+    __table_args__ = (
+        # metrics_since(run) without a name filter: a range scan from the cursor.
+        Index("ix_metric_run_id", "run_id", "id"),
+        # metrics_since(run, names=...) and metric_series: per-name ranges, index-only.
+        Index("ix_metric_run_name_id", "run_id", "name", "id"),
+        # truncating a run back to a checkpoint step on resume.
+        Index("ix_metric_run_step", "run_id", "step"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="run.id", ondelete="CASCADE")
+    step: int
+    name: str
+    value: float | None = None  # NULL: the logged value was NaN, ±inf or None
+    time: float
+
+
+class Sample(SQLModel, table=True):
+    """One generated completion at a step, with its total reward and per-component trace."""
+
+    __tablename__ = "sample"
+    __table_args__ = (Index("ix_sample_run_step", "run_id", "step"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="run.id", ondelete="CASCADE")
+    step: int
+    prompt_index: int | None = None  # which prompt of the step's batch (or of the dataset)
+    group: int | None = None  # completions of one prompt share a group (GRPO/RLOO)
+    prompt: str = Field(sa_column=Column(Text, nullable=False))
+    completion: str = Field(sa_column=Column(Text, nullable=False))
+    answer: str | None = Field(default=None, sa_column=Column(Text))
+    total: float | None = None  # weighted total reward; NULL when it could not be scored
+    trace_json: str = Field(default="[]", sa_column=Column(Text, nullable=False))
+    advantage: float | None = None
+    value: float | None = None  # PPO value estimate
+    extra_json: str = Field(default="{}", sa_column=Column(Text, nullable=False))
+    time: float
+
+
+class LogLine(SQLModel, table=True):
+    """One log line of a run's worker; ``id`` is the cursor of incremental reads."""
+
+    __tablename__ = "log_line"
+    __table_args__ = (Index("ix_log_line_run_id", "run_id", "id"), {"sqlite_autoincrement": True})
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="run.id", ondelete="CASCADE")
+    time: float
+    level: str
+    message: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class SchemaVersion(SQLModel, table=True):
+    """A single row: the schema version the file is at."""
+
+    __tablename__ = "schema_version"
+
+    version: int = Field(primary_key=True)
+    applied_at: float
+
+
+# Creation order (parents first). Only these tables are created; other SQLModel tables that
+# may exist in the process are never touched.
+TABLES = (
+    Run.__table__,
+    Metric.__table__,
+    Sample.__table__,
+    LogLine.__table__,
+    SchemaVersion.__table__,
+)

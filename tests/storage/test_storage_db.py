@@ -1,0 +1,153 @@
+"""The database file: pragmas, schema creation and version checks, migrations, lock handling."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+import pytest
+from sqlalchemy import text
+
+from storage import migrations, schema
+from storage.db import Database, DatabaseLockedError, SchemaVersionError, StorageError
+from storage.runs import create_run, get_run
+
+
+def pragma(db: Database, name: str):
+    return db.read(lambda s: s.execute(text(f"PRAGMA {name}")).scalar())
+
+
+def test_every_connection_gets_the_pragmas(db):
+    assert pragma(db, "journal_mode") == "wal"
+    assert pragma(db, "synchronous") == 1  # NORMAL
+    assert pragma(db, "foreign_keys") == 1
+    assert pragma(db, "busy_timeout") == 10_000
+
+
+def test_new_file_gets_tables_and_version_row(db):
+    names = db.read(
+        lambda s: set(
+            s.execute(text("SELECT name FROM sqlite_master WHERE type='table'")).scalars()
+        )
+    )
+    assert {"run", "metric", "sample", "log_line", "schema_version"} <= names
+    assert db.schema_version == schema.SCHEMA_VERSION
+    versions = db.read(lambda s: s.execute(text("SELECT version FROM schema_version")).all())
+    assert versions == [(schema.SCHEMA_VERSION,)]
+
+
+def test_reopening_keeps_data(data_dir):
+    path = data_dir / "studio.db"
+    with Database(path) as db:
+        create_run(db, algorithm="grpo", config={"lr": 1e-5}, run_id="grpo-keep")
+    with Database(path) as db:
+        assert get_run(db, "grpo-keep").config == {"lr": 1e-5}
+        versions = db.read(
+            lambda s: s.execute(text("SELECT COUNT(*) FROM schema_version")).scalar()
+        )
+        assert versions == 1
+
+
+def test_newer_schema_version_is_refused(data_dir):
+    path = data_dir / "studio.db"
+    Database(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE schema_version SET version = ?", (schema.SCHEMA_VERSION + 1,))
+    with pytest.raises(SchemaVersionError, match=r"schema version 2, newer than .*\(1\)"):
+        Database(path)
+
+
+def test_a_foreign_sqlite_file_is_refused(data_dir):
+    path = data_dir / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE notes (x)")
+    with pytest.raises(SchemaVersionError, match="not a Reward Studio database"):
+        Database(path)
+
+
+def test_older_version_runs_numbered_migrations(data_dir, monkeypatch):
+    path = data_dir / "studio.db"
+    with Database(path) as db:
+        create_run(db, algorithm="grpo", config={}, run_id="grpo-old")
+
+    def add_seed(conn):
+        conn.exec_driver_sql("ALTER TABLE run ADD COLUMN seed INTEGER DEFAULT 7")
+
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(migrations, "MIGRATIONS", {1: add_seed})
+    with Database(path) as db:
+        assert db.schema_version == 2
+        assert db.read(lambda s: s.execute(text("SELECT seed FROM run")).scalar()) == 7
+        assert db.read(lambda s: s.execute(text("SELECT version FROM schema_version")).all()) == [
+            (2,)
+        ]
+    # Opening again runs nothing: the version row says the file is current.
+    monkeypatch.setattr(migrations, "MIGRATIONS", {})
+    with Database(path) as db:
+        assert db.schema_version == 2
+
+
+def test_a_missing_migration_step_is_an_error_and_changes_nothing(data_dir, monkeypatch):
+    path = data_dir / "studio.db"
+    Database(path).close()
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(migrations, "MIGRATIONS", {1: lambda conn: None})
+    with pytest.raises(RuntimeError, match="no migration from schema version 2 to 3"):
+        Database(path)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+
+
+def test_memory_paths_and_bad_settings_are_refused(data_dir):
+    with pytest.raises(ValueError, match="path"):
+        Database(":memory:")
+    with pytest.raises(ValueError, match="busy_timeout_s"):
+        Database(data_dir / "x.db", busy_timeout_s=0)
+
+
+def test_closed_database_refuses_work(data_dir):
+    db = Database(data_dir / "studio.db")
+    db.close()
+    db.close()  # twice is fine
+    assert db.closed
+    with pytest.raises(StorageError, match="closed"):
+        get_run(db, "any")
+
+
+def test_locked_beyond_every_retry_raises_database_locked(data_dir, caplog, hold_write_lock):
+    db = Database(data_dir / "studio.db", busy_timeout_s=0.1, lock_retries=1)
+    holder = hold_write_lock(db.path, 1.0)
+    try:
+        with pytest.raises(DatabaseLockedError, match="database is locked"):
+            create_run(db, algorithm="grpo", config={})
+    finally:
+        holder.join()
+        db.close()
+    assert "retrying" in caplog.text
+
+
+def test_a_write_retries_until_the_lock_is_free(data_dir, caplog, hold_write_lock):
+    caplog.set_level(logging.WARNING, logger="storage.db")
+    db = Database(data_dir / "studio.db", busy_timeout_s=0.1, lock_retries=8)
+    holder = hold_write_lock(db.path, 0.4)
+    try:
+        run = create_run(db, algorithm="grpo", config={})
+    finally:
+        holder.join()
+    assert get_run(db, run.id) is not None
+    assert "database is locked" in caplog.text
+    db.close()
+
+
+def test_readers_are_not_blocked_by_a_writer(data_dir, hold_write_lock):
+    # With no patience at all for locks, a read still succeeds while another process writes.
+    db = Database(data_dir / "studio.db", busy_timeout_s=0.01, lock_retries=0)
+    create_run(db, algorithm="grpo", config={}, run_id="grpo-read")
+    holder = hold_write_lock(db.path, 1.0)
+    try:
+        assert get_run(db, "grpo-read") is not None
+        with pytest.raises(DatabaseLockedError):
+            create_run(db, algorithm="grpo", config={})
+    finally:
+        holder.join()
+        db.close()
