@@ -1,0 +1,136 @@
+import pytest
+
+from storage import logs as log_store
+from storage import runs as run_store
+from storage import samples as sample_store
+from storage.db import Database
+from storage.metrics import MetricWriter
+from storage.paths import db_path
+from storage.schema import RunStatus
+from ui.charts import PANELS
+from ui.run_poll import poll, runs_table
+from ui.run_state import RunView
+
+
+@pytest.fixture
+def db(data_dir):
+    database = Database(db_path(data_dir))
+    yield database
+    database.close()
+
+
+def make_run(db, run_id="grpo-aaaa1111", steps=3):
+    run_store.create_run(
+        db,
+        run_id=run_id,
+        algorithm="grpo",
+        config={"training": {"steps": steps}},
+        total_steps=steps,
+        status=RunStatus.RUNNING,
+    )
+    return run_id
+
+
+def log_step(db, run_id, step, values):
+    with MetricWriter(db, run_id) as writer:
+        writer.log(step, values)
+
+
+def test_first_poll_draws_everything_then_quiet_ticks_draw_nothing(db):
+    rid = make_run(db)
+    view = RunView()
+    first = poll(db, view, rid)
+    assert first.runs_table[0][:5] == [rid, rid, "running", "grpo", "0/3"]
+    assert set(first.figures) >= {"reward", "loss", "signal"}
+    assert "running" in first.status_md
+    quiet = poll(db, view, rid)
+    assert quiet.empty
+
+
+def test_new_points_arrive_once_and_redraw_only_their_panels(db):
+    rid = make_run(db)
+    view = RunView()
+    poll(db, view, rid)
+    log_step(db, rid, 1, {"reward/total": 0.5, "rewards/format": 1.0})
+    update = poll(db, view, rid)
+    assert set(update.figures) == {"reward"}
+    assert view.series["reward/total"].steps == [1]
+    assert update.runs_table is not None  # the step moved: 1/3 in the list
+    assert update.runs_table[0][4] == "1/3"
+    log_step(db, rid, 2, {"loss/policy": 0.0})
+    update = poll(db, view, rid)
+    assert set(update.figures) == {"loss"}
+    assert view.series["reward/total"].steps == [1]  # no point read twice
+    assert "normal in GRPO" in update.hints_md
+
+
+def test_status_change_and_failure_message_show_up(db):
+    rid = make_run(db)
+    view = RunView()
+    poll(db, view, rid)
+    run_store.set_status(
+        db, rid, RunStatus.FAILED, error="ValueError: bad prompt", traceback="Traceback ..."
+    )
+    update = poll(db, view, rid)
+    assert "failed" in update.status_md
+    assert "ValueError: bad prompt" in update.error
+    assert "Traceback" in update.error
+
+
+def test_logs_and_sample_steps_come_with_progress(db):
+    rid = make_run(db)
+    view = RunView()
+    poll(db, view, rid)
+    log_store.append_logs(db, rid, [(1.0, "INFO", "loading model")])
+    sample_store.add_samples(db, rid, 1, [{"prompt": "p", "completion": "c", "total": 1.0}])
+    run_store.heartbeat(db, rid, 1)
+    update = poll(db, view, rid)
+    assert "loading model" in update.logs
+    assert update.sample_steps == [1]
+
+
+def test_switching_runs_resets_the_view(db):
+    a, b = make_run(db, "grpo-aaaa1111"), make_run(db, "grpo-bbbb2222")
+    log_step(db, a, 1, {"reward/total": 0.1})
+    view = RunView()
+    poll(db, view, a)
+    assert "reward/total" in view.series
+    update = poll(db, view, b)
+    assert view.run_id == b and view.series == {}
+    assert len(update.figures) == len(PANELS)  # every panel redrawn, empty
+
+
+def test_deleted_run_clears_the_view(db):
+    rid = make_run(db)
+    view = RunView()
+    poll(db, view, rid)
+    run_store.delete_run(db, rid)
+    update = poll(db, view, rid)
+    assert update.runs_table == []
+    assert "No run selected" in update.status_md
+
+
+def test_runs_table_formats_duration():
+    from storage.runs import RunInfo
+
+    run = RunInfo(
+        id="r",
+        name="n",
+        algorithm="rloo",
+        status=RunStatus.COMPLETED,
+        config={},
+        created_at=0.0,
+        started_at=100.0,
+        ended_at=3825.0,
+        pid=None,
+        heartbeat_at=None,
+        last_step=5,
+        total_steps=None,
+        error_message=None,
+        error_traceback=None,
+        output_dir=None,
+        attempt=1,
+    )
+    row = runs_table([run], now=5000.0)[0]
+    assert row[4] == "5"
+    assert row[6] == "1:02:05"  # ended_at - started_at, not "now"

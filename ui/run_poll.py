@@ -1,0 +1,193 @@
+"""What the Runs view does each timer tick and on each action, without Gradio.
+
+:func:`poll` runs the one cheap query (``storage.runs.run_progress``: status, last step and newest
+metric id of every run), and only when something moved reads more: the run list when a status or
+step changed, new metric rows by cursor when the selected run has any, log lines when it
+progressed. It returns a :class:`RunsUpdate` whose ``None`` fields mean "unchanged: do not redraw".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import plotly.graph_objects as go
+
+from storage import logs as log_store
+from storage import metrics as metric_store
+from storage import runs as run_store
+from storage import samples as sample_store
+from storage.db import Database
+from storage.runs import RunInfo
+from ui import charts, hints
+from ui.run_state import RunsSnapshot, RunView
+
+RUN_COLUMNS = ["run", "name", "status", "algorithm", "step", "started", "duration"]
+METRIC_PAGE = 20_000
+LOG_PAGE = 500
+
+
+@dataclass
+class RunsUpdate:
+    """What changed in one tick; ``None`` means leave that part of the page as it is."""
+
+    runs_table: list[list[Any]] | None = None
+    run_choices: list[tuple[str, str]] | None = None
+    status_md: str | None = None
+    error: str | None = None  # "" hides the error box
+    hints_md: str | None = None
+    figures: dict[str, go.Figure] = field(default_factory=dict)
+    logs: str | None = None
+    sample_steps: list[int] | None = None
+
+    @property
+    def empty(self) -> bool:
+        return (
+            all(
+                v is None
+                for v in (self.runs_table, self.status_md, self.error, self.logs, self.sample_steps)
+            )
+            and not self.figures
+        )
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return ""
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _duration(run: RunInfo, now: float) -> str:
+    if run.started_at is None:
+        return ""
+    seconds = int((run.ended_at or now) - run.started_at)
+    minutes, secs = divmod(max(0, seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def step_text(run: RunInfo) -> str:
+    return f"{run.last_step}/{run.total_steps}" if run.total_steps else str(run.last_step)
+
+
+def runs_table(runs: list[RunInfo], now: float | None = None) -> list[list[Any]]:
+    """Rows of the run list (newest first), in :data:`RUN_COLUMNS` order."""
+    now = time.time() if now is None else now
+    return [
+        [
+            r.id,
+            r.name,
+            str(r.status),
+            r.algorithm,
+            step_text(r),
+            _when(r.started_at or r.created_at),
+            _duration(r, now),
+        ]
+        for r in runs
+    ]
+
+
+def run_choices(runs: list[RunInfo]) -> list[tuple[str, str]]:
+    """Dropdown choices ``(label, run id)``."""
+    return [
+        (f"{r.name} · {r.status}" if r.name != r.id else f"{r.id} · {r.status}", r.id) for r in runs
+    ]
+
+
+def default_selection(runs: list[RunInfo]) -> str | None:
+    """The run to show when a page opens: the newest running one, else the newest."""
+    running = [r for r in runs if str(r.status) == "running"]
+    pick = running[0] if running else (runs[0] if runs else None)
+    return None if pick is None else pick.id
+
+
+def status_markdown(run: RunInfo | None) -> str:
+    if run is None:
+        return "No run selected. Start one in the **Train** tab, or pick one from the list."
+    lines = [
+        f"### {run.name}",
+        f"**{run.status}** · {run.algorithm.upper()} · step {step_text(run)} · id `{run.id}`"
+        + (f" · attempt {run.attempt}" if run.attempt > 1 else ""),
+    ]
+    hint = hints.status_hint(str(run.status))
+    if hint:
+        lines.append(f"<small>{hint}</small>")
+    if run.error_message:
+        lines.append(f"**Error:** {run.error_message}")
+    return "\n\n".join(lines)
+
+
+def error_text(run: RunInfo | None) -> str:
+    """The failed run's traceback (with its message first), or "" when there is none."""
+    if run is None or not (run.error_message or run.error_traceback):
+        return ""
+    return "\n\n".join(x for x in (run.error_message, run.error_traceback) if x)
+
+
+def hints_markdown(run: RunInfo | None, view: RunView) -> str:
+    if run is None:
+        return ""
+    found = hints.run_hints(run.algorithm, view.latest())
+    return "\n\n".join(f"💡 {h}" for h in found)
+
+
+def all_figures(view: RunView) -> dict[str, go.Figure]:
+    return {p.key: charts.panel_figure(p, view.series) for p in charts.PANELS}
+
+
+def poll(db: Database, view: RunView, selected: str | None, *, force: bool = False) -> RunsUpdate:
+    """One tick of the Runs view for the run ``selected`` (``force``: redraw everything)."""
+    update = RunsUpdate()
+    snapshot = RunsSnapshot(run_store.run_progress(db))
+    list_key = snapshot.list_key()
+    runs: list[RunInfo] | None = None
+    if force or list_key != view.list_key:
+        runs = run_store.list_runs(db)
+        update.runs_table = runs_table(runs)
+        update.run_choices = run_choices(runs)
+        view.list_key = list_key
+    if selected != view.run_id:
+        view.select(selected)
+        force = True
+    progress = snapshot.get(view.run_id)
+    if view.run_id is None or progress is None:
+        if force or view.status is not None:
+            view.mark_shown(None)
+            update.status_md = status_markdown(None)
+            update.error = ""
+            update.hints_md = ""
+            update.figures = all_figures(view)
+            update.logs = ""
+            update.sample_steps = []
+        return update
+
+    changed: set[str] = set()
+    while view.needs_metrics(progress):
+        points, cursor = metric_store.metrics_since(db, view.run_id, view.cursor, limit=METRIC_PAGE)
+        changed |= view.absorb(points, cursor)
+        if len(points) < METRIC_PAGE:
+            break
+    progressed = view.progress_changed(progress)
+    if force or progressed or changed:
+        run = run_store.get_run(db, view.run_id)
+        view.mark_shown(progress)
+        update.status_md = status_markdown(run)
+        update.error = error_text(run)
+        update.hints_md = hints_markdown(run, view)
+        if force:
+            update.figures = all_figures(view)
+        else:
+            keys = charts.changed_panels(changed)
+            update.figures = {
+                p.key: charts.panel_figure(p, view.series) for p in charts.PANELS if p.key in keys
+            }
+        lines, log_cursor = log_store.logs_since(db, view.run_id, view.log_cursor, limit=LOG_PAGE)
+        got = view.absorb_logs(
+            (f"{_when(e.time)} {e.level:<7} {e.message}" for e in lines), log_cursor
+        )
+        if got or force:
+            update.logs = "\n".join(view.log_lines)
+        update.sample_steps = sample_store.sample_steps(db, view.run_id)
+    return update

@@ -1,0 +1,133 @@
+"""The state of the Runs view of one browser session, as plain dataclasses (no Gradio).
+
+:class:`RunsSnapshot` is what the 1 s timer's one cheap query (``storage.runs.run_progress``)
+returned; comparing two snapshots says whether the run list must be redrawn.
+:class:`RunView` holds the points of the selected run read so far and the cursor of the next
+incremental read, so each tick fetches only new rows, and says which series changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.runs import RunProgress
+from storage.schema import TERMINAL_STATUSES, RunStatus
+
+
+@dataclass
+class Series:
+    """One metric by step; steps ascend."""
+
+    steps: list[int] = field(default_factory=list)
+    values: list[float | None] = field(default_factory=list)
+
+    def add(self, step: int, value: float | None) -> None:
+        """Append a point; a step at or before the last one replaces the tail from there.
+
+        That happens after a resume from a checkpoint: the steps after it are trained again and
+        their new points supersede the old ones the view had already read.
+        """
+        if self.steps and step <= self.steps[-1]:
+            keep = next((i for i, s in enumerate(self.steps) if s >= step), len(self.steps))
+            del self.steps[keep:]
+            del self.values[keep:]
+        self.steps.append(step)
+        self.values.append(value)
+
+    @property
+    def last(self) -> float | None:
+        return next((v for v in reversed(self.values) if v is not None), None)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+@dataclass(frozen=True)
+class RunsSnapshot:
+    """The progress of every run at one poll: ``{run_id: RunProgress}``."""
+
+    progress: Mapping[str, RunProgress] = field(default_factory=dict)
+
+    def list_key(self) -> tuple:
+        """What the run list shows (ids, statuses, steps); equal keys need no redraw."""
+        return tuple(sorted((rid, str(p.status), p.last_step) for rid, p in self.progress.items()))
+
+    def get(self, run_id: str | None) -> RunProgress | None:
+        return None if run_id is None else self.progress.get(run_id)
+
+
+@dataclass
+class RunView:
+    """The selected run of one session: its series read so far and the read cursors.
+
+    Attributes:
+        run_id: the selected run, or ``None``.
+        cursor: id of the last metric row read (``storage.metrics.metrics_since`` cursor).
+        log_cursor: id of the last log line read.
+        series: metric name -> points read so far.
+        status: the run status last shown.
+        last_step: the run's last step last shown.
+        list_key: :meth:`RunsSnapshot.list_key` of the run list last shown.
+    """
+
+    run_id: str | None = None
+    cursor: int = 0
+    log_cursor: int = 0
+    series: dict[str, Series] = field(default_factory=dict)
+    log_lines: list[str] = field(default_factory=list)
+    status: str | None = None
+    last_step: int = -1
+    list_key: tuple | None = None
+    max_log_lines: int = 500
+
+    def select(self, run_id: str | None) -> None:
+        """Show another run: forget the points and cursors of the previous one."""
+        self.run_id = run_id
+        self.cursor = 0
+        self.log_cursor = 0
+        self.series = {}
+        self.log_lines = []
+        self.status = None
+        self.last_step = -1
+
+    def needs_metrics(self, progress: RunProgress | None) -> bool:
+        """True when the database holds metric rows of the run this view has not read."""
+        return progress is not None and progress.metric_cursor > self.cursor
+
+    def progress_changed(self, progress: RunProgress | None) -> bool:
+        """True when status or step moved since last shown (the status line needs a redraw)."""
+        if progress is None:
+            return self.status is not None
+        return str(progress.status) != self.status or progress.last_step != self.last_step
+
+    def mark_shown(self, progress: RunProgress | None) -> None:
+        self.status = None if progress is None else str(progress.status)
+        self.last_step = -1 if progress is None else progress.last_step
+
+    def absorb(self, points: Iterable[Any], next_cursor: int) -> set[str]:
+        """Add metric rows (``MetricPoint``-like: ``.step``, ``.name``, ``.value``) read up to
+        ``next_cursor``; returns the names of the series that changed."""
+        changed: set[str] = set()
+        for point in points:
+            self.series.setdefault(point.name, Series()).add(point.step, point.value)
+            changed.add(point.name)
+        self.cursor = max(self.cursor, next_cursor)
+        return changed
+
+    def absorb_logs(self, lines: Iterable[str], next_cursor: int) -> bool:
+        """Add log lines; keeps the newest ``max_log_lines``. Returns whether any came."""
+        new = list(lines)
+        self.log_lines.extend(new)
+        del self.log_lines[: max(0, len(self.log_lines) - self.max_log_lines)]
+        self.log_cursor = max(self.log_cursor, next_cursor)
+        return bool(new)
+
+    def latest(self) -> dict[str, float]:
+        """The newest finite value of every series."""
+        return {name: s.last for name, s in self.series.items() if s.last is not None}
+
+    @property
+    def finished(self) -> bool:
+        return self.status is not None and RunStatus(self.status) in TERMINAL_STATUSES
