@@ -1,0 +1,1 @@
+"""Reward components, one module each; the registry (:mod:`rewards.registry`) lists them."""

@@ -1,0 +1,218 @@
+"""Machine-readable parameter descriptors and component descriptions.
+
+The UI form and the CLI help are generated from these, so each descriptor carries everything a
+form needs: type, default, allowed range or choices, and a one-line doc. Validation lives here
+too, so the spec, the factories and the UI reject the same values with the same message.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from rewards.errors import RewardSpecError
+
+if TYPE_CHECKING:
+    from rewards.components.base import RewardComponent
+
+ParamType = Literal["float", "int", "bool", "str", "list"]
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter of a reward component.
+
+    Attributes:
+        name: keyword the factory takes.
+        type: ``float`` | ``int`` | ``bool`` | ``str`` | ``list`` (a list of strings).
+        default: value used when the spec leaves the parameter out.
+        doc: one line for a form label or ``--help``.
+        min, max: inclusive bounds for ``float``/``int``.
+        choices: allowed values of a ``str``, or of each item of a ``list``.
+        max_length: longest allowed ``str`` (or list item), in characters.
+        max_items: longest allowed ``list``.
+        regex: the string (or each list item) is a regular expression; it must compile under the
+            linear-time engine the ``rule`` and ``reasoning_steps`` components use (RE2 syntax).
+    """
+
+    name: str
+    type: ParamType
+    default: Any
+    doc: str
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] | None = None
+    max_length: int | None = None
+    max_items: int | None = None
+    regex: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable description (for forms and CLI help)."""
+        out: dict[str, Any] = {"name": self.name, "type": self.type, "default": None}
+        for key in ("min", "max", "max_length", "max_items"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if self.choices is not None:
+            out["choices"] = list(self.choices)
+        if self.regex:
+            out["regex"] = True
+        out["doc"] = self.doc
+        out["default"] = _plain(self.default)
+        return out
+
+    def describe_allowed(self) -> str:
+        """What the parameter accepts, in words (used in error messages and help)."""
+        if self.type in ("float", "int"):
+            kind = "a number" if self.type == "float" else "an integer"
+            return f"{kind} in [{_fmt(self.min)}, {_fmt(self.max)}]"
+        if self.type == "bool":
+            return "true or false"
+        if self.type == "str":
+            if self.choices is not None:
+                return "one of " + ", ".join(repr(c) for c in self.choices)
+            return f"a string of at most {self.max_length} characters"
+        item = "one of " + ", ".join(self.choices) if self.choices else "strings"
+        return f"a list of at most {self.max_items} {item}"
+
+    def validate(self, value: Any) -> Any:
+        """Return ``value`` checked and normalised (ints accepted for floats, lists as tuples).
+
+        Raises:
+            RewardSpecError: naming this parameter, what was wrong and what is allowed.
+        """
+        allowed = self.describe_allowed()
+        if self.type == "bool":
+            if not isinstance(value, bool):
+                raise RewardSpecError(self.name, f"must be {allowed}, got {value!r}")
+            return value
+        if self.type in ("float", "int"):
+            return self._validate_number(value, allowed)
+        if self.type == "str":
+            return self._validate_str(value, allowed, self.name)
+        if isinstance(value, str) or not isinstance(value, list | tuple):
+            raise RewardSpecError(self.name, f"must be {allowed}, got {value!r}")
+        if self.max_items is not None and len(value) > self.max_items:
+            raise RewardSpecError(self.name, f"must be {allowed}, got {len(value)} items")
+        return [
+            self._validate_str(item, allowed, f"{self.name}[{i}]") for i, item in enumerate(value)
+        ]
+
+    def _validate_number(self, value: Any, allowed: str) -> float | int:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise RewardSpecError(self.name, f"must be {allowed}, got {value!r}")
+        if self.type == "int":
+            if isinstance(value, float):
+                if not value.is_integer():
+                    raise RewardSpecError(self.name, f"must be {allowed}, got {value!r}")
+                value = int(value)
+        else:
+            value = float(value)
+            if not math.isfinite(value):
+                raise RewardSpecError(self.name, f"must be {allowed}, got {value!r}")
+        if (self.min is not None and value < self.min) or (
+            self.max is not None and value > self.max
+        ):
+            raise RewardSpecError(self.name, f"must be {allowed}, got {value!r}")
+        return value
+
+    def _validate_str(self, value: Any, allowed: str, field_name: str) -> str:
+        if not isinstance(value, str):
+            raise RewardSpecError(field_name, f"must be {allowed}, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise RewardSpecError(field_name, f"must be {allowed}, got {value!r}")
+        if self.max_length is not None and len(value) > self.max_length:
+            raise RewardSpecError(
+                field_name,
+                f"must be at most {self.max_length} characters, got {len(value)}",
+            )
+        if self.regex:
+            from rewards.safe_regex import compile_safe
+
+            try:
+                compile_safe(value)
+            except ValueError as err:
+                raise RewardSpecError(field_name, f"invalid regular expression: {err}") from None
+        return value
+
+
+def _plain(value: Any) -> Any:
+    """A parameter value as JSON would hold it (tuples become lists)."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "…"
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
+        return f"{x:.1f}"
+    return str(x)
+
+
+@dataclass(frozen=True)
+class ComponentInfo:
+    """A reward component as the registry lists it.
+
+    Attributes:
+        name: registry key and default metric name (``rewards/<name>/mean`` in TRL's logs).
+        factory: builds the batch-wise reward function from validated parameters; called as
+            ``factory(name=metric_name, **params)``.
+        params: the parameters, in form order.
+        description: one or two sentences for users.
+        source: where the formula comes from (paper or reference implementation).
+        allow_multiple: whether one spec may hold several instances (``rule`` does).
+        check: optional cross-parameter check, raising :class:`RewardSpecError` with the field.
+    """
+
+    name: str
+    factory: Callable[..., RewardComponent]
+    params: tuple[ParamSpec, ...]
+    description: str
+    source: str
+    allow_multiple: bool = False
+    check: Callable[[Mapping[str, Any]], None] | None = field(default=None, repr=False)
+
+    def param(self, name: str) -> ParamSpec:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def defaults(self) -> dict[str, Any]:
+        return {p.name: _plain(p.default) for p in self.params}
+
+    def validate_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Fill defaults, reject unknown names and bad values; returns the full parameter dict."""
+        if not isinstance(params, Mapping):
+            raise RewardSpecError("", f"params must be a mapping, got {type(params).__name__}")
+        known = {p.name for p in self.params}
+        for key in params:
+            if key not in known:
+                allowed = ", ".join(sorted(known)) or "none"
+                raise RewardSpecError(
+                    str(key), f"unknown parameter of {self.name!r}; allowed: {allowed}"
+                )
+        out = {
+            p.name: p.validate(params[p.name]) if p.name in params else _plain(p.default)
+            for p in self.params
+        }
+        if self.check is not None:
+            self.check(out)
+        return out
+
+    def build(
+        self, params: Mapping[str, Any] | None = None, name: str | None = None
+    ) -> RewardComponent:
+        """Validate ``params``; build the reward function named ``name`` (default: its own)."""
+        return self.factory(name=name or self.name, **self.validate_params(params or {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable description, for forms and CLI help."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "allow_multiple": self.allow_multiple,
+            "params": [p.to_dict() for p in self.params],
+        }

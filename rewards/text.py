@@ -1,0 +1,60 @@
+"""Turning what a trainer hands a reward function into plain text, with bounded size.
+
+TRL passes completions as strings for plain prompts and as a list of messages
+(``[{"role": "assistant", "content": "..."}]``) for chat prompts; content may itself be a list of
+typed parts (``[{"type": "text", "text": "..."}]``). Every component reads text through
+:func:`completion_text`, so all of them accept both forms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+#: Longest completion any component looks at, in characters. Longer texts are cut to their first
+#: ``MAX_COMPLETION_CHARS`` characters before scoring, which bounds the work one request can cause.
+MAX_COMPLETION_CHARS = 200_000
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):  # typed parts: [{"type": "text", "text": ...}, ...]
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "".join(parts)
+    return str(content)
+
+
+def completion_text(completion: Any) -> str:
+    """The text of one completion: a string, or the assistant messages of a chat completion joined.
+
+    Messages without a role count as assistant messages; other roles (tool results) are skipped.
+    The result is cut to :data:`MAX_COMPLETION_CHARS` characters.
+    """
+    if isinstance(completion, str):
+        text = completion
+    elif isinstance(completion, dict):
+        text = _content_text(completion.get("content"))
+    elif isinstance(completion, Sequence):
+        text = "".join(
+            _content_text(m.get("content"))
+            for m in completion
+            if isinstance(m, dict) and m.get("role", "assistant") == "assistant"
+        )
+    elif completion is None:
+        text = ""
+    else:
+        text = str(completion)
+    return text[:MAX_COMPLETION_CHARS]
+
+
+def completion_texts(completions: Sequence[Any]) -> list[str]:
+    """:func:`completion_text` for a batch."""
+    return [completion_text(c) for c in completions]

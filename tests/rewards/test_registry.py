@@ -1,0 +1,57 @@
+import json
+import pickle
+
+import pytest
+
+from rewards.errors import RewardSpecError
+from rewards.registry import REGISTRY, describe
+
+
+def test_every_component_is_described_completely():
+    for name, info in REGISTRY.items():
+        assert info.name == name
+        assert info.description and info.source
+        for p in info.params:
+            assert p.doc and p.type in ("float", "int", "bool", "str", "list")
+            if p.type in ("float", "int"):
+                assert p.min is not None and p.max is not None and p.min <= p.default <= p.max
+            if p.type == "str":
+                assert p.choices is not None or p.max_length is not None
+            if p.type == "list":
+                assert p.max_items is not None
+            assert p.validate(p.default) == (list(p.default) if p.type == "list" else p.default)
+    json.dumps(describe())  # forms are generated from this
+
+
+def test_defaults_build_a_named_picklable_function():
+    for name, info in REGISTRY.items():
+        fn = info.build()
+        assert fn.__name__ == name
+        assert pickle.loads(pickle.dumps(fn)).__name__ == name
+
+
+def test_build_with_another_metric_name():
+    assert REGISTRY["format"].build({}, name="format_2").__name__ == "format_2"
+
+
+@pytest.mark.parametrize(
+    "params, field, fragment",
+    [
+        ({"mode": "fuzzy"}, "mode", "one of 'math', 'numeric', 'exact', 'choice'"),
+        ({"wrong_value": 2}, "wrong_value", "a number in [-1.0, 0.0], got 2"),
+        ({"wrong_value": float("nan")}, "wrong_value", "got nan"),
+        ({"abs_tol": "0.1"}, "abs_tol", "got '0.1'"),
+        ({"letters": "AAB"}, "letters", "distinct capital letters"),
+        ({"colour": 1}, "colour", "unknown parameter of 'correctness'"),
+    ],
+)
+def test_bad_correctness_params_name_the_field(params, field, fragment):
+    with pytest.raises(RewardSpecError) as err:
+        REGISTRY["correctness"].validate_params(params)
+    assert err.value.field == field
+    assert fragment in str(err.value)
+
+
+def test_bad_format_tag():
+    with pytest.raises(RewardSpecError, match="think_tag: must be a tag name"):
+        REGISTRY["format"].build({"think_tag": "th ink"})
