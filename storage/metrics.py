@@ -326,18 +326,22 @@ def metric_series(db: Database, run_ids: Sequence[str], name: str) -> dict[str, 
     """
     name = _metric_name(name)
     ids = list(dict.fromkeys(run_ids))
+    # Ordered like the (run_id, name, id) index, so SQLite reads only this metric's rows; an
+    # ORDER BY step would make it prefer the (run_id, step) index and scan every metric.
     query = (
         select(Metric.run_id, Metric.step, Metric.value)
         .where(Metric.run_id.in_(ids), Metric.name == name)
-        .order_by(Metric.run_id, Metric.step, Metric.id)
+        .order_by(Metric.run_id, Metric.id)
     )
 
     def read(session: Session) -> dict[str, MetricSeries]:
-        out = {rid: MetricSeries() for rid in ids}
+        points: dict[str, list[tuple[int, float | None]]] = {rid: [] for rid in ids}
         for rid, step, value in session.execute(query):
-            series = out[rid]
-            series.steps.append(step)
-            series.values.append(value)
+            points[rid].append((step, value))
+        out = {}
+        for rid, pairs in points.items():
+            pairs.sort(key=lambda pair: pair[0])  # stable: equal steps keep write order
+            out[rid] = MetricSeries([p[0] for p in pairs], [p[1] for p in pairs])
         return out
 
     return db.read(read) if ids else {}

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
+import threading
 
 import pytest
 from sqlalchemy import text
 
 from storage import migrations, schema
 from storage.db import Database, DatabaseLockedError, SchemaVersionError, StorageError
-from storage.runs import create_run, get_run
+from storage.metrics import MetricWriter, metrics_since
+from storage.runs import create_run, get_run, latest_steps
 
 
 def pragma(db: Database, name: str):
@@ -151,3 +154,55 @@ def test_readers_are_not_blocked_by_a_writer(data_dir, hold_write_lock):
     finally:
         holder.join()
         db.close()
+
+
+def test_one_database_serves_many_threads(db):
+    # Gradio runs handlers in a thread pool; they all share the app's Database.
+    run_ids = [create_run(db, algorithm="grpo", config={}).id for _ in range(8)]
+    errors: list[BaseException] = []
+
+    def work(run_id: str) -> None:
+        try:
+            with MetricWriter(db, run_id, flush_every=5) as writer:
+                for step in range(1, 51):
+                    writer.log(step, {"a": step})
+                    metrics_since(db, run_id)
+                    latest_steps(db)
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(rid,)) for rid in run_ids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert latest_steps(db) == dict.fromkeys(run_ids, 50)
+    assert all(len(metrics_since(db, rid)[0]) == 50 for rid in run_ids)
+
+
+def driver_connection(db: Database) -> int:
+    return db.read(lambda s: id(s.connection().connection.driver_connection))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_opens_its_own_connections(db):
+    # SQLite handles must not be used across fork(); the child gets a fresh pool.
+    create_run(db, algorithm="grpo", config={}, run_id="grpo-parent")
+    parents = driver_connection(db)  # the one pooled connection, open in the parent
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            if driver_connection(db) == parents:
+                code = 3
+            else:
+                create_run(db, algorithm="grpo", config={}, run_id="grpo-child")
+                code = 0 if get_run(db, "grpo-parent") is not None else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert driver_connection(db) == parents  # the parent's pool is untouched
+    assert get_run(db, "grpo-child") is not None
+    assert pragma(db, "integrity_check") == "ok"
