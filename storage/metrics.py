@@ -17,6 +17,7 @@ Values that are not finite numbers (NaN, ±inf, None) are stored as NULL (``valu
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -37,6 +38,7 @@ from storage.schema import Metric, Run
 logger = logging.getLogger(__name__)
 
 MAX_NAME_LENGTH = 200
+RETRY_SECONDS = 2.0  # pause before retrying a batch the database refused
 DEFAULT_LIMIT = 50_000
 
 
@@ -112,6 +114,8 @@ class MetricWriter:
         self._flush_lock = threading.Lock()  # one flush at a time: no row is written twice
         self._timer: threading.Timer | None = None
         self._closed = False
+        self._retry_at = 0.0  # after a failed write, log() leaves retries to the timer until then
+        self._head_drops = 0  # rows ever dropped from the head of _pending (see flush)
 
     @property
     def pending(self) -> int:
@@ -142,21 +146,17 @@ class MetricWriter:
                 raise RuntimeError(f"metric writer of run {self.run_id} is closed")
             self._pending.extend(rows)
             self._drop_overflow()
-            full = len(self._pending) >= self.flush_every
-            if not full and self._timer is None:
-                self._arm(self.flush_seconds)
-        if full:
+            now_mono = time.monotonic()
+            flush_now = len(self._pending) >= self.flush_every and now_mono >= self._retry_at
+            if not flush_now and self._timer is None:
+                self._arm(max(self.flush_seconds, self._retry_at - now_mono))
+        if flush_now:
             try:
                 self.flush()
-            except Exception:  # kept pending; the timer retries, close() reports
-                logger.warning(
-                    "Metrics of run %s stay pending after a failed write",
-                    self.run_id,
-                    exc_info=True,
-                )
-                with self._lock:
-                    if self._timer is None and not self._closed:
-                        self._arm(self.flush_seconds)
+            except RunNotFoundError:
+                raise
+            except Exception:  # logged and kept pending by flush(); the timer retries
+                pass
 
     def flush(self) -> int:
         """Write every pending row now; returns how many were written.
@@ -166,6 +166,7 @@ class MetricWriter:
         with self._flush_lock:
             with self._lock:
                 batch = list(self._pending)
+                drops_before = self._head_drops
                 if self._timer is not None:
                     self._timer.cancel()
                     self._timer = None
@@ -175,7 +176,7 @@ class MetricWriter:
                 self.db.write(lambda session: self._write(session, batch))
             except IntegrityError as exc:  # the run was deleted under us
                 with self._lock:
-                    del self._pending[: len(batch)]
+                    self._forget_batch(len(batch), drops_before)
                     self.rows_dropped += len(batch)
                 logger.error(
                     "Dropped %d metric rows: run %s no longer exists", len(batch), self.run_id
@@ -183,18 +184,30 @@ class MetricWriter:
                 raise RunNotFoundError(f"no run with id {self.run_id!r}") from exc
             except Exception:
                 logger.error(
-                    "Could not write %d metric rows of run %s (steps %d-%d); they stay pending",
+                    "Could not write %d metric rows of run %s (steps %d-%d); they stay pending "
+                    "and are retried",
                     len(batch),
                     self.run_id,
                     batch[0]["step"],
                     batch[-1]["step"],
+                    exc_info=True,
                 )
+                with self._lock:
+                    self._retry_at = time.monotonic() + RETRY_SECONDS
+                    if self._timer is None and not self._closed:
+                        self._arm(RETRY_SECONDS)
                 raise
             with self._lock:
-                # Rows logged during the write were appended after the batch; keep them.
-                del self._pending[: len(batch)]
+                self._forget_batch(len(batch), drops_before)
                 self.rows_written += len(batch)
+                self._retry_at = 0.0
             return len(batch)
+
+    def _forget_batch(self, size: int, drops_before: int) -> None:
+        """Remove a handled batch from the head of _pending (lock held). Rows logged during the
+        write come after it and stay; rows of it that overflow dropped meanwhile are gone."""
+        already_gone = min(size, self._head_drops - drops_before)
+        del self._pending[: size - already_gone]
 
     def _write(self, session: Session, batch: list[dict[str, Any]]) -> None:
         session.execute(insert(Metric), batch)
@@ -246,6 +259,7 @@ class MetricWriter:
             dropped = self._pending[:excess]
             del self._pending[:excess]
             self.rows_dropped += excess
+            self._head_drops += excess
             logger.error(
                 "Dropped the %d oldest pending metric rows of run %s (steps %d-%d): the "
                 "database has not accepted writes and more than %d rows are waiting",
@@ -259,14 +273,9 @@ class MetricWriter:
     def _timed_flush(self) -> None:
         with self._lock:
             self._timer = None
-        try:
+        # A failure is logged by flush(), which also re-arms the timer while rows remain.
+        with contextlib.suppress(Exception):
             self.flush()
-        except RunNotFoundError:
-            return
-        except Exception:  # logged by flush(); retry later instead of losing the rows
-            with self._lock:
-                if self._pending and self._timer is None and not self._closed:
-                    self._arm(max(self.flush_seconds, 2.0))
 
 
 def metrics_since(

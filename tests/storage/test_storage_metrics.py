@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 
 import numpy as np
@@ -193,3 +194,51 @@ def test_writing_to_a_deleted_run_is_an_error_not_silence(db, run_id, caplog):
     assert writer.rows_dropped == 1 and writer.pending == 0
     assert "Dropped 1 metric rows" in caplog.text
     writer.close()
+
+
+def test_after_a_refused_write_log_does_not_block_and_the_timer_lands_the_rows(
+    data_dir, caplog, hold_write_lock
+):
+    db = Database(data_dir / "studio.db", busy_timeout_s=0.05, lock_retries=0)
+    run_id = create_run(db, algorithm="grpo", config={}).id
+    writer = MetricWriter(db, run_id, flush_every=2, flush_seconds=0.05)
+    holder = hold_write_lock(db.path, 1.0)
+    writer.log(1, {"a": 1.0, "b": 2.0})  # full: tries at once, is refused, keeps the rows
+    assert writer.pending == 2
+    writer.log(2, {"a": 3.0, "b": 4.0})  # backing off: no second attempt from log()
+    assert writer.pending == 4
+    assert caplog.text.count("Could not write") == 1
+    holder.join()
+    deadline = time.monotonic() + 30
+    while writer.pending and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert stored(db, run_id) == [(1, "a", 1.0), (1, "b", 2.0), (2, "a", 3.0), (2, "b", 4.0)]
+    writer.close()
+    db.close()
+
+
+def test_overflow_during_a_slow_write_loses_no_other_rows(data_dir, hold_write_lock):
+    db = Database(data_dir / "studio.db", busy_timeout_s=10, lock_retries=0)
+    run_id = create_run(db, algorithm="grpo", config={}).id
+    writer = MetricWriter(db, run_id, flush_every=4, max_pending=4, flush_seconds=60)
+    writer.log(1, {"a": 1.0, "b": 2.0})
+    holder = hold_write_lock(db.path, 0.5)
+    slow = threading.Thread(target=writer.flush)  # waits for the lock with step 1 in hand
+    slow.start()
+    while not writer._flush_lock.locked():
+        time.sleep(0.001)
+    time.sleep(0.05)
+    # Six rows pending > max_pending: step 1 is dropped from the queue while being written.
+    writer.log(2, {"a": 3.0, "b": 4.0, "c": 5.0, "d": 6.0})
+    slow.join()
+    holder.join()
+    writer.close()
+    assert stored(db, run_id) == [
+        (1, "a", 1.0),
+        (1, "b", 2.0),
+        (2, "a", 3.0),
+        (2, "b", 4.0),
+        (2, "c", 5.0),
+        (2, "d", 6.0),
+    ]
+    db.close()
