@@ -13,8 +13,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import plotly.graph_objects as go
-
 from storage import logs as log_store
 from storage import metrics as metric_store
 from storage import runs as run_store
@@ -38,7 +36,7 @@ class RunsUpdate:
     status_md: str | None = None
     error: str | None = None  # "" hides the error box
     hints_md: str | None = None
-    figures: dict[str, go.Figure] = field(default_factory=dict)
+    figures: dict[str, charts.Figure] = field(default_factory=dict)
     logs: str | None = None
     sample_steps: list[int] | None = None
 
@@ -133,7 +131,7 @@ def hints_markdown(run: RunInfo | None, view: RunView) -> str:
     return "\n\n".join(f"💡 {h}" for h in found)
 
 
-def all_figures(view: RunView) -> dict[str, go.Figure]:
+def all_figures(view: RunView) -> dict[str, charts.Figure]:
     return {p.key: charts.panel_figure(p, view.series) for p in charts.PANELS}
 
 

@@ -1,0 +1,71 @@
+import json
+
+from ui import charts
+from ui.run_state import Series
+
+
+def test_reward_panel_draws_total_first_then_each_component():
+    series = {
+        "rewards/format": Series([1, 2], [0.5, 1.0]),
+        "reward/total": Series([1, 2], [0.7, 0.9]),
+        "rewards/correctness": Series([1, 2], [0.2, 0.4]),
+        "loss/policy": Series([1, 2], [0.0, 0.0]),
+    }
+    reward = next(p for p in charts.PANELS if p.key == "reward")
+    fig = charts.panel_figure(reward, series)
+    assert [t["name"] for t in fig["data"]] == ["reward/total", "correctness", "format"]
+    assert fig["data"][0]["y"] == [0.7, 0.9]
+
+
+def test_changed_panels_follow_metric_names():
+    assert charts.changed_panels(["rewards/format"]) == {"reward"}
+    assert charts.changed_panels(["completions/clipped_ratio", "eval/accuracy"]) == {
+        "signal",
+        "eval",
+    }
+    assert charts.changed_panels(["train/epoch"]) == set()
+
+
+def test_every_chart_metric_of_the_issue_has_a_panel():
+    for name in [
+        "reward/total",
+        "rewards/correctness",
+        "loss/policy",
+        "policy/kl",
+        "policy/entropy",
+        "policy/clip_ratio/region_mean",
+        "completions/mean_length",
+        "completions/clipped_ratio",
+        "reward/zero_std_fraction",
+        "eval/accuracy",
+        "eval/strict_accuracy",
+        "eval/format_rate",
+        "perf/tokens_per_s",
+    ]:
+        assert charts.changed_panels([name]), name
+
+
+def test_empty_panel_says_it_waits_and_long_series_are_thinned():
+    loss = next(p for p in charts.PANELS if p.key == "loss")
+    empty = charts.panel_figure(loss, {})
+    assert empty["data"] == []
+    assert empty["layout"]["annotations"][0]["text"] == "no points yet"
+    steps = list(range(10_001))
+    x, y = charts.thin(steps, [float(s) for s in steps])
+    assert len(x) <= charts.MAX_POINTS + 1
+    assert x[0] == 0 and x[-1] == 10_000 and y[-1] == 10_000.0
+
+
+def test_json_turns_nan_into_gaps():
+    fig = charts.overlay_figure("reward/total", {"r1": Series([1, 2], [float("nan"), 1.0])})
+    data = json.loads(charts.to_json(fig))
+    assert data["data"][0]["y"] == [None, 1.0]
+
+
+def test_contributions_stack_relative_with_totals():
+    fig = charts.contribution_figure(
+        ["0", "1"], {"correctness": [1.0, None], "format": [0.5, -0.25]}, [1.5, -0.25]
+    )
+    assert fig["layout"]["barmode"] == "relative"
+    assert fig["data"][0]["y"] == [1.0, 0.0]  # not scored draws no bar
+    assert fig["data"][-1]["name"] == "total"
