@@ -1,0 +1,164 @@
+"""The headless CLI: ``python -m engine {train,run,runs,stop,resume,delete,export-config}``.
+
+``train`` runs a config in the foreground with a progress bar and writes the same storage as the
+dashboard, so CLI runs show up there; ``run`` is the worker entry point the launcher uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from engine.dataclass_io import ConfigError
+
+
+def _data_dir(value: str | None) -> Path:
+    from storage.paths import resolve_data_dir
+
+    return resolve_data_dir(value)
+
+
+def _load_config(path: str):
+    from engine.config import RunConfig
+
+    return RunConfig.load(path)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from engine import worker
+    from engine.launcher import CONFIG_FILE, Launcher
+    from storage import runs as run_store
+    from storage.db import Database
+    from storage.paths import db_path
+    from storage.schema import RunStatus
+
+    config = _load_config(args.config)
+    data_dir = _data_dir(args.data_dir)
+    run_id = run_store.new_run_id(config.algorithm)
+    run_dir = Launcher(data_dir).run_dir(run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config.save(run_dir / CONFIG_FILE)
+    with Database(db_path(data_dir)) as db:
+        run_store.create_run(
+            db,
+            run_id=run_id,
+            name=config.name or run_id,
+            algorithm=config.algorithm,
+            config=config.to_dict(),
+            output_dir=str(run_dir),
+            total_steps=config.training.steps,
+        )
+        now = time.time()
+        run_store.update_run(
+            db, run_id, status=RunStatus.RUNNING, pid=os.getpid(), started_at=now, heartbeat_at=now
+        )
+    print(f"run {run_id}: {config.algorithm} for {config.training.steps} steps; data in {data_dir}")
+    status = worker.run(run_dir / CONFIG_FILE, run_id, data_dir, show_progress=True)
+    print(f"run {run_id}: {status}")
+    return 0 if status != RunStatus.FAILED else 1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from engine import worker
+    from storage.schema import RunStatus
+
+    status = worker.run(args.config, args.run_id, _data_dir(args.data_dir))
+    return 0 if status != RunStatus.FAILED else 1
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from engine.launcher import Launcher
+
+    runs = Launcher(_data_dir(args.data_dir)).list()
+    if not runs:
+        print("no runs yet")
+        return 0
+    print(f"{'id':<16} {'status':<12} {'algorithm':<9} {'step':>11}  name")
+    for run in runs:
+        step = f"{run.last_step or 0}/{run.total_steps or '?'}"
+        print(f"{run.id:<16} {run.status:<12} {run.algorithm:<9} {step:>11}  {run.name}")
+    return 0
+
+
+def _lifecycle(action: str):
+    def command(args: argparse.Namespace) -> int:
+        from engine.launcher import Launcher
+
+        getattr(Launcher(_data_dir(args.data_dir)), action)(args.run_id)
+        print(f"{action}: {args.run_id}")
+        return 0
+
+    return command
+
+
+def cmd_export_config(args: argparse.Namespace) -> int:
+    from engine.config import documented_yaml
+
+    text = documented_yaml()
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, func, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument(
+            "--data-dir",
+            default=None,
+            help="where runs are stored (default: $STUDIO_DATA_DIR, /data/studio "
+            "when /data exists, else ./studio-data)",
+        )
+        p.set_defaults(func=func)
+        return p
+
+    p = add("train", cmd_train, "Train a config in the foreground, with a progress bar.")
+    p.add_argument("config", help="run config YAML (see export-config)")
+    p = add("run", cmd_run, "Worker entry point: run one recorded run (used by the launcher).")
+    p.add_argument("config")
+    p.add_argument("--run-id", required=True)
+    add("runs", cmd_runs, "List runs with their status and progress.")
+    for action, text in (
+        ("stop", "Stop a run after its current step, saving a checkpoint."),
+        ("resume", "Resume a stopped, interrupted or failed run."),
+        ("delete", "Delete a run with its metrics, samples and files."),
+    ):
+        add(action, _lifecycle(action), text).add_argument("run_id")
+    p = add("export-config", cmd_export_config, "Write a documented default run config.")
+    p.add_argument("output", nargs="?", default="-", help="file to write (default: stdout)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    for key, value in (
+        ("HF_HUB_DISABLE_TELEMETRY", "1"),
+        ("TRL_EXPERIMENTAL_SILENCE", "1"),
+        ("TOKENIZERS_PARALLELISM", "false"),
+    ):
+        os.environ.setdefault(key, value)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        print(f"error: invalid config: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        from engine.launcher import LaunchError
+
+        if isinstance(exc, LaunchError):
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        raise

@@ -1,0 +1,314 @@
+"""RunConfig: one file that fully describes a run, shared by the UI, the CLI and the worker.
+
+Each knob is one documented dataclass field (the ``help`` metadata is also what
+``python -m engine export-config`` writes as comments). Validation happens in ``__post_init__``
+and raises :class:`ConfigError` naming the dotted field, what was wrong and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.dataclass_io import ConfigError, from_dict, to_dict, to_plain
+from engine.datasets import DataSpec
+from engine.models import ModelSpec
+from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
+
+ALGORITHMS = ("grpo", "rloo", "ppo")
+GRPO_LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+SCALE_REWARDS = ("group", "batch", "none")
+LR_SCHEDULERS = ("constant", "constant_with_warmup", "linear", "cosine")
+REPORT_TO = ("tensorboard", "wandb", "trackio")
+
+
+def _help(text: str) -> dict[str, str]:
+    return {"help": text}
+
+
+def _check_range(path: str, value: float, lo: float, hi: float, *, lo_open: bool = False) -> None:
+    if not math.isfinite(value):
+        raise ConfigError(path, f"must be a finite number, got {value!r}")
+    bad_low = value <= lo if lo_open else value < lo
+    if bad_low or value > hi:
+        bracket = "(" if lo_open else "["
+        raise ConfigError(path, f"must be in {bracket}{lo:g}, {hi:g}], got {value:g}")
+
+
+def _check_choice(path: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(path, f"must be one of {', '.join(choices)}, got {value!r}")
+
+
+@dataclass
+class GenerationSettings:
+    """How completions are sampled during training."""
+
+    num_generations: int = field(
+        default=8, metadata=_help("Completions sampled per prompt (the group size), 2-64.")
+    )
+    max_completion_length: int = field(
+        default=64, metadata=_help("Most new tokens per completion; longer ones are truncated.")
+    )
+    temperature: float = field(default=0.8, metadata=_help("Sampling temperature, (0, 2]."))
+    top_p: float = field(default=1.0, metadata=_help("Nucleus sampling mass, (0, 1]."))
+
+    def __post_init__(self) -> None:
+        _check_range("generation.num_generations", self.num_generations, 2, 64)
+        _check_range("generation.max_completion_length", self.max_completion_length, 1, 32768)
+        _check_range("generation.temperature", self.temperature, 0, 2, lo_open=True)
+        _check_range("generation.top_p", self.top_p, 0, 1, lo_open=True)
+
+
+@dataclass
+class GRPOSettings:
+    """Group Relative Policy Optimization (Shao et al. 2024) as implemented by TRL's GRPOTrainer."""
+
+    loss_type: str = field(
+        default="dapo",
+        metadata=_help(f"Loss normalisation: {', '.join(GRPO_LOSS_TYPES)} (TRL's names)."),
+    )
+    beta: float = field(
+        default=0.0, metadata=_help("KL penalty to the reference model; 0 loads no reference.")
+    )
+    epsilon: float = field(default=0.2, metadata=_help("Lower clipping range of the ratio."))
+    epsilon_high: float | None = field(
+        default=None, metadata=_help("Upper clipping range (DAPO uses 0.28); empty = epsilon.")
+    )
+    scale_rewards: str = field(
+        default="group", metadata=_help("Divide advantages by the std of: group, batch or none.")
+    )
+    num_iterations: int = field(
+        default=1, metadata=_help("Optimisation passes over each generated batch (mu).")
+    )
+    mask_truncated_completions: bool = field(
+        default=False,
+        metadata=_help("Leave length-capped completions out of the loss."),
+    )
+
+    def __post_init__(self) -> None:
+        _check_choice("grpo.loss_type", self.loss_type, GRPO_LOSS_TYPES)
+        _check_range("grpo.beta", self.beta, 0, 10)
+        _check_range("grpo.epsilon", self.epsilon, 0, 1, lo_open=True)
+        if self.epsilon_high is not None:
+            _check_range("grpo.epsilon_high", self.epsilon_high, self.epsilon, 1)
+        _check_choice("grpo.scale_rewards", self.scale_rewards, SCALE_REWARDS)
+        _check_range("grpo.num_iterations", self.num_iterations, 1, 16)
+
+
+@dataclass
+class RLOOSettings:
+    """REINFORCE Leave-One-Out (Ahmadian et al. 2024) as implemented by TRL's RLOOTrainer."""
+
+    beta: float = field(
+        default=0.0, metadata=_help("KL penalty to the reference model; 0 loads no reference.")
+    )
+    epsilon: float = field(default=0.2, metadata=_help("Lower clipping range of the ratio."))
+    epsilon_high: float | None = field(
+        default=None, metadata=_help("Upper clipping range; empty = epsilon.")
+    )
+    num_iterations: int = field(
+        default=1, metadata=_help("Optimisation passes over each generated batch.")
+    )
+    normalize_advantages: bool = field(
+        default=False, metadata=_help("Whiten the leave-one-out advantages over the batch.")
+    )
+    mask_truncated_completions: bool = field(
+        default=False,
+        metadata=_help("Leave length-capped completions out of the loss."),
+    )
+
+    def __post_init__(self) -> None:
+        _check_range("rloo.beta", self.beta, 0, 10)
+        _check_range("rloo.epsilon", self.epsilon, 0, 1, lo_open=True)
+        if self.epsilon_high is not None:
+            _check_range("rloo.epsilon_high", self.epsilon_high, self.epsilon, 1)
+        _check_range("rloo.num_iterations", self.num_iterations, 1, 16)
+
+
+@dataclass
+class TrainingSettings:
+    """Optimisation, schedule, checkpoints, evaluation and hardware."""
+
+    steps: int = field(default=100, metadata=_help("Optimizer steps to train, 1-1,000,000."))
+    time_budget_minutes: float | None = field(
+        default=None,
+        metadata=_help("End training (as completed) after this many minutes; empty = no limit."),
+    )
+    prompts_per_step: int = field(
+        default=16, metadata=_help("Distinct prompts per optimizer step (each sampled in a group).")
+    )
+    micro_batch_size: int | None = field(
+        default=None,
+        metadata=_help(
+            "Completions per forward/backward pass on each device; empty = the whole step at once. "
+            "Lower it when memory runs out."
+        ),
+    )
+    learning_rate: float = field(default=2e-5, metadata=_help("AdamW learning rate, (0, 1]."))
+    lr_scheduler: str = field(
+        default="constant", metadata=_help(f"Schedule: {', '.join(LR_SCHEDULERS)}.")
+    )
+    warmup_steps: int = field(default=0, metadata=_help("Linear warm-up steps."))
+    max_grad_norm: float = field(default=1.0, metadata=_help("Gradient-norm clipping, > 0."))
+    seed: int = field(default=0, metadata=_help("Seed for sampling, data order and init."))
+    logging_steps: int = field(
+        default=1, metadata=_help("Write metrics and samples every N steps.")
+    )
+    save_steps: int = field(
+        default=50, metadata=_help("Checkpoint every N steps (0 = only at the end).")
+    )
+    save_total_limit: int = field(default=2, metadata=_help("Checkpoints kept on disk (>= 1)."))
+    eval_steps: int = field(
+        default=25, metadata=_help("Held-out evaluation every N steps (0 = before and after only).")
+    )
+    eval_samples: int = field(
+        default=100, metadata=_help("Held-out prompts per evaluation (0 = no evaluation).")
+    )
+    samples_per_log: int = field(
+        default=32, metadata=_help("Completions with their traces stored per logging step.")
+    )
+    num_gpus: int = field(
+        default=1,
+        metadata=_help("Processes for data-parallel training (>1 starts `accelerate launch`)."),
+    )
+    report_to: list[str] = field(
+        default_factory=list,
+        metadata=_help(f"Extra trackers TRL logs to besides ours: {', '.join(REPORT_TO)}."),
+    )
+
+    def __post_init__(self) -> None:
+        _check_range("training.steps", self.steps, 1, 1_000_000)
+        if self.time_budget_minutes is not None:
+            _check_range(
+                "training.time_budget_minutes", self.time_budget_minutes, 0, 1e6, lo_open=True
+            )
+        _check_range("training.prompts_per_step", self.prompts_per_step, 1, 4096)
+        if self.micro_batch_size is not None:
+            _check_range("training.micro_batch_size", self.micro_batch_size, 1, 65536)
+        _check_range("training.learning_rate", self.learning_rate, 0, 1, lo_open=True)
+        _check_choice("training.lr_scheduler", self.lr_scheduler, LR_SCHEDULERS)
+        _check_range("training.warmup_steps", self.warmup_steps, 0, 1_000_000)
+        _check_range("training.max_grad_norm", self.max_grad_norm, 0, 1e6, lo_open=True)
+        _check_range("training.seed", self.seed, 0, 2**31 - 1)
+        _check_range("training.logging_steps", self.logging_steps, 1, 1_000_000)
+        _check_range("training.save_steps", self.save_steps, 0, 1_000_000)
+        _check_range("training.save_total_limit", self.save_total_limit, 1, 1000)
+        _check_range("training.eval_steps", self.eval_steps, 0, 1_000_000)
+        _check_range("training.eval_samples", self.eval_samples, 0, 100_000)
+        _check_range("training.samples_per_log", self.samples_per_log, 0, 4096)
+        _check_range("training.num_gpus", self.num_gpus, 1, 64)
+        for i, tracker in enumerate(self.report_to):
+            _check_choice(f"training.report_to[{i}]", tracker, REPORT_TO)
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs: model, data, reward, algorithm and its hyperparameters."""
+
+    name: str = field(default="", metadata=_help("A label shown in the dashboard."))
+    algorithm: str = field(default="grpo", metadata=_help(f"One of {', '.join(ALGORITHMS)}."))
+    model: ModelSpec = field(default_factory=ModelSpec)
+    data: DataSpec = field(default_factory=DataSpec)
+    reward: RewardSpec = field(default_factory=lambda: preset(DEFAULT_PRESET))
+    generation: GenerationSettings = field(default_factory=GenerationSettings)
+    training: TrainingSettings = field(default_factory=TrainingSettings)
+    grpo: GRPOSettings = field(default_factory=GRPOSettings)
+    rloo: RLOOSettings = field(default_factory=RLOOSettings)
+
+    def __post_init__(self) -> None:
+        _check_choice("algorithm", self.algorithm, ALGORITHMS)
+        if len(self.name) > 200:
+            raise ConfigError("name", f"must be at most 200 characters, got {len(self.name)}")
+        self._check_batch_rule()
+
+    @property
+    def completions_per_step(self) -> int:
+        return self.training.prompts_per_step * self.generation.num_generations
+
+    def per_device_batch_size(self) -> int:
+        """Completions per device per forward pass (TRL's ``per_device_train_batch_size``)."""
+        per_device = self.completions_per_step // self.training.num_gpus
+        return min(per_device, self.training.micro_batch_size or per_device)
+
+    def gradient_accumulation_steps(self) -> int:
+        per_device = self.completions_per_step // self.training.num_gpus
+        return per_device // self.per_device_batch_size()
+
+    def _check_batch_rule(self) -> None:
+        # TRL: per_device_train_batch_size * processes * steps_per_generation must hold whole
+        # prompt groups. We size the step as prompts_per_step * num_generations completions and
+        # split it evenly over GPUs and micro-batches, so both splits must be exact.
+        total, gpus = self.completions_per_step, self.training.num_gpus
+        p, g = self.training.prompts_per_step, self.generation.num_generations
+        if total % gpus:
+            raise ConfigError(
+                "training.num_gpus",
+                f"each step's {p} prompts x {g} generations = {total} completions must split "
+                f"evenly over {gpus} GPUs; choose prompts_per_step so that {total} is a "
+                f"multiple of {gpus}",
+            )
+        micro = self.training.micro_batch_size
+        if micro is not None and (total // gpus) % min(micro, total // gpus):
+            raise ConfigError(
+                "training.micro_batch_size",
+                f"each GPU handles {total // gpus} completions per step, which must be a "
+                f"multiple of micro_batch_size {micro}; pick a divisor of {total // gpus}",
+            )
+
+    # ---- serialisation ---------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        return from_dict(cls, data)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> RunConfig:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError("", f"the file is not valid YAML: {exc}") from exc
+        return cls.from_dict(data or {})
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(self.to_yaml(), encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> RunConfig:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError("", f"config file {path} does not exist")
+        return cls.from_yaml(path.read_text(encoding="utf-8"))
+
+
+def documented_yaml(config: RunConfig | None = None) -> str:
+    """The config as YAML with each section's fields preceded by their ``help`` text."""
+    config = config or RunConfig()
+    lines = ["# Reward Studio run config. Run it with: python -m engine train THIS_FILE.yaml", ""]
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if "help" in f.metadata:
+            lines.append(f"# {f.metadata['help']}")
+        if is_dataclass(value) and not hasattr(value, "from_dict"):
+            lines.append(f"{f.name}:")
+            for sub in fields(value):
+                if "help" in sub.metadata:
+                    lines.append(f"  # {sub.metadata['help']}")
+                dumped = yaml.safe_dump({sub.name: to_plain(getattr(value, sub.name))})
+                lines.extend("  " + line for line in dumped.rstrip().splitlines())
+        else:
+            dumped = yaml.safe_dump({f.name: to_plain(value)}, sort_keys=False, allow_unicode=True)
+            lines.extend(dumped.rstrip().splitlines())
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,65 @@
+"""The namespaced metric names Reward Studio stores, defined once.
+
+TRL logs flat keys (``reward``, ``loss``, ``rewards/format/mean``); storage, charts and the CLI
+use the namespaced names below. :func:`from_trl` is the only place that maps one to the other.
+"""
+
+from __future__ import annotations
+
+REWARD_TOTAL = "reward/total"
+REWARD_TOTAL_STD = "reward/total_std"
+REWARD_ZERO_STD_FRACTION = "reward/zero_std_fraction"
+LOSS_POLICY = "loss/policy"
+LOSS_VALUE = "loss/value"
+POLICY_ENTROPY = "policy/entropy"
+POLICY_KL = "policy/kl"
+COMPLETION_MEAN_LENGTH = "completions/mean_length"
+COMPLETION_CLIPPED_RATIO = "completions/clipped_ratio"
+GRAD_NORM = "train/grad_norm"
+LEARNING_RATE = "train/learning_rate"
+EPOCH = "train/epoch"
+STEP_TIME = "perf/step_time_s"
+TOKENS_PER_S = "perf/tokens_per_s"
+NUM_TOKENS = "perf/num_tokens"
+EVAL_ACCURACY = "eval/accuracy"
+EVAL_STRICT_ACCURACY = "eval/strict_accuracy"
+EVAL_FORMAT_RATE = "eval/format_rate"
+
+_TRL_RENAMES = {
+    "reward": REWARD_TOTAL,
+    "reward_std": REWARD_TOTAL_STD,
+    "frac_reward_zero_std": REWARD_ZERO_STD_FRACTION,
+    "loss": LOSS_POLICY,
+    "entropy": POLICY_ENTROPY,
+    "kl": POLICY_KL,
+    "grad_norm": GRAD_NORM,
+    "learning_rate": LEARNING_RATE,
+    "epoch": EPOCH,
+    "step_time": STEP_TIME,
+    "num_tokens": NUM_TOKENS,
+}
+# The Trainer's end-of-training log carries this key; it is a summary, not a point of a series.
+_TRL_SUMMARY_KEY = "train_runtime"
+
+
+def component_metric(component: str) -> str:
+    """The series of one reward component's raw (unweighted) mean score."""
+    return f"rewards/{component}"
+
+
+def is_run_summary(logs: dict) -> bool:
+    """True for the Trainer's end-of-training log, which is not a point of any series."""
+    return _TRL_SUMMARY_KEY in logs
+
+
+def from_trl(key: str) -> str:
+    """Our namespaced name for a key TRL logs."""
+    if key in _TRL_RENAMES:
+        return _TRL_RENAMES[key]
+    if key.startswith("rewards/") and key.endswith("/mean"):
+        return key.removesuffix("/mean")
+    if key.startswith("clip_ratio/"):
+        return f"policy/{key}"
+    if "/" in key:
+        return key
+    return f"train/{key}"

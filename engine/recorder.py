@@ -1,0 +1,112 @@
+"""Where a run's metrics, samples, progress and log lines go.
+
+The worker talks to one recorder object; under ``accelerate launch`` only the main process gets a
+storage-backed one and the others get :class:`NullRecorder` with the same interface, so the
+training code never asks "am I the writer?".
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Protocol
+
+from storage import logs as log_store
+from storage import runs as run_store
+from storage import samples as sample_store
+from storage.db import Database
+from storage.metrics import MetricWriter
+
+HEARTBEAT_SECONDS = 5.0
+
+
+class RunRecorder(Protocol):
+    def metrics(self, step: int, values: dict[str, float]) -> None: ...
+    def samples(self, step: int, rows: list[dict[str, Any]]) -> None: ...
+    def progress(self, step: int) -> None: ...
+    def rewind(self, step: int) -> None: ...
+    def close(self) -> None: ...
+
+
+class NullRecorder:
+    """Records nothing: the recorder of non-main processes."""
+
+    def metrics(self, step: int, values: dict[str, float]) -> None:
+        pass
+
+    def samples(self, step: int, rows: list[dict[str, Any]]) -> None:
+        pass
+
+    def progress(self, step: int) -> None:
+        pass
+
+    def rewind(self, step: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class StorageRecorder:
+    """Writes to the run's rows in SQLite and keeps a heartbeat every few seconds."""
+
+    def __init__(self, db: Database, run_id: str) -> None:
+        self.db = db
+        self.run_id = run_id
+        self._writer = MetricWriter(db, run_id)
+        self._step = 0
+        self._stop = threading.Event()
+        # A thread, not the step loop: one generation step of a large model can take minutes.
+        self._beat = threading.Thread(target=self._heartbeat_loop, daemon=True, name="heartbeat")
+        self._beat.start()
+
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.wait(HEARTBEAT_SECONDS):
+            run_store.heartbeat(self.db, self.run_id, self._step)
+
+    def metrics(self, step: int, values: dict[str, float]) -> None:
+        self._writer.log(step, values)  # written within flush_seconds, never blocks the step
+
+    def samples(self, step: int, rows: list[dict[str, Any]]) -> None:
+        sample_store.add_samples(self.db, self.run_id, step, rows)
+
+    def progress(self, step: int) -> None:
+        self._step = step
+        run_store.heartbeat(self.db, self.run_id, step)
+
+    def rewind(self, step: int) -> None:
+        self._writer.flush()
+        run_store.truncate_run(self.db, self.run_id, step)
+        self._step = step
+
+    def close(self) -> None:
+        self._stop.set()
+        self._beat.join(timeout=HEARTBEAT_SECONDS + 1)
+        self._writer.close()
+
+
+class StorageLogHandler(logging.Handler):
+    """Sends log records to the run's log view in small batches."""
+
+    def __init__(self, db: Database, run_id: str, flush_seconds: float = 1.0) -> None:
+        super().__init__(level=logging.INFO)
+        self.db = db
+        self.run_id = run_id
+        self.flush_seconds = flush_seconds
+        self._pending: list[tuple[float, str, str]] = []
+        self._last_flush = time.monotonic()
+        self._lock = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self._lock:
+            self._pending.append((record.created, record.levelname, self.format(record)))
+        if time.monotonic() - self._last_flush >= self.flush_seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+            self._last_flush = time.monotonic()
+        if pending:
+            log_store.append_logs(self.db, self.run_id, pending)

@@ -1,0 +1,131 @@
+"""The TrainerCallback that streams a TRL run into Reward Studio's storage."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+
+from engine import metric_names
+from engine.recorder import RunRecorder
+
+logger = logging.getLogger(__name__)
+
+
+class StopRequest:
+    """Set from a signal handler; the callback turns it into "save, then stop" at a step end."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+
+class StudioCallback(TrainerCallback):
+    """Writes metrics (namespaced), sample traces, step progress and held-out evaluations.
+
+    ``store_samples(step)`` stores the latest generation batch; ``evaluate(model, step)`` runs
+    the held-out evaluation and returns its metrics. Both are given by the worker so this class
+    only decides *when* things happen.
+    """
+
+    def __init__(
+        self,
+        recorder: RunRecorder,
+        stop: StopRequest,
+        *,
+        store_samples: Callable[[int], None],
+        evaluate: Callable[[Any, int], dict[str, float]] | None,
+        eval_steps: int,
+        time_budget_s: float | None = None,
+    ) -> None:
+        self.recorder = recorder
+        self.stop = stop
+        self.store_samples = store_samples
+        self.evaluate = evaluate
+        self.eval_steps = eval_steps
+        self.time_budget_s = time_budget_s
+        self._started = time.monotonic()
+        self._last_num_tokens: float | None = None
+        self._last_eval_step: int | None = None
+
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        if state.global_step == 0:
+            self._run_eval(kwargs["model"], 0)
+        self._started = time.monotonic()  # the budget is for training, not the first eval
+
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        logs = logs or {}
+        if metric_names.is_run_summary(logs):
+            logger.info("Training finished: %s", logs)
+            return
+        step = state.global_step
+        values = {
+            metric_names.from_trl(key): float(value)
+            for key, value in logs.items()
+            if isinstance(value, (int, float)) and math.isfinite(value)
+        }
+        self._add_throughput(values)
+        if values:
+            self.recorder.metrics(step, values)
+        self.store_samples(step)
+
+    def _add_throughput(self, values: dict[str, float]) -> None:
+        # TRL logs the cumulative token count and the step time; the rate is what users read.
+        tokens = values.get(metric_names.NUM_TOKENS)
+        step_time = values.get(metric_names.STEP_TIME)
+        if tokens is not None and self._last_num_tokens is not None and step_time:
+            values[metric_names.TOKENS_PER_S] = (tokens - self._last_num_tokens) / step_time
+        if tokens is not None:
+            self._last_num_tokens = tokens
+
+    def on_step_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        step = state.global_step
+        self.recorder.progress(step)
+        if self.eval_steps and step % self.eval_steps == 0 and step < state.max_steps:
+            self._run_eval(kwargs["model"], step)
+        if self.time_budget_s is not None and time.monotonic() - self._started > self.time_budget_s:
+            logger.info("Time budget reached at step %d", step)
+            control.should_training_stop = True
+            control.should_save = True
+        if self.stop.is_set():
+            logger.info("Stop requested: saving a checkpoint at step %d", step)
+            control.should_save = True
+            control.should_training_stop = True
+
+    def on_train_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        if not self.stop.is_set():
+            self._run_eval(kwargs["model"], state.global_step)
+
+    def _run_eval(self, model: Any, step: int) -> None:
+        if self.evaluate is None or self._last_eval_step == step:
+            return
+        self._last_eval_step = step
+        was_training = model.training
+        model.eval()
+        try:
+            self.recorder.metrics(step, self.evaluate(model, step))
+        finally:
+            model.train(was_training)

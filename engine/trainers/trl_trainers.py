@@ -1,0 +1,112 @@
+"""GRPO and RLOO through TRL 1.16: RunConfig -> TRL config and trainer.
+
+GRPO: Shao et al. 2024, "DeepSeekMath" §4 (TRL's GRPOTrainer); RLOO: Ahmadian et al. 2024,
+"Back to Basics" (TRL's RLOOTrainer). One optimizer step covers ``prompts_per_step`` prompts,
+each sampled ``num_generations`` times; the step is split evenly over GPUs and micro-batches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from rewards.trl_adapter import to_trl
+from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
+
+from engine.config import RunConfig
+from engine.trainers.capture import BatchCaptureMixin
+
+
+class StudioGRPOTrainer(BatchCaptureMixin, GRPOTrainer):
+    """TRL's GRPOTrainer that keeps each generation batch for the sample view."""
+
+
+class StudioRLOOTrainer(BatchCaptureMixin, RLOOTrainer):
+    """TRL's RLOOTrainer that keeps each generation batch for the sample view."""
+
+
+def _common_args(config: RunConfig, output_dir: str, *, show_progress: bool) -> dict[str, Any]:
+    t, g = config.training, config.generation
+    on_gpu = torch.cuda.is_available()
+    return {
+        "output_dir": output_dir,
+        "max_steps": t.steps,
+        "per_device_train_batch_size": config.per_device_batch_size(),
+        "gradient_accumulation_steps": config.gradient_accumulation_steps(),
+        "learning_rate": t.learning_rate,
+        "lr_scheduler_type": t.lr_scheduler,
+        "warmup_steps": t.warmup_steps,
+        "max_grad_norm": t.max_grad_norm,
+        "seed": t.seed,
+        "data_seed": t.seed,
+        "logging_steps": t.logging_steps,
+        "save_strategy": "steps" if t.save_steps else "no",
+        "save_steps": t.save_steps or t.steps,
+        "save_total_limit": t.save_total_limit,
+        "report_to": list(t.report_to) or "none",
+        "num_generations": g.num_generations,
+        "max_completion_length": g.max_completion_length,
+        "temperature": g.temperature,
+        "top_p": g.top_p,
+        # Recomputing activations only pays off for big models on a GPU.
+        "gradient_checkpointing": False,
+        "bf16": on_gpu and torch.cuda.is_bf16_supported(),
+        "use_cpu": not on_gpu,
+        "disable_tqdm": not show_progress,
+        "dataloader_num_workers": 0,
+        "log_completions": False,
+    }
+
+
+def build_trl_args(config: RunConfig, output_dir: str, *, show_progress: bool = False):
+    """The TRL ``GRPOConfig`` or ``RLOOConfig`` for ``config``."""
+    args = _common_args(config, output_dir, show_progress=show_progress)
+    _, weights = to_trl(config.reward)
+    args["reward_weights"] = weights
+    if config.algorithm == "grpo":
+        s = config.grpo
+        return GRPOConfig(
+            **args,
+            loss_type=s.loss_type,
+            beta=s.beta,
+            epsilon=s.epsilon,
+            epsilon_high=s.epsilon_high,
+            scale_rewards=s.scale_rewards,
+            num_iterations=s.num_iterations,
+            mask_truncated_completions=s.mask_truncated_completions,
+        )
+    if config.algorithm == "rloo":
+        s = config.rloo
+        return RLOOConfig(
+            **args,
+            beta=s.beta,
+            epsilon=s.epsilon,
+            epsilon_high=s.epsilon_high,
+            num_iterations=s.num_iterations,
+            normalize_advantages=s.normalize_advantages,
+            mask_truncated_completions=s.mask_truncated_completions,
+        )
+    raise ValueError(f"algorithm {config.algorithm!r} is not trained through TRL")
+
+
+def build_trl_trainer(
+    config: RunConfig,
+    model,
+    tokenizer,
+    train_dataset,
+    output_dir: str,
+    callbacks: list,
+    *,
+    show_progress: bool = False,
+):
+    """A ready GRPO/RLOO trainer whose reward functions come from ``config.reward``."""
+    reward_funcs, _ = to_trl(config.reward)
+    trainer_cls = StudioGRPOTrainer if config.algorithm == "grpo" else StudioRLOOTrainer
+    return trainer_cls(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=build_trl_args(config, output_dir, show_progress=show_progress),
+        train_dataset=train_dataset,
+        processing_class=tokenizer,
+        callbacks=callbacks,
+    )

@@ -1,0 +1,205 @@
+"""One training run, start to finish, in its own process (``python -m engine run``).
+
+The worker owns its run's rows in SQLite: it marks the run running, streams metrics, samples and
+log lines, checkpoints, and ends with ``completed``, ``stopped`` (SIGTERM: the current step
+finishes and a checkpoint is saved) or ``failed`` (message and traceback stored). It never
+touches another run's rows, so a crash here cannot harm other runs or the stored history.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import traceback
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from engine import metric_names
+from engine.config import RunConfig
+from engine.datasets import DataSpec
+from engine.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
+from engine.samples import sample_rows
+from engine.trainers.callbacks import StopRequest, StudioCallback
+from storage import runs as run_store
+from storage.db import Database
+from storage.paths import db_path, runs_dir
+from storage.schema import RunStatus
+
+logger = logging.getLogger("engine.worker")
+
+FINAL_DIR = "final"
+CHECKPOINT_PREFIX = "checkpoint-"
+
+
+def is_main_process() -> bool:
+    """True for the process that writes storage (rank 0 under ``accelerate launch``)."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The newest ``checkpoint-N`` folder of a run, if any."""
+    found = [p for p in run_dir.glob(f"{CHECKPOINT_PREFIX}*") if p.name.split("-")[-1].isdigit()]
+    return max(found, key=lambda p: int(p.name.split("-")[-1]), default=None)
+
+
+def heldout_rows(data: DataSpec, n: int) -> list[dict[str, Any]]:
+    """The first ``n`` held-out rows of the built-in task; other datasets have no held-out split."""
+    if n == 0 or data.source != "builtin":
+        return []
+    from engine.datasets import load_rows
+
+    return load_rows(replace(data, split="heldout", max_rows=n))
+
+
+def _install_stop_handlers(stop: StopRequest) -> None:
+    def handler(signum: int, frame: Any) -> None:
+        logger.info(
+            "Received %s: finishing the current step, then saving", signal.Signals(signum).name
+        )
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def run(
+    config_path: str | Path, run_id: str, data_dir: str | Path, *, show_progress: bool = False
+) -> str:
+    """Train the run described by ``config_path``; returns its final status."""
+    data_dir = Path(data_dir)
+    main = is_main_process()
+    db = Database(db_path(data_dir)) if main else None
+    stop = StopRequest()
+    _install_stop_handlers(stop)
+    log_handler = None
+    recorder: RunRecorder = NullRecorder()
+    status = RunStatus.FAILED
+    try:
+        if db is not None:
+            run_store.set_status(db, run_id, RunStatus.RUNNING, pid=os.getpid())
+            recorder = StorageRecorder(db, run_id)
+            log_handler = StorageLogHandler(db, run_id)
+            log_handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+            logging.getLogger().addHandler(log_handler)
+        status = _train(
+            RunConfig.load(config_path),
+            run_id,
+            data_dir,
+            recorder,
+            stop,
+            show_progress=show_progress,
+        )
+    except Exception as exc:  # the run fails; the process and the database stay healthy
+        logger.exception("Run %s failed", run_id)
+        if db is not None:
+            run_store.set_status(
+                db,
+                run_id,
+                RunStatus.FAILED,
+                error=f"{type(exc).__name__}: {exc}",
+                traceback=traceback.format_exc(),
+            )
+        return RunStatus.FAILED
+    finally:
+        recorder.close()
+        if log_handler is not None:
+            log_handler.flush()
+            logging.getLogger().removeHandler(log_handler)
+        if db is not None:
+            if status != RunStatus.FAILED:
+                run_store.set_status(db, run_id, status)
+            db.close()
+    return status
+
+
+def _train(
+    config: RunConfig,
+    run_id: str,
+    data_dir: Path,
+    recorder: RunRecorder,
+    stop: StopRequest,
+    *,
+    show_progress: bool,
+) -> str:
+    from datasets import Dataset
+
+    from engine.datasets import load_rows
+    from engine.evaluation import evaluate
+    from engine.models import load_model_and_tokenizer, save_plain_weights
+    from engine.trainers.trl_trainers import build_trl_trainer
+
+    run_dir = runs_dir(data_dir) / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    logger.info("Loading model %s", config.model.name_or_path)
+    model, tokenizer = load_model_and_tokenizer(config.model)
+    train_rows = load_rows(config.data)
+    eval_rows = heldout_rows(config.data, config.training.eval_samples)
+    logger.info("%d training prompts, %d held-out prompts", len(train_rows), len(eval_rows))
+
+    def evaluate_now(policy: Any, step: int) -> dict[str, float]:
+        report = evaluate(
+            policy,
+            tokenizer,
+            eval_rows,
+            temperature=config.generation.temperature,
+            max_new_tokens=config.generation.max_completion_length,
+            seed=config.training.seed,
+        )
+        logger.info(
+            "Held-out at step %d: accuracy %.3f, format %.3f",
+            step,
+            report.accuracy,
+            report.format_rate,
+        )
+        return {
+            metric_names.EVAL_ACCURACY: report.accuracy,
+            metric_names.EVAL_STRICT_ACCURACY: report.strict_accuracy,
+            metric_names.EVAL_FORMAT_RATE: report.format_rate,
+        }
+
+    trainer = None
+
+    def store_samples(step: int) -> None:
+        batch = trainer.pop_generation_batch() if trainer is not None else None
+        if batch is not None and config.training.samples_per_log:
+            recorder.samples(
+                step,
+                sample_rows(
+                    config.reward,
+                    batch,
+                    config.generation.num_generations,
+                    config.training.samples_per_log,
+                ),
+            )
+
+    budget = config.training.time_budget_minutes
+    callback = StudioCallback(
+        recorder,
+        stop,
+        store_samples=store_samples,
+        evaluate=evaluate_now if eval_rows else None,
+        eval_steps=config.training.eval_steps,
+        time_budget_s=None if budget is None else budget * 60.0,
+    )
+    trainer = build_trl_trainer(
+        config,
+        model,
+        tokenizer,
+        Dataset.from_list(train_rows),
+        str(run_dir),
+        [callback],
+        show_progress=show_progress,
+    )
+    resume_from = latest_checkpoint(run_dir)
+    if resume_from is not None:
+        logger.info("Resuming from %s", resume_from.name)
+        # Steps after the checkpoint are trained again: drop their old points from the series.
+        recorder.rewind(int(resume_from.name.removeprefix(CHECKPOINT_PREFIX)))
+    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    if stop.is_set():
+        return RunStatus.STOPPED
+    save_plain_weights(trainer.model, tokenizer, run_dir / FINAL_DIR)
+    logger.info("Saved the final model to %s", run_dir / FINAL_DIR)
+    return RunStatus.COMPLETED

@@ -1,0 +1,164 @@
+"""Real worker subprocesses on the shipped default model: train, stop, kill, resume."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from engine.config import RunConfig
+from engine.launcher import Launcher
+from engine.worker import latest_checkpoint
+from storage import runs as run_store
+from storage import samples as sample_store
+from storage.db import Database
+from storage.metrics import metric_names, metrics_since
+from storage.paths import db_path
+from storage.schema import RunStatus
+
+pytestmark = pytest.mark.slow
+
+FINAL = (RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.FAILED, RunStatus.INTERRUPTED)
+
+
+def tiny_config(algorithm: str, steps: int = 3, **training) -> RunConfig:
+    return RunConfig.from_dict(
+        {
+            "name": f"tiny {algorithm}",
+            "algorithm": algorithm,
+            "generation": {"num_generations": 4, "max_completion_length": 48},
+            "training": {
+                "steps": steps,
+                "prompts_per_step": 2,
+                "learning_rate": 1e-4,
+                "eval_steps": 0,
+                "eval_samples": 8,
+                "save_steps": 1,
+                **training,
+            },
+        }
+    )
+
+
+def wait_for(data_dir, run_id, predicate, timeout=240.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with Database(db_path(data_dir)) as db:
+            run = run_store.get_run(db, run_id)
+        if predicate(run):
+            return run
+        time.sleep(0.5)
+    log = data_dir / "runs" / run_id / "worker.log"
+    raise AssertionError(
+        f"timed out; run={run}; log tail:\n{log.read_text()[-3000:] if log.exists() else ''}"
+    )
+
+
+def all_metrics(data_dir, run_id):
+    with Database(db_path(data_dir)) as db:
+        rows, _ = metrics_since(db, run_id, cursor=0, limit=100_000)
+        names = set(metric_names(db, run_id))
+    return rows, names
+
+
+@pytest.fixture
+def launcher(data_dir):
+    launcher = Launcher(data_dir)
+    yield launcher
+    # Never leave a worker behind.
+    for run in launcher.list():
+        if run.status == RunStatus.RUNNING and run.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "rloo"])
+def test_three_step_run_leaves_metrics_samples_and_status(launcher, data_dir, algorithm):
+    config = tiny_config(algorithm, eval_steps=0)
+    run_id = launcher.start(config)
+    run = wait_for(data_dir, run_id, lambda r: r.status in FINAL)
+    assert run.status == RunStatus.COMPLETED, run.error_traceback
+    assert run.last_step == 3
+
+    rows, names = all_metrics(data_dir, run_id)
+    components = [c.name for c in config.reward.components if c.enabled]
+    expected = {
+        "reward/total",
+        "loss/policy",
+        "completions/mean_length",
+        "reward/zero_std_fraction",
+        "eval/accuracy",
+        "eval/format_rate",
+    }
+    expected |= {f"rewards/{name}" for name in components}
+    assert expected <= names
+    reward_steps = sorted(r.step for r in rows if r.name == "reward/total")
+    assert reward_steps == [1, 2, 3]
+
+    with Database(db_path(data_dir)) as db:
+        steps = sample_store.sample_steps(db, run_id)
+        samples = sample_store.samples_at(db, run_id, steps[-1])
+    assert steps == [1, 2, 3]
+    assert samples and all(s.completion is not None for s in samples)
+    trace = samples[0].trace
+    assert [t["name"] for t in trace] == components
+    scored = [s for s in samples if s.total is not None]
+    for s in scored:
+        contributions = [t["contribution"] for t in s.trace if t["contribution"] is not None]
+        assert s.total == pytest.approx(sum(contributions))
+    assert (data_dir / "runs" / run_id / "final" / "config.json").exists()
+
+
+def test_stop_saves_a_checkpoint_and_resume_continues(launcher, data_dir):
+    run_id = launcher.start(tiny_config("grpo", steps=40))
+    wait_for(data_dir, run_id, lambda r: (r.last_step or 0) >= 1)
+    launcher.stop(run_id)
+    run = wait_for(data_dir, run_id, lambda r: r.status in FINAL)
+    assert run.status == RunStatus.STOPPED
+    stopped_at = run.last_step
+    checkpoint = latest_checkpoint(data_dir / "runs" / run_id)
+    assert checkpoint is not None and checkpoint.name == f"checkpoint-{stopped_at}"
+
+    # Shorten the run so the resumed part is quick; the config file is the run's truth.
+    config = RunConfig.load(data_dir / "runs" / run_id / "config.yaml")
+    config.training.steps = stopped_at + 2
+    config.save(data_dir / "runs" / run_id / "config.yaml")
+    launcher.resume(run_id)
+    run = wait_for(data_dir, run_id, lambda r: r.status in FINAL and r.status != RunStatus.STOPPED)
+    assert run.status == RunStatus.COMPLETED, run.error_traceback
+    rows, _ = all_metrics(data_dir, run_id)
+    reward_steps = [r.step for r in rows if r.name == "reward/total"]
+    assert reward_steps == list(range(1, stopped_at + 3))  # one series, no step twice
+
+
+def test_killed_worker_is_marked_interrupted_by_the_scan(launcher, data_dir):
+    run_id = launcher.start(tiny_config("grpo", steps=200))
+    run = wait_for(data_dir, run_id, lambda r: (r.last_step or 0) >= 1)
+    os.killpg(run.pid, signal.SIGKILL)
+    time.sleep(0.5)
+    launcher.scan()
+    with Database(db_path(data_dir)) as db:
+        run = run_store.get_run(db, run_id)
+    assert run.status == RunStatus.INTERRUPTED
+    assert "resume" in run.error_message
+
+
+def test_config_error_is_rejected_before_any_process_starts(data_dir, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("training:\n  steps: -5\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "engine", "train", str(bad), "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert "training.steps" in result.stderr
+    assert "Traceback" not in result.stderr
+    with Database(db_path(data_dir)) as db:
+        assert run_store.list_runs(db) == []

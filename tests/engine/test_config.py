@@ -1,0 +1,74 @@
+import pytest
+import yaml
+
+from engine.config import RunConfig, documented_yaml
+from engine.dataclass_io import ConfigError
+
+
+def test_default_config_round_trips_through_yaml():
+    config = RunConfig()
+    again = RunConfig.from_yaml(config.to_yaml())
+    assert again.to_dict() == config.to_dict()
+
+
+def test_documented_yaml_is_commented_and_loads_as_the_default():
+    text = documented_yaml()
+    assert "# Completions sampled per prompt" in text
+    assert RunConfig.from_dict(yaml.safe_load(text)).to_dict() == RunConfig().to_dict()
+
+
+@pytest.mark.parametrize(
+    ("patch", "field", "words"),
+    [
+        ({"training": {"stepz": 3}}, "training.stepz", "unknown field"),
+        ({"training": {"steps": 0}}, "training.steps", "[1, 1e+06]"),
+        ({"training": {"learning_rate": "fast"}}, "training.learning_rate", "number"),
+        ({"generation": {"temperature": float("nan")}}, "generation.temperature", "finite"),
+        ({"algorithm": "ddpg"}, "algorithm", "grpo, rloo, ppo"),
+        ({"grpo": {"loss_type": "ppo"}}, "grpo.loss_type", "dapo"),
+        ({"grpo": {"epsilon": 0.2, "epsilon_high": 0.1}}, "grpo.epsilon_high", "[0.2, 1]"),
+        ({"training": {"report_to": ["mlflow"]}}, "training.report_to[0]", "tensorboard"),
+    ],
+)
+def test_invalid_values_name_their_field(patch, field, words):
+    data = RunConfig().to_dict()
+    for section, value in patch.items():
+        if isinstance(value, dict):
+            data[section].update(value)
+        else:
+            data[section] = value
+    with pytest.raises(ConfigError) as info:
+        RunConfig.from_dict(data)
+    assert info.value.field == field
+    assert words in str(info.value)
+
+
+def test_reward_errors_carry_the_reward_prefix():
+    data = RunConfig().to_dict()
+    data["reward"]["components"][0]["weight"] = float("inf")
+    with pytest.raises(ConfigError) as info:
+        RunConfig.from_dict(data)
+    assert info.value.field.startswith("reward.components[0]")
+
+
+def test_batch_rule_is_explained_in_plain_words():
+    data = RunConfig().to_dict()
+    data["training"].update(prompts_per_step=3, num_gpus=2)
+    data["generation"]["num_generations"] = 5
+    with pytest.raises(ConfigError) as info:
+        RunConfig.from_dict(data)
+    assert info.value.field == "training.num_gpus"
+    assert "3 prompts x 5 generations = 15 completions" in str(info.value)
+
+
+def test_micro_batches_split_the_step_for_trl():
+    config = RunConfig.from_dict(
+        {
+            "training": {"prompts_per_step": 4, "micro_batch_size": 8},
+            "generation": {"num_generations": 8},
+        }
+    )
+    assert config.per_device_batch_size() == 8
+    assert config.gradient_accumulation_steps() == 4
+    with pytest.raises(ConfigError, match="multiple of micro_batch_size 7"):
+        RunConfig.from_dict({"training": {"prompts_per_step": 4, "micro_batch_size": 7}})
