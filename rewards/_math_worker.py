@@ -7,10 +7,11 @@ Exits at end of input. Memory is capped so a runaway evaluation fails instead of
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import sys
+
+from rewards.mathcheck import check
 
 MEMORY_LIMIT_BYTES = 2 << 30
 
@@ -20,43 +21,12 @@ def _limit_memory() -> None:
         import resource
 
         _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        limit = (
-            MEMORY_LIMIT_BYTES if hard == resource.RLIM_INFINITY else min(hard, MEMORY_LIMIT_BYTES)
-        )
+        limit = MEMORY_LIMIT_BYTES
+        if hard != resource.RLIM_INFINITY:
+            limit = min(hard, limit)
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     except (ImportError, ValueError, OSError):  # not available on this platform
         pass
-
-
-@functools.lru_cache(maxsize=4096)
-def _parse_gold(gold: str) -> list:
-    from math_verify import parse
-
-    return parse(gold, parsing_timeout=None)
-
-
-def check(gold: str, pred: str) -> list:
-    """``[gold_ok, shown, equal]`` for one pair, exactly as math-verify decides it."""
-    from math_verify import parse, verify
-
-    try:
-        gold_parsed = _parse_gold(gold)
-    except Exception:
-        gold_parsed = []
-    if not gold_parsed:
-        return [False, None, False]
-    try:
-        pred_parsed = parse(pred, parsing_timeout=None)
-    except Exception:
-        pred_parsed = []
-    if not pred_parsed:
-        return [True, None, False]
-    shown = pred_parsed[-1] if isinstance(pred_parsed[-1], str) else str(pred_parsed[0])
-    try:
-        equal = bool(verify(gold_parsed, pred_parsed, timeout_seconds=None))
-    except Exception:
-        equal = False
-    return [True, shown, equal]
 
 
 def main() -> None:
@@ -74,7 +44,8 @@ def main() -> None:
         except ValueError:
             continue
         try:
-            result = check(gold, pred)
+            r = check(gold, pred)
+            result = [r.gold_ok, r.shown, r.equal]
         except MemoryError:
             result = [True, None, False]
         out.write(json.dumps([rid, *result]) + "\n")

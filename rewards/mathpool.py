@@ -25,7 +25,8 @@ import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+
+from rewards.mathcheck import CheckResult, check
 
 logger = logging.getLogger(__name__)
 
@@ -33,20 +34,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 5.0
 #: Seconds a fresh worker may take to import math-verify.
 STARTUP_TIMEOUT_S = 120.0
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """math-verify's answer for one (gold, prediction) pair.
-
-    ``gold_ok``: the gold parses. ``shown``: the prediction as math-verify extracted it (``None``
-    when nothing parsed). ``equal``: ``verify(gold, pred)``. ``timed_out``: the deadline hit.
-    """
-
-    gold_ok: bool
-    shown: str | None
-    equal: bool
-    timed_out: bool = False
 
 
 class _Worker:
@@ -194,9 +181,7 @@ class InProcessChecker:
     """The same checks without a worker: no deadline, for trusted input only."""
 
     def check_many(self, pairs: list[tuple[str, str]]) -> list[CheckResult]:
-        from rewards._math_worker import check
-
-        return [CheckResult(*check(g, p)) for g, p in pairs]
+        return [check(g, p) for g, p in pairs]
 
     def close(self) -> None:
         pass

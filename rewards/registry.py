@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewards.components import correctness
+from rewards.components import (
+    conciseness,
+    correctness,
+    language,
+    reasoning_steps,
+    repetition,
+    rule,
+)
 from rewards.components import format as format_
 from rewards.params import ComponentInfo, ParamSpec
 
@@ -21,6 +28,11 @@ REGISTRY: dict[str, ComponentInfo] = {
     for module in (
         correctness,
         format_,
+        reasoning_steps,
+        repetition,
+        conciseness,
+        language,
+        rule,
     )
 }
 

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rewards.answers import find_answer, gold_answer
-from rewards.mathpool import CheckResult, get_checker
+from rewards.mathcheck import CheckResult
+from rewards.mathpool import get_checker
 
 CorrectnessMode = Literal["math", "numeric", "exact", "choice"]
 MODES: tuple[str, ...] = ("math", "numeric", "exact", "choice")

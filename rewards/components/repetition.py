@@ -1,0 +1,79 @@
+"""Repetition: a penalty for repeated n-grams.
+
+Reference: "Demystifying Long Chain-of-Thought Reasoning" (Yeo et al. 2025, App. C.2); open-r1
+``get_repetition_penalty_reward`` (word n-grams) and TRL
+``trl.rewards.get_repetition_penalty_reward`` (token n-grams):
+``(1 - unique_ngrams / total_ngrams) * max_penalty``, and 0 for texts shorter than ``n``.
+
+``unit="words"`` (default) uses lower-cased whitespace-separated words, exactly open-r1.
+``unit="tokens"`` uses ``completion_ids``, exactly TRL; without ids the sample is not scored
+(``None``), since a guess at tokens would change the number silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rewards.components.base import BatchContext, Judgement, RewardComponent
+from rewards.params import ComponentInfo, ParamSpec
+
+PARAMS = (
+    ParamSpec("n", "int", 3, "n-gram size", min=1, max=20),
+    ParamSpec("max_penalty", "float", -1.0, "score of a fully repetitive text", min=-10.0, max=0.0),
+    ParamSpec(
+        "unit", "str", "words", "n-grams of words or of token ids", choices=("words", "tokens")
+    ),
+)
+
+_GRAM_NAMES = {1: "words", 2: "bigrams", 3: "trigrams", 4: "4-grams"}
+
+
+def repeated_fraction(items: Sequence, n: int) -> float | None:
+    """``1 - unique/total`` over the n-grams of ``items``; ``None`` when there are fewer than n."""
+    if len(items) < n:
+        return None
+    grams = list(zip(*[items[i:] for i in range(n)], strict=False))
+    return 1 - len(set(grams)) / len(grams)
+
+
+class Repetition(RewardComponent):
+    component = "repetition"
+
+    def __init__(
+        self, name: str | None = None, *, n: int = 3, max_penalty: float = -1.0, unit: str = "words"
+    ) -> None:
+        super().__init__(name)
+        self.n = n
+        self.max_penalty = max_penalty
+        self.unit = unit
+
+    def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
+        gram = _GRAM_NAMES.get(self.n, f"{self.n}-grams")
+        if self.unit == "tokens":
+            if ctx.completion_ids is None:
+                return [Judgement(None, "token n-grams need completion_ids") for _ in texts]
+            sequences: list[Sequence] = [list(ids) for ids in ctx.completion_ids]
+            gram = "token " + gram
+        else:
+            sequences = [text.lower().split() for text in texts]
+        out = []
+        for seq in sequences:
+            fraction = repeated_fraction(seq, self.n)
+            if fraction is None:
+                out.append(Judgement(0.0, f"shorter than {self.n} {self.unit}: no penalty"))
+                continue
+            value = fraction * self.max_penalty if fraction else 0.0
+            out.append(Judgement(value, f"{fraction:.0%} repeated {gram}"))
+        return out
+
+
+INFO = ComponentInfo(
+    name="repetition",
+    factory=Repetition,
+    params=PARAMS,
+    description="Penalises repeated n-grams: (1 - unique/total) * max_penalty.",
+    source=(
+        "Yeo et al. 2025 'Demystifying Long CoT' App. C.2; open-r1 and TRL "
+        "get_repetition_penalty_reward"
+    ),
+)

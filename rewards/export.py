@@ -1,0 +1,227 @@
+"""A RewardSpec as one standalone Python module for a user's own TRL script.
+
+The module is assembled from this library's own standalone sources (text handling, answer
+extraction, math-verify checks, the batched language identifier, the component classes), so
+the exported reward computes exactly what the app computes; only the registry metadata and the
+imports between our modules are left out, and math-verify runs in-process instead of in
+supervised workers (with math-verify's own timeouts in the main thread, as TRL's
+``accuracy_reward`` does). It imports only public libraries: math-verify, py3langid, numpy,
+google-re2 (``re2``) and the standard library.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import pprint
+import re
+import textwrap
+from pathlib import Path
+
+from rewards.spec import RewardSpec
+
+_ROOT = Path(__file__).resolve().parent
+
+#: Sources included, in dependency order.
+_MODULES = (
+    "text.py",
+    "answers.py",
+    "safe_regex.py",
+    "mathcheck.py",
+    "@in_process_checker",
+    "verify.py",
+    "langid_batch.py",
+    "components/base.py",
+    "components/correctness.py",
+    "components/format.py",
+    "components/reasoning_steps.py",
+    "components/repetition.py",
+    "components/conciseness.py",
+    "components/language.py",
+    "components/rule.py",
+)
+
+# Definitions that only describe components for the registry (forms, validation).
+_REGISTRY_ONLY = {"PARAMS", "INFO", "_check"}
+
+_IN_PROCESS_CHECKER = '''
+class _InProcessChecker:
+    """math-verify in this process; its own timeouts where signals work (the main thread)."""
+
+    def check_many(self, pairs):
+        main = threading.current_thread() is threading.main_thread()
+        return [check(gold, pred, 10 if main else None) for gold, pred in pairs]
+
+
+def get_checker():
+    return _InProcessChecker()
+'''
+
+_CLASSES = {
+    "correctness": "Correctness",
+    "format": "Format",
+    "reasoning_steps": "ReasoningSteps",
+    "repetition": "Repetition",
+    "conciseness": "Conciseness",
+    "language": "Language",
+    "rule": "Rule",
+}
+
+
+_THIRD_PARTY = ("math_verify", "numpy", "py3langid", "re2")
+
+
+def _strip(path: str, imports: set[str]) -> str:
+    """A module's source without its docstring, imports and registry-only parts.
+
+    Its imports of public libraries are added to ``imports`` (to be hoisted to the top).
+    """
+    source = (_ROOT / path).read_text()
+    tree = ast.parse(source)
+    drop: list[tuple[int, int]] = []
+    for i, node in enumerate(tree.body):
+        is_doc = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        is_future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        is_ours = isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rewards")
+        is_import = isinstance(node, ast.Import | ast.ImportFrom)
+        if is_import and not (is_future or is_ours):
+            for alias in node.names:
+                name = alias.name if alias.asname is None else f"{alias.name} as {alias.asname}"
+                module = node.module if isinstance(node, ast.ImportFrom) else ""
+                imports.add(f"{module}:{name}")
+        names = set()
+        if isinstance(node, ast.Assign):
+            names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names = {node.target.id}
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names = {node.name}
+        if is_doc or is_import or names & _REGISTRY_ONLY:
+            start = node.lineno
+            if getattr(node, "decorator_list", None):
+                start = min(d.lineno for d in node.decorator_list)
+            drop.append((start, node.end_lineno or node.lineno))
+    lines = source.splitlines()
+    keep = [line for n, line in enumerate(lines, start=1) if not any(a <= n <= b for a, b in drop)]
+    return "\n".join(keep).strip("\n")
+
+
+def _check_unique_names(source: str) -> None:
+    seen: dict[str, int] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            name = node.name
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            name = node.targets[0].id
+        else:
+            continue
+        if name in seen and name not in ("_LOCK",):
+            raise RuntimeError(
+                f"exported module defines {name!r} twice (lines {seen[name]}, {node.lineno})"
+            )
+        seen[name] = node.lineno
+
+
+def _import_block(imports: set[str]) -> str:
+    """``module:name`` entries ("" module: plain import) as isort-style import lines."""
+    plain: dict[str, list[str]] = {}
+    from_: dict[str, list[str]] = {}
+    for entry in imports:
+        module, name = entry.split(":")
+        if module:
+            from_.setdefault(module, []).append(name)
+        else:
+            plain.setdefault(name.split()[0], []).append(name)
+    sections: dict[bool, list[tuple[bool, str, str]]] = {False: [], True: []}
+    for root, names in plain.items():
+        for name in names:
+            sections[root.split(".")[0] in _THIRD_PARTY].append((False, root, f"import {name}"))
+    for module, names in from_.items():
+        joined = ", ".join(sorted(set(names)))
+        line = f"from {module} import {joined}"
+        sections[module.split(".")[0] in _THIRD_PARTY].append((True, module, line))
+    blocks = ["\n".join(line for *_, line in sorted(sections[k])) for k in (False, True)]
+    return "\n\n".join(b for b in blocks if b)
+
+
+def export_module(spec: RewardSpec, module_name: str = "reward_studio_reward") -> str:
+    """The source of a standalone module computing ``spec``'s reward for TRL.
+
+    The module defines ``reward_funcs`` and ``reward_weights`` (pass them to ``GRPOTrainer`` /
+    ``RLOOTrainer``), ``SPEC`` (the spec as a dict) and ``score(completions, **columns)`` (the
+    weighted totals, ``None`` where no component scored).
+    """
+    enabled = [
+        {"name": name, "component": comp.name, "weight": comp.weight, "params": comp.params}
+        for name, comp in spec.enabled_components()
+    ]
+    parts = []
+    imports = {":threading"}
+    for entry in _MODULES:
+        if entry == "@in_process_checker":
+            parts.append(_IN_PROCESS_CHECKER.strip("\n"))
+        else:
+            parts.append(f"# --- from Reward Studio rewards/{entry} ---\n" + _strip(entry, imports))
+    body = "\n\n\n".join(parts)
+    description = textwrap.fill(spec.description or "A weighted reward.", width=96)
+    header = f'''"""{module_name}: a reward exported from Reward Studio.
+
+{description}
+
+Components (metric name: component, weight):
+{chr(10).join(f"  {e['name']}: {e['component']}, {e['weight']:g}" for e in enabled)}
+
+Use it in a TRL (1.16) script:
+
+    from {module_name} import reward_funcs, reward_weights
+    trainer = GRPOTrainer(model=..., train_dataset=..., reward_funcs=reward_funcs,
+                          args=GRPOConfig(..., reward_weights=reward_weights))
+
+The dataset needs the gold-answer column the components read (``answer`` by default).
+Requires: math-verify, py3langid, google-re2, numpy.
+"""
+
+from __future__ import annotations
+
+{_import_block(imports)}
+'''
+    footer = f'''
+
+# --- the reward ---
+
+SPEC = {pprint.pformat(spec.to_dict(), indent=1, width=96, sort_dicts=False)}
+
+_ENABLED = {pprint.pformat(enabled, indent=1, width=96, sort_dicts=False)}
+
+_CLASSES = {{
+{"".join(f"    {k!r}: {v},{chr(10)}" for k, v in _CLASSES.items())}}}
+
+
+def build_reward_funcs():
+    """One reward function per enabled component, and their weights."""
+    funcs = [_CLASSES[e["component"]](e["name"], **e["params"]) for e in _ENABLED]
+    return funcs, [e["weight"] for e in _ENABLED]
+
+
+reward_funcs, reward_weights = build_reward_funcs()
+
+
+def score(completions, **kwargs):
+    """Weighted totals as TRL aggregates them: None components skipped; all None gives None."""
+    totals = [0.0] * len(completions)
+    scored = [False] * len(completions)
+    for fn, weight in zip(reward_funcs, reward_weights, strict=True):
+        for i, value in enumerate(fn(completions, **kwargs)):
+            if value is not None:
+                totals[i] += weight * value
+                scored[i] = True
+    return [t if s else None for t, s in zip(totals, scored, strict=True)]
+'''
+    source = re.sub(r"\n{4,}", "\n\n\n", header + "\n\n" + body + "\n" + footer)
+    _check_unique_names(source)
+    json.dumps(enabled)  # parameters are plain data
+    return source

@@ -1,0 +1,322 @@
+"""RewardSpec: which components make up a reward, with what weights and parameters.
+
+A spec is the one description of a reward that the UI form, the CLI, stored runs and the
+trainer share. It validates on construction (``__post_init__``) and round-trips through
+dicts, JSON and YAML. Every problem raises :class:`RewardSpecError`, whose message and
+``.field`` name the offending field (``components[1].params.max_len``).
+
+Metric names: each enabled or disabled component gets one, used as the reward function's
+``__name__`` and so as TRL's ``rewards/<name>/mean`` key. It is the component's ``label`` when
+set, else the component name for its first occurrence and ``<name>_2``, ``<name>_3``… for later
+ones, counted in spec order over all components (toggling ``enabled`` never renames another).
+Only components whose registry entry allows it (``rule``, ``conciseness``) may appear twice.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from rewards.errors import RewardSpecError
+from rewards.registry import REGISTRY
+
+__all__ = ["DEFAULT_PRESET", "PRESETS", "ComponentSpec", "RewardSpec", "RewardSpecError", "preset"]
+
+SPEC_VERSION = 1
+#: Largest allowed absolute weight.
+MAX_ABS_WEIGHT = 100.0
+_LABEL_RE = re.compile(r"[a-z][a-z0-9_]{0,39}")
+_COMPONENT_FIELDS = ("name", "weight", "params", "enabled", "label")
+_SPEC_FIELDS = ("version", "components", "description")
+
+
+@dataclass
+class ComponentSpec:
+    """One component of a reward.
+
+    Attributes:
+        name: registry name (``correctness``, ``format``, ...).
+        weight: multiplies the component's score in the total; finite, |weight| <= 100.
+        params: the component's parameters; missing ones take their registry defaults.
+        enabled: a disabled component is kept in the spec but neither scored nor exported.
+        label: optional metric name (lower-case letters, digits, ``_``; 1-40 characters).
+    """
+
+    name: str
+    weight: float = 1.0
+    params: dict[str, Any] = field(default_factory=dict)
+    enabled: bool = True
+    label: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "weight": self.weight,
+            "params": copy.deepcopy(self.params),
+            "enabled": self.enabled,
+        }
+        if self.label is not None:
+            out["label"] = self.label
+        return out
+
+
+@dataclass
+class RewardSpec:
+    """A weighted reward: a list of components (see the module docstring for metric names).
+
+    Validation (on construction): at least one enabled component, known component names, valid
+    parameters, finite weights, not all enabled weights zero, unique metric names.
+    """
+
+    components: list[ComponentSpec]
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # ----------------------------------------------------------------- validation
+    def validate(self) -> None:
+        """Check the spec and normalise parameters (defaults filled in); raises RewardSpecError."""
+        if not isinstance(self.components, list):
+            raise RewardSpecError("components", "must be a list of components")
+        if not self.components:
+            raise RewardSpecError("components", "must hold at least one component")
+        if not isinstance(self.description, str) or len(self.description) > 2000:
+            raise RewardSpecError("description", "must be a string of at most 2000 characters")
+        seen: dict[str, int] = {}
+        for i, comp in enumerate(self.components):
+            where = f"components[{i}]"
+            if isinstance(comp, Mapping):
+                comp = self.components[i] = _component_from_dict(comp, where)
+            if not isinstance(comp, ComponentSpec):
+                raise RewardSpecError(where, f"must be a component, got {type(comp).__name__}")
+            if not isinstance(comp.name, str) or comp.name not in REGISTRY:
+                allowed = ", ".join(REGISTRY)
+                raise RewardSpecError(
+                    f"{where}.name", f"unknown component {comp.name!r}; allowed: {allowed}"
+                )
+            info = REGISTRY[comp.name]
+            if comp.name in seen and not info.allow_multiple:
+                raise RewardSpecError(
+                    f"{where}.name",
+                    f"{comp.name!r} already appears at components[{seen[comp.name]}]; "
+                    "only rule and conciseness may appear more than once",
+                )
+            seen.setdefault(comp.name, i)
+            w = comp.weight
+            if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w):
+                raise RewardSpecError(
+                    f"{where}.weight",
+                    f"must be a finite number in [{-MAX_ABS_WEIGHT:g}, {MAX_ABS_WEIGHT:g}], "
+                    f"got {w!r}",
+                )
+            if abs(w) > MAX_ABS_WEIGHT:
+                raise RewardSpecError(
+                    f"{where}.weight",
+                    f"must be a finite number in [{-MAX_ABS_WEIGHT:g}, {MAX_ABS_WEIGHT:g}], "
+                    f"got {w!r}",
+                )
+            comp.weight = float(w)
+            if not isinstance(comp.enabled, bool):
+                raise RewardSpecError(
+                    f"{where}.enabled", f"must be true or false, got {comp.enabled!r}"
+                )
+            if comp.label is not None and (
+                not isinstance(comp.label, str) or not _LABEL_RE.fullmatch(comp.label)
+            ):
+                raise RewardSpecError(
+                    f"{where}.label",
+                    "must be 1-40 lower-case letters, digits or '_', starting with a letter, "
+                    f"got {comp.label!r}",
+                )
+            try:
+                comp.params = info.validate_params(comp.params)
+            except RewardSpecError as err:
+                raise err.under(f"{where}.params") from None
+        enabled = [c for c in self.components if c.enabled]
+        if not enabled:
+            raise RewardSpecError("components", "at least one component must be enabled")
+        if all(c.weight == 0.0 for c in enabled):
+            raise RewardSpecError(
+                "components", "all enabled weights are zero: the reward would be constant"
+            )
+        names = self.metric_names(all_components=True)
+        for i, name in enumerate(names):
+            if names.index(name) != i:
+                raise RewardSpecError(
+                    f"components[{i}].label",
+                    f"metric name {name!r} is already used by components[{names.index(name)}]",
+                )
+
+    # ----------------------------------------------------------------- naming
+    def metric_names(self, all_components: bool = False) -> list[str]:
+        """Metric names of the enabled components (or of all), in spec order."""
+        counts: dict[str, int] = {}
+        names = []
+        for comp in self.components:
+            counts[comp.name] = counts.get(comp.name, 0) + 1
+            if comp.label is not None:
+                name = comp.label
+            elif counts[comp.name] == 1:
+                name = comp.name
+            else:
+                name = f"{comp.name}_{counts[comp.name]}"
+            if all_components or comp.enabled:
+                names.append(name)
+        return names
+
+    def enabled_components(self) -> list[tuple[str, ComponentSpec]]:
+        """``(metric_name, component)`` for each enabled component, in spec order."""
+        names = self.metric_names(all_components=True)
+        return [(n, c) for n, c in zip(names, self.components, strict=True) if c.enabled]
+
+    def build(self) -> list[tuple[Any, float]]:
+        """The reward functions of the enabled components, each with its weight."""
+        return [
+            (REGISTRY[c.name].build(c.params, name=name), c.weight)
+            for name, c in self.enabled_components()
+        ]
+
+    # ----------------------------------------------------------------- serialisation
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "version": SPEC_VERSION,
+            "components": [c.to_dict() for c in self.components],
+        }
+        if self.description:
+            out["description"] = self.description
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RewardSpec:
+        if not isinstance(data, Mapping):
+            raise RewardSpecError("", f"a reward spec must be a mapping, got {type(data).__name__}")
+        for key in data:
+            if key not in _SPEC_FIELDS:
+                raise RewardSpecError(
+                    str(key), f"unknown field; allowed: {', '.join(_SPEC_FIELDS)}"
+                )
+        version = data.get("version", SPEC_VERSION)
+        if version != SPEC_VERSION:
+            raise RewardSpecError("version", f"must be {SPEC_VERSION}, got {version!r}")
+        components = data.get("components")
+        if not isinstance(components, list):
+            raise RewardSpecError("components", f"must be a list, got {type(components).__name__}")
+        comps = [_component_from_dict(c, f"components[{i}]") for i, c in enumerate(components)]
+        return cls(comps, description=data.get("description", ""))
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> RewardSpec:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise RewardSpecError("", f"not valid JSON: {err}") from None
+        return cls.from_dict(data)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> RewardSpec:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise RewardSpecError("", f"not valid YAML: {err}") from None
+        return cls.from_dict(data)
+
+
+def _component_from_dict(data: Any, where: str) -> ComponentSpec:
+    if isinstance(data, ComponentSpec):
+        return data
+    if not isinstance(data, Mapping):
+        raise RewardSpecError(where, f"must be a mapping, got {type(data).__name__}")
+    for key in data:
+        if key not in _COMPONENT_FIELDS:
+            raise RewardSpecError(
+                f"{where}.{key}", f"unknown field; allowed: {', '.join(_COMPONENT_FIELDS)}"
+            )
+    if "name" not in data:
+        raise RewardSpecError(f"{where}.name", "is required")
+    params = data.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, Mapping):
+        raise RewardSpecError(f"{where}.params", f"must be a mapping, got {type(params).__name__}")
+    return ComponentSpec(
+        name=data["name"],
+        weight=data.get("weight", 1.0),
+        params=dict(params),
+        enabled=data.get("enabled", True),
+        label=data.get("label"),
+    )
+
+
+def _presets() -> dict[str, RewardSpec]:
+    return {
+        "R1-style math": RewardSpec(
+            [
+                ComponentSpec("correctness", 1.0),
+                ComponentSpec("format", 0.5, {"mode": "strict"}),
+            ],
+            description=(
+                "DeepSeek-R1's rule-based reward: answer correctness plus the strict "
+                "<think>…</think><answer>…</answer> format."
+            ),
+        ),
+        "concise answers": RewardSpec(
+            [
+                ComponentSpec("correctness", 1.0),
+                ComponentSpec("format", 0.5, {"mode": "strict"}),
+                ComponentSpec(
+                    "conciseness", 0.5, {"mode": "cosine", "unit": "characters", "max_len": 400}
+                ),
+                ComponentSpec("repetition", 0.5),
+            ],
+            description=(
+                "Correct, well-formatted and short: the cosine length reward (Kimi 1.5) pays "
+                "short right answers most; repeated trigrams are penalised."
+            ),
+        ),
+        "format only": RewardSpec(
+            [ComponentSpec("format", 1.0, {"mode": "strict"})],
+            description="Only the tag structure; useful to teach a format before accuracy.",
+        ),
+        "hand-tuned GRPO script": RewardSpec(
+            [
+                ComponentSpec("correctness", 1.0, {"wrong_value": -0.5}),
+                ComponentSpec("format", 0.5, {"mode": "pairs"}),
+                ComponentSpec("reasoning_steps", 0.3, {"target": 10}),
+                ComponentSpec("repetition", 0.1, {"max_penalty": -1.0}),
+                ComponentSpec("conciseness", 0.05, {"mode": "cosine"}),
+                ComponentSpec("language", 1.0, {"language": "en"}),
+            ],
+            description=(
+                "The weighting users bring from earlier GRPO scripts: a wrong answer costs 0.5, "
+                "0.5 per well-formed tag pair, 0.1 per step marker (capped at 1), repetition "
+                "-0.1 at worst, a small length term and language consistency."
+            ),
+        ),
+    }
+
+
+#: Ready-made specs, by display name. Use :func:`preset` for a copy you may edit.
+PRESETS: dict[str, RewardSpec] = _presets()
+#: The preset a new reward starts from.
+DEFAULT_PRESET = "R1-style math"
+
+
+def preset(name: str) -> RewardSpec:
+    """A fresh copy of the preset ``name``."""
+    if name not in PRESETS:
+        raise RewardSpecError("preset", f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}")
+    return RewardSpec.from_dict(PRESETS[name].to_dict())

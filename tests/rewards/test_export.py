@@ -1,0 +1,98 @@
+"""The exported module, run in a fresh interpreter, scores exactly as the composer does."""
+
+import ast
+import json
+import subprocess
+import sys
+import textwrap
+
+from rewards.composer import score
+from rewards.spec import PRESETS, ComponentSpec, RewardSpec
+from rewards.trl_adapter import export_module
+
+SPEC = RewardSpec(
+    [
+        ComponentSpec("correctness", 1.0, {"wrong_value": -0.5}),
+        ComponentSpec("format", 0.5, {"mode": "soft"}),
+        ComponentSpec("reasoning_steps", 0.3, {"target": 4}),
+        ComponentSpec("repetition", 0.2, {"n": 2}),
+        ComponentSpec("conciseness", 0.1, {"unit": "characters", "max_len": 300}),
+        ComponentSpec("conciseness", 0.1, {"mode": "overlong", "max_len": 20, "cache": 10}),
+        ComponentSpec("language", 0.7, {"language": "en"}),
+        ComponentSpec("rule", -0.4, {"pattern": "sorry"}),
+        ComponentSpec(
+            "rule",
+            0.2,
+            {"pattern": r"\d+", "kind": "must_contain", "effect": "bonus", "scope": "answer"},
+        ),
+    ],
+    description="Everything at once.",
+)
+
+SAMPLES = [
+    ("<think>86-62: 6-2=4; 8-6=2; so 24</think><answer>24</answer>", "24"),
+    ("<think>86-62: 6-2=4; 8-6=3; so 34</think><answer>34</answer>", "24"),
+    ("<think>I think so</think> The answer is 24", "24"),
+    (
+        "First, we subtract the ones. Next, the tens. Finally, the answer is 24. Sorry I was slow.",
+        "24",
+    ),
+    ("Erst die Einer, dann die Zehner. Die Antwort ist vierundzwanzig.", "24"),
+    (r"So the result is \boxed{\frac{1}{2}}", "0.5"),
+    ("the the the the the the", None),
+    ("", "7"),
+    ("<answer>x</answer>", "not math"),
+]
+
+
+def test_exported_module_uses_only_public_imports():
+    tree = ast.parse(export_module(SPEC))
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            modules.add((node.module or "").split(".")[0])
+    assert "rewards" not in modules
+    assert modules <= set(sys.stdlib_module_names) | {"math_verify", "py3langid", "re2", "numpy"}
+
+
+def test_exported_module_matches_the_composer_in_a_fresh_interpreter(tmp_path):
+    (tmp_path / "my_reward.py").write_text(export_module(SPEC))
+    completions = [c for c, _ in SAMPLES]
+    answers = [a for _, a in SAMPLES]
+    script = textwrap.dedent(
+        """
+        import json, sys
+        import my_reward
+        completions, answers = json.load(sys.stdin)
+        raws = {f.__name__: f(completions, answer=answers, prompts=None, trainer_state=None)
+                for f in my_reward.reward_funcs}
+        print(json.dumps({"totals": my_reward.score(completions, answer=answers),
+                          "raws": raws, "weights": my_reward.reward_weights}))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps([completions, answers]),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "", "PYTHONPATH": str(tmp_path), "HOME": str(tmp_path)},
+        timeout=120,
+        check=True,
+    )
+    exported = json.loads(result.stdout)
+    ours = score(SPEC, None, completions, answers=answers)
+    assert exported["weights"] == [c.weight for c in SPEC.components]
+    for i, sample in enumerate(ours):
+        want, got = sample.total, exported["totals"][i]
+        assert (want is None and got is None) or abs(want - got) <= 1e-9
+        for trace in sample.trace:
+            raw = exported["raws"][trace.name][i]
+            assert (trace.raw is None and raw is None) or abs(trace.raw - raw) <= 1e-9, trace
+
+
+def test_every_preset_exports_to_valid_python():
+    for spec in PRESETS.values():
+        compile(export_module(spec), "reward.py", "exec")
