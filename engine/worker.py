@@ -111,7 +111,18 @@ def run(
             if status != RunStatus.FAILED:
                 run_store.set_status(db, run_id, status)
             db.close()
+            _start_queued_runs(data_dir)
     return status
+
+
+def _start_queued_runs(data_dir: Path) -> None:
+    """This run's slot is free: let the next queued run start even if no UI is open."""
+    from engine.launcher import Launcher
+
+    try:
+        Launcher(data_dir).dispatch()
+    except Exception:  # the run itself is finished and recorded; a queue hiccup must not fail it
+        logger.exception("Could not start the next queued run")
 
 
 def _train(

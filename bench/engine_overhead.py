@@ -1,0 +1,139 @@
+"""What does running through Reward Studio's worker cost over a bare TRL GRPOTrainer script?
+
+Runs the same GRPO config twice on the default model, in one invocation: once as
+``python -m engine train`` (metrics, sample traces, heartbeats and logs into SQLite) and once as
+a bare ``GRPOTrainer`` with the same reward functions and arguments. Held-out evaluation and
+checkpoints are off in both, so the difference is our per-step bookkeeping. Prints the median
+per-step time of each, their ratio, and the cost of one step's metric write.
+
+    python bench/engine_overhead.py --steps 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.config import RunConfig  # noqa: E402
+from storage import runs as run_store  # noqa: E402
+from storage.db import Database  # noqa: E402
+from storage.metrics import MetricWriter  # noqa: E402
+from storage.paths import db_path  # noqa: E402
+
+BARE_SCRIPT = """
+import json, sys, time
+from datasets import Dataset
+from transformers import TrainerCallback
+from engine.config import RunConfig
+from engine.datasets import load_rows
+from engine.models import load_model_and_tokenizer
+from engine.trainers.trl_trainers import build_trl_args
+from rewards.trl_adapter import to_trl
+from trl import GRPOTrainer
+
+config = RunConfig.load(sys.argv[1])
+model, tokenizer = load_model_and_tokenizer(config.model)
+funcs, _ = to_trl(config.reward)
+ends = []
+
+class StepClock(TrainerCallback):
+    def on_step_end(self, args, state, control, **kwargs):
+        ends.append(time.perf_counter())
+
+trainer = GRPOTrainer(model=model, reward_funcs=funcs,
+                      args=build_trl_args(config, sys.argv[2]),
+                      train_dataset=Dataset.from_list(load_rows(config.data)),
+                      processing_class=tokenizer, callbacks=[StepClock()])
+trainer.train()
+print(json.dumps([b - a for a, b in zip(ends, ends[1:])]))
+"""
+
+
+def step_times_from_storage(data_dir: Path) -> list[float]:
+    """Intervals between consecutive steps' heartbeat-stamped metric rows."""
+    from storage.metrics import metrics_since
+
+    with Database(db_path(data_dir)) as db:
+        run = run_store.list_runs(db)[0]
+        points, _ = metrics_since(db, run.id, 0, names=["train/epoch"], limit=100_000)
+    stamps = [p.time for p in points]
+    return [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+
+
+def metric_write_cost_ms(data_dir: Path, metrics_per_step: int = 40, steps: int = 200) -> float:
+    with Database(db_path(data_dir)) as db:
+        run = run_store.create_run(db, algorithm="bench", config={})
+        writer = MetricWriter(db, run.id)
+        values = {f"bench/metric_{i}": float(i) for i in range(metrics_per_step)}
+        started = time.perf_counter()
+        for step in range(steps):
+            writer.log(step, values)
+            writer.flush()
+        elapsed = time.perf_counter() - started
+        writer.close()
+    return elapsed / steps * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    args = parser.parse_args()
+    config = RunConfig.from_dict(
+        {"name": "overhead", "training": {"steps": args.steps, "eval_samples": 0, "save_steps": 0}}
+    )
+    with tempfile.TemporaryDirectory(prefix="studio-bench-") as tmp:
+        tmp = Path(tmp)
+        config_path = config.save(tmp / "config.yaml")
+        bare = subprocess.run(
+            [sys.executable, "-c", BARE_SCRIPT, str(config_path), str(tmp / "bare")],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        bare_times = json.loads(bare.stdout.strip().splitlines()[-1])
+        studio_dir = tmp / "studio"
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "engine",
+                "train",
+                str(config_path),
+                "--data-dir",
+                str(studio_dir),
+            ],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        studio_times = step_times_from_storage(studio_dir)
+        write_ms = metric_write_cost_ms(tmp / "writes")
+    # The first steps warm up allocators and caches in both; compare the steady state.
+    bare_s = statistics.median(bare_times[2:])
+    studio_s = statistics.median(studio_times[2:])
+    print(f"bare TRL: {bare_s:.3f} s/step; through the worker: {studio_s:.3f} s/step")
+    print(f"one step's metric write (40 metrics, flushed): {write_ms:.2f} ms")
+    print(
+        json.dumps(
+            {
+                "bare_step_s": round(bare_s, 4),
+                "studio_step_s": round(studio_s, 4),
+                "overhead_ratio": round(studio_s / bare_s, 4),
+                "metric_write_ms": round(write_ms, 3),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
