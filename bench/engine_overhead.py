@@ -12,6 +12,7 @@ per-step time of each, their ratio, and the cost of one step's metric write.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import subprocess
@@ -66,7 +67,7 @@ def step_times_from_storage(data_dir: Path) -> list[float]:
         run = run_store.list_runs(db)[0]
         points, _ = metrics_since(db, run.id, 0, names=["train/epoch"], limit=100_000)
     stamps = [p.time for p in points]
-    return [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+    return [b - a for a, b in itertools.pairwise(stamps)]
 
 
 def metric_write_cost_ms(data_dir: Path, metrics_per_step: int = 40, steps: int = 200) -> float:
