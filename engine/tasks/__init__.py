@@ -1,0 +1,140 @@
+"""Built-in tasks: generated, seeded, offline.
+
+``builtin_task(seed)`` returns the arithmetic word-problem task the default model is trained on.
+Rows are plain dicts, the contract every trainer and the preview use::
+
+    {"id": "arith-train-00012",
+     "prompt": [{"role": "system", "content": ...}, {"role": "user", "content": ...}],
+     "answer": "14", "difficulty": 3, "key": "52-38"}
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from engine.tasks.arithmetic import (
+    LEVEL_NAMES,
+    LEVELS,
+    Problem,
+    all_problems,
+    is_held_out,
+)
+
+SYSTEM_PROMPT = "Put your steps in <think></think> and the result in <answer></answer>."
+SPLITS = ("train", "heldout")
+DEFAULT_TRAIN_ROWS = 4000
+DEFAULT_EVAL_ROWS = 400
+
+__all__ = [
+    "DEFAULT_EVAL_ROWS",
+    "DEFAULT_TRAIN_ROWS",
+    "LEVEL_NAMES",
+    "SYSTEM_PROMPT",
+    "ArithmeticTask",
+    "Problem",
+    "builtin_task",
+]
+
+
+@dataclass(frozen=True)
+class ArithmeticTask:
+    """Arithmetic word problems with a seeded train/held-out split by problem.
+
+    Attributes:
+        seed: drives the split, the wording and the row order.
+        held_out_share: share of problems (per level) never shown in training.
+        system_prompt: system message of every prompt; "" leaves it out.
+    """
+
+    seed: int = 0
+    held_out_share: float = 0.1
+    system_prompt: str = SYSTEM_PROMPT
+    name: str = field(default="arithmetic", init=False)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.held_out_share < 1.0:
+            raise ValueError(f"held_out_share must be in (0, 1), got {self.held_out_share}")
+
+    @cached_property
+    def _pools(self) -> dict[str, dict[int, list[Problem]]]:
+        pools: dict[str, dict[int, list[Problem]]] = {s: {} for s in SPLITS}
+        for level in LEVELS:
+            problems = all_problems(level)
+            held = [is_held_out(p.key, self.seed, self.held_out_share) for p in problems]
+            pools["heldout"][level] = [p for p, h in zip(problems, held, strict=True) if h]
+            pools["train"][level] = [p for p, h in zip(problems, held, strict=True) if not h]
+        return pools
+
+    def problems(self, split: str, level: int) -> list[Problem]:
+        """All problems of one split and level, in a fixed order."""
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if level not in LEVELS:
+            raise ValueError(f"level must be one of {LEVELS}, got {level}")
+        return self._pools[split][level]
+
+    def sample_problem(self, rng: random.Random, split: str = "train") -> Problem:
+        """A problem drawn evenly over levels, then evenly within the level's split."""
+        return rng.choice(self.problems(split, rng.choice(LEVELS)))
+
+    def prompt(self, question: str) -> list[dict[str, str]]:
+        """Chat messages for one question."""
+        messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        return [*messages, {"role": "user", "content": question}]
+
+    def make_row(self, problem: Problem, rng: random.Random, row_id: str) -> dict[str, Any]:
+        return {
+            "id": row_id,
+            "prompt": self.prompt(problem.question(rng)),
+            "answer": str(problem.answer),
+            "difficulty": problem.level,
+            "key": problem.key,
+        }
+
+    def train_rows(self, n: int = DEFAULT_TRAIN_ROWS) -> list[dict[str, Any]]:
+        """``n`` training rows, levels in equal shares, problems drawn with replacement."""
+        rng = random.Random(f"{self.seed}:train-rows")
+        return [
+            self.make_row(self.sample_problem(rng, "train"), rng, f"arith-train-{i:05d}")
+            for i in range(n)
+        ]
+
+    def eval_rows(self, n: int | None = None) -> list[dict[str, Any]]:
+        """``n`` held-out rows (default 400), levels in turn, each level's problems shuffled
+        and cycled so every held-out problem appears before any repeats."""
+        n = DEFAULT_EVAL_ROWS if n is None else n
+        if n < 0:
+            raise ValueError(f"n must be >= 0, got {n}")
+        rng = random.Random(f"{self.seed}:heldout-rows")
+        orders = {}
+        for level in LEVELS:
+            order = list(self.problems("heldout", level))
+            rng.shuffle(order)
+            orders[level] = order
+        rows = []
+        for i in range(n):
+            level = LEVELS[i % len(LEVELS)]
+            order = orders[level]
+            problem = order[(i // len(LEVELS)) % len(order)]
+            rows.append(self.make_row(problem, rng, f"arith-heldout-{i:05d}"))
+        return rows
+
+    def train_dataset(self, n: int = DEFAULT_TRAIN_ROWS):
+        """Training rows as a ``datasets.Dataset`` (columns id, prompt, answer, difficulty, key)."""
+        from engine.datasets import rows_to_dataset
+
+        return rows_to_dataset(self.train_rows(n))
+
+    def eval_dataset(self, n: int | None = None):
+        """Held-out rows as a ``datasets.Dataset``."""
+        from engine.datasets import rows_to_dataset
+
+        return rows_to_dataset(self.eval_rows(n))
+
+
+def builtin_task(seed: int = 0) -> ArithmeticTask:
+    """The built-in arithmetic task with the default held-out share and system prompt."""
+    return ArithmeticTask(seed=seed)
