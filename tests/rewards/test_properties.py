@@ -1,0 +1,132 @@
+"""Property tests: the composer and probes never fail on any text or any valid spec."""
+
+import math
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from rewards.composer import score
+from rewards.probes import run_probes
+from rewards.registry import REGISTRY
+from rewards.spec import ComponentSpec, RewardSpec, RewardSpecError
+
+TAGS = st.from_regex(r"[a-z][a-z0-9_-]{0,8}", fullmatch=True)
+SPECIAL = {
+    "think_tag": TAGS,
+    "answer_tag": st.one_of(st.just("answer"), TAGS),
+    "gold_column": st.sampled_from(["answer", "solution"]),
+    "letters": st.sampled_from(["ABCD", "AB", "ABCDEFGHIJ"]),
+    "pattern": st.sampled_from(
+        ["sorry", r"\d+", r"(a+)+$", r"^<think>", "[[:alpha:]]{5,}", "é|ß|中"]
+    ),
+    "markers": st.lists(
+        st.sampled_from([r"Step \d+:", r"^\d+\.", "First,", ";", r"\n-"]), max_size=4
+    ),
+}
+
+
+def param_values(spec):
+    if spec.name in SPECIAL:
+        return SPECIAL[spec.name]
+    if spec.type == "float":
+        return st.floats(spec.min, spec.max, allow_nan=False)
+    if spec.type == "int":
+        return st.integers(int(spec.min), int(min(spec.max, 5000)))
+    if spec.type == "bool":
+        return st.booleans()
+    if spec.type == "list":
+        return st.lists(st.sampled_from(spec.choices), max_size=3)
+    return st.sampled_from(spec.choices)
+
+
+@st.composite
+def component_specs(draw):
+    name = draw(st.sampled_from(list(REGISTRY)))
+    info = REGISTRY[name]
+    chosen = draw(st.lists(st.sampled_from(info.params), unique_by=lambda p: p.name))
+    params = {p.name: draw(param_values(p)) for p in chosen}
+    weight = draw(st.floats(-100, 100, allow_nan=False))
+    return ComponentSpec(name, weight, params, enabled=draw(st.booleans()))
+
+
+@st.composite
+def specs(draw):
+    comps = draw(st.lists(component_specs(), min_size=1, max_size=6))
+    try:
+        return RewardSpec(comps)
+    except RewardSpecError:
+        assume(False)
+
+
+BIG = [
+    "x" * 100_000,
+    "the cat " * 12_500,
+    "<think>" + "1+1=2; " * 14_000 + "</think><answer>2</answer>",
+    "中文" * 50_000,
+]
+TEXTS = st.one_of(
+    st.text(max_size=300),
+    st.sampled_from(["", " ", "\n\t  \n", "\u200b", *BIG]),
+    st.builds(
+        lambda a, b, c: f"<think>{a}</think><answer>{b}</answer>{c}",
+        st.text(max_size=80),
+        st.text(max_size=20),
+        st.sampled_from(["", " ", "\n"]),
+    ),
+    st.builds(lambda n: rf"so \boxed{{{n}}}", st.integers(-(10**20), 10**20)),
+)
+COMPLETIONS = st.one_of(TEXTS, TEXTS.map(lambda t: [{"role": "assistant", "content": t}]))
+GOLDS = st.one_of(
+    st.none(),
+    st.sampled_from(["24", "#### 1,000", r"\frac{1}{2}", "B", "x"]),
+    st.text(max_size=20),
+    st.integers(),
+)
+
+
+def check_totals(scored):
+    for s in scored:
+        contributions = [t.contribution for t in s.trace if t.contribution is not None]
+        for t in s.trace:
+            assert (t.raw is None) == (t.contribution is None)
+            if t.raw is not None:
+                assert math.isfinite(t.raw) and t.contribution == t.weight * t.raw
+            assert isinstance(t.explanation, str) and t.explanation
+        if not contributions:
+            assert s.total is None
+        else:
+            assert math.isfinite(s.total)
+            assert math.isclose(s.total, math.fsum(contributions), rel_tol=1e-12, abs_tol=1e-9)
+        s.to_dict()
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(
+    spec=specs(),
+    batch=st.lists(st.tuples(COMPLETIONS, GOLDS), min_size=1, max_size=6),
+    with_ids=st.booleans(),
+)
+def test_composer_never_raises_and_totals_add_up(spec, batch, with_ids):
+    completions = [c for c, _ in batch]
+    answers = [a for _, a in batch]
+    ids = [list(range(len(str(c)) % 3000)) for c in completions] if with_ids else None
+    scored = score(spec, None, completions, answers=answers, completion_ids=ids)
+    assert len(scored) == len(batch)
+    check_totals(scored)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(spec=specs(), completion=TEXTS, gold=GOLDS)
+def test_probes_never_raise(spec, completion, gold):
+    for result in run_probes(spec, "prompt", completion, gold, tokenize=lambda s: list(s.encode())):
+        result.to_dict()
+        if result.applicable and result.delta_total is not None:
+            assert math.isfinite(result.delta_total)
