@@ -143,16 +143,14 @@ def classify_many(
     model = _model()
     key = tuple(languages) if languages else None
     ptc, pc, classes, alias_pairs = model.tables(key)
-    floor = float(np.finfo(np.float32).min)
-    out = []
-    for idx, counts in _walk(model, [_encode(t) for t in texts]):
-        if idx.size:
-            scores = np.log1p(counts.astype(np.float32)) @ ptc[idx] + pc
-        else:
-            scores = np.full(len(classes), floor, dtype=np.float32)
-        for i, j in alias_pairs:
-            scores[i] = max(scores[i], scores[j])
-            scores[j] = floor
-        best = int(scores.argmax())
-        out.append((classes[best], float(scores[best])))
-    return out
+    floor = np.float32(np.finfo(np.float32).min)
+    walked = _walk(model, [_encode(t) for t in texts])
+    scores = np.full((len(walked), len(classes)), floor, dtype=np.float32)
+    for r, (idx, counts) in enumerate(walked):
+        if idx.size:  # py3langid's expression, term for term
+            scores[r] = np.log1p(counts.astype(np.float32)) @ ptc[idx] + pc
+    for i, j in alias_pairs:  # a label listed twice keeps its best column
+        scores[:, i] = np.maximum(scores[:, i], scores[:, j])
+        scores[:, j] = floor
+    best = scores.argmax(axis=1)
+    return [(classes[b], float(scores[r, b])) for r, b in enumerate(best.tolist())]

@@ -8,10 +8,12 @@ parse makes the sample unscorable; otherwise parse the prediction and return
 - The prediction is the extracted answer (:mod:`rewards.answers`) when one is marked; only
   unmarked completions are parsed whole (math-verify reads the first number of a tagged
   completion otherwise).
-- Plain integers on both sides (``-?\\d{1,15}``) are compared as integers without calling
-  math-verify. math-verify parses such a string to the sympy Integer of the same value and
-  ``verify`` compares integers exactly, so both give the same verdict; the test suite checks the
-  two agree on a sweep and on random integers.
+- An integer gold (``-?[1-9]\\d{0,14}`` or ``0``) is compared as an integer, without sympy, with a
+  prediction that is an integer or whose first math-verify candidate is a plain integer
+  (:func:`rewards.mathcheck.first_integer_candidate` walks math-verify's own candidate order).
+  math-verify parses such strings to sympy Integers of the same values and ``verify`` compares
+  integers exactly, so both give the same verdict; the tests check the two agree on random
+  integers and random texts.
 - math-verify runs with ``parsing_timeout=None`` and ``timeout_seconds=None`` (its timeouts use
   ``signal.alarm``, which raises outside the main thread) inside supervised worker processes
   with a hard deadline (:mod:`rewards.mathpool`): short inputs such as ``$10^{10^{10}}$`` can
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rewards.answers import find_answer, gold_answer
-from rewards.mathcheck import CheckResult
+from rewards.mathcheck import CheckResult, first_integer_candidate, plain_integer
 from rewards.mathpool import get_checker
 
 CorrectnessMode = Literal["math", "numeric", "exact", "choice"]
@@ -43,7 +45,6 @@ MAX_ANSWER_CHARS = 1_000
 #: An unmarked completion is parsed only in its last this-many characters.
 MAX_UNMARKED_CHARS = 2_000
 
-_INT_RE = re.compile(r"-?\d{1,15}")
 _NUMBER_RE = re.compile(
     r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d{1,4})?(?![\w])"
     r"|(?<![\w.])[-+]?\.\d+(?![\w])"
@@ -57,16 +58,20 @@ _cache_lock = threading.Lock()
 def check_math(pairs: list[tuple[str, str]]) -> list[CheckResult]:
     """math-verify's verdict on each ``(gold, pred)`` pair, through the cache and the workers.
 
-    Pairs of plain integers (``-?\\d{1,15}`` on both sides) are decided here, exactly.
+    Decided here, exactly, without sympy: an integer gold (canonical, at most 15 digits) against a
+    prediction that is one or whose first math-verify candidate is one
+    (:func:`rewards.mathcheck.first_integer_candidate`).
     """
     out: list[CheckResult | None] = [None] * len(pairs)
     todo: dict[tuple[str, str], list[int]] = {}
     with _cache_lock:
         for i, (gold, pred) in enumerate(pairs):
             gold, pred = gold.strip(), pred.strip()
-            if _INT_RE.fullmatch(gold) and _INT_RE.fullmatch(pred):
-                out[i] = CheckResult(True, str(int(pred)), int(gold) == int(pred))
-                continue
+            if plain_integer(gold) is not None:
+                number = plain_integer(pred) or first_integer_candidate(pred)
+                if number is not None:
+                    out[i] = CheckResult(True, number, int(gold) == int(number))
+                    continue
             hit = _cache.get((gold, pred))
             if hit is not None:
                 _cache.move_to_end((gold, pred))

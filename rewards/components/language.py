@@ -9,7 +9,8 @@ scripts without spaces between words.
 Text handling: tags such as ``<think>`` are removed; the text is split into sentences at
 ``. ! ? 。 ！ ？`` and line breaks (pieces longer than 500 characters are split at spaces); a
 piece with fewer than ``min_letters`` letters is merged into the next one (the last into the one
-before), because identifiers guess at random on a few letters. A completion with fewer than
+before), because identifiers guess at random on a few letters. Letters are the word characters
+of any script other than digits and ``_``. A completion with fewer than
 ``min_letters`` letters in all is not scored (``None``): digits and symbols have no language.
 
 Modes: ``share`` (letters in target-language sentences / all letters) and ``all`` (1 if every
@@ -48,6 +49,7 @@ _NAMES = {
 _TAG_RE = re.compile(r"</?[A-Za-z][\w-]{0,39}>")
 _SENTENCE_RE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
 _MAX_PIECE_CHARS = 500
+_LETTERS_RE = re.compile(r"[^\W\d_]+")  # letters of any script: word characters but digits and _
 
 PARAMS = (
     ParamSpec("language", "str", "en", "target language (ISO 639 code)", choices=LANGUAGES),
@@ -71,7 +73,7 @@ def language_name(code: str) -> str:
 
 
 def _letters(text: str) -> int:
-    return sum(ch.isalpha() for ch in text)
+    return sum(map(len, _LETTERS_RE.findall(text)))
 
 
 def sentences(text: str, min_letters: int) -> list[tuple[str, int]]:
