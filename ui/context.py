@@ -168,6 +168,16 @@ class AppContext:
                 self._models[key] = (model, tokenizer)
             return self._models[key]
 
+    def cached_tokenizer(self, key: str) -> Any:
+        """``tokenize(text) -> ids`` of the loaded model with this key (``repr`` of its spec),
+        or ``None`` when that model is no longer loaded."""
+        with self._model_lock:
+            loaded = self._models.get(key)
+        if loaded is None:
+            return None
+        tokenizer = loaded[1]
+        return lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]
+
     def _check_model_size(self, model: Any) -> None:
         cap = self.demo.max_model_params
         if cap is None:

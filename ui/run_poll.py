@@ -19,7 +19,7 @@ from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.runs import RunInfo
-from ui import charts, hints
+from ui import charts, hints, messages
 from ui.run_state import RunsSnapshot, RunView
 
 RUN_COLUMNS = ["run", "name", "status", "algorithm", "step", "started", "duration"]
@@ -128,7 +128,7 @@ def hints_markdown(run: RunInfo | None, view: RunView) -> str:
     if run is None:
         return ""
     found = hints.run_hints(run.algorithm, view.latest())
-    return "\n\n".join(f"💡 {h}" for h in found)
+    return "\n\n".join(messages.hint(messages.escape(h)) for h in found)
 
 
 def all_figures(view: RunView) -> dict[str, charts.Figure]:

@@ -18,6 +18,7 @@ from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec
 from rewards.registry import REGISTRY
 from rewards.spec import RewardSpec
+from ui.messages import escape, ok, warn
 
 MULTI_SLOTS = 3  # instances offered for components that allow several (e.g. rule)
 GENERAL = ""  # error key of messages about the spec as a whole
@@ -85,10 +86,11 @@ class FormCheck:
         if self.ok:
             assert self.spec is not None
             parts = [f"{name} × {c.weight:g}" for name, c in self.spec.enabled_components()]
-            return "✅ Valid reward: " + " + ".join(parts)
+            return ok("Valid reward: " + " + ".join(parts))
         n = len(self.errors)
-        return f"⚠️ {n} field{'s' if n != 1 else ''} to fix: " + "; ".join(
-            f"{k or 'reward'}: {v}" for k, v in self.errors.items()
+        return warn(
+            f"{n} field{'s' if n != 1 else ''} to fix: "
+            + "; ".join(f"{k or 'reward'}: {escape(v)}" for k, v in self.errors.items())
         )
 
 

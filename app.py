@@ -1,0 +1,82 @@
+"""Reward Studio's web app: ``python app.py [--data-dir DIR] [--host H] [--port P] [--share]``.
+
+Builds the dashboard from ``ui/`` and launches it. Works offline on the shipped default model.
+Optional login from the environment (``STUDIO_AUTH="user:pass,..."`` or ``STUDIO_USERNAME`` with
+``STUDIO_PASSWORD``) and demo caps (``STUDIO_DEMO_MAX_STEPS``, ``STUDIO_DEMO_MAX_MODEL_PARAMS``,
+``STUDIO_DEMO_MAX_PREVIEW_SAMPLES``), e.g. for a Hugging Face Space, where data lives in
+``/data/studio`` when persistent storage is on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+for _key, _value in (
+    ("HF_HUB_DISABLE_TELEMETRY", "1"),
+    ("TRL_EXPERIMENTAL_SILENCE", "1"),
+    ("TOKENIZERS_PARALLELISM", "false"),
+    ("GRADIO_ANALYTICS_ENABLED", "False"),
+):
+    os.environ.setdefault(_key, _value)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Reward Studio dashboard")
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help="where runs are stored (default: $STUDIO_DATA_DIR, /data/studio when /data "
+        "exists, else ./studio-data)",
+    )
+    parser.add_argument(
+        "--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), help="bind address"
+    )
+    parser.add_argument(
+        "--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
+    )
+    parser.add_argument("--share", action="store_true", help="create a public gradio.live link")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    args = parse_args(argv)
+    from storage.paths import resolve_data_dir
+    from ui.app import build_app, launch_kwargs
+    from ui.context import AppContext, DemoLimits, SettingsError, auth_from_env
+
+    try:
+        data_dir = resolve_data_dir(args.data_dir)
+        auth = auth_from_env()
+        demo_limits = DemoLimits.from_env()
+    except (SettingsError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    ctx = AppContext(data_dir=data_dir, demo=demo_limits)
+    ctx.launcher.scan()  # runs whose worker died while the app was down become interrupted
+    ctx.start_supervisor()
+    logging.getLogger("app").info("Data dir: %s", data_dir)
+    demo = build_app(ctx)
+    try:
+        demo.queue(default_concurrency_limit=4).launch(
+            server_name=args.host,
+            server_port=args.port,
+            share=args.share,
+            auth=auth,
+            auth_message="Reward Studio: log in with the credentials set for this app."
+            if auth
+            else None,
+            **launch_kwargs(ctx),
+        )
+    finally:
+        ctx.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Fixtures of the UI tests: a live app in a subprocess and a headless Debian chromium.
+
+The app runs as ``python app.py --data-dir TMP --port FREE`` exactly as a user starts it, and is
+always terminated, together with any training worker it launched (workers run detached in
+their own session, so they are stopped here by their recorded pid).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+START_TIMEOUT_S = 120
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LiveApp:
+    url: str
+    data_dir: Path
+    process: subprocess.Popen
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def _wait_up(app: LiveApp) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if app.process.poll() is not None:
+            raise RuntimeError(f"app exited with {app.process.returncode}:\n{app.log()[-4000:]}")
+        try:
+            with urllib.request.urlopen(app.url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"app did not answer in {START_TIMEOUT_S} s:\n{app.log()[-4000:]}")
+
+
+def _stop_workers(data_dir: Path) -> None:
+    """Kill the process groups of runs the app started that are still alive."""
+    from storage import runs as run_store
+    from storage.db import Database
+    from storage.paths import db_path
+
+    if not db_path(data_dir).exists():
+        return
+    with Database(db_path(data_dir)) as db:
+        pids = [r.pid for r in run_store.list_runs(db) if r.pid]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def running_app(data_dir: Path, env: dict[str, str] | None = None) -> Iterator[LiveApp]:
+    port = free_port()
+    log_path = data_dir.parent / f"app-{port}.log"
+    full_env = {**os.environ, "STUDIO_DATA_DIR": str(data_dir), **(env or {})}
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "app.py", "--data-dir", str(data_dir), "--port", str(port)],
+            cwd=ROOT,
+            env=full_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    app = LiveApp(f"http://127.0.0.1:{port}/", data_dir, process, log_path)
+    try:
+        _wait_up(app)
+        yield app
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+        _stop_workers(data_dir)
+
+
+@pytest.fixture(scope="module")
+def live_app(tmp_path_factory) -> Iterator[LiveApp]:
+    """The app on a free port with a fresh data dir, shared by one test module."""
+    data_dir = tmp_path_factory.mktemp("studio") / "data"
+    data_dir.mkdir()
+    with running_app(data_dir) as app:
+        yield app
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium driven by Playwright (never a downloaded browser)."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, live_app):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(live_app.url)
+    page.wait_for_selector("#main-tabs", timeout=60_000)
+    yield page
+    context.close()

@@ -1,0 +1,107 @@
+import dataclasses
+
+import pytest
+
+from engine.config import RunConfig
+from engine.dataclass_io import ConfigError
+from rewards.spec import preset
+from ui import train_form
+from ui.train_form import TrainInputs, build_config, form_fields, values_from_config
+
+
+@pytest.fixture(scope="module")
+def fields():
+    return form_fields()
+
+
+def inputs(algorithm="grpo", name="t"):
+    return TrainInputs(
+        name=name,
+        algorithm=algorithm,
+        model=RunConfig().model.to_dict(),
+        data={"source": "builtin", "split": "train"},
+        reward=preset("R1-style math").to_dict(),
+    )
+
+
+def defaults(fields):
+    return [list(f.default) if f.kind == "multi" else f.default for f in fields]
+
+
+def test_every_config_field_of_every_section_has_an_input(fields):
+    paths = {f.path for f in fields}
+    for section in (*train_form.HYPER_SECTIONS, *train_form.algorithms()):
+        cls = type(getattr(RunConfig(), section))
+        for f in dataclasses.fields(cls):
+            assert f"{section}.{f.name}" in paths
+    assert all(f.help for f in fields), "every input carries the config's help text"
+
+
+def test_algorithms_follow_the_config_sections():
+    algos = train_form.algorithms()
+    assert algos[:2] == ["grpo", "rloo"]
+    assert all(hasattr(RunConfig(), a) for a in algos)
+
+
+def test_defaults_build_the_default_config(fields):
+    config = build_config(inputs(), fields, defaults(fields))
+    expected = RunConfig(name="t")
+    for section in ("generation", "training", "grpo"):
+        assert getattr(config, section) == getattr(expected, section)
+
+
+def test_a_bad_value_names_its_field(fields):
+    values = defaults(fields)
+    values[[f.path for f in fields].index("training.steps")] = 0
+    with pytest.raises(ConfigError) as err:
+        build_config(inputs(), fields, values)
+    assert err.value.field == "training.steps"
+
+
+def test_batch_rule_is_explained_on_its_field(fields):
+    values = defaults(fields)
+    paths = [f.path for f in fields]
+    values[paths.index("training.micro_batch_size")] = "7"
+    with pytest.raises(ConfigError) as err:
+        build_config(inputs(), fields, values)
+    assert err.value.field == "training.micro_batch_size"
+    assert "multiple" in str(err.value)
+
+
+def test_optional_numbers_typed_as_text(fields):
+    paths = [f.path for f in fields]
+    values = defaults(fields)
+    values[paths.index("grpo.epsilon_high")] = "0.28"
+    assert build_config(inputs(), fields, values).grpo.epsilon_high == 0.28
+    values[paths.index("grpo.epsilon_high")] = "  "
+    assert build_config(inputs(), fields, values).grpo.epsilon_high is None
+    values[paths.index("grpo.epsilon_high")] = "lots"
+    with pytest.raises(ConfigError) as err:
+        build_config(inputs(), fields, values)
+    assert err.value.field == "grpo.epsilon_high"
+
+
+def test_demo_cap_on_steps(fields):
+    values = defaults(fields)
+    with pytest.raises(ConfigError) as err:
+        build_config(inputs(), fields, values, max_steps=10)
+    assert err.value.field == "training.steps" and "at most 10" in str(err.value)
+
+
+def test_only_the_chosen_algorithm_section_is_used(fields):
+    paths = [f.path for f in fields]
+    values = defaults(fields)
+    values[paths.index("grpo.beta")] = -5  # invalid, but not used by an RLOO run
+    config = build_config(inputs("rloo"), fields, values)
+    assert config.algorithm == "rloo"
+
+
+def test_form_values_reproduce_a_config(fields):
+    config = RunConfig.from_dict({"training": {"steps": 3, "report_to": ["tensorboard"]}})
+    values = values_from_config(config, fields)
+    again = build_config(inputs(), fields, values)
+    assert again.training == config.training
+
+
+def test_cli_command_quotes_paths():
+    assert train_form.cli_command("my config.yaml") == "python -m engine train 'my config.yaml'"

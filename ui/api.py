@@ -1,0 +1,206 @@
+"""Named API endpoints of the app, for ``gradio_client`` and scripts.
+
+- ``/score_preview``: score completions with a reward spec, with per-component traces;
+- ``/start_run``: start a run from a config (YAML or JSON text), returns its id;
+- ``/run_status``: a run's status, step and error;
+- ``/run_metrics``: a run's metric rows after a cursor (poll with the returned cursor);
+- ``/list_runs``: every run with its status.
+
+Each endpoint is a plain function of ``AppContext`` and JSON-able arguments (tested without
+Gradio); :func:`build_api` registers them with ``gr.api``. Errors come back as ``gr.Error``
+with the field named, never as a stack trace.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import gradio as gr
+import yaml
+
+from engine.config import RunConfig
+from engine.dataclass_io import ConfigError
+from rewards.composer import score
+from rewards.errors import RewardSpecError
+from rewards.spec import RewardSpec
+from storage import metrics as metric_store
+from storage import runs as run_store
+from storage.runs import RunInfo
+from ui.context import AppContext
+
+MAX_API_COMPLETIONS = 1000
+MAX_METRIC_ROWS = 10_000
+
+
+class ApiError(ValueError):
+    """A request the API cannot serve; the message names the argument."""
+
+
+def _spec(spec: dict | str) -> RewardSpec:
+    try:
+        if isinstance(spec, str):
+            data = yaml.safe_load(spec)
+            if not isinstance(data, dict):
+                raise ApiError("spec: must be a reward spec mapping (JSON or YAML)")
+            spec = data
+        return RewardSpec.from_dict(spec)
+    except RewardSpecError as exc:
+        raise ApiError(f"spec.{exc}" if exc.field else f"spec: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ApiError(f"spec: not valid JSON or YAML ({exc})") from None
+
+
+def score_preview(
+    ctx: AppContext,
+    spec: dict | str,
+    completions: list[str],
+    prompts: list[str] | None = None,
+    answers: list[str | None] | None = None,
+) -> dict[str, Any]:
+    """Totals and traces of ``completions`` under ``spec``."""
+    reward = _spec(spec)
+    if not isinstance(completions, list) or not all(isinstance(c, str) for c in completions):
+        raise ApiError("completions: must be a list of strings")
+    if len(completions) > MAX_API_COMPLETIONS:
+        raise ApiError(f"completions: at most {MAX_API_COMPLETIONS} per call")
+    for name, values in (("prompts", prompts), ("answers", answers)):
+        if values is not None and len(values) != len(completions):
+            raise ApiError(f"{name}: {len(values)} values for {len(completions)} completions")
+    scored = score(reward, prompts or [""] * len(completions), completions, answers=answers)
+    return {
+        "components": reward.metric_names(),
+        "totals": [s.total for s in scored],
+        "samples": [s.to_dict() for s in scored],
+    }
+
+
+def _config(config: dict | str) -> RunConfig:
+    try:
+        if isinstance(config, str):
+            data = yaml.safe_load(config) if config.strip() else {}
+            if not isinstance(data, dict):
+                raise ApiError("config: must be a run config mapping (YAML or JSON)")
+            config = data
+        return RunConfig.from_dict(config)
+    except ConfigError as exc:
+        raise ApiError(f"config.{exc}" if exc.field else f"config: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ApiError(f"config: not valid YAML or JSON ({exc})") from None
+
+
+def start_run(ctx: AppContext, config: dict | str) -> dict[str, Any]:
+    """Validate and start a run (queued if all slots are busy); returns its id."""
+    run_config = _config(config)
+    cap = ctx.demo.max_steps
+    if cap is not None and run_config.training.steps > cap:
+        raise ApiError(f"config.training.steps: this demo allows at most {cap} steps")
+    run_id = ctx.launcher.start(run_config)
+    return {"run_id": run_id, "status": run_status(ctx, run_id)["status"]}
+
+
+def _run_dict(run: RunInfo) -> dict[str, Any]:
+    return {
+        "run_id": run.id,
+        "name": run.name,
+        "algorithm": run.algorithm,
+        "status": str(run.status),
+        "last_step": run.last_step,
+        "total_steps": run.total_steps,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "ended_at": run.ended_at,
+        "error_message": run.error_message,
+    }
+
+
+def run_status(ctx: AppContext, run_id: str) -> dict[str, Any]:
+    """A run's status, progress and error (with its traceback when it failed)."""
+    run = run_store.get_run(ctx.db, run_id)
+    if run is None:
+        raise ApiError(f"run_id: no run with id {run_id!r}")
+    out = _run_dict(run)
+    out["error_traceback"] = run.error_traceback
+    return out
+
+
+def run_metrics(
+    ctx: AppContext, run_id: str, cursor: int = 0, names: list[str] | None = None
+) -> dict[str, Any]:
+    """Metric rows ``[step, name, value]`` written after ``cursor``, and the next cursor."""
+    if run_store.get_run(ctx.db, run_id) is None:
+        raise ApiError(f"run_id: no run with id {run_id!r}")
+    if isinstance(cursor, bool) or not isinstance(cursor, (int, float)) or cursor < 0:
+        raise ApiError(f"cursor: must be a whole number >= 0, got {cursor!r}")
+    try:
+        points, next_cursor = metric_store.metrics_since(
+            ctx.db, run_id, int(cursor), names=names or None, limit=MAX_METRIC_ROWS
+        )
+    except ValueError as exc:
+        raise ApiError(f"names: {exc}") from None
+    return {
+        "points": [[p.step, p.name, p.value] for p in points],
+        "cursor": next_cursor,
+        "more": len(points) == MAX_METRIC_ROWS,
+    }
+
+
+def list_runs(ctx: AppContext) -> list[dict[str, Any]]:
+    """Every run, newest first."""
+    return [_run_dict(r) for r in run_store.list_runs(ctx.db)]
+
+
+def _as_gradio_error(fn):
+    """Report ``ApiError`` to the client as a ``gr.Error`` (its message, no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ApiError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+
+    return wrapped
+
+
+def build_api(ctx: AppContext) -> None:
+    """Register the endpoints on the Blocks being built."""
+
+    @_as_gradio_error
+    def score_preview_endpoint(
+        spec: str,
+        completions: list[str],
+        prompts: list[str] | None = None,
+        answers: list[str | None] | None = None,
+    ) -> dict:
+        """Score completions with a reward spec (JSON or YAML text); totals and traces."""
+        return score_preview(ctx, spec, completions, prompts, answers)
+
+    @_as_gradio_error
+    def start_run_endpoint(config: str) -> dict:
+        """Start a run from a config (YAML or JSON text); returns its run_id."""
+        return start_run(ctx, config)
+
+    @_as_gradio_error
+    def run_status_endpoint(run_id: str) -> dict:
+        """Status, step and error of a run."""
+        return run_status(ctx, run_id)
+
+    @_as_gradio_error
+    def run_metrics_endpoint(run_id: str, cursor: int = 0, names: list[str] | None = None) -> dict:
+        """Metric rows [step, name, value] after a cursor; poll again with the returned cursor."""
+        return run_metrics(ctx, run_id, cursor, names)
+
+    @_as_gradio_error
+    def list_runs_endpoint() -> list[dict]:
+        """Every run with its status, newest first."""
+        return list_runs(ctx)
+
+    for fn, name in (
+        (score_preview_endpoint, "score_preview"),
+        (start_run_endpoint, "start_run"),
+        (run_status_endpoint, "run_status"),
+        (run_metrics_endpoint, "run_metrics"),
+        (list_runs_endpoint, "list_runs"),
+    ):
+        gr.api(fn, api_name=name, concurrency_limit=None)

@@ -1,0 +1,87 @@
+"""The app factory: builds the Gradio Blocks of Reward Studio from the tab modules.
+
+Nothing is built at import time; :func:`build_app` is called by ``app.py`` (and by tests) with
+an :class:`~ui.context.AppContext`. Tabs exchange what they share through the handles their
+``build_<tab>`` functions return: the reward spec (Design -> Preview, Train), the run picker
+(Train -> Runs), and the Tabs container (to move the user to a new run).
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from ui.api import build_api
+from ui.compare import build_compare
+from ui.context import AppContext
+from ui.design import build_design
+from ui.preview import build_preview
+from ui.runs import build_runs, initial_selection
+from ui.train import build_train
+
+TITLE = "Reward Studio"
+CSS = """
+.run-chart { min-height: 280px; }
+#run-samples td, #preview-table td { vertical-align: top; font-size: 0.85em; }
+.field-error { color: #b91c1c; font-size: 0.85em; }
+.msg-ok { color: #15803d; font-weight: 700; }
+.msg-warn { color: #b45309; font-weight: 700; }
+.msg-hint { color: #2563eb; font-weight: 700; }
+.field-error p { margin: 0; }
+footer { display: none !important; }
+"""
+THEME = gr.themes.Soft(primary_hue="indigo", secondary_hue="amber")
+
+
+def build_app(ctx: AppContext) -> gr.Blocks:
+    """The whole dashboard: Design, Preview, Train, Runs and Compare tabs plus API endpoints."""
+    with gr.Blocks(title=TITLE) as demo:
+        gr.Markdown(
+            f"## {TITLE}\n"
+            "Design a reward from weighted components, preview it on real generations with a "
+            "trace of every component, train with GRPO or RLOO, and watch it learn."
+            + (f"\n\n**{ctx.demo.describe()}**" if ctx.demo.describe() else "")
+        )
+        with gr.Tabs(elem_id="main-tabs") as tabs:
+            with gr.Tab("Design", id="design", elem_id="tab-design"):
+                design = build_design(ctx)
+            with gr.Tab("Preview", id="preview", elem_id="tab-preview"):
+                build_preview(ctx, design)
+            with gr.Tab("Train", id="train", elem_id="tab-train"):
+                train = build_train(ctx, design)
+            with gr.Tab("Runs", id="runs", elem_id="tab-runs"):
+                runs = build_runs(ctx)
+            with gr.Tab("Compare", id="compare", elem_id="tab-compare"):
+                compare = build_compare(ctx)
+
+        # "Start training" takes the user to the new run.
+        train.run_id.change(
+            lambda run_id: (
+                gr.Tabs(selected="runs"),
+                gr.Dropdown(choices=initial_selection(ctx)[0], value=run_id),
+            ),
+            inputs=train.run_id,
+            outputs=[tabs, runs.run_select],
+            api_visibility="private",
+        )
+
+        def on_load(request: gr.Request):
+            requested = request.query_params.get("run") if request is not None else None
+            choices, pick = initial_selection(ctx, requested)
+            return gr.Dropdown(choices=choices, value=pick), gr.Dropdown(choices=choices)
+
+        demo.load(
+            on_load,
+            outputs=[runs.run_select, compare.runs_box],
+            api_visibility="private",
+        )
+        build_api(ctx)
+    return demo
+
+
+def launch_kwargs(ctx: AppContext) -> dict:
+    """Arguments of ``Blocks.launch`` that every launch of the app shares."""
+    return {
+        "theme": THEME,
+        "css": CSS,
+        "allowed_paths": [str(ctx.data_dir)],
+    }

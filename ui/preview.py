@@ -1,0 +1,307 @@
+"""The Preview tab: generate completions with a model, score them with the Design tab's reward.
+
+"Generate" samples completions (with a progress bar) into a :class:`~ui.preview_state.PreviewCache`
+kept per browser session. Every change of the reward re-scores that cache at once, without
+generating again: the table (tags and extracted answer highlighted, one column per component),
+the stacked contributions per sample and the group diagnostics follow the weights live. Picking a
+row shows that sample's trace and the reward-hacking probes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from engine.config import GenerationSettings
+from rewards.probes import run_probes
+from rewards.spec import RewardSpec
+from ui import charts, hints
+from ui.context import AppContext
+from ui.data_inputs import build_data_inputs, data_spec
+from ui.design import TRACE_HEADERS, DesignHandles
+from ui.messages import escape, warn
+from ui.plots import plot_value
+from ui.preview_run import (
+    CUSTOM,
+    PreviewError,
+    PreviewRequest,
+    generate_preview,
+    model_choices,
+    unavailable_models_note,
+)
+from ui.preview_state import PreviewCache, PreviewScores
+from ui.trace_view import fmt
+
+PREVIEW_FIELDS = (
+    "model",
+    "data",
+    "num_prompts",
+    "samples_per_prompt",
+    "temperature",
+    "max_new_tokens",
+)
+
+
+def summary_markdown(cache: PreviewCache, scores: PreviewScores) -> str:
+    """Source line, mean total, and the plain-language warnings of this preview."""
+    if cache.empty:
+        return "Generate completions to preview the reward on them."
+    lines = [f"**{cache.source}** · mean total reward **{fmt(scores.mean_total(), 4)}**"]
+    diag = scores.diagnostics()
+    found = hints.preview_hints(cache.truncated, diag.zero_std_fraction) + list(diag.warnings)
+    lines += [warn(escape(w)) for w in dict.fromkeys(found)]
+    return "\n\n".join(lines)
+
+
+def diagnostics_markdown(scores: PreviewScores) -> str:
+    """Per-group mean/std, zero-std share, variance shares and component correlations."""
+    if not scores.scored:
+        return ""
+    diag = scores.diagnostics()
+    lines = [
+        "#### Group diagnostics",
+        f"- groups with identical rewards (no GRPO signal): **{diag.zero_std_fraction:.0%}**",
+    ]
+    shares = [f"{k} {v:.0%}" for k, v in diag.variance_share.items() if v is not None]
+    if shares:
+        lines.append("- share of within-group reward variance: " + ", ".join(shares))
+    pairs = [
+        f"{a}~{b} {r:+.2f}"
+        for a, row in diag.correlations.items()
+        for b, r in row.items()
+        if a < b and r is not None
+    ]
+    if pairs:
+        lines.append("- component correlations: " + ", ".join(pairs))
+    lines.append(
+        "- per group (mean ± std): "
+        + ", ".join(f"#{g.group_id} {fmt(g.mean)} ± {g.std:.2g}" for g in diag.groups)
+    )
+    return "\n".join(lines)
+
+
+def sample_trace(scores: PreviewScores, index: int) -> list[list[Any]]:
+    s = scores.scored[index]
+    return [
+        [t.name, fmt(t.raw), fmt(t.weight), fmt(t.contribution), t.explanation] for t in s.trace
+    ]
+
+
+PROBE_HEADERS = ["probe", "total", "change", "components that moved", "verdict"]
+
+
+def probe_rows(
+    spec: RewardSpec, cache: PreviewCache, index: int, tokenize: Any = None
+) -> list[list[Any]]:
+    """The reward-hacking probes of one cached sample, one row per probe."""
+    results = run_probes(
+        spec,
+        cache.prompts[index],
+        cache.completions[index],
+        cache.answers[index],
+        completion_ids=cache.completion_ids[index] if tokenize else None,
+        tokenize=tokenize,
+    )
+    rows = []
+    for r in results:
+        moved = ", ".join(
+            f"{c.name} {c.delta_contribution:+.2g}" for c in r.components if c.delta_contribution
+        )
+        verdict = "paid for" if r.rewarded else ("n/a" if not r.applicable else "ok")
+        rows.append([r.name, fmt(r.total), fmt(r.delta_total), moved, r.summary or verdict])
+    return rows
+
+
+def build_preview(ctx: AppContext, design: DesignHandles) -> None:
+    gen = GenerationSettings()
+    cache_state = gr.State(PreviewCache())
+    errors: dict[str, gr.Markdown] = {}
+
+    def error_md(name: str) -> gr.Markdown:
+        errors[name] = gr.Markdown(
+            "", visible=False, elem_classes="field-error", elem_id=f"preview-error-{name}"
+        )
+        return errors[name]
+
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=300):
+            gr.Markdown("### Model")
+            choices = model_choices(ctx)
+            model_key = gr.Dropdown(
+                label="Model", choices=choices, value=choices[0][1], elem_id="preview-model"
+            )
+            custom_model = gr.Textbox(
+                label="Hugging Face id or local folder",
+                visible=False,
+                placeholder="Qwen/Qwen2.5-0.5B-Instruct or /path/to/model",
+            )
+            refresh_models = gr.Button("Refresh model list (run checkpoints)", size="sm")
+            note = unavailable_models_note()
+            if note:
+                gr.Markdown(f"<small>{note}</small>")
+            error_md("model")
+            gr.Markdown("### Data")
+            data = build_data_inputs("heldout", "preview")
+            error_md("data")
+            gr.Markdown("### Sampling")
+            with gr.Row():
+                num_prompts = gr.Number(
+                    label="Prompts", value=4, precision=0, elem_id="preview-prompts"
+                )
+                samples = gr.Number(
+                    label="Samples per prompt", value=4, precision=0, elem_id="preview-samples"
+                )
+            with gr.Row():
+                temperature = gr.Number(label="Temperature", value=gen.temperature)
+                max_tokens = gr.Number(
+                    label="Max new tokens", value=gen.max_completion_length, precision=0
+                )
+            seed = gr.Number(label="Seed", value=0, precision=0)
+            for name in ("num_prompts", "samples_per_prompt", "temperature", "max_new_tokens"):
+                error_md(name)
+            generate = gr.Button("Generate", variant="primary", elem_id="preview-generate")
+        with gr.Column(scale=3, min_width=500):
+            summary = gr.Markdown(
+                "Generate completions to preview the reward on them.", elem_id="preview-summary"
+            )
+            table = gr.Dataframe(
+                value=[],
+                headers=["#", "completion", "total"],
+                interactive=False,
+                wrap=True,
+                max_height=520,
+                elem_id="preview-table",
+            )
+            contrib = gr.Plot(show_label=False, elem_id="preview-contributions")
+            diagnostics = gr.Markdown(elem_id="preview-diagnostics")
+            gr.Markdown("### Selected sample (click a row)")
+            selected = gr.Number(value=None, visible=False)
+            trace = gr.Dataframe(
+                headers=TRACE_HEADERS,
+                value=[],
+                interactive=False,
+                wrap=True,
+                elem_id="preview-trace",
+            )
+            probes = gr.Dataframe(
+                headers=PROBE_HEADERS,
+                value=[],
+                interactive=False,
+                wrap=True,
+                label="Reward-hacking probes: what cheap edits the reward pays for",
+                elem_id="preview-probes",
+            )
+
+    def on_model(key: str):
+        return gr.Textbox(visible=key == CUSTOM)
+
+    model_key.change(on_model, model_key, custom_model, api_visibility="private")
+    refresh_models.click(
+        lambda: gr.Dropdown(choices=model_choices(ctx)), outputs=model_key, api_visibility="private"
+    )
+
+    error_names = list(errors)
+
+    def show(cache: PreviewCache, spec_dict: dict):
+        scores = cache.rescore(RewardSpec.from_dict(spec_dict))
+        datatypes = ["number", "number", "str", "html", "str", "str"]
+        datatypes += ["number"] * (len(scores.components) + 1)
+        return (
+            summary_markdown(cache, scores),
+            gr.Dataframe(value=scores.rows(), headers=scores.headers(), datatype=datatypes),
+            plot_value(
+                charts.contribution_figure(
+                    [str(i) for i in range(len(cache))], scores.contributions(), scores.totals
+                )
+            ),
+            diagnostics_markdown(scores),
+        )
+
+    shown = [summary, table, contrib, diagnostics]
+
+    def on_generate(
+        cache,
+        spec_dict,
+        key,
+        custom,
+        src,
+        split_v,
+        file,
+        hid,
+        hcfg,
+        pcol,
+        acol,
+        scol,
+        n,
+        k,
+        temp,
+        max_new,
+        seed_v,
+        progress=gr.Progress(),  # noqa: B008 (how Gradio injects a progress bar)
+    ):
+        request = PreviewRequest(
+            model_key=key,
+            custom_model=custom or "",
+            data=data_spec(src, split_v, file, hid, hcfg, pcol, acol, scol),
+            num_prompts=n,
+            samples_per_prompt=k,
+            temperature=temp,
+            max_new_tokens=max_new,
+            seed=seed_v or 0,
+        )
+        hidden = [gr.Markdown(visible=False) for _ in error_names]
+        try:
+            cache = generate_preview(ctx, request, lambda f, text: progress(f, desc=text))
+        except PreviewError as exc:
+            field = exc.field if exc.field in error_names else "data"
+            errs = [
+                gr.Markdown(value=warn(escape(exc)), visible=True) if name == field else h
+                for name, h in zip(error_names, hidden, strict=True)
+            ]
+            return (cache, *[gr.skip()] * len(shown), *errs)
+        return (cache, *show(cache, spec_dict), *hidden)
+
+    generate.click(
+        on_generate,
+        inputs=[
+            cache_state,
+            design.spec_state,
+            model_key,
+            custom_model,
+            *data.all,
+            num_prompts,
+            samples,
+            temperature,
+            max_tokens,
+            seed,
+        ],
+        outputs=[cache_state, *shown, *[errors[n] for n in error_names]],
+        concurrency_limit=1,
+        concurrency_id="generate",
+        api_visibility="private",
+    )
+    design.spec_state.change(
+        show,
+        inputs=[cache_state, design.spec_state],
+        outputs=shown,
+        trigger_mode="always_last",
+        show_progress="hidden",
+        api_visibility="private",
+    )
+
+    def on_select(cache: PreviewCache, spec_dict: dict, evt: gr.SelectData):
+        if cache.empty:
+            return gr.skip(), gr.skip(), gr.skip()
+        index = int(evt.index[0])
+        spec = RewardSpec.from_dict(spec_dict)
+        scores = cache.rescore(spec)
+        rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
+        return index, sample_trace(scores, index), rows
+
+    table.select(
+        on_select,
+        inputs=[cache_state, design.spec_state],
+        outputs=[selected, trace, probes],
+        api_visibility="private",
+    )

@@ -1,0 +1,183 @@
+"""Generating a preview: pick the model and the data, sample completions, cache them.
+
+No Gradio here: :func:`generate_preview` takes a :class:`PreviewRequest` and a progress callback
+and returns a :class:`~ui.preview_state.PreviewCache`. The model comes from the engine's model
+list (the shipped default, optional offline models), any Hugging Face id or local path, or a
+checkpoint of a run; the prompts from any ``DataSpec`` (built-in task, uploaded file, hub id).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.datasets import DatasetError, DataSpec, load_rows
+from engine.models import ModelLoadError, ModelSpec, available_models
+from engine.sampling import sample_completions
+from ui.context import AppContext
+from ui.preview_state import PreviewCache
+from ui.run_actions import latest_model_dir
+
+logger = logging.getLogger(__name__)
+
+CUSTOM = "custom"
+RUN_PREFIX = "run:"
+MAX_PROMPTS = 64
+MAX_SAMPLES = 16
+MAX_COMPLETIONS = 512
+MAX_NEW_TOKENS = 2048
+
+Progress = Callable[[float, str], None]
+
+
+class PreviewError(ValueError):
+    """A preview cannot run as asked; ``field`` names the input to fix."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def model_choices(ctx: AppContext) -> list[tuple[str, str]]:
+    """``(label, key)`` of every model the preview can load now: the engine's available
+    models, each run's final model or newest checkpoint, and "custom" (an id or a path)."""
+    out = [(m.label, m.key) for m in available_models() if m.available]
+    for run in ctx.launcher.list():
+        if run.output_dir:
+            found = latest_model_dir(Path(run.output_dir))
+            if found is not None:
+                out.append((f"run {run.name}: {found.name}", f"{RUN_PREFIX}{run.id}"))
+    out.append(("Any Hugging Face id or local folder…", CUSTOM))
+    return out
+
+
+def unavailable_models_note() -> str:
+    """What the optional models need, for the page."""
+    lines = [f"- {m.label}: {m.detail}" for m in available_models() if not m.available]
+    return "Not available here:\n" + "\n".join(lines) if lines else ""
+
+
+def resolve_model(ctx: AppContext, key: str, custom: str = "") -> ModelSpec:
+    """The ``ModelSpec`` of a model choice."""
+    if key == CUSTOM:
+        if not custom.strip():
+            raise PreviewError("model", "type a Hugging Face id or a local folder path")
+        return ModelSpec(name_or_path=custom.strip())
+    if key.startswith(RUN_PREFIX):
+        run_id = key.removeprefix(RUN_PREFIX)
+        run = next((r for r in ctx.launcher.list() if r.id == run_id), None)
+        found = latest_model_dir(Path(run.output_dir)) if run and run.output_dir else None
+        if found is None:
+            raise PreviewError("model", f"run {run_id} has no saved model or checkpoint yet")
+        return ModelSpec(name_or_path=str(found))
+    for choice in available_models():
+        if choice.key == key:
+            if not choice.available or choice.spec is None:
+                raise PreviewError("model", f"{choice.label} is not available: {choice.detail}")
+            return choice.spec
+    raise PreviewError("model", f"unknown model choice {key!r}")
+
+
+@dataclass(frozen=True)
+class PreviewRequest:
+    """What the user asked the preview to generate."""
+
+    model_key: str
+    custom_model: str
+    data: dict[str, Any]
+    num_prompts: int = 4
+    samples_per_prompt: int = 4
+    temperature: float = 0.8
+    max_new_tokens: int = 64
+    seed: int = 0
+
+    def check(self, max_completions: int | None = None) -> None:
+        """Raise :class:`PreviewError` naming the first input out of range."""
+        checks = [
+            ("num_prompts", self.num_prompts, 1, MAX_PROMPTS),
+            ("samples_per_prompt", self.samples_per_prompt, 1, MAX_SAMPLES),
+            ("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS),
+        ]
+        for name, value, lo, hi in checks:
+            if value is None or not float(value).is_integer() or not lo <= value <= hi:
+                raise PreviewError(name, f"must be a whole number in [{lo}, {hi}], got {value}")
+        if self.temperature is None or not 0 <= self.temperature <= 2:
+            raise PreviewError("temperature", f"must be in [0, 2], got {self.temperature}")
+        cap = min(MAX_COMPLETIONS, max_completions or MAX_COMPLETIONS)
+        total = int(self.num_prompts) * int(self.samples_per_prompt)
+        if total > cap:
+            raise PreviewError(
+                "samples_per_prompt",
+                f"{self.num_prompts} prompts x {self.samples_per_prompt} samples = {total} "
+                f"completions; at most {cap} per preview here",
+            )
+
+
+def prompt_text(prompt: Any) -> str:
+    """The user-visible question of a row's prompt (the last user message of a chat)."""
+    if isinstance(prompt, str):
+        return prompt
+    users = [m.get("content", "") for m in prompt if m.get("role") == "user"]
+    return users[-1] if users else "\n".join(m.get("content", "") for m in prompt)
+
+
+def load_prompts(data: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """The first ``n`` rows of the data spec (``DatasetError`` names what is wrong)."""
+    spec = DataSpec.from_dict({**data, "max_rows": n})
+    return load_rows(spec)[:n]
+
+
+def generate_preview(
+    ctx: AppContext, request: PreviewRequest, progress: Progress | None = None
+) -> PreviewCache:
+    """Load the model and the prompts, sample completions, and return them cached."""
+    progress = progress or (lambda fraction, text: None)
+    request.check(ctx.demo.max_preview_samples)
+    try:
+        rows = load_prompts(request.data, int(request.num_prompts))
+    except DatasetError as exc:
+        raise PreviewError("data", str(exc)) from None
+    spec = resolve_model(ctx, request.model_key, request.custom_model)
+    progress(0.05, f"Loading {spec.name_or_path}")
+    try:
+        model, tokenizer = ctx.model(spec)
+    except (ModelLoadError, ValueError, OSError) as exc:
+        raise PreviewError("model", str(exc)) from None
+    prompts = [row["prompt"] for row in rows]
+    per_call = max(1, 32 // int(request.samples_per_prompt))
+    samples: list[Any] = []
+    for start in range(0, len(prompts), per_call):
+        progress(
+            0.1 + 0.9 * start / len(prompts),
+            f"Generating: prompt {start + 1} of {len(prompts)}",
+        )
+        chunk = sample_completions(
+            model,
+            tokenizer,
+            prompts[start : start + per_call],
+            num_samples=int(request.samples_per_prompt),
+            temperature=float(request.temperature),
+            max_new_tokens=int(request.max_new_tokens),
+            seed=int(request.seed) + start,
+        )
+        samples.extend(_shift(chunk, start))
+    progress(1.0, "Scoring")
+    name = Path(spec.name_or_path).name or spec.name_or_path
+    return PreviewCache.from_samples(
+        [prompt_text(p) for p in prompts],
+        [row.get("answer") for row in rows],
+        samples,
+        source=f"{name} · {len(rows)} prompts × {request.samples_per_prompt} samples · "
+        f"T={request.temperature:g} · max {request.max_new_tokens} tokens",
+        model=repr(spec),
+    )
+
+
+def _shift(samples: Sequence[Any], offset: int) -> list[Any]:
+    """Samples of a chunk with prompt indices relative to the whole prompt list."""
+    from dataclasses import replace
+
+    return [replace(s, prompt_index=s.prompt_index + offset) for s in samples]

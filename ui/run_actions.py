@@ -1,0 +1,159 @@
+"""Actions on a run from the Runs view: stop, resume, delete, downloads, push to the Hub.
+
+Each returns a short message for the page (or raises :class:`RunActionError` with one), so the
+Gradio layer only shows what comes back.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from storage import runs as run_store
+from storage import samples as sample_store
+from storage.db import Database
+from ui.trace_view import completion_html, trace_columns
+
+logger = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.yaml"
+FINAL_DIR = "final"
+
+
+class RunActionError(RuntimeError):
+    """An action on a run cannot be done; the message says why and what to do."""
+
+
+def _require(run_id: str | None) -> str:
+    if not run_id:
+        raise RunActionError("Pick a run first.")
+    return run_id
+
+
+def stop_run(launcher: Any, run_id: str | None) -> str:
+    run_id = _require(run_id)
+    try:
+        launcher.stop(run_id)
+    except Exception as exc:
+        raise RunActionError(f"Cannot stop {run_id}: {exc}") from exc
+    return f"Stopping {run_id}: it finishes its current step, saves a checkpoint, then stops."
+
+
+def resume_run(launcher: Any, run_id: str | None) -> str:
+    run_id = _require(run_id)
+    try:
+        launcher.resume(run_id)
+    except Exception as exc:
+        raise RunActionError(f"Cannot resume {run_id}: {exc}") from exc
+    return f"Resuming {run_id} from its last checkpoint."
+
+
+def delete_run(launcher: Any, run_id: str | None) -> str:
+    run_id = _require(run_id)
+    try:
+        launcher.delete(run_id)
+    except Exception as exc:
+        raise RunActionError(f"Cannot delete {run_id}: {exc}") from exc
+    return f"Deleted {run_id} with its metrics, samples and files."
+
+
+def run_folder(db: Database, run_id: str | None) -> Path:
+    run_id = _require(run_id)
+    run = run_store.get_run(db, run_id)
+    if run is None:
+        raise RunActionError(f"No run with id {run_id!r}.")
+    if not run.output_dir:
+        raise RunActionError(f"Run {run_id} has no output folder.")
+    return Path(run.output_dir)
+
+
+def config_file(db: Database, run_id: str | None) -> Path:
+    """The run's config file (the same one ``python -m engine train`` accepts)."""
+    path = run_folder(db, run_id) / CONFIG_FILE
+    if not path.is_file():
+        raise RunActionError(f"Run {run_id} has no {CONFIG_FILE}.")
+    return path
+
+
+def latest_model_dir(folder: Path) -> Path | None:
+    """The final model if the run completed, else its newest ``checkpoint-N``."""
+    if (folder / FINAL_DIR).is_dir():
+        return folder / FINAL_DIR
+    found = [p for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    return max(found, key=lambda p: int(p.name.split("-")[-1]), default=None)
+
+
+def checkpoint_archive(db: Database, run_id: str | None, into: Path | None = None) -> Path:
+    """A zip of the run's final model (or newest checkpoint) for download."""
+    folder = run_folder(db, run_id)
+    model_dir = latest_model_dir(folder)
+    if model_dir is None:
+        raise RunActionError(
+            f"Run {run_id} has no checkpoint yet; checkpoints are written every "
+            "save_steps steps and at the end."
+        )
+    into = Path(into or tempfile.mkdtemp(prefix="studio-ckpt-"))
+    base = into / f"{run_id}-{model_dir.name}"
+    return Path(shutil.make_archive(str(base), "zip", root_dir=model_dir))
+
+
+def push_to_hub(db: Database, run_id: str | None, repo_id: str, token: str) -> str:
+    """Upload the final model (or newest checkpoint) to a Hub model repo.
+
+    The token is used for this one call and never stored or logged.
+    """
+    repo_id = (repo_id or "").strip()
+    if not repo_id or "/" not in repo_id:
+        raise RunActionError("Hub repo: give it as owner/name, e.g. alice/my-grpo-model.")
+    if not (token or "").strip():
+        raise RunActionError("Hub token: paste a write token; it is used once and not stored.")
+    folder = run_folder(db, run_id)
+    model_dir = latest_model_dir(folder)
+    if model_dir is None:
+        raise RunActionError(f"Run {run_id} has no checkpoint to push yet.")
+    from huggingface_hub import HfApi
+
+    api = HfApi(token=token.strip())
+    try:
+        api.create_repo(repo_id, exist_ok=True, repo_type="model")
+        api.upload_folder(folder_path=str(model_dir), repo_id=repo_id, repo_type="model")
+        config = folder / CONFIG_FILE
+        if config.is_file():
+            api.upload_file(
+                path_or_fileobj=str(config), path_in_repo="studio_config.yaml", repo_id=repo_id
+            )
+    except Exception as exc:
+        # Never echo the exception's request details: they may carry the token.
+        raise RunActionError(
+            f"Push to {repo_id} failed ({type(exc).__name__}); check the token's write access "
+            "and the network."
+        ) from None
+    return f"Pushed {model_dir.name} of {run_id} to https://huggingface.co/{repo_id}"
+
+
+def samples_table(db: Database, run_id: str | None, step: int | None) -> tuple[list[str], list]:
+    """Headers and rows of the samples of one step, one column per reward component."""
+    if not run_id or step is None:
+        return ["prompt", "completion", "total"], []
+    rows = sample_store.samples_at(db, run_id, int(step))
+    components = trace_columns(r.trace for r in rows)
+    headers = ["group", "prompt", "completion", "answer", "total", "advantage", *components, "why"]
+    out = []
+    for r in rows:
+        by_name = {t.get("name"): t for t in r.trace if isinstance(t, dict)}
+        out.append(
+            [
+                r.group,
+                r.prompt,
+                completion_html(r.completion),
+                r.answer or "",
+                r.total,
+                r.advantage,
+                *[by_name.get(c, {}).get("raw") for c in components],
+                "; ".join(f"{name}: {t.get('explanation', '')}" for name, t in by_name.items()),
+            ]
+        )
+    return headers, out
