@@ -24,6 +24,9 @@ GRPO_LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", 
 SCALE_REWARDS = ("group", "batch", "none")
 LR_SCHEDULERS = ("constant", "constant_with_warmup", "linear", "cosine")
 REPORT_TO = ("tensorboard", "wandb", "trackio")
+PPO_KL_MODES = ("fixed", "adaptive")
+PPO_REWARD_NORMALIZATION = ("none", "batch", "running")
+PPO_VALUE_MODELS = ("shared", "separate")
 
 
 def _help(text: str) -> dict[str, str]:
@@ -131,6 +134,111 @@ class RLOOSettings:
 
 
 @dataclass
+class PPOSettings:
+    """PPO for language models (Schulman et al. 2017; the RLHF recipe of Ziegler et al. 2019).
+
+    One step samples a rollout, scores it, adds a per-token KL penalty to a frozen reference,
+    estimates advantages with GAE and runs ``ppo_epochs`` passes of ``num_minibatches``
+    clipped updates of the policy and its value function.
+    """
+
+    gamma: float = field(default=1.0, metadata=_help("Discount over completion tokens, [0, 1]."))
+    lam: float = field(default=0.95, metadata=_help("GAE lambda: bias/variance trade-off, [0, 1]."))
+    kl_coef: float = field(
+        default=0.05,
+        metadata=_help(
+            "KL penalty beta per token to the reference model (start value if adaptive)."
+        ),
+    )
+    kl_mode: str = field(
+        default="fixed",
+        metadata=_help(f"KL coefficient: {', '.join(PPO_KL_MODES)} (adaptive targets target_kl)."),
+    )
+    target_kl: float = field(
+        default=6.0, metadata=_help("Adaptive mode: KL to the reference per completion to aim for.")
+    )
+    kl_horizon: int = field(
+        default=10000, metadata=_help("Adaptive mode: completions over which beta adapts.")
+    )
+    clip_range: float = field(default=0.2, metadata=_help("Policy ratio clipping epsilon."))
+    clip_range_value: float | None = field(
+        default=0.2, metadata=_help("Value clipping around the rollout values; empty = no clip.")
+    )
+    vf_coef: float = field(default=0.1, metadata=_help("Weight of the value loss."))
+    entropy_coef: float = field(default=0.0, metadata=_help("Weight of the entropy bonus."))
+    ppo_epochs: int = field(
+        default=1, metadata=_help("Optimisation passes over each rollout, 1-16.")
+    )
+    num_minibatches: int = field(
+        default=1, metadata=_help("Minibatches per pass (one optimizer update each).")
+    )
+    whiten_advantages: bool = field(
+        default=True, metadata=_help("Normalise advantages to mean 0, std 1 over the rollout.")
+    )
+    reward_clip: float | None = field(
+        default=None, metadata=_help("Clip sequence rewards to [-bound, bound]; empty = no clip.")
+    )
+    reward_normalization: str = field(
+        default="none",
+        metadata=_help(
+            f"Standardise sequence rewards: {', '.join(PPO_REWARD_NORMALIZATION)} "
+            "(running = mean/std over all steps so far)."
+        ),
+    )
+    max_approx_kl: float | None = field(
+        default=None,
+        metadata=_help("Stop a step's update passes once approx KL exceeds this; empty = never."),
+    )
+    value_model: str = field(
+        default="shared",
+        metadata=_help(
+            "Critic: shared (value head on the policy's last hidden state) or separate "
+            "(a copy of the base model with its own head)."
+        ),
+    )
+    value_learning_rate: float | None = field(
+        default=1e-3,
+        metadata=_help("Learning rate of the critic's own weights; empty = the policy's."),
+    )
+
+    def __post_init__(self) -> None:
+        _check_range("ppo.gamma", self.gamma, 0, 1)
+        _check_range("ppo.lam", self.lam, 0, 1)
+        _check_range("ppo.kl_coef", self.kl_coef, 0, 10)
+        _check_choice("ppo.kl_mode", self.kl_mode, PPO_KL_MODES)
+        _check_range("ppo.target_kl", self.target_kl, 0, 1e6, lo_open=True)
+        _check_range("ppo.kl_horizon", self.kl_horizon, 1, 1e9)
+        if self.kl_mode == "adaptive" and self.kl_coef == 0:
+            raise ConfigError("ppo.kl_coef", "must be > 0 in adaptive mode (it scales from there)")
+        _check_range("ppo.clip_range", self.clip_range, 0, 1, lo_open=True)
+        if self.clip_range_value is not None:
+            _check_range("ppo.clip_range_value", self.clip_range_value, 0, 1e6, lo_open=True)
+        _check_range("ppo.vf_coef", self.vf_coef, 0, 100)
+        _check_range("ppo.entropy_coef", self.entropy_coef, 0, 10)
+        _check_range("ppo.ppo_epochs", self.ppo_epochs, 1, 16)
+        _check_range("ppo.num_minibatches", self.num_minibatches, 1, 4096)
+        if self.reward_clip is not None:
+            _check_range("ppo.reward_clip", self.reward_clip, 0, 1e6, lo_open=True)
+        _check_choice(
+            "ppo.reward_normalization", self.reward_normalization, PPO_REWARD_NORMALIZATION
+        )
+        if self.max_approx_kl is not None:
+            _check_range("ppo.max_approx_kl", self.max_approx_kl, 0, 1e6, lo_open=True)
+        _check_choice("ppo.value_model", self.value_model, PPO_VALUE_MODELS)
+        if self.value_learning_rate is not None:
+            _check_range("ppo.value_learning_rate", self.value_learning_rate, 0, 1, lo_open=True)
+
+    def check_batch(self, completions_per_device: int) -> None:
+        """Each minibatch needs at least one completion on every device."""
+        if self.num_minibatches > completions_per_device:
+            raise ConfigError(
+                "ppo.num_minibatches",
+                f"each device holds {completions_per_device} completions per step, too few for "
+                f"{self.num_minibatches} minibatches; use at most {completions_per_device}",
+            )
+
+
+@dataclass
 class TrainingSettings:
     """Optimisation, schedule, checkpoints, evaluation and hardware."""
 
@@ -219,12 +327,15 @@ class RunConfig:
     training: TrainingSettings = field(default_factory=TrainingSettings)
     grpo: GRPOSettings = field(default_factory=GRPOSettings)
     rloo: RLOOSettings = field(default_factory=RLOOSettings)
+    ppo: PPOSettings = field(default_factory=PPOSettings)
 
     def __post_init__(self) -> None:
         _check_choice("algorithm", self.algorithm, ALGORITHMS)
         if len(self.name) > 200:
             raise ConfigError("name", f"must be at most 200 characters, got {len(self.name)}")
         self._check_batch_rule()
+        if self.algorithm == "ppo":
+            self.ppo.check_batch(self.completions_per_step // self.training.num_gpus)
 
     @property
     def completions_per_step(self) -> int:

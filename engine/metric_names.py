@@ -24,6 +24,18 @@ NUM_TOKENS = "perf/num_tokens"
 EVAL_ACCURACY = "eval/accuracy"
 EVAL_STRICT_ACCURACY = "eval/strict_accuracy"
 EVAL_FORMAT_RATE = "eval/format_rate"
+# PPO (our trainer): Schulman et al. 2017 diagnostics and the RLHF KL penalty.
+REWARD_UNSCORED_FRACTION = "reward/unscored_fraction"
+PPO_APPROX_KL = "ppo/approx_kl"
+PPO_CLIP_FRACTION = "ppo/clip_fraction"
+PPO_VALUE_CLIP_FRACTION = "ppo/value_clip_fraction"
+PPO_ENTROPY = "ppo/entropy"
+PPO_EXPLAINED_VARIANCE = "ppo/explained_variance"
+PPO_KL_TO_REF = "ppo/kl_to_ref"
+PPO_KL_COEF = "ppo/kl_coef"
+PPO_VALUE_MEAN = "ppo/value_mean"
+PPO_RETURN_MEAN = "ppo/return_mean"
+PPO_EPOCHS = "ppo/epochs"
 
 _TRL_RENAMES = {
     "reward": REWARD_TOTAL,

@@ -170,6 +170,26 @@ def _train(
             metric_names.EVAL_FORMAT_RATE: report.format_rate,
         }
 
+    if config.algorithm == "ppo":
+        from engine.trainers.ppo import train_ppo
+
+        resume_from = latest_checkpoint(run_dir)
+        if resume_from is not None:
+            logger.info("Resuming from %s", resume_from.name)
+            recorder.rewind(int(resume_from.name.removeprefix(CHECKPOINT_PREFIX)))
+        return train_ppo(
+            config,
+            model,
+            tokenizer,
+            train_rows,
+            run_dir,
+            recorder,
+            stop,
+            evaluate=evaluate_now if eval_rows else None,
+            resume_from=resume_from,
+            show_progress=show_progress,
+        )
+
     trainer = None
 
     def store_samples(step: int) -> None:
