@@ -5,7 +5,8 @@ nothing (no space around the number), and on ``<think>7+5=12</think><answer>42</
 returns 12, the first number it meets. So the answer is located first, in this order:
 
 1. the content of the last complete ``<answer>…</answer>`` pair (tag name configurable);
-2. the content of the last ``\\boxed{…}`` (or ``\\fbox{…}``), braces balanced;
+2. the content of the last ``\\boxed{…}`` (or ``\\fbox{…}``) whose braces balance (of the
+   last 16 boxes);
 3. the rest of the line after the last ``####`` (GSM8K's answer marker).
 
 Only when none is present does the correctness component hand the whole text to math-verify.
@@ -21,6 +22,7 @@ from typing import Any, Literal
 AnswerSource = Literal["answer_tag", "boxed", "hashes"]
 
 _BOX_COMMANDS = ("\\boxed{", "\\fbox{")
+_MAX_BOX_TRIES = 16
 
 
 @dataclass(frozen=True)
@@ -60,30 +62,31 @@ def _answer_tag_span(text: str, tag: str) -> AnswerSpan | None:
 
 
 def _boxed_span(text: str) -> AnswerSpan | None:
-    best = -1
-    best_cmd = ""
+    # The last box whose braces balance; boxes are tried from the end, at most
+    # _MAX_BOX_TRIES of them, and each close brace is searched once (linear in the text).
+    starts = []
     for cmd in _BOX_COMMANDS:
-        at = text.rfind(cmd)
-        if at > best:
-            best, best_cmd = at, cmd
-    while best >= 0:
-        start = best + len(best_cmd)
-        depth = 1
-        for i in range(start, len(text)):
-            ch = text[i]
-            if ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    return _strip_span(text, start, i, "boxed")
-        # Unbalanced (e.g. truncated) box: try an earlier one.
-        prev = -1
-        for cmd in _BOX_COMMANDS:
-            at = text.rfind(cmd, 0, best)
-            if at > prev:
-                prev, best_cmd = at, cmd
-        best = prev
+        at = text.find(cmd)
+        while at >= 0:
+            starts.append(at + len(cmd))
+            at = text.find(cmd, at + 1)
+    if not starts:
+        return None
+    starts.sort()
+    candidates = starts[-_MAX_BOX_TRIES:]
+    # depth-matching close brace for each open brace, one pass from the earliest candidate
+    closing: dict[int, int] = {}
+    stack: list[int] = []
+    for i in range(candidates[0] - 1, len(text)):
+        ch = text[i]
+        if ch == "{":
+            stack.append(i)
+        elif ch == "}" and stack:
+            closing[stack.pop()] = i
+    for start in reversed(candidates):
+        end = closing.get(start - 1)
+        if end is not None:
+            return _strip_span(text, start, end, "boxed")
     return None
 
 

@@ -30,7 +30,7 @@ from rewards.spec import RewardSpec
 from rewards.text import completion_text
 
 _TAG_RE = re.compile(r"</?[A-Za-z][\w-]{0,39}>")
-_SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]")
+_SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]*")  # linear: the tail always matches
 FILLER = " Let me double-check this carefully to be completely sure." * 5
 
 
@@ -114,7 +114,7 @@ def _wrong(answer: str) -> str:
 def perturbations(text: str, answer_tag: str = "answer") -> list[tuple[str, str, str | None]]:
     """``(name, description, edited text or None when not applicable)`` for each probe."""
     span = find_answer(text, answer_tag)
-    sentences = _SENTENCE_RE.findall(_TAG_RE.sub(" ", text))
+    sentences = [s for s in _SENTENCE_RE.findall(_TAG_RE.sub(" ", text)) if s.strip()]
     longest = max(sentences, key=len).strip() if sentences else None
     stripped = _TAG_RE.sub("", text)
     out: list[tuple[str, str, str | None]] = [

@@ -44,6 +44,9 @@ MODES: tuple[str, ...] = ("math", "numeric", "exact", "choice")
 MAX_ANSWER_CHARS = 1_000
 #: An unmarked completion is parsed only in its last this-many characters.
 MAX_UNMARKED_CHARS = 2_000
+#: Longest text whose math-verify candidates are scanned in this process (math-verify's regexes
+#: take time quadratic in the length on some inputs; longer texts are scanned in the workers).
+MAX_INLINE_SCAN_CHARS = 400
 
 _NUMBER_RE = re.compile(
     r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d{1,4})?(?![\w])"
@@ -60,7 +63,8 @@ def check_math(pairs: list[tuple[str, str]]) -> list[CheckResult]:
 
     Decided here, exactly, without sympy: an integer gold (canonical, at most 15 digits) against a
     prediction that is one or whose first math-verify candidate is one
-    (:func:`rewards.mathcheck.first_integer_candidate`).
+    (:func:`rewards.mathcheck.first_integer_candidate`; scanned here up to
+    :data:`MAX_INLINE_SCAN_CHARS` characters, in the workers beyond).
     """
     out: list[CheckResult | None] = [None] * len(pairs)
     todo: dict[tuple[str, str], list[int]] = {}
@@ -68,7 +72,9 @@ def check_math(pairs: list[tuple[str, str]]) -> list[CheckResult]:
         for i, (gold, pred) in enumerate(pairs):
             gold, pred = gold.strip(), pred.strip()
             if plain_integer(gold) is not None:
-                number = plain_integer(pred) or first_integer_candidate(pred)
+                number = plain_integer(pred)
+                if number is None and len(pred) <= MAX_INLINE_SCAN_CHARS:
+                    number = first_integer_candidate(pred)
                 if number is not None:
                     out[i] = CheckResult(True, number, int(gold) == int(number))
                     continue
@@ -117,7 +123,8 @@ def normalize_string(text: str) -> str:
 
 
 _LETTER_RE = re.compile(r"^\(?([A-Za-z])\)?(?:[\s.):,]|$)")
-_ANSWER_IS_RE = re.compile(r"answer\s*(?:is|:)?\s*:?\s*\(?([A-Za-z])\)?(?![A-Za-z])", re.I)
+# One optional run of spaces between each part, so matching stays linear in the text.
+_ANSWER_IS_RE = re.compile(r"answer(?:\s+is)?\s*(?::\s*)?\(?([A-Za-z])\)?(?![A-Za-z])", re.I)
 
 
 def _choice_letter(text: str, letters: str) -> str | None:

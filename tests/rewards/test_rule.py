@@ -1,5 +1,3 @@
-import time
-
 from rewards.registry import REGISTRY
 
 
@@ -45,9 +43,8 @@ def test_explanation():
     assert j.explanation == 'found "sorry": must not contain rule broken'
 
 
-def test_pathological_pattern_runs_in_linear_time():
-    # (a+)+$ backtracks exponentially in Python's re on "aaaa...b"; RE2 does not.
+def test_pathological_pattern_finishes():
+    # (a+)+$ backtracks exponentially in Python's re on "aaaa...b" (this would never end); RE2
+    # runs in linear time.
     fn = rule(pattern="(a+)+$", kind="must_contain", effect="bonus")
-    start = time.perf_counter()
     assert fn(["a" * 30_000 + "b"]) == [0.0]
-    assert time.perf_counter() - start < 5.0

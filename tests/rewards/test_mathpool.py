@@ -1,0 +1,61 @@
+"""math-verify runs in supervised workers: a hanging input is cut off, the pool recovers."""
+
+import concurrent.futures
+import time
+
+from rewards.composer import score
+from rewards.mathcheck import check
+from rewards.mathpool import InProcessChecker, MathPool
+from rewards.spec import PRESETS
+
+
+def test_hanging_input_is_cut_off_and_the_pool_recovers():
+    pool = MathPool(workers=1, timeout_s=2.0)
+    try:
+        pool.check_many([("1", "1/2")])  # start the worker before timing
+        start = time.monotonic()
+        # sympy evaluates 10^(10^10) exactly when comparing: minutes of CPU, unless stopped.
+        results = pool.check_many([("24", "$10^{10^{10}}$"), (r"\frac{1}{2}", "0.5"), ("3", "x")])
+        assert time.monotonic() - start < 30
+        assert results[0].timed_out and not results[0].equal
+        assert results[1].equal and not results[1].timed_out
+        assert results[2].gold_ok and not results[2].equal
+        processes = [w.proc for w in pool._workers]
+    finally:
+        pool.close()
+    assert all(p.poll() is not None for p in processes)
+
+
+def test_workers_agree_with_in_process_checks():
+    pairs = [
+        (r"\frac{1}{3}", r"\boxed{\frac{2}{6}}"),
+        ("0.5", "1/2"),
+        ("x+1", "1+x"),
+        ("$x+1$", "$1+x$"),
+        ("12", "12.0"),
+    ]
+    pool = MathPool(workers=2)
+    try:
+        assert (
+            pool.check_many(pairs)
+            == InProcessChecker().check_many(pairs)
+            == [check(g, p) for g, p in pairs]
+        )
+    finally:
+        pool.close()
+
+
+def test_scoring_from_many_threads():
+    # Web handlers run in threads: math-verify's signal timeouts would raise there.
+    spec = PRESETS["hand-tuned GRPO script"]
+    completions = [
+        r"so \boxed{\frac{1}{2}}",
+        "<think>First, a.</think><answer>24</answer>",
+        "I think 0.5",
+    ] * 4
+    answers = ["0.5", "24", "1/2"] * 4
+    expected = [s.to_dict() for s in score(spec, None, completions, answers=answers)]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(score, spec, None, completions, answers) for _ in range(8)]
+        for f in futures:
+            assert [s.to_dict() for s in f.result()] == expected
