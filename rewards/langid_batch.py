@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 _LOCK = threading.Lock()
+_TABLES_LOCK = threading.Lock()
 _MODEL: _Model | None = None
 # Below this many live texts the numpy step costs more than py3langid's scalar walk.
 _SCALAR_BELOW = 8
@@ -37,6 +38,10 @@ class _Model:
 
     def tables(self, languages: tuple[str, ...] | None):
         """(ptc, pc, classes, alias pairs) as ``LanguageIdentifier.set_languages`` makes them."""
+        with _TABLES_LOCK:  # set_languages mutates the identifier: one thread at a time
+            return self._tables(languages)
+
+    def _tables(self, languages: tuple[str, ...] | None):
         if languages not in self._subsets:
             ident = self.ident
             ident.set_languages(list(languages) if languages else None)

@@ -92,6 +92,12 @@ class MathPool:
         self._workers: list[_Worker] = []
         self._lock = threading.Lock()
 
+    def start(self) -> None:
+        """Start the workers now (they import math-verify in the background; returns at once)."""
+        with self._lock:
+            while len(self._workers) < self.size:
+                self._workers.append(_Worker())
+
     def close(self) -> None:
         """Stop the workers (they are restarted on the next call)."""
         with self._lock:
@@ -180,6 +186,9 @@ class MathPool:
 class InProcessChecker:
     """The same checks without a worker: no deadline, for trusted input only."""
 
+    def start(self) -> None:
+        pass
+
     def check_many(self, pairs: list[tuple[str, str]]) -> list[CheckResult]:
         return [check(g, p) for g, p in pairs]
 
@@ -200,3 +209,8 @@ def get_checker() -> MathPool | InProcessChecker:
             _POOL = MathPool(workers) if workers > 0 else InProcessChecker()
             atexit.register(_POOL.close)
         return _POOL
+
+
+def warm_up() -> None:
+    """Start the math-verify workers ahead of the first request (e.g. when an app starts)."""
+    get_checker().start()
