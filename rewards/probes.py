@@ -148,7 +148,18 @@ def run_probes(
     completion_ids: Sequence[int] | None = None,
     tokenize: Callable[[str], Sequence[int]] | None = None,
 ) -> list[ProbeResult]:
-    """Score ``completion`` and each probe's edit of it under ``spec``; report the changes."""
+    """Score ``completion`` and each probe's edit of it under ``spec``; report the changes.
+
+    Args:
+        spec: the reward.
+        prompt: the prompt (passed to components as TRL would).
+        completion: a string or a TRL chat completion.
+        answer: the gold answer, if the task has one.
+        completion_ids: token ids of ``completion``; used only together with ``tokenize``
+            (the edits need ids too, and scores of one probe must be comparable).
+        tokenize: text -> token ids, e.g. ``tokenizer.encode``; without it, components that
+            count tokens report "not scored" for the original and every edit alike.
+    """
     text = completion_text(completion)
     probes = perturbations(text, _answer_tag(spec))
     edits = [edited for _, _, edited in probes if edited is not None]
