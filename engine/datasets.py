@@ -8,10 +8,16 @@ Files are validated before use and every problem raises :class:`DatasetError` wi
 that names it: a missing or empty column, no rows, bytes that are not UTF-8, a file over the
 size cap, prompts over the length cap (reported with their rows, never silently truncated).
 GSM8K-style golds (a worked solution ending in ``#### 42``) are reduced to the final answer.
+
+Held-out rows never overlap training rows. The built-in task holds out whole problems. A file
+(or a hub dataset's ``train`` split) is cut by a seeded hash of each prompt: ``heldout_share``
+of the distinct prompts form split ``"heldout"``, the rest split ``"train"``; ``"all"`` keeps
+every row. Other hub split names (``"test"``, ...) load that split whole.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -27,6 +33,7 @@ SOURCES = ("builtin", "file", "hub")
 ANSWER_FORMATS = ("auto", "plain", "gsm8k")
 FILE_TYPES = (".jsonl", ".json", ".csv", ".parquet")
 BUILTIN_SPLITS = ("train", "heldout")
+FILE_SPLITS = ("train", "heldout", "all")
 ROLES = ("system", "user", "assistant")
 _GSM8K_GOLD = re.compile(r"####\s*(.+?)\s*$", re.S)
 
@@ -42,7 +49,8 @@ class DataSpec:
     Attributes:
         source: ``"builtin"`` (the arithmetic task), ``"file"`` or ``"hub"``.
         path: file path (source file) or dataset id (source hub, e.g. ``"openai/gsm8k"``).
-        split: builtin ``"train"``/``"heldout"``; hub split name (``"train"``, ``"test"``...).
+        split: ``"train"`` or ``"heldout"`` (see the module docstring); ``"all"`` for files and
+            hub datasets; any other hub split name (``"test"``...) loads that split whole.
         config_name: hub dataset configuration (e.g. ``"main"`` for GSM8K).
         prompt_column: column with the question text, or a list of chat messages.
         answer_column: column with the gold answer.
@@ -52,7 +60,8 @@ class DataSpec:
         answer_format: ``"gsm8k"`` keeps what follows ``####``; ``"plain"`` keeps the
             whole answer; ``"auto"`` does the first when ``####`` is present.
         max_prompt_chars: longest prompt (all message contents) accepted.
-        max_rows: keep at most this many rows (the first ones); None keeps all.
+        max_rows: keep at most this many rows (the first ones of the split); None keeps all.
+        heldout_share: share of a file's distinct prompts set aside as its held-out split.
         max_file_mb: refuse files larger than this.
         seed: seed of the built-in task.
     """
@@ -69,6 +78,7 @@ class DataSpec:
     answer_format: str = "auto"
     max_prompt_chars: int = 2000
     max_rows: int | None = None
+    heldout_share: float = 0.1
     max_file_mb: float = 200.0
     seed: int = 0
 
@@ -82,6 +92,10 @@ class DataSpec:
             raise DatasetError(
                 f"split must be one of {BUILTIN_SPLITS} for the built-in task, got {self.split!r}"
             )
+        if self.source == "file" and self.split not in FILE_SPLITS:
+            raise DatasetError(f"split must be one of {FILE_SPLITS} for a file, got {self.split!r}")
+        if not 0.0 <= self.heldout_share < 1.0:
+            raise DatasetError(f"heldout_share must be in [0, 1), got {self.heldout_share}")
         if self.answer_format not in ANSWER_FORMATS:
             raise DatasetError(
                 f"answer_format must be one of {ANSWER_FORMATS}, got {self.answer_format!r}"
@@ -157,8 +171,6 @@ def records_to_rows(
                 f"column {column!r} ({field_name}) not found; the dataset's columns are "
                 f"{columns}. Set {field_name} to one of them."
             )
-    if spec.max_rows is not None:
-        records = records[: spec.max_rows]
     for field_name, column in mapping[:2]:
         empty = [i for i, r in enumerate(records) if _is_empty(r.get(column))]
         if len(empty) == len(records):
@@ -196,8 +208,34 @@ def records_to_rows(
                 "difficulty": difficulty,
             }
         )
+    rows = _select_split(rows, spec, origin)
+    if spec.max_rows is not None:
+        rows = rows[: spec.max_rows]
     _check_prompt_lengths(rows, spec.max_prompt_chars)
     return rows
+
+
+def is_heldout_prompt(prompt: Any, seed: int, share: float) -> bool:
+    """Seeded, platform-independent membership of a prompt in the held-out split."""
+    text = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True)
+    digest = hashlib.sha256(f"{seed}:{text}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < share
+
+
+def _select_split(rows: list[dict[str, Any]], spec: DataSpec, origin: str) -> list[dict[str, Any]]:
+    split = spec.split
+    if spec.source == "hub" and split not in ("train", "heldout", "all"):
+        return rows  # a named hub split, loaded whole
+    if split == "all":
+        return rows
+    held = [is_heldout_prompt(r["prompt"], spec.seed, spec.heldout_share) for r in rows]
+    chosen = [r for r, h in zip(rows, held, strict=True) if h == (split == "heldout")]
+    if not chosen:
+        raise DatasetError(
+            f"split {split!r} of {spec.path or origin!r} has no rows ({len(rows)} rows, "
+            f"heldout_share={spec.heldout_share}); use split 'all' or change heldout_share"
+        )
+    return chosen
 
 
 def rows_to_dataset(rows: Sequence[dict[str, Any]]):
@@ -351,7 +389,8 @@ def _read_hub(spec: DataSpec) -> list[dict[str, Any]]:
     import datasets
 
     try:
-        data = datasets.load_dataset(str(spec.path), spec.config_name, split=spec.split)
+        hub_split = "train" if spec.split in ("train", "heldout", "all") else spec.split
+        data = datasets.load_dataset(str(spec.path), spec.config_name, split=hub_split)
     except Exception as exc:  # datasets raises many types for missing/unreachable data
         if _hub_offline():
             raise DatasetError(
@@ -361,6 +400,4 @@ def _read_hub(spec: DataSpec) -> list[dict[str, Any]]:
                 "data as a JSONL/CSV/Parquet file and use source 'file'."
             ) from exc
         raise DatasetError(f"dataset {spec.path!r} could not be loaded: {exc}") from exc
-    if spec.max_rows is not None:
-        data = data.select(range(min(spec.max_rows, len(data))))
     return [dict(r) for r in data]

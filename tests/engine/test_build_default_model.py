@@ -47,3 +47,10 @@ def test_schedule_and_arguments():
         BuildConfig(style_mix={"poetry": 1.0})
     with pytest.raises(SystemExit):
         parse_args(["--minutes", "1", "--steps", "5"])
+
+
+def test_minutes_budget_stops_on_time(tmp_path):
+    cfg = BuildConfig(out=tmp_path / "m", minutes=0.02, batch_size=4, eval_rows=0)
+    summary = build(cfg)
+    assert summary["stats"]["steps"] >= 1
+    assert (tmp_path / "m" / "config.json").is_file()

@@ -29,7 +29,9 @@ def test_builtin_rows():
 
 def test_jsonl_with_column_mapping_and_gsm8k_golds(tmp_path):
     path = write_jsonl(tmp_path / "gsm.jsonl", GSM)
-    spec = DataSpec(source="file", path=str(path), prompt_column="question", system_prompt="Sys")
+    spec = DataSpec(
+        source="file", path=str(path), split="all", prompt_column="question", system_prompt="Sys"
+    )
     rows = load_rows(spec)
     assert [r["answer"] for r in rows] == ["7", "2400"]
     assert rows[0]["prompt"] == [
@@ -49,6 +51,7 @@ def test_csv_and_parquet_and_system_column(tmp_path):
         spec = DataSpec(
             source="file",
             path=str(tmp_path / name),
+            split="all",
             prompt_column="q",
             answer_column="a",
             system_column="sys",
@@ -62,8 +65,28 @@ def test_csv_and_parquet_and_system_column(tmp_path):
 def test_chat_message_prompts(tmp_path):
     msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}]
     path = write_jsonl(tmp_path / "chat.jsonl", [{"prompt": msgs, "answer": 1, "id": "x1"}])
-    rows = load_rows(DataSpec(source="file", path=str(path)))
+    rows = load_rows(DataSpec(source="file", path=str(path), split="all"))
     assert rows == [{"id": "x1", "prompt": msgs, "answer": "1", "difficulty": 0}]
+
+
+def test_file_split_holds_out_prompts_never_seen_in_training(tmp_path):
+    records = [{"prompt": f"What is {i} + {i % 7}?", "answer": str(i + i % 7)} for i in range(300)]
+    records += records[:50]  # duplicated prompts must land on the same side
+    path = write_jsonl(tmp_path / "many.jsonl", records)
+    rows = {
+        split: load_rows(DataSpec(source="file", path=str(path), split=split))
+        for split in ("train", "heldout", "all")
+    }
+    prompts = {k: {r["prompt"][0]["content"] for r in v} for k, v in rows.items()}
+    assert not prompts["train"] & prompts["heldout"]
+    assert prompts["train"] | prompts["heldout"] == prompts["all"]
+    assert len(rows["all"]) == 350 and len(rows["train"]) + len(rows["heldout"]) == 350
+    assert 10 <= len(prompts["heldout"]) <= 55
+    assert len(load_rows(DataSpec(source="file", path=str(path), max_rows=7))) == 7
+    with pytest.raises(DatasetError, match=r"split 'heldout' of .* has no rows"):
+        load_rows(DataSpec(source="file", path=str(path), split="heldout", heldout_share=0.0))
+    with pytest.raises(DatasetError, match="split must be one of"):
+        DataSpec(source="file", path=str(path), split="test")
 
 
 def test_rows_to_dataset():
