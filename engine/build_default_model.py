@@ -301,6 +301,9 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], report: dict[str, Any] |
             f"{stats.get('cpu_count')} cores (other jobs shared the machine)"
             if load is not None
             else ""
+        )
+        + (
+            f"; {stats['cpu_seconds'] / 60:.1f} min of CPU time" if stats.get("cpu_seconds") else ""
         ),
         f"- size on disk: {stats.get('disk_mb', 0):.1f} MB",
     ]
@@ -351,14 +354,14 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], report: dict[str, Any] |
 
 def build(cfg: BuildConfig) -> dict[str, Any]:
     """Train, save, evaluate on the held-out split and write the model card."""
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     model, tokenizer, stats = train(cfg)
     save(model, tokenizer, cfg.out)
     stats["parameters"] = sum(p.numel() for p in model.parameters())
     stats["vocab_size"] = len(tokenizer)
     stats["cpu_count"] = os.cpu_count()
     stats["machine"] = (
-        f"{platform.machine()} CPU, {torch.get_num_threads()} threads"
+        f"{platform.machine()} CPU, {cfg.threads} torch thread{'s' if cfg.threads > 1 else ''}"
         if cfg.device == "cpu"
         else torch.cuda.get_device_name()
     )
@@ -377,6 +380,7 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
             seed=cfg.seed,
         ).to_dict()
     stats["total_seconds"] = round(time.perf_counter() - t0, 1)
+    stats["cpu_seconds"] = round(time.process_time() - cpu0, 1)
     stats["disk_mb"] = sum(f.stat().st_size for f in cfg.out.iterdir() if f.is_file()) / 1e6
     (cfg.out / "README.md").write_text(model_card(cfg, stats, report), encoding="utf-8")
     summary = {"config": {**asdict(cfg), "out": str(cfg.out)}, "stats": stats, "eval": report}
