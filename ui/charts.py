@@ -139,8 +139,8 @@ def _layout(title: str, y_title: str, x_title: str = "step", height: int = 280) 
         "paper_bgcolor": "white",
         "plot_bgcolor": "white",
         "font": {"family": "sans-serif", "size": 11},
-        "legend": {"orientation": "h", "y": -0.25, "font": {"size": 10}},
-        "xaxis": {**axis, "title": {"text": x_title}},
+        "legend": {"orientation": "h", "y": -0.18, "font": {"size": 10}},
+        "xaxis": {**axis, "title": {"text": x_title}} if x_title else axis,
         "yaxis": {**axis, "title": {"text": y_title}},
         "uirevision": "keep",  # zoom and hidden traces survive redraws
     }
@@ -181,7 +181,7 @@ def panel_figure(panel: Panel, series: Mapping[str, Series]) -> Figure:
         _line(_label(name), series[name], PALETTE[i % len(PALETTE)], 3 if i == 0 else 1.8)
         for i, name in enumerate(panel.select(series))
     ]
-    layout = _layout(panel.title, panel.y_title)
+    layout = _layout(f"{panel.title} (by step)", panel.y_title, x_title="")
     if not data:
         layout["annotations"] = [_empty_note("no points yet")]
     return {"data": data, "layout": layout}

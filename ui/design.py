@@ -21,13 +21,14 @@ from rewards.spec import DEFAULT_PRESET, PRESETS, RewardSpec
 from ui import spec_io
 from ui.context import AppContext
 from ui.messages import escape, warn
-from ui.spec_form import GENERAL, FormCheck, Slot, SpecForm, param_to_form
+from ui.spec_form import GENERAL, FormCheck, Slot, SpecForm
 from ui.trace_view import fmt
 
 TRY_PROMPT = "What is 17 + 25?"
 TRY_COMPLETION = "<think>17 + 25: 7+5=12, carry 1; 1+2+1=4; so 42</think><answer>42</answer>"
 TRY_ANSWER = "42"
 TRACE_HEADERS = ["component", "raw score", "weight", "contribution", "why"]
+TRACE_WIDTHS = ["20%", "11%", "10%", "13%", "46%"]
 
 
 @dataclass
@@ -129,7 +130,7 @@ def build_design(ctx: AppContext) -> DesignHandles:
                         with gr.Row():
                             for p, value in params[start : start + 3]:
                                 with gr.Column(min_width=200):
-                                    inputs.append(_param_input(slot, p, param_to_form(p, value)))
+                                    inputs.append(_param_input(slot, p, value))
                                     error_md(f"{slot.key}.{p.name}")
                     gr.Markdown(f"<small>Source: {escape(slot.info.source)}</small>", padding=True)
         with gr.Column(scale=2):
@@ -149,6 +150,7 @@ def build_design(ctx: AppContext) -> DesignHandles:
                 interactive=False,
                 wrap=True,
                 elem_id="try-trace",
+                column_widths=TRACE_WIDTHS,
             )
             gr.Markdown("### Import / export")
             export_format = gr.Radio(list(spec_io.FORMATS), value="json", label="Format")

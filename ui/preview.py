@@ -19,7 +19,7 @@ from rewards.spec import RewardSpec
 from ui import charts, hints
 from ui.context import AppContext
 from ui.data_inputs import build_data_inputs, data_spec
-from ui.design import TRACE_HEADERS, DesignHandles
+from ui.design import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
 from ui.messages import escape, warn
 from ui.plots import plot_value
 from ui.preview_run import (
@@ -183,6 +183,7 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
                 interactive=False,
                 wrap=True,
                 elem_id="preview-trace",
+                column_widths=TRACE_WIDTHS,
             )
             probes = gr.Dataframe(
                 headers=PROBE_HEADERS,

@@ -22,7 +22,7 @@ from storage.runs import RunInfo
 from ui import charts, hints, messages
 from ui.run_state import RunsSnapshot, RunView
 
-RUN_COLUMNS = ["run", "name", "status", "algorithm", "step", "started", "duration"]
+RUN_COLUMNS = ["run", "name", "status", "step", "started", "duration"]
 METRIC_PAGE = 20_000
 LOG_PAGE = 500
 
@@ -78,7 +78,6 @@ def runs_table(runs: list[RunInfo], now: float | None = None) -> list[list[Any]]
             r.id,
             r.name,
             str(r.status),
-            r.algorithm,
             step_text(r),
             _when(r.started_at or r.created_at),
             _duration(r, now),

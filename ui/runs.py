@@ -40,7 +40,7 @@ def build_runs(ctx: AppContext) -> RunsHandles:
     view = gr.State(RunView())
     timer = gr.Timer(POLL_SECONDS)
     with gr.Row(equal_height=False):
-        with gr.Column(scale=2, min_width=320):
+        with gr.Column(scale=1, min_width=380):
             run_select = gr.Dropdown(
                 label="Run", choices=[], value=None, interactive=True, elem_id="run-select"
             )
@@ -53,7 +53,7 @@ def build_runs(ctx: AppContext) -> RunsHandles:
                 max_height=360,
                 wrap=True,
             )
-        with gr.Column(scale=3, min_width=420):
+        with gr.Column(scale=1, min_width=420):
             status_md = gr.Markdown(elem_id="run-status")
             with gr.Row():
                 stop_btn = gr.Button("Stop", variant="stop", size="sm", elem_id="run-stop")
@@ -165,9 +165,14 @@ def build_runs(ctx: AppContext) -> RunsHandles:
 
     def show_samples(run_id: str | None, step):
         headers, rows = run_actions.samples_table(ctx.db, run_id, step)
+        n_components = max(0, len(headers) - 7)
         datatypes = ["number", "str", "html", "str", "number", "number"]
-        datatypes += ["number"] * (len(headers) - len(datatypes) - 1) + ["str"]
-        return gr.Dataframe(value=rows, headers=headers, datatype=datatypes[: len(headers)])
+        datatypes += ["number"] * n_components + ["str"]
+        widths = ["5%", "14%", "33%", "6%", "6%", "7%", *["6%"] * n_components]
+        widths.append(f"{max(10, 29 - 6 * n_components)}%")
+        if len(headers) < 7:  # no samples: the placeholder headers
+            return gr.Dataframe(value=rows, headers=headers)
+        return gr.Dataframe(value=rows, headers=headers, datatype=datatypes, column_widths=widths)
 
     step_select.change(
         show_samples, inputs=[run_select, step_select], outputs=samples, api_visibility="private"

@@ -81,10 +81,29 @@ def reward_summary(spec_dict: dict) -> str:
     return "**Reward** (from the Design tab): " + " + ".join(parts)
 
 
+def run_summary(config: RunConfig) -> str:
+    """One line on the size of a run, and the memory hint users need most."""
+    t, g = config.training, config.generation
+    evals = (
+        f"held-out eval on {t.eval_samples} prompts"
+        + (f" every {t.eval_steps} steps" if t.eval_steps else " before and after")
+        if t.eval_samples
+        else "no held-out eval"
+    )
+    return (
+        f"**{config.algorithm.upper()}: {t.steps} steps × {t.prompts_per_step} prompts × "
+        f"{g.num_generations} generations = {config.completions_per_step} completions per "
+        f"step**, up to {g.max_completion_length} new tokens each; {evals}. "
+        "<small>Memory grows with generations × max completion length: lower micro batch "
+        "size (Advanced) if it runs out.</small>"
+    )
+
+
 def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
     fields = train_form.form_fields()
     algos = train_form.algorithms()
     inputs: list[gr.components.Component] = []
+    input_fields: list[FormField] = []  # the field of each input, in input order
     errors: dict[str, gr.Markdown] = {}
     sections: dict[str, list[gr.Group]] = {}
 
@@ -99,6 +118,7 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
                 for f in group_fields[start : start + 3]:
                     with gr.Column(min_width=220):
                         inputs.append(_field_input(f))
+                        input_fields.append(f)
                         error_md(f.path)
 
     model_options = [(m.label, m.key) for m in available_models() if m.available]
@@ -144,6 +164,7 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
                         with gr.Accordion("Advanced", open=False):
                             field_block(rest)
                 sections.setdefault(section, []).append(group)
+            summary = gr.Markdown(run_summary(RunConfig()), elem_id="train-summary")
             start = gr.Button("Start training", variant="primary", elem_id="train-start")
             start_msg = gr.Markdown(elem_id="train-message")
             error_md(GENERAL)
@@ -182,7 +203,7 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
             data=data_spec(*data_values),
             reward=spec_dict,
         )
-        return train_form.build_config(inputs_, fields, hyper, max_steps=ctx.demo.max_steps)
+        return train_form.build_config(inputs_, input_fields, hyper, max_steps=ctx.demo.max_steps)
 
     def locate(exc: ConfigError) -> str:
         field = exc.field or GENERAL
@@ -203,15 +224,15 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
         try:
             config = collect(spec_dict, values)
         except ConfigError as exc:
-            return (gr.skip(), *show_errors(exc))
-        return (documented_yaml(config), *show_errors(None))
+            return (gr.skip(), gr.skip(), *show_errors(exc))
+        return (documented_yaml(config), run_summary(config), *show_errors(None))
 
     all_inputs = [*form_inputs, *inputs]
     gr.on(
         [c.change for c in all_inputs] + [design.spec_state.change],
         on_change,
         inputs=[design.spec_state, *all_inputs],
-        outputs=[config_code, *[errors[k] for k in error_keys]],
+        outputs=[config_code, summary, *[errors[k] for k in error_keys]],
         trigger_mode="always_last",
         show_progress="hidden",
         api_visibility="private",

@@ -33,6 +33,7 @@ KEY_FIELDS = frozenset(
         "training.learning_rate",
         "training.save_steps",
         "training.eval_steps",
+        "training.eval_samples",
         "training.num_gpus",
         "grpo.loss_type",
         "grpo.beta",

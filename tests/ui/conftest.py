@@ -118,20 +118,36 @@ def browser():
     """Debian's chromium driven by Playwright (never a downloaded browser)."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # The app answers through a queue on a busy 2-core machine: allow updates some seconds.
+    expect.set_options(timeout=20_000)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield browser
         browser.close()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
 @pytest.fixture
-def page(browser, live_app):
+def page(request, browser, live_app, tmp_path):
+    """A fresh browser tab on the app; on failure its screenshot and the app log are kept
+    in the test's tmp dir (the paths are printed with the failure)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(30_000)
     page.goto(live_app.url)
     page.wait_for_selector("#main-tabs", timeout=60_000)
     yield page
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        shot = tmp_path / "failure.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot: {shot}\napp log tail:\n{live_app.log()[-3000:]}")
     context.close()

@@ -40,7 +40,7 @@ def test_first_poll_draws_everything_then_quiet_ticks_draw_nothing(db):
     rid = make_run(db)
     view = RunView()
     first = poll(db, view, rid)
-    assert first.runs_table[0][:5] == [rid, rid, "running", "grpo", "0/3"]
+    assert first.runs_table[0][:4] == [rid, rid, "running", "0/3"]
     assert set(first.figures) >= {"reward", "loss", "signal"}
     assert "running" in first.status_md
     quiet = poll(db, view, rid)
@@ -56,7 +56,7 @@ def test_new_points_arrive_once_and_redraw_only_their_panels(db):
     assert set(update.figures) == {"reward"}
     assert view.series["reward/total"].steps == [1]
     assert update.runs_table is not None  # the step moved: 1/3 in the list
-    assert update.runs_table[0][4] == "1/3"
+    assert update.runs_table[0][3] == "1/3"
     log_step(db, rid, 2, {"loss/policy": 0.0})
     update = poll(db, view, rid)
     assert set(update.figures) == {"loss"}
@@ -132,5 +132,5 @@ def test_runs_table_formats_duration():
         attempt=1,
     )
     row = runs_table([run], now=5000.0)[0]
-    assert row[4] == "5"
-    assert row[6] == "1:02:05"  # ended_at - started_at, not "now"
+    assert row[3] == "5"
+    assert row[5] == "1:02:05"  # ended_at - started_at, not "now"

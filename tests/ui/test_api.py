@@ -1,0 +1,69 @@
+import pytest
+
+from storage import runs as run_store
+from storage.metrics import MetricWriter
+from storage.schema import RunStatus
+from ui import api
+from ui.api import ApiError
+from ui.context import AppContext, DemoLimits
+
+SPEC = {"components": [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}]}
+
+
+@pytest.fixture
+def ctx(data_dir):
+    context = AppContext(data_dir)
+    yield context
+    context.close()
+
+
+def test_score_preview_returns_totals_and_traces(ctx):
+    out = api.score_preview(
+        ctx, SPEC, ["<think>1+1: 2</think><answer>2</answer>", "no idea"], answers=["2", "2"]
+    )
+    assert out["components"] == ["correctness", "format"]
+    assert out["totals"] == [1.5, 0.0]
+    assert out["samples"][0]["trace"][0]["explanation"]
+
+
+def test_score_preview_reads_yaml_specs_and_names_bad_fields(ctx):
+    assert api.score_preview(ctx, "components:\n- name: format\n", ["x"])["totals"] == [0.0]
+    with pytest.raises(ApiError, match=r"spec\.components\[0\]\.weight"):
+        api.score_preview(ctx, {"components": [{"name": "format", "weight": "heavy"}]}, ["x"])
+    with pytest.raises(ApiError, match="answers: 1 values for 2"):
+        api.score_preview(ctx, SPEC, ["a", "b"], answers=["1"])
+
+
+def test_start_run_rejects_a_bad_config_before_any_process(ctx):
+    with pytest.raises(ApiError, match=r"config\.training\.steps"):
+        api.start_run(ctx, "training:\n  steps: 0\n")
+    assert api.list_runs(ctx) == []
+
+
+def test_start_run_respects_the_demo_cap(data_dir):
+    ctx = AppContext(data_dir, demo=DemoLimits(max_steps=5))
+    try:
+        with pytest.raises(ApiError, match="at most 5 steps"):
+            api.start_run(ctx, {"training": {"steps": 6}})
+    finally:
+        ctx.close()
+
+
+def test_status_and_metrics_by_cursor(ctx):
+    run = run_store.create_run(ctx.db, algorithm="grpo", config={}, status=RunStatus.RUNNING)
+    with MetricWriter(ctx.db, run.id) as writer:
+        writer.log(1, {"reward/total": 0.5, "loss/policy": 0.0})
+    status = api.run_status(ctx, run.id)
+    assert status["status"] == "running" and status["last_step"] == 1
+    first = api.run_metrics(ctx, run.id)
+    assert sorted(first["points"]) == [[1, "loss/policy", 0.0], [1, "reward/total", 0.5]]
+    assert api.run_metrics(ctx, run.id, first["cursor"])["points"] == []
+    only = api.run_metrics(ctx, run.id, 0, ["reward/total"])
+    assert only["points"] == [[1, "reward/total", 0.5]]
+
+
+def test_unknown_run_is_named(ctx):
+    with pytest.raises(ApiError, match="run_id: no run with id 'nope'"):
+        api.run_status(ctx, "nope")
+    with pytest.raises(ApiError, match="run_id"):
+        api.run_metrics(ctx, "nope")
