@@ -104,16 +104,16 @@ def running_app(data_dir: Path, env: dict[str, str] | None = None) -> Iterator[L
         _stop_workers(data_dir)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def live_app(tmp_path_factory) -> Iterator[LiveApp]:
-    """The app on a free port with a fresh data dir, shared by one test module."""
+    """The app on a free port with a fresh data dir, shared by the UI tests."""
     data_dir = tmp_path_factory.mktemp("studio") / "data"
     data_dir.mkdir()
     with running_app(data_dir) as app:
         yield app
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
     """Debian's chromium driven by Playwright (never a downloaded browser)."""
     if not Path(CHROMIUM).exists():
