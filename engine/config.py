@@ -55,7 +55,7 @@ class GenerationSettings:
         default=8, metadata=_help("Completions sampled per prompt (the group size), 2-64.")
     )
     max_completion_length: int = field(
-        default=64, metadata=_help("Most new tokens per completion; longer ones are truncated.")
+        default=96, metadata=_help("Most new tokens per completion; longer ones are truncated.")
     )
     temperature: float = field(default=0.8, metadata=_help("Sampling temperature, (0, 2]."))
     top_p: float = field(default=1.0, metadata=_help("Nucleus sampling mass, (0, 1]."))
@@ -143,7 +143,10 @@ class PPOSettings:
     """
 
     gamma: float = field(default=1.0, metadata=_help("Discount over completion tokens, [0, 1]."))
-    lam: float = field(default=0.95, metadata=_help("GAE lambda: bias/variance trade-off, [0, 1]."))
+    lam: float = field(
+        default=1.0,
+        metadata=_help("GAE lambda, [0, 1]: 1 credits every token with the final reward."),
+    )
     kl_coef: float = field(
         default=0.05,
         metadata=_help(
@@ -248,7 +251,7 @@ class TrainingSettings:
         metadata=_help("End training (as completed) after this many minutes; empty = no limit."),
     )
     prompts_per_step: int = field(
-        default=16, metadata=_help("Distinct prompts per optimizer step (each sampled in a group).")
+        default=8, metadata=_help("Distinct prompts per optimizer step (each sampled in a group).")
     )
     micro_batch_size: int | None = field(
         default=None,
@@ -257,7 +260,7 @@ class TrainingSettings:
             "Lower it when memory runs out."
         ),
     )
-    learning_rate: float = field(default=2e-5, metadata=_help("AdamW learning rate, (0, 1]."))
+    learning_rate: float = field(default=5e-5, metadata=_help("AdamW learning rate, (0, 1]."))
     lr_scheduler: str = field(
         default="constant", metadata=_help(f"Schedule: {', '.join(LR_SCHEDULERS)}.")
     )

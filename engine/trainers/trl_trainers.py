@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from rewards.trl_adapter import to_trl
+from transformers import ProgressCallback
 from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
 from engine.config import RunConfig
 from engine.trainers.capture import BatchCaptureMixin
+from rewards.trl_adapter import to_trl
 
 
 class StudioGRPOTrainer(BatchCaptureMixin, GRPOTrainer):
@@ -49,7 +50,7 @@ def _common_args(config: RunConfig, output_dir: str, *, show_progress: bool) -> 
         "temperature": g.temperature,
         "top_p": g.top_p,
         # Recomputing activations only pays off for big models on a GPU.
-        "gradient_checkpointing": False,
+        "activation_checkpointing": False,
         "bf16": on_gpu and torch.cuda.is_bf16_supported(),
         "use_cpu": not on_gpu,
         "disable_tqdm": not show_progress,
@@ -102,7 +103,7 @@ def build_trl_trainer(
     """A ready GRPO/RLOO trainer whose reward functions come from ``config.reward``."""
     reward_funcs, _ = to_trl(config.reward)
     trainer_cls = StudioGRPOTrainer if config.algorithm == "grpo" else StudioRLOOTrainer
-    return trainer_cls(
+    trainer = trainer_cls(
         model=model,
         reward_funcs=reward_funcs,
         args=build_trl_args(config, output_dir, show_progress=show_progress),
@@ -110,3 +111,17 @@ def build_trl_trainer(
         processing_class=tokenizer,
         callbacks=callbacks,
     )
+    if show_progress:  # a bar with the reward, instead of every log dict printed under it
+        trainer.remove_callback(ProgressCallback)
+        trainer.add_callback(CompactProgress())
+    return trainer
+
+
+class CompactProgress(ProgressCallback):
+    """The Trainer's progress bar, showing the latest reward and loss as its postfix."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if self.training_bar is not None and logs and "reward" in logs:
+            self.training_bar.set_postfix(
+                reward=f"{logs['reward']:.3f}", loss=f"{logs.get('loss', 0):.3f}"
+            )
