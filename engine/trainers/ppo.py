@@ -33,10 +33,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import logging
 import random
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,7 +45,6 @@ import numpy as np
 import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
-from safetensors.torch import load_file, save_file
 from transformers import get_scheduler
 
 from engine import metric_names
@@ -58,6 +55,12 @@ from engine.samples import prompt_text, sample_rows
 from engine.sampling import _encode_prompts, sample_completions
 from engine.trainers.callbacks import StopRequest
 from engine.trainers.capture import GenerationBatch
+from engine.trainers.ppo_checkpoint import (
+    is_peft_model,
+    read_checkpoint,
+    rotate_checkpoints,
+    write_checkpoint,
+)
 from engine.trainers.ppo_math import (
     AdaptiveKLController,
     FixedKLController,
@@ -79,12 +82,6 @@ from storage.schema import RunStatus
 
 logger = logging.getLogger(__name__)
 
-POLICY_DIR = "policy"
-CRITIC_FILE = "critic.safetensors"
-OPTIMIZER_FILE = "optimizer.pt"
-SCHEDULER_FILE = "scheduler.pt"
-STATE_FILE = "trainer_state.json"
-RNG_FILE = "rng_state.pt"
 
 Evaluate = Callable[[Any, int], dict[str, float]]
 Forward = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # logprobs, values, entropy: (B, T)
@@ -247,7 +244,7 @@ class PPOTrainer:
         s, t = self.settings, config.training
         torch.manual_seed(t.seed)
         model = model.to(self.accelerator.device)
-        self.is_peft = hasattr(model, "peft_config") and hasattr(model, "disable_adapter")
+        self.is_peft = is_peft_model(model)
         self.uses_reference = s.kl_coef > 0 or s.kl_mode == "adaptive"
         # The reference is the starting policy, frozen: under LoRA the base with adapters off.
         self.ref_policy = None
@@ -533,7 +530,7 @@ class PPOTrainer:
         rollout.advantages, rollout.returns = advantages, returns
         if s.whiten_advantages:
             advantages = masked_whiten(advantages, mask)
-        kl_coef = self.kl_ctl.value
+        kl_coef, learning_rate = self.kl_ctl.value, self.scheduler.get_last_lr()[0]
         update_stats = self.update(rollout, advantages, step, forward)
 
         kl_per_sequence = gather_object(kl.sum(dim=1).tolist())
@@ -561,7 +558,7 @@ class PPOTrainer:
                 metric_names.PPO_RETURN_MEAN: self._mean_across(masked_mean(returns, mask).item()),
                 metric_names.PPO_KL_COEF: kl_coef,
                 metric_names.GRAD_NORM: update_stats["grad_norm"],
-                metric_names.LEARNING_RATE: self.scheduler.get_last_lr()[0],
+                metric_names.LEARNING_RATE: learning_rate,
             }
         )
         if self.uses_reference:
@@ -634,78 +631,41 @@ class PPOTrainer:
             self.recorder.metrics(step, self.evaluate_fn(self.policy, step))
 
     def save_checkpoint(self, step: int) -> Path:
-        """``checkpoint-<step>/``: policy (weights or LoRA adapter), critic, optimizer, state."""
+        """Write ``checkpoint-<step>/`` (see ``ppo_checkpoint``); rotate out old ones."""
         path = self.run_dir / f"{CHECKPOINT_PREFIX}{step}"
         self.accelerator.wait_for_everyone()
         if self.accelerator.is_main_process:
-            path.mkdir(parents=True, exist_ok=True)
-            if self.is_peft:
-                self.policy.save_pretrained(path / POLICY_DIR)
-                self.tokenizer.save_pretrained(path / POLICY_DIR)
-            else:
-                save_plain_weights(self.policy, self.tokenizer, path / POLICY_DIR)
-            critic = {k: v.detach().cpu().contiguous() for k, v in self._critic_state().items()}
-            save_file(critic, str(path / CRITIC_FILE))
-            torch.save(self.optimizer.state_dict(), path / OPTIMIZER_FILE)
-            torch.save(self.scheduler.state_dict(), path / SCHEDULER_FILE)
-            state = {
-                "step": step,
-                "kl_coef": self.kl_ctl.value,
-                "reward_moments": self.reward_moments.state_dict(),
-                "num_tokens": self.num_tokens,
-                "last_eval_step": self._last_eval_step,
-            }
-            (path / STATE_FILE).write_text(json.dumps(state, indent=2), encoding="utf-8")
-            torch.save(
-                {
-                    "python": random.getstate(),
-                    "numpy": np.random.get_state(),
-                    "torch": torch.get_rng_state(),
+            write_checkpoint(
+                path,
+                policy=self.policy,
+                tokenizer=self.tokenizer,
+                critic=self.unwrapped.critic_state_dict(),
+                optimizer=self.optimizer,
+                scheduler=self.scheduler,
+                state={
+                    "step": step,
+                    "kl_coef": self.kl_ctl.value,
+                    "reward_moments": self.reward_moments.state_dict(),
+                    "num_tokens": self.num_tokens,
                 },
-                path / RNG_FILE,
             )
-            self._rotate_checkpoints()
+            rotate_checkpoints(self.run_dir, self.config.training.save_total_limit)
             logger.info("Saved %s", path.name)
         self.accelerator.wait_for_everyone()
         return path
 
-    def _critic_state(self) -> dict[str, torch.Tensor]:
-        return self.unwrapped.critic_state_dict()
-
-    def _rotate_checkpoints(self) -> None:
-        found = sorted(
-            (
-                p
-                for p in self.run_dir.glob(f"{CHECKPOINT_PREFIX}*")
-                if p.name.removeprefix(CHECKPOINT_PREFIX).isdigit()
-            ),
-            key=lambda p: int(p.name[len(CHECKPOINT_PREFIX) :]),
-        )
-        for old in found[: -self.config.training.save_total_limit]:
-            shutil.rmtree(old, ignore_errors=True)
-
     def load_checkpoint(self, path: Path) -> int:
-        """Restore everything ``save_checkpoint`` wrote; returns the checkpoint's step."""
-        policy_dir = path / POLICY_DIR
-        if self.is_peft:
-            from peft import set_peft_model_state_dict
-
-            set_peft_model_state_dict(
-                self.policy, load_file(str(policy_dir / "adapter_model.safetensors"))
-            )
-        else:
-            _load_full_weights(self.policy, policy_dir)
-        self.unwrapped.load_critic_state_dict(load_file(str(path / CRITIC_FILE)))
-        self.optimizer.load_state_dict(torch.load(path / OPTIMIZER_FILE, weights_only=False))
-        self.scheduler.load_state_dict(torch.load(path / SCHEDULER_FILE, weights_only=False))
-        state = json.loads((path / STATE_FILE).read_text(encoding="utf-8"))
+        """Restore everything :meth:`save_checkpoint` wrote; returns the checkpoint's step."""
+        state = read_checkpoint(
+            path,
+            policy=self.policy,
+            critic=self.unwrapped,
+            optimizer=self.optimizer,
+            scheduler=self.scheduler,
+        )
         self.kl_ctl.value = float(state["kl_coef"])
         self.reward_moments = RunningMoments(**state["reward_moments"])
         self.num_tokens = float(state["num_tokens"])
-        rng = torch.load(path / RNG_FILE, weights_only=False)
-        random.setstate(rng["python"])
-        np.random.set_state(rng["numpy"])
-        torch.set_rng_state(rng["torch"])
         return int(state["step"])
 
     def train(self, resume_from: Path | None = None) -> str:
@@ -764,24 +724,6 @@ class PPOTrainer:
             logger.info("Saved the final model to %s", self.run_dir / FINAL_DIR)
         self.accelerator.wait_for_everyone()
         return RunStatus.COMPLETED
-
-
-def _load_full_weights(model: torch.nn.Module, folder: Path) -> None:
-    """Load ``folder``'s ``*.safetensors`` shards into ``model``; tied copies may be missing."""
-    state: dict[str, torch.Tensor] = {}
-    for shard in sorted(folder.glob("*.safetensors")):
-        state.update(load_file(str(shard)))
-    if not state:
-        raise FileNotFoundError(f"no *.safetensors weights in {folder}")
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    params = model.state_dict()
-    loaded = {params[k].data_ptr() for k in state if k in params}
-    untied = [k for k in missing if params[k].data_ptr() not in loaded]
-    if unexpected or untied:
-        raise RuntimeError(
-            f"checkpoint {folder} does not match the model: missing {untied[:5]}, "
-            f"unexpected {list(unexpected)[:5]}"
-        )
 
 
 def train_ppo(

@@ -16,15 +16,18 @@ from engine.tasks import builtin_task
 from engine.tokenizer import build_char_tokenizer
 from engine.trainers.callbacks import StopRequest
 from engine.trainers.ppo import (
-    CRITIC_FILE,
-    OPTIMIZER_FILE,
-    POLICY_DIR,
-    STATE_FILE,
     PPOTrainer,
     completion_forward,
     ppo_loss,
     prompt_indices,
     rollout_tensors,
+)
+from engine.trainers.ppo_checkpoint import (
+    CRITIC_FILE,
+    OPTIMIZER_FILE,
+    POLICY_DIR,
+    STATE_FILE,
+    rotate_checkpoints,
 )
 from engine.trainers.value_head import PolicyWithValue
 from storage.schema import RunStatus
@@ -377,3 +380,13 @@ def test_single_pass_and_micro_batched_updates_agree(tiny_model_dir, tmp_path):
         fused.unwrapped.named_parameters(), split.unwrapped.named_parameters(), strict=True
     ):
         torch.testing.assert_close(p, q, atol=1e-6, rtol=1e-4, msg=name)
+
+
+def test_rotate_checkpoints_keeps_the_newest(tmp_path):
+    for step in (2, 10, 9, 1):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+    (tmp_path / "checkpoint-x").mkdir()
+    removed = rotate_checkpoints(tmp_path, keep=2)
+    assert sorted(p.name for p in removed) == ["checkpoint-1", "checkpoint-2"]
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["checkpoint-10", "checkpoint-9", "checkpoint-x"]

@@ -1,0 +1,86 @@
+"""PPO through a real worker subprocess on the shipped default model: train, stop, resume."""
+
+from __future__ import annotations
+
+import pytest
+from test_runs import FINAL, all_metrics, launcher, tiny_config, wait_for  # noqa: F401
+
+from engine.config import RunConfig
+from engine.worker import latest_checkpoint
+from storage import samples as sample_store
+from storage.db import Database
+from storage.paths import db_path
+from storage.schema import RunStatus
+
+pytestmark = pytest.mark.slow
+
+PPO_METRICS = {
+    "ppo/approx_kl",
+    "ppo/clip_fraction",
+    "loss/policy",
+    "loss/value",
+    "ppo/entropy",
+    "ppo/explained_variance",
+    "ppo/kl_to_ref",
+    "reward/total",
+    "completions/mean_length",
+    "completions/clipped_ratio",
+    "eval/accuracy",
+    "eval/format_rate",
+}
+
+
+def test_three_step_ppo_run_leaves_metrics_samples_and_a_checkpoint(launcher, data_dir):  # noqa: F811
+    config = tiny_config("ppo")
+    run_id = launcher.start(config)
+    run = wait_for(data_dir, run_id, lambda r: r.status in FINAL)
+    assert run.status == RunStatus.COMPLETED, run.error_traceback
+    assert run.last_step == 3
+
+    rows, names = all_metrics(data_dir, run_id)
+    components = [c.name for c in config.reward.components if c.enabled]
+    assert PPO_METRICS | {f"rewards/{name}" for name in components} <= names
+    assert sorted(r.step for r in rows if r.name == "reward/total") == [1, 2, 3]
+    assert sorted(r.step for r in rows if r.name == "eval/accuracy") == [0, 3]
+
+    with Database(db_path(data_dir)) as db:
+        steps = sample_store.sample_steps(db, run_id)
+        samples = sample_store.samples_at(db, run_id, steps[-1])
+    assert steps == [1, 2, 3]
+    assert samples and all(s.value is not None and s.advantage is not None for s in samples)
+    assert [t["name"] for t in samples[0].trace] == components
+    for s in samples:
+        if s.total is not None:
+            contributions = [t["contribution"] for t in s.trace if t["contribution"] is not None]
+            assert s.total == pytest.approx(sum(contributions))
+
+    run_dir = data_dir / "runs" / run_id
+    checkpoint = latest_checkpoint(run_dir)
+    assert checkpoint is not None and checkpoint.name == "checkpoint-3"
+    assert (checkpoint / "policy" / "config.json").exists()
+    assert (checkpoint / "critic.safetensors").exists()
+    assert (run_dir / "final" / "config.json").exists()
+
+
+def test_ppo_stop_saves_a_checkpoint_and_resume_continues(launcher, data_dir):  # noqa: F811
+    run_id = launcher.start(tiny_config("ppo", steps=40))
+    wait_for(data_dir, run_id, lambda r: (r.last_step or 0) >= 1)
+    launcher.stop(run_id)
+    run = wait_for(data_dir, run_id, lambda r: r.status in FINAL)
+    assert run.status == RunStatus.STOPPED, run.error_traceback
+    stopped_at = run.last_step
+    checkpoint = latest_checkpoint(data_dir / "runs" / run_id)
+    assert checkpoint is not None and checkpoint.name == f"checkpoint-{stopped_at}"
+
+    config = RunConfig.load(data_dir / "runs" / run_id / "config.yaml")
+    config.training.steps = stopped_at + 2
+    config.save(data_dir / "runs" / run_id / "config.yaml")
+    launcher.resume(run_id)
+    run = wait_for(data_dir, run_id, lambda r: r.status in FINAL and r.status != RunStatus.STOPPED)
+    assert run.status == RunStatus.COMPLETED, run.error_traceback
+    assert run.last_step == stopped_at + 2
+    rows, _ = all_metrics(data_dir, run_id)
+    reward_steps = [r.step for r in rows if r.name == "reward/total"]
+    assert reward_steps == list(range(1, stopped_at + 3))  # one series, no step twice
+    kl_steps = [r.step for r in rows if r.name == "ppo/kl_to_ref"]
+    assert kl_steps == list(range(1, stopped_at + 3))
