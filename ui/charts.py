@@ -44,9 +44,14 @@ class Panel:
     prefixes: tuple[str, ...] = ()
     y_title: str = ""
     note: str = ""
+    exclude_suffixes: tuple[str, ...] = ()
 
     def matches(self, name: str) -> bool:
-        return name in self.names or any(name.startswith(p) for p in self.prefixes)
+        if name in self.names:
+            return True
+        if any(name.endswith(suffix) for suffix in self.exclude_suffixes):
+            return False
+        return any(name.startswith(prefix) for prefix in self.prefixes)
 
     def select(self, names: Iterable[str]) -> list[str]:
         """The metric names this panel draws, exact names first, in a stable order."""
@@ -62,6 +67,7 @@ PANELS: tuple[Panel, ...] = (
         "Reward: total and each component (raw mean)",
         names=(m.REWARD_TOTAL,),
         prefixes=("rewards/",),
+        exclude_suffixes=("/std",),  # the spread within groups is not a reward level
         y_title="reward",
     ),
     Panel(
@@ -72,14 +78,23 @@ PANELS: tuple[Panel, ...] = (
         note="A policy loss near 0 is normal in GRPO/RLOO: advantages are centred within each "
         "group, so the loss averages out. Watch the reward, not the loss.",
     ),
-    Panel("kl", "KL to the reference policy", names=(m.POLICY_KL,), y_title="KL"),
+    Panel(
+        "kl",
+        "KL to the reference policy",
+        names=(m.POLICY_KL,),
+        y_title="KL",
+        note="Logged only with a KL penalty (beta > 0); beta = 0 loads no reference model.",
+    ),
     Panel("entropy", "Policy entropy", names=(m.POLICY_ENTROPY,), y_title="nats per token"),
     Panel("clip", "Clip ratios", prefixes=("policy/clip_ratio",), y_title="share of tokens"),
     Panel(
         "length",
         "Completion length",
-        names=(m.COMPLETION_MEAN_LENGTH,),
-        prefixes=("completions/mean", "completions/min", "completions/max"),
+        names=(
+            m.COMPLETION_MEAN_LENGTH,
+            "completions/mean_terminated_length",
+            "completions/max_length",
+        ),
         y_title="tokens",
     ),
     Panel(

@@ -206,11 +206,19 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
 
     def show(cache: PreviewCache, spec_dict: dict):
         scores = cache.rescore(RewardSpec.from_dict(spec_dict))
-        datatypes = ["number", "number", "str", "html", "str", "str"]
-        datatypes += ["number"] * (len(scores.components) + 1)
+        n = len(scores.components)
+        datatypes = ["number", "number", "str", "html", "str", "str", *["number"] * (n + 1)]
+        share = max(4, 24 // max(1, n + 1))
+        widths = ["3%", "4%", "18%", f"{60 - share * (n + 1)}%", "7%", "8%"]
+        widths += [f"{share}%"] * (n + 1)
         return (
             summary_markdown(cache, scores),
-            gr.Dataframe(value=scores.rows(), headers=scores.headers(), datatype=datatypes),
+            gr.Dataframe(
+                value=scores.rows(),
+                headers=scores.headers(),
+                datatype=datatypes,
+                column_widths=widths,
+            ),
             plot_value(
                 charts.contribution_figure(
                     [str(i) for i in range(len(cache))], scores.contributions(), scores.totals

@@ -15,7 +15,7 @@ from typing import Any
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
-from ui.trace_view import completion_html, trace_columns
+from ui.trace_view import completion_html, fmt, trace_columns
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +134,12 @@ def push_to_hub(db: Database, run_id: str | None, repo_id: str, token: str) -> s
     return f"Pushed {model_dir.name} of {run_id} to https://huggingface.co/{repo_id}"
 
 
+def question(prompt: str) -> str:
+    """The user's part of a stored prompt (stored as ``role: content`` lines)."""
+    at = prompt.rfind("user: ")
+    return prompt[at + len("user: ") :] if at >= 0 else prompt
+
+
 def samples_table(db: Database, run_id: str | None, step: int | None) -> tuple[list[str], list]:
     """Headers and rows of the samples of one step, one column per reward component."""
     if not run_id or step is None:
@@ -147,12 +153,12 @@ def samples_table(db: Database, run_id: str | None, step: int | None) -> tuple[l
         out.append(
             [
                 r.group,
-                r.prompt,
+                question(r.prompt),
                 completion_html(r.completion),
                 r.answer or "",
-                r.total,
-                r.advantage,
-                *[by_name.get(c, {}).get("raw") for c in components],
+                fmt(r.total),
+                fmt(r.advantage),
+                *[fmt(by_name.get(c, {}).get("raw")) for c in components],
                 "; ".join(f"{name}: {t.get('explanation', '')}" for name, t in by_name.items()),
             ]
         )

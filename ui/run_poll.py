@@ -33,6 +33,7 @@ class RunsUpdate:
 
     runs_table: list[list[Any]] | None = None
     run_choices: list[tuple[str, str]] | None = None
+    status: str | None = None  # the selected run's status ("" for none) when it changed
     status_md: str | None = None
     error: str | None = None  # "" hides the error box
     hints_md: str | None = None
@@ -152,6 +153,7 @@ def poll(db: Database, view: RunView, selected: str | None, *, force: bool = Fal
     if view.run_id is None or progress is None:
         if force or view.status is not None:
             view.mark_shown(None)
+            update.status = ""
             update.status_md = status_markdown(None)
             update.error = ""
             update.hints_md = ""
@@ -170,6 +172,7 @@ def poll(db: Database, view: RunView, selected: str | None, *, force: bool = Fal
     if force or progressed or changed:
         run = run_store.get_run(db, view.run_id)
         view.mark_shown(progress)
+        update.status = "" if run is None else str(run.status)
         update.status_md = status_markdown(run)
         update.error = error_text(run)
         update.hints_md = hints_markdown(run, view)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from engine.launcher import RESUMABLE
 from storage import runs as run_store
 from ui import charts, run_actions
 from ui.context import AppContext
@@ -34,6 +35,18 @@ class RunsHandles:
 
 def _skip_or(value):
     return gr.skip() if value is None else value
+
+
+def action_buttons(status: str | None) -> list:
+    """Stop, Resume and Delete, enabled for the statuses where they apply."""
+    if status is None:
+        return [gr.skip()] * 3
+    active = status in ("queued", "running")
+    return [
+        gr.Button(interactive=active),
+        gr.Button(interactive=status in RESUMABLE),
+        gr.Button(interactive=bool(status) and not active),
+    ]
 
 
 def build_runs(ctx: AppContext) -> RunsHandles:
@@ -105,8 +118,9 @@ def build_runs(ctx: AppContext) -> RunsHandles:
         logs = gr.Code(label="Log", language=None, max_lines=30, elem_id="run-logs")
 
     plot_list = [plots[p.key] for p in panels]
+    buttons = [stop_btn, resume_btn, delete_btn]
     outputs = [view, table, run_select, status_md, error_box, hints_md, *plot_list, logs]
-    outputs.append(step_select)
+    outputs += [step_select, *buttons]
 
     def tick(state: RunView, selected: str | None, current_step, force: bool = False):
         update = poll(ctx.db, state, selected or None, force=force)
@@ -139,6 +153,7 @@ def build_runs(ctx: AppContext) -> RunsHandles:
             *figures,
             _skip_or(update.logs),
             steps,
+            *action_buttons(update.status),
         )
 
     timer.tick(
@@ -166,8 +181,8 @@ def build_runs(ctx: AppContext) -> RunsHandles:
     def show_samples(run_id: str | None, step):
         headers, rows = run_actions.samples_table(ctx.db, run_id, step)
         n_components = max(0, len(headers) - 7)
-        datatypes = ["number", "str", "html", "str", "number", "number"]
-        datatypes += ["number"] * n_components + ["str"]
+        datatypes = ["number", "str", "html", "str", "str", "str"]
+        datatypes += ["str"] * n_components + ["str"]
         widths = ["5%", "14%", "33%", "6%", "6%", "7%", *["6%"] * n_components]
         widths.append(f"{max(10, 29 - 6 * n_components)}%")
         if len(headers) < 7:  # no samples: the placeholder headers

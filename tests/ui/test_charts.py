@@ -24,6 +24,7 @@ def test_changed_panels_follow_metric_names():
         "eval",
     }
     assert charts.changed_panels(["train/epoch"]) == set()
+    assert charts.changed_panels(["rewards/format/std"]) == set()  # a spread, not a level
 
 
 def test_every_chart_metric_of_the_issue_has_a_panel():

@@ -1,0 +1,126 @@
+import zipfile
+
+import pytest
+
+from storage import runs as run_store
+from storage import samples as sample_store
+from storage.schema import RunStatus
+from ui import run_actions
+from ui.context import AppContext, DemoLimits, SettingsError, auth_from_env
+from ui.run_actions import RunActionError
+
+
+def test_auth_from_env_pairs_and_single_user():
+    assert auth_from_env({}) is None
+    assert auth_from_env({"STUDIO_AUTH": "alice:a1, bob:b:2"}) == [("alice", "a1"), ("bob", "b:2")]
+    assert auth_from_env({"STUDIO_USERNAME": "carol", "STUDIO_PASSWORD": "c3"}) == [("carol", "c3")]
+
+
+@pytest.mark.parametrize(
+    ("env", "field"),
+    [
+        ({"STUDIO_AUTH": "alice"}, "STUDIO_AUTH"),
+        ({"STUDIO_USERNAME": "carol"}, "STUDIO_PASSWORD"),
+        ({"STUDIO_DEMO_MAX_STEPS": "many"}, "STUDIO_DEMO_MAX_STEPS"),
+        ({"STUDIO_DEMO_MAX_STEPS": "0"}, "STUDIO_DEMO_MAX_STEPS"),
+    ],
+)
+def test_bad_settings_name_their_variable(env, field):
+    with pytest.raises(SettingsError) as err:
+        auth_from_env(env)
+        DemoLimits.from_env(env)
+    assert err.value.field == field
+
+
+def test_demo_limits_describe_themselves():
+    limits = DemoLimits.from_env({"STUDIO_DEMO_MAX_STEPS": "50"})
+    assert limits.max_steps == 50 and limits.active
+    assert "at most 50 training steps" in limits.describe()
+    assert DemoLimits.from_env({}).describe() == ""
+
+
+@pytest.fixture
+def ctx(data_dir):
+    context = AppContext(data_dir)
+    yield context
+    context.close()
+
+
+def make_run(ctx, status=RunStatus.COMPLETED):
+    folder = ctx.runs_root() / "grpo-1234abcd"
+    folder.mkdir()
+    run_store.create_run(
+        ctx.db,
+        run_id="grpo-1234abcd",
+        algorithm="grpo",
+        config={},
+        output_dir=str(folder),
+        status=RunStatus.RUNNING,
+    )
+    if status != RunStatus.RUNNING:
+        run_store.set_status(ctx.db, "grpo-1234abcd", status)
+    return folder
+
+
+def test_downloads_need_the_files(ctx):
+    folder = make_run(ctx)
+    with pytest.raises(RunActionError, match=r"no config\.yaml"):
+        run_actions.config_file(ctx.db, "grpo-1234abcd")
+    with pytest.raises(RunActionError, match="no checkpoint yet"):
+        run_actions.checkpoint_archive(ctx.db, "grpo-1234abcd", into=folder.parent)
+    (folder / "config.yaml").write_text("algorithm: grpo\n")
+    assert run_actions.config_file(ctx.db, "grpo-1234abcd").read_text() == "algorithm: grpo\n"
+    (folder / "checkpoint-2").mkdir()
+    (folder / "checkpoint-10").mkdir()
+    (folder / "checkpoint-10" / "model.safetensors").write_bytes(b"weights")
+    archive = run_actions.checkpoint_archive(ctx.db, "grpo-1234abcd", into=folder.parent)
+    assert zipfile.ZipFile(archive).namelist() == ["model.safetensors"]  # the newest one
+    (folder / "final").mkdir()
+    assert run_actions.latest_model_dir(folder).name == "final"
+
+
+def test_actions_explain_what_is_missing(ctx):
+    with pytest.raises(RunActionError, match="Pick a run"):
+        run_actions.stop_run(ctx.launcher, None)
+    with pytest.raises(RunActionError, match="no run with id"):
+        run_actions.resume_run(ctx.launcher, "nope")
+    make_run(ctx, RunStatus.COMPLETED)
+    with pytest.raises(RunActionError, match="completed"):
+        run_actions.resume_run(ctx.launcher, "grpo-1234abcd")
+
+
+def test_push_to_hub_checks_its_inputs_before_any_network(ctx):
+    make_run(ctx)
+    with pytest.raises(RunActionError, match="owner/name"):
+        run_actions.push_to_hub(ctx.db, "grpo-1234abcd", "no-slash", "hf_x")
+    with pytest.raises(RunActionError, match="token"):
+        run_actions.push_to_hub(ctx.db, "grpo-1234abcd", "alice/model", " ")
+    with pytest.raises(RunActionError, match="no checkpoint to push"):
+        run_actions.push_to_hub(ctx.db, "grpo-1234abcd", "alice/model", "hf_x")
+
+
+def test_sample_table_has_a_column_per_component(ctx):
+    make_run(ctx)
+    trace = [
+        {"name": "correctness", "raw": 1.0, "explanation": "answer 4 = gold 4"},
+        {"name": "format", "raw": None, "explanation": "not scored"},
+    ]
+    sample_store.add_samples(
+        ctx.db,
+        "grpo-1234abcd",
+        3,
+        [
+            {
+                "prompt": "system: be brief\nuser: 2+2?",
+                "completion": "<answer>4</answer>",
+                "total": 1.0,
+                "trace": trace,
+                "group": 0,
+            }
+        ],
+    )
+    headers, rows = run_actions.samples_table(ctx.db, "grpo-1234abcd", 3)
+    assert headers[6:] == ["correctness", "format", "why"]
+    assert rows[0][1] == "2+2?"  # the user's question, not the system prompt
+    assert rows[0][6:8] == ["1", "–"]
+    assert "answer 4 = gold 4" in rows[0][8]
