@@ -81,12 +81,23 @@ PANELS: tuple[Panel, ...] = (
     Panel(
         "kl",
         "KL to the reference policy",
-        names=(m.POLICY_KL,),
+        names=(m.POLICY_KL, m.PPO_KL_TO_REF, m.PPO_APPROX_KL),
         y_title="KL",
         note="Logged only with a KL penalty (beta > 0); beta = 0 loads no reference model.",
     ),
-    Panel("entropy", "Policy entropy", names=(m.POLICY_ENTROPY,), y_title="nats per token"),
-    Panel("clip", "Clip ratios", prefixes=("policy/clip_ratio",), y_title="share of tokens"),
+    Panel(
+        "entropy",
+        "Policy entropy",
+        names=(m.POLICY_ENTROPY, m.PPO_ENTROPY),
+        y_title="nats per token",
+    ),
+    Panel(
+        "clip",
+        "Clip ratios",
+        names=(m.PPO_CLIP_FRACTION, m.PPO_VALUE_CLIP_FRACTION),
+        prefixes=("policy/clip_ratio",),
+        y_title="share of tokens",
+    ),
     Panel(
         "length",
         "Completion length",
@@ -113,6 +124,14 @@ PANELS: tuple[Panel, ...] = (
         y_title="rate",
     ),
     Panel("perf", "Throughput", names=(m.TOKENS_PER_S,), y_title="tokens/s"),
+    Panel(
+        "value",
+        "Value head (PPO)",
+        names=(m.PPO_EXPLAINED_VARIANCE, m.PPO_VALUE_MEAN, m.PPO_RETURN_MEAN),
+        y_title="value",
+        note="Explained variance near 1: the critic predicts returns well; near 0 or "
+        "below: its advantages are mostly noise.",
+    ),
 )
 
 

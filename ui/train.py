@@ -15,7 +15,7 @@ import gradio as gr
 
 from engine.config import RunConfig, documented_yaml
 from engine.dataclass_io import ConfigError
-from engine.models import available_models
+from engine.models import DEFAULT_MODEL_ALIAS, available_models
 from rewards.spec import RewardSpec
 from ui import spec_io, train_form
 from ui.context import AppContext
@@ -139,15 +139,23 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
             with gr.Accordion("Model", open=True):
                 with gr.Row():
                     model_key = gr.Dropdown(
-                        label="Model", choices=model_options, value=model_options[0][1]
+                        label="Model",
+                        choices=model_options,
+                        value=model_options[0][1],
+                        elem_id="train-model",
                     )
                     custom_model = gr.Textbox(
                         label="Hugging Face id or local folder", visible=False
                     )
                 with gr.Row():
-                    lora = gr.Checkbox(label="LoRA adapter (train few parameters)", value=False)
+                    lora = gr.Checkbox(
+                        label="LoRA adapter (train few parameters)",
+                        value=False,
+                        elem_id="train-lora",
+                    )
                     lora_r = gr.Number(label="LoRA rank r", value=16, precision=0)
                     lora_alpha = gr.Number(label="LoRA alpha", value=32, precision=0)
+                model_note = gr.Markdown(elem_id="train-model-note")
                 error_md("model")
             with gr.Accordion("Training data", open=False):
                 data = build_data_inputs("train", "train")
@@ -248,10 +256,32 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
         [g for section in algos for g in sections[section]],
         api_visibility="private",
     )
+    suggested_paths = list(train_form.suggested_values(input_fields, True))
+    suggested_inputs = [
+        inputs[input_fields.index(f)] for f in input_fields if f.path in suggested_paths
+    ]
+    suggested_order = [f for f in input_fields if f.path in suggested_paths]
+
+    def on_model(key: str):
+        pretrained = key != DEFAULT_MODEL_ALIAS
+        values = train_form.suggested_values(input_fields, pretrained)
+        updates = []
+        for f in suggested_order:
+            value = values[f.path]
+            text = f.optional and f.kind in ("int", "float")
+            updates.append("" if text and value is None else (str(value) if text else value))
+        note = (
+            "Suggested for a pretrained model: LoRA, learning rate 1e-5, 4 prompts per step, "
+            "micro-batches of 8, up to 256 new tokens. Adjust to your memory and time."
+            if pretrained
+            else ""
+        )
+        return (gr.Textbox(visible=key == CUSTOM), pretrained, note, *updates)
+
     model_key.change(
-        lambda key: gr.Textbox(visible=key == CUSTOM),
+        on_model,
         model_key,
-        custom_model,
+        [custom_model, lora, model_note, *suggested_inputs],
         api_visibility="private",
     )
 

@@ -90,6 +90,15 @@ def test_a_train_form_error_is_shown_on_its_field(page: Page):
     expect(page.locator("#train-summary")).to_contain_text("5 steps")
 
 
+def test_a_pretrained_model_gets_suggested_settings(page: Page):
+    open_tab(page, "Train")
+    page.locator("#train-model input").click()
+    page.get_by_role("option", name=re.compile("Hugging Face id")).click()
+    expect(page.locator("#train-model-note")).to_contain_text("Suggested for a pretrained model")
+    expect(page.locator("#train-lora input")).to_be_checked()
+    expect(page.locator("#train-generation-max-completion-length input")).to_have_value("256")
+
+
 @pytest.mark.slow
 def test_preview_generates_and_follows_the_weights_without_generating_again(page: Page):
     open_tab(page, "Preview")

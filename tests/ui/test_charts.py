@@ -42,6 +42,10 @@ def test_every_chart_metric_of_the_issue_has_a_panel():
         "eval/strict_accuracy",
         "eval/format_rate",
         "perf/tokens_per_s",
+        "ppo/approx_kl",
+        "ppo/clip_fraction",
+        "ppo/explained_variance",
+        "loss/value",
     ]:
         assert charts.changed_panels([name]), name
 

@@ -105,3 +105,17 @@ def test_form_values_reproduce_a_config(fields):
 
 def test_cli_command_quotes_paths():
     assert train_form.cli_command("my config.yaml") == "python -m engine train 'my config.yaml'"
+
+
+def test_suggestions_follow_the_model(fields):
+    pretrained = train_form.suggested_values(fields, pretrained=True)
+    assert pretrained["training.learning_rate"] == 1e-5
+    tiny = train_form.suggested_values(fields, pretrained=False)
+    assert tiny["training.learning_rate"] == RunConfig().training.learning_rate
+    assert tiny["training.micro_batch_size"] is None
+    paths = [f.path for f in fields]
+    values = defaults(fields)
+    for path, value in pretrained.items():
+        values[paths.index(path)] = value
+    config = build_config(inputs(), fields, values)  # the suggestions form a valid config
+    assert config.generation.max_completion_length == 256
