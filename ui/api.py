@@ -28,6 +28,7 @@ from storage import metrics as metric_store
 from storage import runs as run_store
 from storage.runs import RunInfo
 from ui.context import AppContext
+from ui.spec_io import load_text
 
 MAX_API_COMPLETIONS = 1000
 MAX_METRIC_ROWS = 10_000
@@ -40,7 +41,7 @@ class ApiError(ValueError):
 def _spec(spec: dict | str) -> RewardSpec:
     try:
         if isinstance(spec, str):
-            data = yaml.safe_load(spec)
+            data = load_text(spec)
             if not isinstance(data, dict):
                 raise ApiError("spec: must be a reward spec mapping (JSON or YAML)")
             spec = data
@@ -78,7 +79,7 @@ def score_preview(
 def _config(config: dict | str) -> RunConfig:
     try:
         if isinstance(config, str):
-            data = yaml.safe_load(config) if config.strip() else {}
+            data = load_text(config) if config.strip() else {}
             if not isinstance(data, dict):
                 raise ApiError("config: must be a run config mapping (YAML or JSON)")
             config = data

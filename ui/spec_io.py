@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,17 @@ def spec_text(spec: RewardSpec, fmt: str = "json") -> str:
     return spec.to_yaml() if fmt == "yaml" else spec.to_json()
 
 
+def load_text(text: str) -> Any:
+    """JSON or YAML text as data; JSON is tried first, since a YAML 1.1 parser reads the JSON
+    number ``1e-06`` as a string. Raises ``yaml.YAMLError`` when neither parses."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return yaml.safe_load(text)
+
+
 def parse_spec(text: str) -> RewardSpec:
-    """A spec from JSON or YAML text (YAML is a superset of JSON, so one parser reads both).
+    """A spec from JSON or YAML text (see :func:`load_text`).
 
     Raises:
         RewardSpecError: the text is not a mapping, or a field is invalid (named in the error).
@@ -29,7 +39,7 @@ def parse_spec(text: str) -> RewardSpec:
     if len(text.encode("utf-8", errors="replace")) > MAX_IMPORT_BYTES:
         raise RewardSpecError("", f"the spec is over {MAX_IMPORT_BYTES:,} bytes; is it a spec?")
     try:
-        data: Any = yaml.safe_load(text)
+        data = load_text(text)
     except yaml.YAMLError as exc:
         raise RewardSpecError("", f"not valid JSON or YAML: {exc}") from None
     if isinstance(data, dict) and "reward" in data and "components" not in data:

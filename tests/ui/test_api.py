@@ -67,3 +67,8 @@ def test_unknown_run_is_named(ctx):
         api.run_status(ctx, "nope")
     with pytest.raises(ApiError, match="run_id"):
         api.run_metrics(ctx, "nope")
+
+
+def test_json_numbers_in_exponent_form_stay_numbers(ctx):
+    spec = '{"components": [{"name": "correctness", "params": {"abs_tol": 1e-06}}]}'
+    assert api.score_preview(ctx, spec, ["<answer>4</answer>"], answers=["4"])["totals"] == [1.0]

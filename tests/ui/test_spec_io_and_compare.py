@@ -1,0 +1,83 @@
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rewards.errors import RewardSpecError
+from rewards.spec import preset
+from storage import runs as run_store
+from storage.db import Database
+from storage.metrics import MetricWriter
+from storage.paths import db_path
+from ui import spec_io
+from ui.compare import compare, config_diff, flatten
+
+
+def test_spec_text_round_trips_in_both_formats():
+    spec = preset("concise answers")
+    for fmt in spec_io.FORMATS:
+        assert spec_io.parse_spec(spec_io.spec_text(spec, fmt)).to_dict() == spec.to_dict()
+
+
+def test_a_whole_run_config_imports_its_reward():
+    text = yaml.safe_dump({"algorithm": "grpo", "reward": preset("format only").to_dict()})
+    assert [c.name for c in spec_io.parse_spec(text).components] == ["format"]
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[1, 2", "not valid JSON or YAML"),
+        ("- a\n- b\n", "mapping"),
+        ('{"components": [{"name": "magic"}]}', "unknown component 'magic'"),
+    ],
+)
+def test_bad_imports_say_what_is_wrong(text, words):
+    with pytest.raises(RewardSpecError, match=words):
+        spec_io.parse_spec(text)
+
+
+def test_non_utf8_file_is_refused(tmp_path):
+    path = tmp_path / "spec.json"
+    path.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(RewardSpecError, match="not UTF-8"):
+        spec_io.read_spec_file(path)
+
+
+def test_export_files_include_a_standalone_trl_module():
+    paths = [Path(p) for p in spec_io.export_files(preset("R1-style math"))]
+    assert [p.name for p in paths] == ["reward_spec.json", "reward_spec.yaml", "reward_module.py"]
+    assert json.loads(paths[0].read_text())["components"][0]["name"] == "correctness"
+    source = paths[2].read_text()
+    compile(source, "reward_module.py", "exec")
+    assert "reward_funcs" in source and "from rewards" not in source and "import ui" not in source
+
+
+def test_flatten_and_diff_show_only_differing_fields():
+    a = {"training": {"steps": 3, "lr": 0.1}, "reward": {"components": [{"weight": 1.0}]}}
+    b = {"training": {"steps": 5, "lr": 0.1}, "reward": {"components": [{"weight": 2.0}]}}
+    assert flatten(a)["reward.components[0].weight"] == 1.0
+    headers, rows = config_diff({"r1": a, "r2": b})
+    assert headers == ["field", "r1", "r2"]
+    assert rows == [["reward.components[0].weight", "1.0", "2.0"], ["training.steps", "3", "5"]]
+
+
+def test_compare_overlays_one_metric_of_several_runs(data_dir):
+    with Database(db_path(data_dir)) as db:
+        ids = []
+        for i, steps in enumerate((3, 5)):
+            run = run_store.create_run(
+                db, algorithm="grpo", name=f"run {i}", config={"training": {"steps": steps}}
+            )
+            with MetricWriter(db, run.id) as writer:
+                for step in range(1, steps + 1):
+                    writer.log(step, {"reward/total": step / 10, "loss/policy": 0.0})
+            ids.append(run.id)
+        figure, names, metric, headers, rows = compare(db, ids, None)
+    assert names == ["loss/policy", "reward/total"]
+    assert metric == "reward/total"  # the default metric when none is picked
+    assert [t["name"] for t in figure["data"]] == ["run 0", "run 1"]
+    assert [len(t["x"]) for t in figure["data"]] == [3, 5]
+    assert rows == [["training.steps", "3", "5"]]
+    assert headers[1:] == ids
