@@ -91,7 +91,7 @@ class ModelSpec:
         gguf_file: GGUF file name inside ``name_or_path`` (dequantised on load).
     """
 
-    name_or_path: str = str(DEFAULT_MODEL_DIR)
+    name_or_path: str = DEFAULT_MODEL_ALIAS
     dtype: str = "auto"
     lora: LoraSpec | None = None
     load_in_4bit: bool = False
