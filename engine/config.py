@@ -407,22 +407,48 @@ class RunConfig:
 
 
 def documented_yaml(config: RunConfig | None = None) -> str:
-    """The config as YAML with each section's fields preceded by their ``help`` text."""
+    """The config as YAML, each field preceded by its help text as a comment."""
     config = config or RunConfig()
     lines = ["# Reward Studio run config. Run it with: python -m engine train THIS_FILE.yaml", ""]
     for f in fields(config):
         value = getattr(config, f.name)
         if "help" in f.metadata:
             lines.append(f"# {f.metadata['help']}")
-        if is_dataclass(value) and not hasattr(value, "from_dict"):
+        if is_dataclass(value):
             lines.append(f"{f.name}:")
-            for sub in fields(value):
-                if "help" in sub.metadata:
-                    lines.append(f"  # {sub.metadata['help']}")
-                dumped = yaml.safe_dump({sub.name: to_plain(getattr(value, sub.name))})
+            docs = _attribute_docs(type(value))
+            plain = to_plain(value)
+            for name, sub_value in plain.items():
+                sub = value.__dataclass_fields__.get(name)
+                help_text = sub.metadata.get("help") if sub else None
+                if help_text or name in docs:
+                    lines.append(f"  # {(help_text or docs[name]).replace('``', '')}")
+                dumped = yaml.safe_dump({name: sub_value}, sort_keys=False, allow_unicode=True)
                 lines.extend("  " + line for line in dumped.rstrip().splitlines())
         else:
             dumped = yaml.safe_dump({f.name: to_plain(value)}, sort_keys=False, allow_unicode=True)
             lines.extend(dumped.rstrip().splitlines())
         lines.append("")
     return "\n".join(lines)
+
+
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """Field descriptions from a Google-style ``Attributes:`` docstring section."""
+    docs: dict[str, str] = {}
+    in_section, current = False, None
+    for line in (cls.__doc__ or "").splitlines():
+        stripped = line.strip()
+        if stripped == "Attributes:":
+            in_section = True
+            continue
+        if not in_section:
+            continue
+        if not stripped:
+            break
+        name, sep, text = stripped.partition(": ")
+        if sep and name.isidentifier():
+            current = name
+            docs[name] = text
+        elif current:
+            docs[current] += " " + stripped
+    return docs
