@@ -10,7 +10,6 @@ import argparse
 import logging
 import os
 import sys
-import time
 from pathlib import Path
 
 from engine.dataclass_io import ConfigError
@@ -31,33 +30,18 @@ def _load_config(path: str):
 def cmd_train(args: argparse.Namespace) -> int:
     from engine import worker
     from engine.launcher import CONFIG_FILE, Launcher
-    from storage import runs as run_store
-    from storage.db import Database
-    from storage.paths import db_path
     from storage.schema import RunStatus
 
     config = _load_config(args.config)
-    data_dir = _data_dir(args.data_dir)
-    run_id = run_store.new_run_id(config.algorithm)
-    run_dir = Launcher(data_dir).run_dir(run_id)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    config.save(run_dir / CONFIG_FILE)
-    with Database(db_path(data_dir)) as db:
-        run_store.create_run(
-            db,
-            run_id=run_id,
-            name=config.name or run_id,
-            algorithm=config.algorithm,
-            config=config.to_dict(),
-            output_dir=str(run_dir),
-            total_steps=config.training.steps,
-        )
-        now = time.time()
-        run_store.update_run(
-            db, run_id, status=RunStatus.RUNNING, pid=os.getpid(), started_at=now, heartbeat_at=now
-        )
-    print(f"run {run_id}: {config.algorithm} for {config.training.steps} steps; data in {data_dir}")
-    status = worker.run(run_dir / CONFIG_FILE, run_id, data_dir, show_progress=True)
+    launcher = Launcher(_data_dir(args.data_dir))
+    run_id = launcher.record(config, pid=os.getpid())
+    print(
+        f"run {run_id}: {config.algorithm} for {config.training.steps} steps; "
+        f"data in {launcher.data_dir}"
+    )
+    status = worker.run(
+        launcher.run_dir(run_id) / CONFIG_FILE, run_id, launcher.data_dir, show_progress=True
+    )
     print(f"run {run_id}: {status}")
     return 0 if status != RunStatus.FAILED else 1
 

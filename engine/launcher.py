@@ -96,8 +96,9 @@ class Launcher:
         return runs_dir(self.data_dir) / run_id
 
     # ---- lifecycle ------------------------------------------------------------------------
-    def start(self, config: RunConfig) -> str:
-        """Record the run, save its config and start it (or queue it); returns the run id now."""
+    def record(self, config: RunConfig, *, pid: int | None = None) -> str:
+        """Save the config in a new run folder and record the run: ``queued``, or ``running``
+        in process ``pid`` (a foreground CLI run). Returns the run id."""
         run_id = run_store.new_run_id(config.algorithm)
         run_dir = self.run_dir(run_id)
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -111,7 +112,15 @@ class Launcher:
                 config=config.to_dict(),
                 output_dir=str(run_dir),
                 total_steps=config.training.steps,
+                status=RunStatus.QUEUED if pid is None else RunStatus.RUNNING,
             )
+            if pid is not None:
+                run_store.update_run(db, run_id, pid=pid, heartbeat_at=time.time())
+        return run_id
+
+    def start(self, config: RunConfig) -> str:
+        """Record the run and start it (or queue it); returns the run id at once."""
+        run_id = self.record(config)
         self.dispatch()
         return run_id
 
