@@ -46,12 +46,12 @@ def column(page: Page, table_id: str, index: int) -> list[str]:
     return list(cells)
 
 
-def chart_points(page: Page, chart: str) -> list[int]:
+def chart_points(page: Page, elem_id: str) -> list[int]:
     """Points per trace of a Plotly chart as drawn in the page (empty: no trace yet)."""
     return page.evaluate(
         "(id) => { const el = document.querySelector(`#${id} .js-plotly-plot`);"
         " return el && el.data ? el.data.map(d => d.x.length) : []; }",
-        f"chart-{chart}",
+        elem_id,
     )
 
 
@@ -97,6 +97,69 @@ def test_a_pretrained_model_gets_suggested_settings(page: Page):
     expect(page.locator("#train-model-note")).to_contain_text("Suggested for a pretrained model")
     expect(page.locator("#train-lora input")).to_be_checked()
     expect(page.locator("#train-generation-max-completion-length input")).to_have_value("256")
+
+
+def record_run(data_dir, name, *, steps, failed=False):
+    """A run written straight to the app's storage, as a worker would leave it."""
+    from storage import runs as run_store
+    from storage.db import Database
+    from storage.metrics import MetricWriter
+    from storage.paths import db_path
+    from storage.schema import RunStatus
+
+    with Database(db_path(data_dir)) as db:
+        run = run_store.create_run(
+            db,
+            algorithm="grpo",
+            name=name,
+            config={"training": {"steps": steps}},
+            total_steps=steps,
+            status=RunStatus.RUNNING,
+        )
+        with MetricWriter(db, run.id) as writer:
+            for step in range(1, steps + 1):
+                writer.log(step, {"reward/total": step / 10})
+        if failed:
+            run_store.set_status(
+                db,
+                run.id,
+                RunStatus.FAILED,
+                error="ValueError: the prompt column is empty",
+                traceback='Traceback (most recent call last):\n  File "worker.py"\nValueError',
+            )
+        else:
+            run_store.set_status(db, run.id, RunStatus.COMPLETED)
+    return run.id
+
+
+def test_a_failed_run_shows_its_error_in_the_run_view(page: Page, live_app):
+    run_id = record_run(live_app.data_dir, "broken run", steps=2, failed=True)
+    page.goto(f"{live_app.url}?run={run_id}")
+    page.wait_for_selector("#main-tabs")
+    open_tab(page, "Runs")
+    expect(page.locator("#run-status")).to_contain_text("failed")
+    expect(page.locator("#run-status")).to_contain_text("the prompt column is empty")
+    expect(page.locator("#run-error")).to_contain_text("Traceback")
+    expect(page.locator("#run-resume button, button#run-resume").first).to_be_enabled()
+    expect(page.locator("#run-stop button, button#run-stop").first).to_be_disabled()
+
+
+def test_compare_overlays_runs_and_diffs_their_configs(page: Page, live_app):
+    record_run(live_app.data_dir, "short one", steps=2)
+    record_run(live_app.data_dir, "long one", steps=4)
+    open_tab(page, "Compare")
+    page.get_by_role("button", name="Refresh").click()
+    box = page.locator("#compare-runs input")
+    for name in ("short one", "long one"):
+        box.click()
+        page.get_by_role("option", name=re.compile(name)).click()
+    page.keyboard.press("Escape")
+    page.wait_for_function(
+        "() => { const el = document.querySelector('#compare-chart .js-plotly-plot');"
+        " return el && el.data && el.data.length === 2; }"
+    )
+    assert sorted(chart_points(page, "compare-chart")) == [2, 4]
+    expect(page.locator("#compare-diff")).to_contain_text("training.steps")
 
 
 @pytest.mark.slow
@@ -163,7 +226,7 @@ def test_a_three_step_grpo_run_streams_live_and_survives_a_reload(page: Page, br
     seen: list[int] = []
     deadline = time.monotonic() + 420
     while time.monotonic() < deadline:
-        points = chart_points(page, "reward")
+        points = chart_points(page, "chart-reward")
         seen.append(points[0] if points else 0)
         text = status.inner_text()
         if "completed" in text or "failed" in text:
@@ -172,9 +235,9 @@ def test_a_three_step_grpo_run_streams_live_and_survives_a_reload(page: Page, br
     assert "completed" in status.inner_text(), page.locator("#run-error").inner_text()
     expect(page.locator("#run-status")).to_contain_text("step 3/3")
     time.sleep(2)  # the tick after the last write
-    assert chart_points(page, "reward")[0] == 3
+    assert chart_points(page, "chart-reward")[0] == 3
     assert len(set(seen)) >= 2 and seen == sorted(seen), f"points grew live: {seen}"
-    assert chart_points(page, "eval")  # held-out accuracy before and after
+    assert chart_points(page, "chart-eval")  # held-out accuracy before and after
     expect(rows(page, "run-samples").first).to_be_visible()
 
     # A reload re-attaches: the run is listed, selected, and its charts are drawn again.
