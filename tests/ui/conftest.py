@@ -104,6 +104,12 @@ def running_app(data_dir: Path, env: dict[str, str] | None = None) -> Iterator[L
         _stop_workers(data_dir)
 
 
+@pytest.fixture
+def start_app():
+    """``start_app(data_dir, env)``: a context manager running another app (e.g. with login)."""
+    return running_app
+
+
 @pytest.fixture(scope="session")
 def live_app(tmp_path_factory) -> Iterator[LiveApp]:
     """The app on a free port with a fresh data dir, shared by the UI tests."""

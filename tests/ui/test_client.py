@@ -76,3 +76,13 @@ def test_start_a_run_and_read_its_metrics(client):
     assert again["points"] == []
     listed = client.predict(api_name="/list_runs")
     assert run_id in [r["run_id"] for r in listed]
+
+
+def test_login_from_environment_variables(tmp_path, start_app):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    with start_app(data_dir, env={"STUDIO_AUTH": "alice:s3cret"}) as app:
+        with pytest.raises(Exception):  # noqa: B017 (gradio_client raises a plain ValueError)
+            Client(app.url, verbose=False)
+        client = Client(app.url, auth=("alice", "s3cret"), verbose=False)
+        assert client.predict(api_name="/list_runs") == []
