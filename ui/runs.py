@@ -163,6 +163,7 @@ def build_runs(ctx: AppContext) -> RunsHandles:
         show_progress="hidden",
         api_visibility="private",
         trigger_mode="always_last",
+        concurrency_limit=None,  # one cheap query; never wait behind other sessions' events
     )
     run_select.change(
         lambda state, selected, step: tick(state, selected, step, force=True),

@@ -15,7 +15,7 @@ import gradio as gr
 
 from engine.config import RunConfig, documented_yaml
 from engine.dataclass_io import ConfigError
-from engine.models import DEFAULT_MODEL_ALIAS, available_models
+from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, available_models
 from rewards.spec import RewardSpec
 from ui import spec_io, train_form
 from ui.context import AppContext
@@ -26,6 +26,7 @@ from ui.preview_run import CUSTOM, PreviewError, resolve_model
 from ui.train_form import FormField, TrainInputs
 
 GENERAL = ""
+MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
 SECTION_TITLES = {
     "generation": "Generation",
     "training": "Training",
@@ -71,8 +72,19 @@ def model_dict(ctx: AppContext, key: str, custom: str, lora: bool, r: Any, alpha
     except PreviewError as exc:
         raise ConfigError("model", str(exc)) from None
     data = spec.to_dict()
+    if key in MODEL_ALIASES:  # the engine resolves aliases: the config stays portable
+        data.update(name_or_path=key, gguf_file=None)
     data["lora"] = {"r": int(r or 16), "alpha": int(alpha or 32)} if lora else None
     return data
+
+
+def training_models(ctx: AppContext) -> list[tuple[str, str]]:
+    """``(label, key)`` of the models a run may train. With a demo cap on model size only the
+    shipped default model is offered (its size is known without loading it)."""
+    options = [(m.label, m.key) for m in available_models() if m.available]
+    if ctx.demo.max_model_params is not None:
+        return [o for o in options if o[1] == DEFAULT_MODEL_ALIAS]
+    return [*options, ("Any Hugging Face id or local folder…", CUSTOM)]
 
 
 def reward_summary(spec_dict: dict) -> str:
@@ -121,8 +133,7 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
                         input_fields.append(f)
                         error_md(f.path)
 
-    model_options = [(m.label, m.key) for m in available_models() if m.available]
-    model_options.append(("Any Hugging Face id or local folder…", CUSTOM))
+    model_options = training_models(ctx)
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
             with gr.Row():

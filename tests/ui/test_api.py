@@ -72,3 +72,12 @@ def test_unknown_run_is_named(ctx):
 def test_json_numbers_in_exponent_form_stay_numbers(ctx):
     spec = '{"components": [{"name": "correctness", "params": {"abs_tol": 1e-06}}]}'
     assert api.score_preview(ctx, spec, ["<answer>4</answer>"], answers=["4"])["totals"] == [1.0]
+
+
+def test_a_model_size_cap_keeps_demo_runs_on_the_default_model(data_dir):
+    ctx = AppContext(data_dir, demo=DemoLimits(max_model_params=1_000_000))
+    try:
+        with pytest.raises(ApiError, match="only the default model"):
+            api.start_run(ctx, {"model": {"name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"}})
+    finally:
+        ctx.close()
