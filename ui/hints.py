@@ -46,22 +46,17 @@ def run_hints(algorithm: str, latest: Mapping[str, float]) -> list[str]:
     return hints
 
 
-def preview_hints(truncated: Sequence[bool], zero_std_fraction: float | None) -> list[str]:
-    """Hints for a preview: truncation and groups without reward spread."""
-    hints = []
-    if truncated:
-        share = sum(truncated) / len(truncated)
-        if share >= CLIPPED_WARN:
-            hints.append(
-                f"{share:.0%} of these completions were cut off at max tokens: a truncated "
-                "completion has no final answer, so correctness scores it 0. Raise max tokens."
-            )
-    if zero_std_fraction is not None and zero_std_fraction >= ZERO_STD_WARN:
-        hints.append(
-            f"{zero_std_fraction:.0%} of prompt groups score identically: GRPO would get no "
-            "learning signal from them."
-        )
-    return hints
+def preview_hints(truncated: Sequence[bool]) -> list[str]:
+    """Hints for a preview beyond the reward library's group diagnostics: truncation."""
+    if not truncated:
+        return []
+    share = sum(truncated) / len(truncated)
+    if share < CLIPPED_WARN:
+        return []
+    return [
+        f"{share:.0%} of these completions were cut off at max tokens: a truncated completion "
+        "has no final answer, so correctness scores it 0. Raise max new tokens."
+    ]
 
 
 def status_hint(status: str) -> str:

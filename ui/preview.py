@@ -9,6 +9,7 @@ row shows that sample's trace and the reward-hacking probes.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import gradio as gr
@@ -33,14 +34,7 @@ from ui.preview_run import (
 from ui.preview_state import PreviewCache, PreviewScores
 from ui.trace_view import fmt
 
-PREVIEW_FIELDS = (
-    "model",
-    "data",
-    "num_prompts",
-    "samples_per_prompt",
-    "temperature",
-    "max_new_tokens",
-)
+logger = logging.getLogger(__name__)
 
 
 def summary_markdown(cache: PreviewCache, scores: PreviewScores) -> str:
@@ -49,7 +43,7 @@ def summary_markdown(cache: PreviewCache, scores: PreviewScores) -> str:
         return "Generate completions to preview the reward on them."
     lines = [f"**{cache.source}** · mean total reward **{fmt(scores.mean_total(), 4)}**"]
     diag = scores.diagnostics()
-    found = hints.preview_hints(cache.truncated, diag.zero_std_fraction) + list(diag.warnings)
+    found = hints.preview_hints(cache.truncated) + list(diag.warnings)
     lines += [warn(escape(w)) for w in dict.fromkeys(found)]
     return "\n\n".join(lines)
 
@@ -176,7 +170,6 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
             contrib = gr.Plot(show_label=False, elem_id="preview-contributions")
             diagnostics = gr.Markdown(elem_id="preview-diagnostics")
             gr.Markdown("### Selected sample (click a row)")
-            selected = gr.Number(value=None, visible=False)
             trace = gr.Dataframe(
                 headers=TRACE_HEADERS,
                 value=[],
@@ -262,7 +255,10 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
         hidden = [gr.Markdown(visible=False) for _ in error_names]
         try:
             cache = generate_preview(ctx, request, lambda f, text: progress(f, desc=text))
-        except PreviewError as exc:
+        except Exception as exc:  # shown next to the input it is about, never as a trace
+            if not isinstance(exc, PreviewError):
+                logger.exception("Preview generation failed")
+                exc = PreviewError("model", f"generation failed: {type(exc).__name__}: {exc}")
             field = exc.field if exc.field in error_names else "data"
             errs = [
                 gr.Markdown(value=warn(escape(exc)), visible=True) if name == field else h
@@ -301,16 +297,16 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
 
     def on_select(cache: PreviewCache, spec_dict: dict, evt: gr.SelectData):
         if cache.empty:
-            return gr.skip(), gr.skip(), gr.skip()
+            return gr.skip(), gr.skip()
         index = int(evt.index[0])
         spec = RewardSpec.from_dict(spec_dict)
         scores = cache.rescore(spec)
         rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
-        return index, sample_trace(scores, index), rows
+        return sample_trace(scores, index), rows
 
     table.select(
         on_select,
         inputs=[cache_state, design.spec_state],
-        outputs=[selected, trace, probes],
+        outputs=[trace, probes],
         api_visibility="private",
     )
