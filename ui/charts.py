@@ -45,6 +45,10 @@ class Panel:
     y_title: str = ""
     note: str = ""
     exclude_suffixes: tuple[str, ...] = ()
+    only_for: tuple[str, ...] = ()  # algorithms that log it; empty: every algorithm
+
+    def shown_for(self, algorithm: str | None) -> bool:
+        return not self.only_for or algorithm in self.only_for
 
     def matches(self, name: str) -> bool:
         if name in self.names:
@@ -129,6 +133,7 @@ PANELS: tuple[Panel, ...] = (
         "Value head (PPO)",
         names=(m.PPO_EXPLAINED_VARIANCE, m.PPO_VALUE_MEAN, m.PPO_RETURN_MEAN),
         y_title="value",
+        only_for=("ppo",),
         note="Explained variance near 1: the critic predicts returns well; near 0 or "
         "below: its advantages are mostly noise.",
     ),

@@ -34,6 +34,7 @@ class RunsUpdate:
     runs_table: list[list[Any]] | None = None
     run_choices: list[tuple[str, str]] | None = None
     status: str | None = None  # the selected run's status ("" for none) when it changed
+    algorithm: str | None = None  # the selected run's algorithm when the selection changed
     status_md: str | None = None
     error: str | None = None  # "" hides the error box
     hints_md: str | None = None
@@ -173,6 +174,8 @@ def poll(db: Database, view: RunView, selected: str | None, *, force: bool = Fal
         run = run_store.get_run(db, view.run_id)
         view.mark_shown(progress)
         update.status = "" if run is None else str(run.status)
+        if force and run is not None:
+            update.algorithm = run.algorithm
         update.status_md = status_markdown(run)
         update.error = error_text(run)
         update.hints_md = hints_markdown(run, view)

@@ -93,10 +93,12 @@ def build_runs(ctx: AppContext) -> RunsHandles:
 
     plots: dict[str, gr.Plot] = {}
     panels = list(charts.PANELS)
+    panel_columns: dict[str, gr.Column] = {}
     for start in range(0, len(panels), 3):
         with gr.Row():
             for panel in panels[start : start + 3]:
-                with gr.Column(min_width=300):
+                with gr.Column(min_width=300, visible=panel.shown_for(None)) as column:
+                    panel_columns[panel.key] = column
                     plots[panel.key] = gr.Plot(
                         show_label=False, elem_id=f"chart-{panel.key}", elem_classes="run-chart"
                     )
@@ -121,6 +123,8 @@ def build_runs(ctx: AppContext) -> RunsHandles:
     buttons = [stop_btn, resume_btn, delete_btn]
     outputs = [view, table, run_select, status_md, error_box, hints_md, *plot_list, logs]
     outputs += [step_select, *buttons]
+    optional_panels = [p for p in panels if p.only_for]
+    outputs += [panel_columns[p.key] for p in optional_panels]
 
     def tick(state: RunView, selected: str | None, current_step, force: bool = False):
         update = poll(ctx.db, state, selected or None, force=force)
@@ -154,6 +158,12 @@ def build_runs(ctx: AppContext) -> RunsHandles:
             _skip_or(update.logs),
             steps,
             *action_buttons(update.status),
+            *[
+                gr.skip()
+                if update.algorithm is None
+                else gr.Column(visible=p.shown_for(update.algorithm))
+                for p in optional_panels
+            ],
         )
 
     timer.tick(
