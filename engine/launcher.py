@@ -60,6 +60,12 @@ def worker_command(config_path: Path, run_id: str, data_dir: Path, num_gpus: int
             "accelerate.commands.launch",
             "--num_processes",
             str(num_gpus),
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",  # the trainer sets bf16 itself where the GPU supports it
+            "--dynamo_backend",
+            "no",
             *args,
         ]
     return [sys.executable, *args]

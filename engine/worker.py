@@ -170,13 +170,18 @@ def _train(
             metric_names.EVAL_FORMAT_RATE: report.format_rate,
         }
 
+    # Every process must take the same steps; only the main one evaluates (its results are the
+    # ones recorded) while the others wait for it at the next gradient sync.
+    evaluate_fn = evaluate_now if eval_rows and is_main_process() else None
+    resume_from = latest_checkpoint(run_dir)
+    if resume_from is not None:
+        logger.info("Resuming from %s", resume_from.name)
+        # Steps after the checkpoint are trained again: drop their old points from the series.
+        recorder.rewind(int(resume_from.name.removeprefix(CHECKPOINT_PREFIX)))
+
     if config.algorithm == "ppo":
         from engine.trainers.ppo import train_ppo
 
-        resume_from = latest_checkpoint(run_dir)
-        if resume_from is not None:
-            logger.info("Resuming from %s", resume_from.name)
-            recorder.rewind(int(resume_from.name.removeprefix(CHECKPOINT_PREFIX)))
         return train_ppo(
             config,
             model,
@@ -185,7 +190,7 @@ def _train(
             run_dir,
             recorder,
             stop,
-            evaluate=evaluate_now if eval_rows else None,
+            evaluate=evaluate_fn,
             resume_from=resume_from,
             show_progress=show_progress,
         )
@@ -210,7 +215,7 @@ def _train(
         recorder,
         stop,
         store_samples=store_samples,
-        evaluate=evaluate_now if eval_rows else None,
+        evaluate=evaluate_fn,
         eval_steps=config.training.eval_steps,
         time_budget_s=None if budget is None else budget * 60.0,
     )
@@ -223,14 +228,10 @@ def _train(
         [callback],
         show_progress=show_progress,
     )
-    resume_from = latest_checkpoint(run_dir)
-    if resume_from is not None:
-        logger.info("Resuming from %s", resume_from.name)
-        # Steps after the checkpoint are trained again: drop their old points from the series.
-        recorder.rewind(int(resume_from.name.removeprefix(CHECKPOINT_PREFIX)))
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     if stop.is_set():
         return RunStatus.STOPPED
-    save_plain_weights(trainer.model, tokenizer, run_dir / FINAL_DIR)
-    logger.info("Saved the final model to %s", run_dir / FINAL_DIR)
+    if is_main_process():
+        save_plain_weights(trainer.model, tokenizer, run_dir / FINAL_DIR)
+        logger.info("Saved the final model to %s", run_dir / FINAL_DIR)
     return RunStatus.COMPLETED
