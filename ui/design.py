@@ -178,8 +178,10 @@ def build_design(ctx: AppContext) -> DesignHandles:
     error_keys = list(errors)
     error_outputs = [errors[k] for k in error_keys]
 
-    def render_check(check: FormCheck, fmt_name: str, previous: dict):
-        spec_dict = check.spec.to_dict() if check.ok else previous
+    def render_check(check: FormCheck, fmt_name: str):
+        # While any field is wrong the shared spec is None: Preview keeps its last scores and
+        # Train refuses to start, instead of silently using an older reward.
+        spec_dict = check.spec.to_dict() if check.ok else None
         code = spec_io.spec_text(check.spec, fmt_name) if check.ok else gr.skip()
         errs = [
             gr.Markdown(value=warn(escape(check.errors.get(k, ""))), visible=k in check.errors)
@@ -187,14 +189,14 @@ def build_design(ctx: AppContext) -> DesignHandles:
         ]
         return (spec_dict, check.summary(), code, *errs)
 
-    def on_edit(previous: dict, fmt_name: str, *values):
-        return render_check(form.check(values), fmt_name, previous)
+    def on_edit(fmt_name: str, *values):
+        return render_check(form.check(values), fmt_name)
 
     check_outputs = [spec_state, status, spec_code, *error_outputs]
     gr.on(
         [c.input for c in inputs] + [c.blur for c in inputs if isinstance(c, gr.Number)],
         on_edit,
-        inputs=[spec_state, export_format, *inputs],
+        inputs=[export_format, *inputs],
         outputs=check_outputs,
         trigger_mode="always_last",
         show_progress="hidden",
@@ -204,7 +206,7 @@ def build_design(ctx: AppContext) -> DesignHandles:
     def show_spec(spec: RewardSpec, fmt_name: str, message: str):
         values = form.values_from_spec(spec)
         check = form.check(values)
-        return (*values, *render_check(check, fmt_name, spec.to_dict()), message)
+        return (*values, *render_check(check, fmt_name), message)
 
     load_outputs = [*inputs, *check_outputs, import_msg]
 
@@ -248,7 +250,9 @@ def build_design(ctx: AppContext) -> DesignHandles:
         api_visibility="private",
     )
 
-    def on_format(spec_dict: dict, fmt_name: str):
+    def on_format(spec_dict: dict | None, fmt_name: str):
+        if spec_dict is None:
+            return gr.Code(language=fmt_name)
         spec = RewardSpec.from_dict(spec_dict)
         return gr.Code(value=spec_io.spec_text(spec, fmt_name), language=fmt_name)
 
@@ -256,16 +260,20 @@ def build_design(ctx: AppContext) -> DesignHandles:
         on_format, inputs=[spec_state, export_format], outputs=spec_code, api_visibility="private"
     )
 
-    def on_export(spec_dict: dict):
-        return gr.File(
-            value=list(spec_io.export_files(RewardSpec.from_dict(spec_dict))), visible=True
-        )
+    def on_export(spec_dict: dict | None):
+        if spec_dict is None:
+            return gr.File(visible=False), warn("Fix the marked fields first.")
+        paths = spec_io.export_files(RewardSpec.from_dict(spec_dict))
+        return gr.File(value=list(paths), visible=True), ""
 
-    export_btn.click(on_export, inputs=spec_state, outputs=downloads, api_visibility="private")
+    export_btn.click(
+        on_export, inputs=spec_state, outputs=[downloads, import_msg], api_visibility="private"
+    )
 
-    def on_try(spec_dict: dict, prompt: str, completion: str, answer: str):
-        rows, total = trace_rows(RewardSpec.from_dict(spec_dict), prompt, completion, answer)
-        return rows, total
+    def on_try(spec_dict: dict | None, prompt: str, completion: str, answer: str):
+        if spec_dict is None:
+            return gr.skip(), warn("Fix the marked fields to score again.")
+        return trace_rows(RewardSpec.from_dict(spec_dict), prompt, completion, answer)
 
     gr.on(
         [spec_state.change, try_prompt.input, try_completion.input, try_answer.input],

@@ -197,7 +197,9 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
 
     error_names = list(errors)
 
-    def show(cache: PreviewCache, spec_dict: dict):
+    def show(cache: PreviewCache, spec_dict: dict | None):
+        if spec_dict is None:  # the Design tab has fields to fix: keep the last scores
+            return (gr.skip(),) * len(shown)
         scores = cache.rescore(RewardSpec.from_dict(spec_dict))
         n = len(scores.components)
         datatypes = ["number", "number", "str", "html", "str", "str", *["number"] * (n + 1)]
@@ -295,8 +297,8 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
         api_visibility="private",
     )
 
-    def on_select(cache: PreviewCache, spec_dict: dict, evt: gr.SelectData):
-        if cache.empty:
+    def on_select(cache: PreviewCache, spec_dict: dict | None, evt: gr.SelectData):
+        if cache.empty or spec_dict is None:
             return gr.skip(), gr.skip()
         index = int(evt.index[0])
         spec = RewardSpec.from_dict(spec_dict)

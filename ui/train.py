@@ -87,7 +87,9 @@ def training_models(ctx: AppContext) -> list[tuple[str, str]]:
     return [*options, ("Any Hugging Face id or local folder…", CUSTOM)]
 
 
-def reward_summary(spec_dict: dict) -> str:
+def reward_summary(spec_dict: dict | None) -> str:
+    if spec_dict is None:
+        return warn("**Reward**: the Design tab has fields to fix.")
     spec = RewardSpec.from_dict(spec_dict)
     parts = [f"{name} × {c.weight:g}" for name, c in spec.enabled_components()]
     return "**Reward** (from the Design tab): " + " + ".join(parts)
@@ -212,7 +214,9 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
     error_keys = list(errors)
     form_inputs = [name, algorithm, model_key, custom_model, lora, lora_r, lora_alpha, *data.all]
 
-    def collect(spec_dict: dict, values: tuple) -> RunConfig:
+    def collect(spec_dict: dict | None, values: tuple) -> RunConfig:
+        if spec_dict is None:
+            raise ConfigError("reward", "the reward in the Design tab has fields to fix")
         (nm, algo, key, custom, use_lora, r, alpha, *rest) = values
         data_values, hyper = rest[: len(data.all)], rest[len(data.all) :]
         inputs_ = TrainInputs(

@@ -69,9 +69,17 @@ def test_a_bad_parameter_is_reported_next_to_it(page: Page):
     error = page.locator("#error-correctness-abs-tol")
     expect(error).to_contain_text("must be a number in [0.0")
     expect(page.locator("#spec-status")).to_contain_text("1 field to fix")
+    open_tab(page, "Train")  # no run starts on an older reward while Design has errors
+    expect(page.locator("#train-reward")).to_contain_text("the Design tab has fields to fix")
+    page.locator("#train-start").click()
+    expect(page.locator("#train-message")).to_contain_text("Not started")
+    expect(page.locator("#train-error-reward")).to_contain_text("fields to fix")
+    open_tab(page, "Design")
     set_number(page, "correctness-abs-tol", 0)
     expect(error).to_be_hidden()
     expect(page.locator("#spec-status")).to_contain_text("Valid reward")
+    open_tab(page, "Train")
+    expect(page.locator("#train-reward")).to_contain_text("correctness × 1")
 
 
 def test_a_weight_change_rescores_the_try_it_completion(page: Page):
