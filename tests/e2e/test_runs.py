@@ -68,7 +68,7 @@ def all_metrics(data_dir, run_id):
 
 @pytest.fixture
 def launcher(data_dir):
-    launcher = Launcher(data_dir)
+    launcher = Launcher(data_dir, max_concurrent=1)
     yield launcher
     # Never leave a worker behind.
     for run in launcher.list():
@@ -77,14 +77,19 @@ def launcher(data_dir):
                 os.killpg(run.pid, signal.SIGKILL)
 
 
-@pytest.mark.parametrize("algorithm", ["grpo", "rloo"])
-def test_three_step_run_leaves_metrics_samples_and_status(launcher, data_dir, algorithm):
-    config = tiny_config(algorithm, eval_steps=0)
-    run_id = launcher.start(config)
-    run = wait_for(data_dir, run_id, lambda r: r.status in FINAL)
-    assert run.status == RunStatus.COMPLETED, run.error_traceback
-    assert run.last_step == 3
+def test_grpo_and_rloo_runs_queue_then_leave_metrics_samples_and_status(launcher, data_dir):
+    configs = {"grpo": tiny_config("grpo"), "rloo": tiny_config("rloo")}
+    run_ids = {algorithm: launcher.start(config) for algorithm, config in configs.items()}
+    with Database(db_path(data_dir)) as db:  # one run at a time: the second waits its turn
+        assert run_store.get_run(db, run_ids["rloo"]).status == RunStatus.QUEUED
+    for algorithm, run_id in run_ids.items():
+        run = wait_for(data_dir, run_id, lambda r: r.status in FINAL)
+        assert run.status == RunStatus.COMPLETED, run.error_traceback
+        assert run.last_step == 3
+        assert_run_recorded(data_dir, run_id, configs[algorithm])
 
+
+def assert_run_recorded(data_dir, run_id, config):
     rows, names = all_metrics(data_dir, run_id)
     components = [c.name for c in config.reward.components if c.enabled]
     expected = {
