@@ -89,6 +89,15 @@ def test_a_weight_change_rescores_the_try_it_completion(page: Page):
     expect(page.locator("#spec-code")).to_contain_text('"weight": 2.0')
 
 
+def test_export_downloads_the_spec_and_a_standalone_trl_module(page: Page):
+    page.locator("#export-spec").click()
+    link = page.locator("a[download][href*='reward_module.py']")
+    expect(link).to_have_count(1)
+    source = page.request.get(link.get_attribute("href")).text()
+    assert "reward_funcs" in source and "reward_weights" in source
+    expect(page.locator("a[download][href*='reward_spec.yaml']")).to_have_count(1)
+
+
 def test_a_train_form_error_is_shown_on_its_field(page: Page):
     open_tab(page, "Train")
     set_number(page, "train-training-steps", 0)
