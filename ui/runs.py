@@ -133,11 +133,12 @@ def build_runs(ctx: AppContext) -> RunsHandles:
             if update.error is None
             else gr.Code(value=update.error, visible=bool(update.error))
         )
-        choices = (
-            gr.skip()
-            if update.run_choices is None
-            else gr.Dropdown(choices=update.run_choices, value=state.run_id)
-        )
+        choices = gr.skip()
+        if update.run_choices is not None:
+            listed = any(run_id == state.run_id for _, run_id in update.run_choices)
+            choices = gr.Dropdown(
+                choices=update.run_choices, value=state.run_id if listed else None
+            )
         figures = [
             gr.skip() if p.key not in update.figures else plot_value(update.figures[p.key])
             for p in panels

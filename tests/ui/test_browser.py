@@ -161,6 +161,18 @@ def test_a_failed_run_shows_its_error_in_the_run_view(page: Page, live_app):
     expect(page.locator("#run-stop button, button#run-stop").first).to_be_disabled()
 
 
+def test_deleting_a_run_removes_it_from_the_list(page: Page, live_app):
+    run_id = record_run(live_app.data_dir, "to delete", steps=1)
+    page.goto(f"{live_app.url}?run={run_id}")
+    page.wait_for_selector("#main-tabs")
+    open_tab(page, "Runs")
+    expect(page.locator("#runs-table")).to_contain_text(run_id)
+    page.locator("button#run-delete").click()
+    expect(page.locator("#run-action-message")).to_contain_text(f"Deleted {run_id}")
+    expect(page.locator("#runs-table")).not_to_contain_text(run_id)
+    expect(page.locator("#run-status")).to_contain_text("No run selected")
+
+
 def test_compare_overlays_runs_and_diffs_their_configs(page: Page, live_app):
     record_run(live_app.data_dir, "short one", steps=2)
     record_run(live_app.data_dir, "long one", steps=4)
