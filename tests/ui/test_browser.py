@@ -290,3 +290,41 @@ def test_a_three_step_grpo_run_streams_live_and_survives_a_reload(page: Page, br
         expect(other.locator("#run-status")).to_contain_text(run_id)
     finally:
         other.close()
+
+
+@pytest.mark.slow
+def test_stop_and_resume_from_the_run_view(page: Page, live_app):
+    import yaml
+    from gradio_client import Client
+
+    config = {
+        "name": "stop me",
+        "training": {"steps": 200, "prompts_per_step": 2, "eval_samples": 0, "save_steps": 0},
+        "generation": {"num_generations": 4, "max_completion_length": 32},
+    }
+    client = Client(live_app.url, verbose=False)
+    run_id = client.predict(config=yaml.safe_dump(config), api_name="/start_run")["run_id"]
+    page.goto(f"{live_app.url}?run={run_id}")
+    page.wait_for_selector("#main-tabs")
+    open_tab(page, "Runs")
+    status = page.locator("#run-status")
+    expect(status).to_contain_text(re.compile(r"step [1-9]\d*/200"), timeout=180_000)
+    page.locator("button#run-stop").click()
+    expect(page.locator("#run-action-message")).to_contain_text("Stopping")
+    expect(status).to_contain_text("stopped", timeout=180_000)
+    stopped_at = int(re.search(r"step (\d+)/200", status.inner_text()).group(1))
+
+    page.locator("button#run-resume").click()
+    expect(page.locator("#run-action-message")).to_contain_text("Resuming")
+    expect(status).to_contain_text("running", timeout=60_000)
+    expect(status).to_contain_text("attempt 2")
+    # The second attempt continues from the checkpoint saved at the stop: wait for a new step
+    # (a stop that arrives while the worker is still starting up is not what is tested here).
+    page.wait_for_function(
+        "(n) => { const m = document.querySelector('#run-status').innerText"
+        ".match(/step (\\d+)\\/200/); return m && Number(m[1]) > n; }",
+        arg=stopped_at,
+        timeout=180_000,
+    )
+    page.locator("button#run-stop").click()
+    expect(status).to_contain_text("stopped", timeout=180_000)
