@@ -117,6 +117,11 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
             raise ConfigError(path, f"must be an integer, got {value!r}")
         return value
     if tp is float:
+        if isinstance(value, str):  # YAML 1.1 reads "5e-5" (no dot) as text
+            try:
+                return float(value)
+            except ValueError:
+                raise ConfigError(path, f"must be a number, got {value!r}") from None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(path, f"must be a number, got {value!r}")
         return float(value)

@@ -43,6 +43,11 @@ def test_invalid_values_name_their_field(patch, field, words):
     assert words in str(info.value)
 
 
+def test_hand_written_exponents_read_as_numbers():
+    config = RunConfig.from_yaml("training:\n  learning_rate: 5e-5\n")
+    assert config.training.learning_rate == 5e-5
+
+
 def test_reward_errors_carry_the_reward_prefix():
     data = RunConfig().to_dict()
     data["reward"]["components"][0]["weight"] = float("inf")
