@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.storage_queries import timed
 from engine.recorder import StorageRecorder
 from storage import runs as run_store
 from storage.db import Database
@@ -115,24 +116,12 @@ def fill(db: Database, runs: int, steps: int) -> list[str]:
     return ids
 
 
-def timed_ms(fn, repeats: int) -> tuple[float, float]:
-    for _ in range(3):
-        fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[int(0.95 * (len(samples) - 1))]
-
-
 def measure_poll(db: Database, run_ids: list[str], repeats: int) -> dict[str, float]:
     hot = run_ids[-1]
     view = RunView()
     poll(db, view, hot)  # the first full load of the run
 
-    quiet_median, quiet_p95 = timed_ms(lambda: poll(db, view, hot), repeats)
+    quiet_median, quiet_p95 = timed(lambda: poll(db, view, hot), repeats)
     last = view.series[NAMES[0]].steps[-1]
     step = [last]
 
