@@ -20,7 +20,19 @@ optimised with PPO (Schulman et al. 2017) and GAE (Schulman et al. 2016). Each s
 Details follow "The N Implementation Details of RLHF with PPO" (Huang et al. 2024): logits are
 divided by the sampling temperature before log-probabilities are taken, dropout is off (the
 model stays in eval mode, so rollout and update log-probabilities agree), the value of token t
-is read at the hidden state that predicts it, the value head starts small, Adam uses eps 1e-5.
+is read at the hidden state that predicts it, Adam uses eps 1e-5. Where we depart: the value
+head starts at zero (see :mod:`engine.trainers.value_head`), and GAE uses ``gamma = lam = 1`` by
+default, as Open-Reasoner-Zero (Hu et al. 2025) found best for reasoning rewards given once at
+the end: with ``lam = 0.95`` a 90-token completion passes ``0.95^90 = 1%`` of the final reward
+back to its first token, leaving the working in ``<think>`` to an untrained critic.
+
+Defaults that train the default model on a CPU (``PPOSettings``): one pass over the whole
+rollout per step (``ppo_epochs = num_minibatches = 1``; generation dominates a step's cost, so
+more passes cost more than they return there, and a single pass lets one forward serve both
+the rollout's log-probabilities and the update), a fixed KL coefficient 0.05 (TRL's former
+``PPOTrainer`` default), ``vf_coef`` 0.1 on a shared backbone, the critic's head at lr 1e-3
+(at the policy's 5e-5 it would need thousands of steps to reach the reward's scale), whitened
+advantages, no reward normalisation or clipping (the reward presets are already of order 1).
 
 The trainer drives the worker's objects directly: metrics and samples go to the
 :class:`~engine.recorder.RunRecorder`, held-out evaluation through the worker's ``evaluate``,
@@ -52,7 +64,7 @@ from engine.config import RunConfig
 from engine.models import save_plain_weights
 from engine.recorder import RunRecorder
 from engine.samples import prompt_text, sample_rows
-from engine.sampling import _encode_prompts, sample_completions
+from engine.sampling import encode_prompts, sample_completions
 from engine.trainers.callbacks import StopRequest
 from engine.trainers.capture import GenerationBatch
 from engine.trainers.ppo_checkpoint import (
@@ -327,7 +339,7 @@ class PPOTrainer:
             batch_size=len(prompts),
         )
         # The prompt ids exactly as sampling encoded them, so the update sees the same context.
-        prompt_ids = _encode_prompts(self.tokenizer, prompts)
+        prompt_ids = encode_prompts(self.tokenizer, prompts)
         completion_ids = [s.token_ids for s in samples]
         input_ids, attention_mask, response_mask = rollout_tensors(
             prompt_ids, completion_ids, self.pad_id
@@ -533,6 +545,9 @@ class PPOTrainer:
         kl_coef, learning_rate = self.kl_ctl.value, self.scheduler.get_last_lr()[0]
         update_stats = self.update(rollout, advantages, step, forward)
 
+        # KL to the reference per completion, sum_t (logp_t - logp_ref_t): the quantity the
+        # adaptive controller steers (Ziegler et al. 2019 §2.2); a sampled estimate, so a single
+        # step's mean can dip below 0.
         kl_per_sequence = gather_object(kl.sum(dim=1).tolist())
         kl_to_ref = float(np.mean(kl_per_sequence))
         if self.uses_reference:
@@ -601,6 +616,8 @@ class PPOTrainer:
         ``value`` is the critic's estimate for the prompt, V(s_0); ``advantage`` is the GAE
         advantage of the first completion token before whitening.
         """
+        if not self.config.training.samples_per_log:
+            return []
         values = gather_object(rollout.values[:, 0].tolist())
         advantages = gather_object(rollout.advantages[:, 0].tolist())
         batch = GenerationBatch(
@@ -610,7 +627,7 @@ class PPOTrainer:
             completion_ids=gather_object(list(rollout.completion_ids)),
             advantages=advantages,
         )
-        if not self.accelerator.is_main_process or not self.config.training.samples_per_log:
+        if not self.accelerator.is_main_process:
             return []
         rows = sample_rows(
             self.config.reward,

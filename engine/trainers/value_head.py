@@ -7,14 +7,16 @@ Two layouts (Ziegler et al. 2019 §2.2; Ouyang et al. 2022 §3.5):
 - ``separate``: a copy of the base model (its decoder only) with its own head, trained by the
   value loss alone. Twice the forward/backward cost, no interference between the two losses.
 
-The head is initialised as in "The N Implementation Details of RLHF with PPO" (Huang et al.
-2024, detail "reward/value head initialisation"): weights ``N(0, 1/sqrt(d_model + 1))``, bias 0.
+The head starts at zero, so ``V = 0`` everywhere and the first advantages are the plain returns.
+(The reward-head initialisation ``N(0, 1/sqrt(d_model + 1))`` of "The N Implementation Details
+of RLHF with PPO", Huang et al. 2024, gives per-token values of order 1 on unit-scale hidden
+states: on the default model the critic's explained variance started at -6 and its noise went
+straight into the advantages.)
 """
 
 from __future__ import annotations
 
 import copy
-import math
 from typing import Any
 
 import torch
@@ -29,7 +31,7 @@ class ValueHead(nn.Module):
     def __init__(self, hidden_size: int) -> None:
         super().__init__()
         self.summary = nn.Linear(hidden_size, 1)
-        nn.init.normal_(self.summary.weight, std=1.0 / math.sqrt(hidden_size + 1))
+        nn.init.zeros_(self.summary.weight)
         nn.init.zeros_(self.summary.bias)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from test_runs import FINAL, all_metrics, launcher, tiny_config, wait_for  # noqa: F401
 
 from engine.config import RunConfig
 from engine.worker import latest_checkpoint
+from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.paths import db_path
@@ -84,3 +89,40 @@ def test_ppo_stop_saves_a_checkpoint_and_resume_continues(launcher, data_dir):  
     assert reward_steps == list(range(1, stopped_at + 3))  # one series, no step twice
     kl_steps = [r.step for r in rows if r.name == "ppo/kl_to_ref"]
     assert kl_steps == list(range(1, stopped_at + 3))
+
+
+def test_ppo_trains_with_two_data_parallel_processes(data_dir):
+    """Two processes (torchrun, gloo on CPU): gradients synchronised, only rank 0 writes."""
+    config = tiny_config("ppo", steps=2, num_gpus=2, eval_samples=4, samples_per_log=4)
+    config.ppo.num_minibatches = 2
+    config.ppo.ppo_epochs = 2
+    run_id = run_store.new_run_id("ppo")
+    run_dir = data_dir / "runs" / run_id
+    run_dir.mkdir(parents=True)
+    config.save(run_dir / "config.yaml")
+    with Database(db_path(data_dir)) as db:
+        run_store.create_run(
+            db,
+            run_id=run_id,
+            name="two processes",
+            algorithm="ppo",
+            config=config.to_dict(),
+            output_dir=str(run_dir),
+            total_steps=2,
+        )
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    command += ["-m", "engine", "run", str(run_dir / "config.yaml"), "--run-id", run_id]
+    command += ["--data-dir", str(data_dir)]
+    env = dict(os.environ, ACCELERATE_USE_CPU="true", OMP_NUM_THREADS="1")
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr.count("Loading model") == 2  # both ranks trained
+
+    with Database(db_path(data_dir)) as db:
+        run = run_store.get_run(db, run_id)
+        samples = sample_store.samples_at(db, run_id, 2)
+    assert run.status == RunStatus.COMPLETED and run.last_step == 2
+    rows, _ = all_metrics(data_dir, run_id)
+    assert sorted(r.step for r in rows if r.name == "reward/total") == [1, 2]  # written once
+    assert len(samples) == 4  # gathered from both ranks, stored by rank 0
+    assert latest_checkpoint(run_dir).name == "checkpoint-2"
