@@ -33,31 +33,31 @@ def _require(run_id: str | None) -> str:
     return run_id
 
 
-def stop_run(launcher: Any, run_id: str | None) -> str:
+def _act(launcher: Any, action: str, run_id: str | None, done: str) -> str:
+    """Call ``launcher.<action>(run_id)``; any refusal becomes a message naming the run."""
     run_id = _require(run_id)
     try:
-        launcher.stop(run_id)
+        getattr(launcher, action)(run_id)
     except Exception as exc:
-        raise RunActionError(f"Cannot stop {run_id}: {exc}") from exc
-    return f"Stopping {run_id}: it finishes its current step, saves a checkpoint, then stops."
+        raise RunActionError(f"Cannot {action} {run_id}: {exc}") from exc
+    return done.format(run_id=run_id)
+
+
+def stop_run(launcher: Any, run_id: str | None) -> str:
+    return _act(
+        launcher,
+        "stop",
+        run_id,
+        "Stopping {run_id}: it finishes its current step, saves a checkpoint, then stops.",
+    )
 
 
 def resume_run(launcher: Any, run_id: str | None) -> str:
-    run_id = _require(run_id)
-    try:
-        launcher.resume(run_id)
-    except Exception as exc:
-        raise RunActionError(f"Cannot resume {run_id}: {exc}") from exc
-    return f"Resuming {run_id} from its last checkpoint."
+    return _act(launcher, "resume", run_id, "Resuming {run_id} from its last checkpoint.")
 
 
 def delete_run(launcher: Any, run_id: str | None) -> str:
-    run_id = _require(run_id)
-    try:
-        launcher.delete(run_id)
-    except Exception as exc:
-        raise RunActionError(f"Cannot delete {run_id}: {exc}") from exc
-    return f"Deleted {run_id} with its metrics, samples and files."
+    return _act(launcher, "delete", run_id, "Deleted {run_id} with its metrics, samples and files.")
 
 
 def run_folder(db: Database, run_id: str | None) -> Path:
