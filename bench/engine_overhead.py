@@ -21,14 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from studio_run import ROOT, train_via_cli
 
-from engine.config import RunConfig  # noqa: E402
-from storage import runs as run_store  # noqa: E402
-from storage.db import Database  # noqa: E402
-from storage.metrics import MetricWriter  # noqa: E402
-from storage.paths import db_path  # noqa: E402
+from engine.config import RunConfig
+from storage import runs as run_store
+from storage.db import Database
+from storage.metrics import MetricWriter
+from storage.paths import db_path
 
 BARE_SCRIPT = """
 import json, sys, time
@@ -57,17 +56,6 @@ trainer = GRPOTrainer(model=model, reward_funcs=funcs,
 trainer.train()
 print(json.dumps([b - a for a, b in zip(ends, ends[1:])]))
 """
-
-
-def step_times_from_storage(data_dir: Path) -> list[float]:
-    """Intervals between consecutive steps' heartbeat-stamped metric rows."""
-    from storage.metrics import metrics_since
-
-    with Database(db_path(data_dir)) as db:
-        run = run_store.list_runs(db)[0]
-        points, _ = metrics_since(db, run.id, 0, names=["train/epoch"], limit=100_000)
-    stamps = [p.time for p in points]
-    return [b - a for a, b in itertools.pairwise(stamps)]
 
 
 def metric_write_cost_ms(data_dir: Path, metrics_per_step: int = 40, steps: int = 200) -> float:
@@ -103,21 +91,10 @@ def main() -> None:
         )
         bare_times = json.loads(bare.stdout.strip().splitlines()[-1])
         studio_dir = tmp / "studio"
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "engine",
-                "train",
-                str(config_path),
-                "--data-dir",
-                str(studio_dir),
-            ],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-        )
-        studio_times = step_times_from_storage(studio_dir)
+        studio_dir.mkdir()
+        _, series = train_via_cli(config, studio_dir)
+        stamps = [t for _, _, t in series["train/epoch"]]  # one metric row per step
+        studio_times = [b - a for a, b in itertools.pairwise(stamps)]
         write_ms = metric_write_cost_ms(tmp / "writes")
     # The first steps warm up allocators and caches in both; compare the steady state.
     bare_s = statistics.median(bare_times[2:])

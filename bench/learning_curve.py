@@ -14,21 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from studio_run import train_via_cli
 
-from engine import metric_names  # noqa: E402
-from engine.config import RunConfig  # noqa: E402
-from storage import runs as run_store  # noqa: E402
-from storage.db import Database  # noqa: E402
-from storage.metrics import metrics_since  # noqa: E402
-from storage.paths import db_path  # noqa: E402
+from engine import metric_names
+from engine.config import RunConfig
 
 EVAL_NAMES = {
     "accuracy": metric_names.EVAL_ACCURACY,
@@ -56,30 +49,15 @@ def bench_config(algorithm: str, minutes: float, eval_samples: int, overrides: d
 
 
 def run_once(config: RunConfig, data_dir: Path) -> dict:
-    config_path = data_dir / f"{config.algorithm}.yaml"
-    config.save(config_path)
     started = time.monotonic()
-    subprocess.run(
-        [sys.executable, "-m", "engine", "train", str(config_path), "--data-dir", str(data_dir)],
-        cwd=ROOT,
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    wall_s = time.monotonic() - started
-    with Database(db_path(data_dir)) as db:
-        run = next(r for r in run_store.list_runs(db) if r.algorithm == config.algorithm)
-        points, _ = metrics_since(db, run.id, 0, limit=1_000_000)
-    series: dict[str, list[tuple[int, float]]] = {}
-    for p in points:
-        if p.value is not None:
-            series.setdefault(p.name, []).append((p.step, p.value))
-    result = {"steps": run.last_step, "wall_s": round(wall_s, 1)}
+    run, series = train_via_cli(config, data_dir)
+    result = {"steps": run.last_step, "wall_s": round(time.monotonic() - started, 1)}
     for key, name in EVAL_NAMES.items():
         values = series.get(name, [])
         result[f"{key}_before"] = values[0][1] if values else None
         result[f"{key}_after"] = values[-1][1] if len(values) > 1 else None
-    rewards = [v for _, v in series.get(metric_names.REWARD_TOTAL, [])]
-    step_times = [v for _, v in series.get(metric_names.STEP_TIME, [])]
+    rewards = [v for _, v, _ in series.get(metric_names.REWARD_TOTAL, [])]
+    step_times = [v for _, v, _ in series.get(metric_names.STEP_TIME, [])]
     result["seconds_per_step"] = round(statistics.median(step_times), 3) if step_times else None
     result["reward_curve"] = [
         round(statistics.fmean(rewards[i : i + 10]), 3) for i in range(0, len(rewards), 10)

@@ -47,10 +47,15 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from engine.stop_request import StopRequest, install_stop_handlers
+
+    stop = StopRequest()  # before the worker's imports, which take seconds
+    install_stop_handlers(stop)
+
     from engine import worker
     from storage.schema import RunStatus
 
-    status = worker.run(args.config, args.run_id, _data_dir(args.data_dir))
+    status = worker.run(args.config, args.run_id, _data_dir(args.data_dir), stop=stop)
     return 0 if status != RunStatus.FAILED else 1
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import traceback
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +20,8 @@ from engine.config import RunConfig
 from engine.datasets import DataSpec
 from engine.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
 from engine.samples import sample_rows
-from engine.trainers.callbacks import StopRequest, StudioCallback
+from engine.stop_request import StopRequest, install_stop_handlers
+from engine.trainers.callbacks import StudioCallback
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path, runs_dir
@@ -53,26 +53,25 @@ def heldout_rows(data: DataSpec, n: int) -> list[dict[str, Any]]:
     return load_rows(replace(data, split="heldout", max_rows=n))
 
 
-def _install_stop_handlers(stop: StopRequest) -> None:
-    def handler(signum: int, frame: Any) -> None:
-        logger.info(
-            "Received %s: finishing the current step, then saving", signal.Signals(signum).name
-        )
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-
-
 def run(
-    config_path: str | Path, run_id: str, data_dir: str | Path, *, show_progress: bool = False
+    config_path: str | Path,
+    run_id: str,
+    data_dir: str | Path,
+    *,
+    show_progress: bool = False,
+    stop: StopRequest | None = None,
 ) -> str:
-    """Train the run described by ``config_path``; returns its final status."""
+    """Train the run described by ``config_path``; returns its final status.
+
+    ``stop`` is a request whose signal handlers the caller installed early; without one, the
+    handlers are installed here.
+    """
     data_dir = Path(data_dir)
     main = is_main_process()
     db = Database(db_path(data_dir)) if main else None
-    stop = StopRequest()
-    _install_stop_handlers(stop)
+    if stop is None:
+        stop = StopRequest()
+        install_stop_handlers(stop)
     log_handler = None
     recorder: RunRecorder = NullRecorder()
     status = RunStatus.FAILED
@@ -178,6 +177,10 @@ def _train(
         logger.info("Resuming from %s", resume_from.name)
         # Steps after the checkpoint are trained again: drop their old points from the series.
         recorder.rewind(int(resume_from.name.removeprefix(CHECKPOINT_PREFIX)))
+
+    if stop.is_set():  # asked to stop while the model loaded: nothing trained, nothing to save
+        logger.info("Stop requested before the first step")
+        return RunStatus.STOPPED
 
     if config.algorithm == "ppo":
         from engine.trainers.ppo import train_ppo

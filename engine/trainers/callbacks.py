@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -13,21 +12,9 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 
 from engine import metric_names
 from engine.recorder import RunRecorder
+from engine.stop_request import StopRequest
 
 logger = logging.getLogger(__name__)
-
-
-class StopRequest:
-    """Set from a signal handler; the callback turns it into "save, then stop" at a step end."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-
-    def set(self) -> None:
-        self._event.set()
-
-    def is_set(self) -> bool:
-        return self._event.is_set()
 
 
 class StudioCallback(TrainerCallback):

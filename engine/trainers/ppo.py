@@ -65,7 +65,7 @@ from engine.models import save_plain_weights
 from engine.recorder import RunRecorder
 from engine.samples import prompt_text, sample_rows
 from engine.sampling import encode_prompts, sample_completions
-from engine.trainers.callbacks import StopRequest
+from engine.stop_request import StopRequest
 from engine.trainers.capture import GenerationBatch
 from engine.trainers.ppo_checkpoint import (
     is_peft_model,

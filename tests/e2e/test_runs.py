@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -139,6 +140,30 @@ def test_stop_saves_a_checkpoint_and_resume_continues(launcher, data_dir):
     rows, _ = all_metrics(data_dir, run_id)
     reward_steps = [r.step for r in rows if r.name == "reward/total"]
     assert reward_steps == list(range(1, stopped_at + 3))  # one series, no step twice
+
+
+def catches_sigterm(pid: int) -> bool:
+    """Whether the process has installed a SIGTERM handler (Linux: SigCgt in /proc)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+
+
+def test_stop_while_the_worker_starts_ends_the_run_stopped(launcher, data_dir):
+    run_id = launcher.start(tiny_config("grpo", steps=40))
+    with Database(db_path(data_dir)) as db:
+        pid = run_store.get_run(db, run_id).pid
+    deadline = time.monotonic() + 30
+    while not catches_sigterm(pid) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    launcher.stop(run_id)  # the worker is still importing torch and loading the model
+    run = wait_for(data_dir, run_id, lambda r: r.status in FINAL)
+    assert run.status == RunStatus.STOPPED, run.error_message
+    assert not run.last_step  # stopped before training: no step, no checkpoint
+    assert latest_checkpoint(data_dir / "runs" / run_id) is None
 
 
 def test_killed_worker_is_marked_interrupted_by_the_scan(launcher, data_dir):

@@ -12,9 +12,9 @@ from engine.config import RunConfig
 from engine.dataclass_io import ConfigError
 from engine.models import LoraSpec, ModelSpec, load_model_and_tokenizer
 from engine.sampling import encode_prompts
+from engine.stop_request import StopRequest
 from engine.tasks import builtin_task
 from engine.tokenizer import build_char_tokenizer
-from engine.trainers.callbacks import StopRequest
 from engine.trainers.ppo import (
     PPOTrainer,
     completion_forward,
