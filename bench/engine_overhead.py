@@ -90,9 +90,7 @@ def main() -> None:
             text=True,
         )
         bare_times = json.loads(bare.stdout.strip().splitlines()[-1])
-        studio_dir = tmp / "studio"
-        studio_dir.mkdir()
-        _, series = train_via_cli(config, studio_dir)
+        _, series = train_via_cli(config, tmp / "studio")
         stamps = [t for _, _, t in series["train/epoch"]]  # one metric row per step
         studio_times = [b - a for a, b in itertools.pairwise(stamps)]
         write_ms = metric_write_cost_ms(tmp / "writes")

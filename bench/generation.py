@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from engine.models import ModelSpec, load_model_and_tokenizer
-from engine.sampling import SINGLE_THREAD_MAX_PARAMS, sample_completions
+from engine.sampling import sample_completions
 from engine.tasks import builtin_task
 
 PROMPTS, SAMPLES, MAX_NEW_TOKENS = 8, 8, 64
@@ -55,11 +55,6 @@ def main() -> None:
         "max_new_tokens": MAX_NEW_TOKENS,
         "batch_size": PROMPTS * SAMPLES,
         "torch_threads": args.threads,
-        "generation_threads": (
-            1
-            if sum(p.numel() for p in model.parameters()) <= SINGLE_THREAD_MAX_PARAMS
-            else args.threads
-        ),
         "generated_tokens_per_s": round(statistics.median(r[0] for r in runs), 1),
         "completions_per_s": round(statistics.median(r[1] for r in runs), 2),
         "seconds_per_batch": round(statistics.median(r[2] for r in runs), 3),

@@ -1,12 +1,16 @@
-"""Does RL with the default settings teach the default model? Held-out accuracy before and after.
+"""Does RL with the default settings teach the default model? Held-out accuracy over time.
 
-Runs the product itself: ``python -m engine train`` on the default config, for a wall-clock
-budget, with held-out evaluation (sampled at the training temperature) before and after. Prints
-the reward curve and, on its last line, one JSON object with ``accuracy_before``,
-``accuracy_after``, ``strict_accuracy_before``, ``strict_accuracy_after``,
-``format_rate_before`` and ``format_rate_after`` per algorithm.
+Runs the product itself: ``python -m engine train`` on the default config for a wall-clock
+budget, with held-out evaluation (sampled at the training temperature) at the start, every
+``--eval-every`` steps and at the end. ``--budget-factor ppo=2`` gives an algorithm a multiple
+of the budget; ``--concurrent`` runs the algorithms side by side, each pinned to its own
+``--threads`` cores (on a machine with enough of them), instead of one after the other.
 
-    python bench/learning_curve.py --minutes 10 --algorithms grpo
+With both GRPO and PPO it also prints when PPO first reached GRPO's final gain in held-out
+accuracy, as a multiple of GRPO's budget (target: within 2x). Prints the curves and, on its
+last line, one JSON object with the figures per algorithm.
+
+    python bench/learning_curve.py --minutes 10 --algorithms grpo ppo --budget-factor ppo=2
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from studio_run import train_via_cli
+from studio_run import Series, collect, launch
 
 from engine import metric_names
 from engine.config import RunConfig
@@ -30,17 +34,17 @@ EVAL_NAMES = {
 }
 
 
-def bench_config(algorithm: str, minutes: float, eval_samples: int, overrides: dict) -> RunConfig:
+def bench_config(algorithm: str, minutes: float, args: argparse.Namespace) -> RunConfig:
     data = RunConfig(algorithm=algorithm).to_dict()
     data["name"] = f"learning curve {algorithm}"
     data["training"].update(
         steps=100_000,
         time_budget_minutes=minutes,
-        eval_steps=0,
-        eval_samples=eval_samples,
+        eval_steps=args.eval_every,
+        eval_samples=args.eval_samples,
         save_steps=0,
     )
-    for section, values in overrides.items():
+    for section, values in json.loads(args.override).items():
         if isinstance(values, dict):
             data[section].update(values)
         else:
@@ -48,14 +52,16 @@ def bench_config(algorithm: str, minutes: float, eval_samples: int, overrides: d
     return RunConfig.from_dict(data)
 
 
-def run_once(config: RunConfig, data_dir: Path) -> dict:
-    started = time.monotonic()
-    run, series = train_via_cli(config, data_dir)
-    result = {"steps": run.last_step, "wall_s": round(time.monotonic() - started, 1)}
+def summarise(run, series: Series) -> dict:
+    """Before/after figures, and accuracy against minutes since the first evaluation."""
+    result: dict = {"steps": run.last_step}
     for key, name in EVAL_NAMES.items():
         values = series.get(name, [])
         result[f"{key}_before"] = values[0][1] if values else None
         result[f"{key}_after"] = values[-1][1] if len(values) > 1 else None
+    evals = series.get(metric_names.EVAL_ACCURACY, [])
+    start = evals[0][2] if evals else 0.0
+    result["accuracy_curve"] = [(round((t - start) / 60, 2), round(v, 3)) for _, v, t in evals]
     rewards = [v for _, v, _ in series.get(metric_names.REWARD_TOTAL, [])]
     step_times = [v for _, v, _ in series.get(metric_names.STEP_TIME, [])]
     result["seconds_per_step"] = round(statistics.median(step_times), 3) if step_times else None
@@ -65,35 +71,87 @@ def run_once(config: RunConfig, data_dir: Path) -> dict:
     return result
 
 
+def minutes_to_gain(curve: list[tuple[float, float]], gain: float) -> float | None:
+    """When accuracy first rose ``gain`` above its starting value, in minutes."""
+    if not curve:
+        return None
+    before = curve[0][1]
+    return next((m for m, acc in curve[1:] if acc - before >= gain), None)
+
+
+def parse_factors(pairs: list[str]) -> dict[str, float]:
+    factors = {}
+    for pair in pairs:
+        algorithm, _, factor = pair.partition("=")
+        factors[algorithm] = float(factor)
+    return factors
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--algorithms", nargs="+", default=["grpo"])
-    parser.add_argument("--eval-samples", type=int, default=500)
+    parser.add_argument("--budget-factor", nargs="*", default=[], metavar="ALGORITHM=FACTOR")
+    parser.add_argument("--eval-samples", type=int, default=400)
+    parser.add_argument("--eval-every", type=int, default=40, help="steps between evaluations")
+    parser.add_argument("--concurrent", action="store_true")
+    parser.add_argument("--threads", type=int, default=2, help="cores per run with --concurrent")
     parser.add_argument("--override", default="{}", help="JSON merged into the config sections")
     args = parser.parse_args()
-    overrides = json.loads(args.override)
-    figures = {}
+    factors = parse_factors(args.budget_factor)
+    budgets = {a: args.minutes * factors.get(a, 1.0) for a in args.algorithms}
+    results = {}
     with tempfile.TemporaryDirectory(prefix="studio-bench-") as tmp:
-        for algorithm in args.algorithms:
-            config = bench_config(algorithm, args.minutes, args.eval_samples, overrides)
-            result = run_once(config, Path(tmp))
-            print(
-                f"{algorithm}: {result['steps']} steps in {result['wall_s']} s "
-                f"({result['seconds_per_step']} s/step)"
-            )
-            for key in EVAL_NAMES:
-                print(f"  {key:<16} {result[f'{key}_before']:.3f} -> {result[f'{key}_after']:.3f}")
-            print(f"  reward per 10 steps: {result['reward_curve']}")
-            figures[algorithm] = {k: v for k, v in result.items() if k != "reward_curve"}
-            figures[algorithm]["reward_first_10"] = result["reward_curve"][0]
-            figures[algorithm]["reward_last_10"] = result["reward_curve"][-1]
-    flat = {
-        f"{alg}_{k}" if len(figures) > 1 else k: v
-        for alg, values in figures.items()
-        for k, v in values.items()
-    }
-    print(json.dumps(flat))
+        dirs = {a: Path(tmp) / a for a in args.algorithms}
+        started = time.monotonic()
+        if args.concurrent:
+            procs = {
+                a: launch(
+                    bench_config(a, budgets[a], args),
+                    dirs[a],
+                    cpus=range(i * args.threads, (i + 1) * args.threads),
+                    threads=args.threads,
+                )
+                for i, a in enumerate(args.algorithms)
+            }
+            failed = [a for a, proc in procs.items() if proc.wait() != 0]
+            if failed:
+                raise SystemExit(f"runs failed: {failed}; logs in {tmp}")
+        else:
+            for a in args.algorithms:
+                if launch(bench_config(a, budgets[a], args), dirs[a]).wait() != 0:
+                    raise SystemExit(f"the {a} run failed: {(dirs[a] / 'train.log').read_text()}")
+        print(f"all runs done in {time.monotonic() - started:.0f} s")
+        for a in args.algorithms:
+            results[a] = summarise(*collect(dirs[a]))
+
+    figures = {}
+    for a, result in results.items():
+        per_step = result["seconds_per_step"]
+        print(f"{a}: {result['steps']} steps in {budgets[a]:g} min ({per_step} s/step)")
+        for key in EVAL_NAMES:
+            print(f"  {key:<16} {result[f'{key}_before']:.3f} -> {result[f'{key}_after']:.3f}")
+        print(f"  held-out accuracy (minutes, accuracy): {result['accuracy_curve']}")
+        print(f"  reward per 10 steps: {result['reward_curve']}")
+        for key, value in result.items():
+            if key not in ("accuracy_curve", "reward_curve"):
+                figures[f"{a}_{key}"] = value
+        figures[f"{a}_budget_minutes"] = budgets[a]
+    if "grpo" in results and "ppo" in results:
+        grpo = results["grpo"]
+        gain = grpo["accuracy_after"] - grpo["accuracy_before"]
+        reached = minutes_to_gain(results["ppo"]["accuracy_curve"], gain)
+        ratio = None if reached is None else round(reached / budgets["grpo"], 2)
+        print(
+            f"PPO reached GRPO's gain (+{gain:.3f}) after {reached} min: {ratio}x GRPO's "
+            "budget (target <= 2x)"
+            if reached is not None
+            else f"PPO did not reach GRPO's gain (+{gain:.3f}) in {budgets['ppo']:g} min"
+        )
+        figures["grpo_accuracy_gain"] = round(gain, 4)
+        figures["ppo_minutes_to_grpo_gain"] = reached
+        figures["ppo_time_to_grpo_gain_ratio"] = ratio
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

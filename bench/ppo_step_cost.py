@@ -56,7 +56,7 @@ def main() -> None:
                         "training": {"steps": args.steps, "eval_samples": 0, "save_steps": 0},
                     }
                 )
-                _, series = train_via_cli(config, Path(tmp), tag=str(round_))
+                _, series = train_via_cli(config, Path(tmp) / f"{algorithm}-{round_}")
                 costs[algorithm] += step_costs(series)
                 print(f"round {round_ + 1} {algorithm}: {len(costs[algorithm])} steps so far")
     figures = {}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,25 +18,45 @@ from storage.metrics import metrics_since  # noqa: E402
 from storage.paths import db_path  # noqa: E402
 from storage.runs import RunInfo  # noqa: E402
 
+LOG_FILE = "train.log"
+
 # name -> [(step, value, time written)], finite values only
 Series = dict[str, list[tuple[int, float, float]]]
 
 
-def train_via_cli(config: RunConfig, data_dir: Path, *, tag: str = "") -> tuple[RunInfo, Series]:
-    """Run ``python -m engine train`` on ``config`` in ``data_dir``; return the run and its metrics.
+def launch(
+    config: RunConfig,
+    data_dir: Path,
+    *,
+    cpus: Sequence[int] | None = None,
+    threads: int | None = None,
+) -> subprocess.Popen:
+    """Start ``python -m engine train`` on ``config`` with its own ``data_dir``.
 
-    ``tag`` tells apart several runs of one algorithm in the same data dir.
+    ``cpus`` pins the run to those cores and ``threads`` sets torch's thread count, so that
+    runs sharing a machine do not compete for cores.
     """
-    config_path = config.save(data_dir / f"{config.algorithm}{tag}.yaml")
-    before = {r.id for r in _runs(data_dir)}
-    subprocess.run(
-        [sys.executable, "-m", "engine", "train", str(config_path), "--data-dir", str(data_dir)],
-        cwd=ROOT,
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    run = next(r for r in _runs(data_dir) if r.id not in before)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    config_path = config.save(data_dir / "config.yaml")
+    env = dict(os.environ)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    cmd = [sys.executable, "-m", "engine", "train", str(config_path), "--data-dir", str(data_dir)]
+    with open(data_dir / LOG_FILE, "ab") as log:
+        return subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
+        )
+
+
+def collect(data_dir: Path) -> tuple[RunInfo, Series]:
+    """The newest run in ``data_dir`` and its metrics."""
     with Database(db_path(data_dir)) as db:
+        run = run_store.list_runs(db)[0]
         points, _ = metrics_since(db, run.id, 0, limit=10_000_000)
     series: Series = {}
     for p in points:
@@ -43,8 +65,10 @@ def train_via_cli(config: RunConfig, data_dir: Path, *, tag: str = "") -> tuple[
     return run, series
 
 
-def _runs(data_dir: Path) -> list[RunInfo]:
-    if not db_path(data_dir).exists():
-        return []
-    with Database(db_path(data_dir)) as db:
-        return run_store.list_runs(db)
+def train_via_cli(config: RunConfig, data_dir: Path, **pinning) -> tuple[RunInfo, Series]:
+    """Run ``config`` to its end in ``data_dir`` (see :func:`launch`); its run and metrics."""
+    proc = launch(config, data_dir, **pinning)
+    if proc.wait() != 0:
+        tail = (data_dir / LOG_FILE).read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"the {config.algorithm} run failed:\n{tail}")
+    return collect(data_dir)

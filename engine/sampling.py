@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,12 +12,6 @@ import torch
 logger = logging.getLogger(__name__)
 
 Prompt = str | Sequence[dict[str, str]]
-
-# Below this size a model generates on CPU with one intra-op thread: its matrix products are
-# too small to split, and a second thread only adds synchronisation. Measured on the 2-core
-# machine with the default model, 64 x 96 tokens: 3.3 s on one thread vs 9-15 s on two while
-# other jobs ran, and within 15% of each other on an idle machine.
-SINGLE_THREAD_MAX_PARAMS = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -72,21 +65,6 @@ def encode_prompts(tokenizer: Any, prompts: Sequence[Prompt]) -> list[list[int]]
 _encode_prompts = encode_prompts  # older name, kept for callers that import it
 
 
-@contextmanager
-def _generation_threads(model: Any, device: torch.device) -> Iterator[None]:
-    """One torch CPU thread while a small model generates on CPU (see SINGLE_THREAD_MAX_PARAMS)."""
-    small = sum(p.numel() for p in model.parameters()) <= SINGLE_THREAD_MAX_PARAMS
-    before = torch.get_num_threads()
-    if device.type != "cpu" or not small or before == 1:
-        yield
-        return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
     ids: set[int] = set()
     gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
@@ -114,8 +92,9 @@ def sample_completions(
 
     Reproducible: the same model, prompts and arguments give the same samples (the torch RNG is
     seeded inside a forked RNG state, so the caller's RNG is untouched). ``temperature == 0``
-    decodes greedily. Results are ordered by (prompt_index, sample_index). Small models on CPU
-    generate on one thread (see ``SINGLE_THREAD_MAX_PARAMS``).
+    decodes greedily. Results are ordered by (prompt_index, sample_index). Generation uses
+    torch's intra-op threads as they are set, as TRL's trainers do, so PPO and GRPO sample at
+    the same speed.
     """
     if num_samples < 1:
         raise ValueError(f"num_samples must be >= 1, got {num_samples}")
@@ -153,7 +132,7 @@ def sample_completions(
     results: list[GeneratedSample] = []
     fork_devices = [device] if device.type == "cuda" else []
     try:
-        with _generation_threads(model, device), torch.random.fork_rng(devices=fork_devices):
+        with torch.random.fork_rng(devices=fork_devices):
             torch.manual_seed(seed)
             for start in range(0, len(jobs), batch_size):
                 batch = jobs[start : start + batch_size]
