@@ -39,7 +39,16 @@ _GSM8K_GOLD = re.compile(r"####\s*(.+?)\s*$", re.S)
 
 
 class DatasetError(ValueError):
-    """A dataset cannot be used as given; the message names the problem and the fix."""
+    """A dataset cannot be used as given; the message names the problem and the fix.
+
+    ``field`` is the :class:`DataSpec` field to change (``path``, ``prompt_column``...), or ""
+    when no single field is at fault.
+    """
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.reason = message
 
 
 @dataclass
@@ -84,31 +93,34 @@ class DataSpec:
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
-            raise DatasetError(f"source must be one of {SOURCES}, got {self.source!r}")
+            raise DatasetError(f"must be one of {SOURCES}, got {self.source!r}", "source")
         if self.source in ("file", "hub") and not (self.path and str(self.path).strip()):
             what = "a file path" if self.source == "file" else "a dataset id"
-            raise DatasetError(f"path is required for source {self.source!r}: give {what}")
+            raise DatasetError(f"is required for source {self.source!r}: give {what}", "path")
         if self.source == "builtin" and self.split not in BUILTIN_SPLITS:
             raise DatasetError(
-                f"split must be one of {BUILTIN_SPLITS} for the built-in task, got {self.split!r}"
+                f"must be one of {BUILTIN_SPLITS} for the built-in task, got {self.split!r}",
+                "split",
             )
         if self.source == "file" and self.split not in FILE_SPLITS:
-            raise DatasetError(f"split must be one of {FILE_SPLITS} for a file, got {self.split!r}")
+            raise DatasetError(
+                f"must be one of {FILE_SPLITS} for a file, got {self.split!r}", "split"
+            )
         if not 0.0 <= self.heldout_share < 1.0:
-            raise DatasetError(f"heldout_share must be in [0, 1), got {self.heldout_share}")
+            raise DatasetError(f"must be in [0, 1), got {self.heldout_share}", "heldout_share")
         if self.answer_format not in ANSWER_FORMATS:
             raise DatasetError(
-                f"answer_format must be one of {ANSWER_FORMATS}, got {self.answer_format!r}"
+                f"must be one of {ANSWER_FORMATS}, got {self.answer_format!r}", "answer_format"
             )
         if self.max_prompt_chars < 1:
-            raise DatasetError(f"max_prompt_chars must be >= 1, got {self.max_prompt_chars}")
+            raise DatasetError(f"must be >= 1, got {self.max_prompt_chars}", "max_prompt_chars")
         if self.max_rows is not None and self.max_rows < 1:
-            raise DatasetError(f"max_rows must be >= 1 or None, got {self.max_rows}")
+            raise DatasetError(f"must be >= 1 or empty, got {self.max_rows}", "max_rows")
         if self.max_file_mb <= 0:
-            raise DatasetError(f"max_file_mb must be > 0, got {self.max_file_mb}")
+            raise DatasetError(f"must be > 0, got {self.max_file_mb}", "max_file_mb")
         for name in ("prompt_column", "answer_column"):
             if not getattr(self, name):
-                raise DatasetError(f"{name} must name a column")
+                raise DatasetError("must name a column", name)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -118,7 +130,9 @@ class DataSpec:
         known = set(cls.__dataclass_fields__)
         unknown = set(data) - known
         if unknown:
-            raise DatasetError(f"unknown data fields {sorted(unknown)}; allowed: {sorted(known)}")
+            raise DatasetError(
+                f"unknown field; allowed: {', '.join(sorted(known))}", sorted(unknown)[0]
+            )
         return cls(**data)
 
 
@@ -129,7 +143,9 @@ def parse_gold(answer: Any, answer_format: str = "auto") -> str:
         return text
     match = _GSM8K_GOLD.search(text)
     if match is None:
-        raise DatasetError(f"answer has no '#### <answer>' line (answer_format gsm8k): {text!r}")
+        raise DatasetError(
+            f"answer has no '#### <answer>' line (answer_format gsm8k): {text!r}", "answer_format"
+        )
     gold = match.group(1).strip()
     return gold.replace(",", "") if re.fullmatch(r"-?[\d,]+(\.\d+)?", gold) else gold
 
@@ -157,7 +173,7 @@ def records_to_rows(
 ) -> list[dict[str, Any]]:
     """Map raw records (one dict per row) to the shared row format, with validation."""
     if not records:
-        raise DatasetError(f"dataset {spec.path or origin!r} has no rows")
+        raise DatasetError(f"dataset {spec.path or origin!r} has no rows", "path")
     columns = list(records[0].keys())
     mapping = [("prompt_column", spec.prompt_column), ("answer_column", spec.answer_column)]
     mapping += [
@@ -169,16 +185,20 @@ def records_to_rows(
         if column not in columns:
             raise DatasetError(
                 f"column {column!r} ({field_name}) not found; the dataset's columns are "
-                f"{columns}. Set {field_name} to one of them."
+                f"{columns}. Set {field_name} to one of them.",
+                field_name,
             )
     for field_name, column in mapping[:2]:
         empty = [i for i, r in enumerate(records) if _is_empty(r.get(column))]
         if len(empty) == len(records):
-            raise DatasetError(f"column {column!r} ({field_name}) is empty in every row")
+            raise DatasetError(
+                f"column {column!r} ({field_name}) is empty in every row", field_name
+            )
         if empty:
             raise DatasetError(
                 f"column {column!r} ({field_name}) is empty in {len(empty)} of "
-                f"{len(records)} rows (rows {_first(empty)}); fill or remove those rows"
+                f"{len(records)} rows (rows {_first(empty)}); fill or remove those rows",
+                field_name,
             )
     rows = []
     for i, record in enumerate(records):
@@ -189,7 +209,7 @@ def records_to_rows(
             prompt = _to_messages(record[spec.prompt_column], system)
             answer = parse_gold(record[spec.answer_column], spec.answer_format)
         except DatasetError as exc:
-            raise DatasetError(f"row {i}: {exc}") from None
+            raise DatasetError(f"row {i}: {exc.reason}", exc.field or "prompt_column") from None
         difficulty = 0
         if spec.difficulty_column:
             try:
@@ -197,7 +217,8 @@ def records_to_rows(
             except (TypeError, ValueError):
                 raise DatasetError(
                     f"row {i}: column {spec.difficulty_column!r} (difficulty_column) must "
-                    f"hold integers, got {record[spec.difficulty_column]!r}"
+                    f"hold integers, got {record[spec.difficulty_column]!r}",
+                    "difficulty_column",
                 ) from None
         row_id = record.get("id")
         rows.append(
@@ -233,7 +254,8 @@ def _select_split(rows: list[dict[str, Any]], spec: DataSpec, origin: str) -> li
     if not chosen:
         raise DatasetError(
             f"split {split!r} of {spec.path or origin!r} has no rows ({len(rows)} rows, "
-            f"heldout_share={spec.heldout_share}); use split 'all' or change heldout_share"
+            f"heldout_share={spec.heldout_share}); use split 'all' or change heldout_share",
+            "split",
         )
     return chosen
 
@@ -262,7 +284,8 @@ def _check_prompt_lengths(rows: Sequence[dict[str, Any]], cap: int) -> None:
         raise DatasetError(
             f"{len(over)} of {len(rows)} prompts are longer than max_prompt_chars={cap} "
             f"(longest {longest} chars; rows {_first([i for i, _ in over])}). Prompts are "
-            "never truncated: raise max_prompt_chars or remove those rows."
+            "never truncated: raise max_prompt_chars or remove those rows.",
+            "max_prompt_chars",
         )
 
 
@@ -309,17 +332,19 @@ def _to_messages(value: Any, system: str | None) -> list[dict[str, str]]:
 def _read_file(spec: DataSpec) -> list[dict[str, Any]]:
     path = Path(str(spec.path)).expanduser()
     if not path.is_file():
-        raise DatasetError(f"dataset file {str(path)!r} does not exist")
+        raise DatasetError(f"dataset file {str(path)!r} does not exist", "path")
     suffix = path.suffix.lower()
     if suffix not in FILE_TYPES:
         raise DatasetError(
-            f"dataset file {path.name!r} has type {suffix or '(none)'!r}; allowed: {FILE_TYPES}"
+            f"dataset file {path.name!r} has type {suffix or '(none)'!r}; allowed: {FILE_TYPES}",
+            "path",
         )
     size_mb = path.stat().st_size / 1e6
     if size_mb > spec.max_file_mb:
         raise DatasetError(
             f"dataset file {path.name!r} is {size_mb:.1f} MB, over the {spec.max_file_mb:g} MB "
-            "limit (max_file_mb); use a smaller file or raise max_file_mb"
+            "limit; use a smaller file or raise max_file_mb",
+            "max_file_mb",
         )
     if suffix == ".parquet":
         import pandas as pd
@@ -328,7 +353,7 @@ def _read_file(spec: DataSpec) -> list[dict[str, Any]]:
             frame = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises several types for bad files
             raise DatasetError(
-                f"dataset file {path.name!r} is not readable Parquet: {exc}"
+                f"dataset file {path.name!r} is not readable Parquet: {exc}", "path"
             ) from exc
         return frame.to_dict(orient="records")
     text = _decode_utf8(path)
@@ -340,13 +365,17 @@ def _read_file(spec: DataSpec) -> list[dict[str, Any]]:
         try:
             frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
         except Exception as exc:
-            raise DatasetError(f"dataset file {path.name!r} is not readable CSV: {exc}") from exc
+            raise DatasetError(
+                f"dataset file {path.name!r} is not readable CSV: {exc}", "path"
+            ) from exc
         return frame.to_dict(orient="records")
     if suffix == ".json" and text.lstrip().startswith("["):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"dataset file {path.name!r} is not valid JSON: {exc}") from exc
+            raise DatasetError(
+                f"dataset file {path.name!r} is not valid JSON: {exc}", "path"
+            ) from exc
         return _check_records(data, path.name)
     records = []
     for n, line in enumerate(text.splitlines(), start=1):
@@ -355,16 +384,18 @@ def _read_file(spec: DataSpec) -> list[dict[str, Any]]:
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path.name} line {n} is not valid JSON: {exc.msg}") from None
+            raise DatasetError(
+                f"{path.name} line {n} is not valid JSON: {exc.msg}", "path"
+            ) from None
     return _check_records(records, path.name)
 
 
 def _check_records(data: Any, name: str) -> list[dict[str, Any]]:
     if not isinstance(data, list):
-        raise DatasetError(f"{name} must hold a list of objects (one per row)")
+        raise DatasetError(f"{name} must hold a list of objects (one per row)", "path")
     for i, record in enumerate(data):
         if not isinstance(record, dict):
-            raise DatasetError(f"{name} row {i} is {type(record).__name__}, not an object")
+            raise DatasetError(f"{name} row {i} is {type(record).__name__}, not an object", "path")
     return data
 
 
@@ -376,11 +407,13 @@ def _decode_utf8(path: Path) -> str:
         line = raw[: exc.start].count(b"\n") + 1
         raise DatasetError(
             f"dataset file {path.name!r} is not valid UTF-8 (byte {exc.start}, line {line}); "
-            "re-save it as UTF-8"
+            "re-save it as UTF-8",
+            "path",
         ) from None
 
 
-def _hub_offline() -> bool:
+def hub_offline() -> bool:
+    """True when datasets may not download (HF_DATASETS_OFFLINE or HF_HUB_OFFLINE)."""
     flags = ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
     return any(os.environ.get(f, "").lower() in ("1", "true", "yes", "on") for f in flags)
 
@@ -392,12 +425,13 @@ def _read_hub(spec: DataSpec) -> list[dict[str, Any]]:
         hub_split = "train" if spec.split in ("train", "heldout", "all") else spec.split
         data = datasets.load_dataset(str(spec.path), spec.config_name, split=hub_split)
     except Exception as exc:  # datasets raises many types for missing/unreachable data
-        if _hub_offline():
+        if hub_offline():
             raise DatasetError(
                 f"dataset {spec.path!r} is not in the local cache and network access is off "
                 "(HF_DATASETS_OFFLINE/HF_HUB_OFFLINE). To fix: set HF_HUB_OFFLINE=0 and "
                 "HF_DATASETS_OFFLINE=0 on a machine with network access, or download the "
-                "data as a JSONL/CSV/Parquet file and use source 'file'."
+                "data as a JSONL/CSV/Parquet file and use source 'file'.",
+                "path",
             ) from exc
-        raise DatasetError(f"dataset {spec.path!r} could not be loaded: {exc}") from exc
+        raise DatasetError(f"dataset {spec.path!r} could not be loaded: {exc}", "path") from exc
     return [dict(r) for r in data]

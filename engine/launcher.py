@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 
 from engine.config import RunConfig
+from engine.preflight import check_inputs
 from engine.worker import latest_checkpoint
 from storage import runs as run_store
 from storage.db import Database
@@ -104,7 +105,12 @@ class Launcher:
     # ---- lifecycle ------------------------------------------------------------------------
     def record(self, config: RunConfig, *, pid: int | None = None) -> str:
         """Save the config in a new run folder and record the run: ``queued``, or ``running``
-        in process ``pid`` (a foreground CLI run). Returns the run id."""
+        in process ``pid`` (a foreground CLI run). Returns the run id.
+
+        Raises ``ConfigError`` (naming the field) when the model or data cannot be used, before
+        anything is written.
+        """
+        check_inputs(config)
         run_id = run_store.new_run_id(config.algorithm)
         run_dir = self.run_dir(run_id)
         run_dir.mkdir(parents=True, exist_ok=True)

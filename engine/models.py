@@ -235,7 +235,8 @@ def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
     return torch.float32
 
 
-def _offline() -> bool:
+def model_offline() -> bool:
+    """True when transformers may not download (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE)."""
     return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on") or (
         os.environ.get("TRANSFORMERS_OFFLINE", "").lower() in ("1", "true", "yes", "on")
     )
@@ -254,7 +255,7 @@ def _unavailable(name: str, cause: BaseException) -> ModelUnavailableError:
         )
     where = (
         "network access is off (HF_HUB_OFFLINE=1)"
-        if _offline()
+        if model_offline()
         else "it could not be downloaded (no network or no such repository)"
     )
     return ModelUnavailableError(

@@ -17,7 +17,9 @@ from typing import Any
 
 from engine import metric_names
 from engine.config import RunConfig
-from engine.datasets import DataSpec
+from engine.dataclass_io import ConfigError
+from engine.datasets import DatasetError, DataSpec
+from engine.models import ModelLoadError
 from engine.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
 from engine.samples import sample_rows
 from engine.stop_request import StopRequest, install_stop_handlers
@@ -28,6 +30,9 @@ from storage.paths import db_path, runs_dir
 from storage.schema import RunStatus
 
 logger = logging.getLogger("engine.worker")
+
+# Failures caused by the run's inputs, not by a bug: reported by their message alone.
+USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, DatasetError, ModelLoadError)
 
 FINAL_DIR = "final"
 CHECKPOINT_PREFIX = "checkpoint-"
@@ -91,7 +96,10 @@ def run(
             show_progress=show_progress,
         )
     except Exception as exc:  # the run fails; the process and the database stay healthy
-        logger.exception("Run %s failed", run_id)
+        if isinstance(exc, USER_ERRORS):  # the message says what to fix; the trace is stored
+            logger.error("Run %s failed: %s", run_id, exc)
+        else:
+            logger.exception("Run %s failed", run_id)
         if db is not None:
             run_store.set_status(
                 db,

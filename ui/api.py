@@ -101,7 +101,10 @@ def start_run(ctx: AppContext, config: dict | str) -> dict[str, Any]:
         str(DEFAULT_MODEL_DIR)
     ):
         raise ApiError("config.model.name_or_path: this demo trains only the default model")
-    run_id = ctx.launcher.start(run_config)
+    try:
+        run_id = ctx.launcher.start(run_config)
+    except ConfigError as exc:  # the model or data cannot be used as configured
+        raise ApiError(f"config.{exc}") from None
     return {"run_id": run_id, "status": run_status(ctx, run_id)["status"]}
 
 

@@ -158,7 +158,9 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
                         elem_id="train-model",
                     )
                     custom_model = gr.Textbox(
-                        label="Hugging Face id or local folder", visible=False
+                        label="Hugging Face id or local folder",
+                        visible=False,
+                        elem_id="train-custom-model",
                     )
                 with gr.Row():
                     lora = gr.Checkbox(
@@ -172,7 +174,7 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
                 error_md("model")
             with gr.Accordion("Training data", open=False):
                 data = build_data_inputs("train", "train")
-                error_md("data")
+            error_md("data")  # outside the accordion, so it shows while the accordion is shut
             for section in (*train_form.HYPER_SECTIONS, *algos):
                 section_fields = [f for f in fields if f.section == section]
                 key_fields = [f for f in section_fields if f.key]

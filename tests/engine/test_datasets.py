@@ -85,7 +85,7 @@ def test_file_split_holds_out_prompts_never_seen_in_training(tmp_path):
     assert len(load_rows(DataSpec(source="file", path=str(path), max_rows=7))) == 7
     with pytest.raises(DatasetError, match=r"split 'heldout' of .* has no rows"):
         load_rows(DataSpec(source="file", path=str(path), split="heldout", heldout_share=0.0))
-    with pytest.raises(DatasetError, match="split must be one of"):
+    with pytest.raises(DatasetError, match="split: must be one of"):
         DataSpec(source="file", path=str(path), split="test")
 
 
@@ -173,13 +173,13 @@ def test_bad_json_line_missing_file_and_type(tmp_path):
 
 
 def test_spec_validation():
-    with pytest.raises(DatasetError, match="source must be one of"):
+    with pytest.raises(DatasetError, match="source: must be one of"):
         DataSpec(source="ftp")
-    with pytest.raises(DatasetError, match="path is required for source 'file'"):
+    with pytest.raises(DatasetError, match="path: is required for source 'file'"):
         DataSpec(source="file")
-    with pytest.raises(DatasetError, match="split must be one of"):
+    with pytest.raises(DatasetError, match="split: must be one of"):
         DataSpec(split="test")
-    with pytest.raises(DatasetError, match="unknown data fields"):
+    with pytest.raises(DatasetError, match="unknown field; allowed"):
         DataSpec.from_dict({"source": "builtin", "colour": "red"})
     spec = DataSpec(source="hub", path="openai/gsm8k", config_name="main")
     assert DataSpec.from_dict(spec.to_dict()) == spec

@@ -116,6 +116,28 @@ def test_a_pretrained_model_gets_suggested_settings(page: Page):
     expect(page.locator("#train-generation-max-completion-length input")).to_have_value("256")
 
 
+def test_a_model_that_is_not_there_is_refused_on_its_field(page: Page, live_app):
+    from storage import runs as run_store
+    from storage.db import Database
+    from storage.paths import db_path
+
+    def run_count() -> int:
+        with Database(db_path(live_app.data_dir)) as db:
+            return len(run_store.list_runs(db))
+
+    before = run_count()
+    open_tab(page, "Train")
+    page.locator("#train-model input").click()
+    page.get_by_role("option", name=re.compile("Hugging Face id")).click()
+    page.locator("#train-custom-model textarea, #train-custom-model input").first.fill(
+        "/no/such/model"
+    )
+    page.locator("#train-start").click()
+    expect(page.locator("#train-message")).to_contain_text("Not started")
+    expect(page.locator("#train-error-model")).to_contain_text("no such local folder")
+    assert run_count() == before
+
+
 def record_run(data_dir, name, *, steps, failed=False):
     """A run written straight to the app's storage, as a worker would leave it."""
     from storage import runs as run_store

@@ -1,0 +1,81 @@
+"""Checks a run's model and data before the run is recorded, so mistakes surface as field errors.
+
+A missing model folder, a hub id that cannot be fetched offline, 4-bit loading without a GPU, a
+dataset file that is missing or lacks the mapped columns: each is reported as a
+:class:`~engine.dataclass_io.ConfigError` naming the field (``model.name_or_path``,
+``data.prompt_column``...), in the form and the CLI, instead of a run that fails seconds later.
+Only cheap checks run here: no weights are loaded and nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from engine.config import RunConfig
+from engine.dataclass_io import ConfigError
+from engine.datasets import DatasetError, hub_offline, load_rows
+from engine.models import ModelLoadError, ModelSpec, model_offline, resolve_spec
+
+
+def check_inputs(config: RunConfig) -> None:
+    """Raise ``ConfigError`` when the run's model or data cannot be used as configured."""
+    check_model(config.model)
+    if config.data.source == "file" or (config.data.source == "hub" and hub_offline()):
+        try:
+            load_rows(config.data)
+        except DatasetError as exc:
+            raise ConfigError(f"data.{exc.field}" if exc.field else "data", exc.reason) from None
+
+
+def check_model(spec: ModelSpec) -> None:
+    """The model exists locally, is in the download cache, or can be downloaded now."""
+    field = "model.name_or_path"
+    if spec.load_in_4bit and not torch.cuda.is_available():
+        raise ConfigError("model.load_in_4bit", "4-bit loading needs a CUDA GPU; turn it off")
+    try:
+        resolved = resolve_spec(spec)
+    except ModelLoadError as exc:
+        raise ConfigError(field, str(exc)) from None
+    name = resolved.name_or_path.strip()
+    path = Path(name).expanduser()
+    if path.exists():
+        if path.is_dir() and not (path / "config.json").is_file() and not resolved.gguf_file:
+            raise ConfigError(
+                field,
+                f"folder {name!r} holds no config.json; a model folder needs config.json, the "
+                "weights (*.safetensors or *.bin) and tokenizer files, as save_pretrained writes",
+            )
+        return
+    if name.startswith((".", "/", "~")):
+        raise ConfigError(field, f"no such local folder {name!r}; check the path")
+    if not _valid_repo_id(name):
+        raise ConfigError(
+            field,
+            f"{name!r} is neither a local folder nor a Hugging Face model id (owner/name: "
+            "letters, digits, '-', '_', '.')",
+        )
+    if model_offline() and not _in_hub_cache(name):
+        raise ConfigError(
+            field,
+            f"{name!r} is not on this machine and network access is off (HF_HUB_OFFLINE=1). "
+            "Give a local model folder, or download the model on a machine with network "
+            f"access first (`huggingface-cli download {name}`).",
+        )
+
+
+def _valid_repo_id(name: str) -> bool:
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    return True
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)

@@ -1,0 +1,102 @@
+"""A run whose model or data cannot be used is refused with the field to fix, before it exists."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from engine.config import RunConfig
+from engine.dataclass_io import ConfigError
+from engine.launcher import Launcher
+from engine.preflight import check_inputs
+from storage import runs as run_store
+from storage.db import Database
+from storage.paths import db_path
+from ui import api
+from ui.api import ApiError
+from ui.context import AppContext
+
+
+def config(**sections) -> RunConfig:
+    return RunConfig.from_dict(sections)
+
+
+def refused_field(cfg: RunConfig) -> str:
+    with pytest.raises(ConfigError) as err:
+        check_inputs(cfg)
+    return err.value.field
+
+
+def test_the_default_model_and_task_pass():
+    check_inputs(RunConfig())
+
+
+def test_model_problems_name_the_model_field(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    assert refused_field(config(model={"name_or_path": str(tmp_path / "nowhere")})) == (
+        "model.name_or_path"
+    )
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match=r"no config\.json"):
+        check_inputs(config(model={"name_or_path": str(tmp_path / "empty")}))
+    with pytest.raises(ConfigError, match="neither a local folder nor a Hugging Face model id"):
+        check_inputs(config(model={"name_or_path": "not a model!"}))
+    with pytest.raises(ConfigError, match=r"network access is off \(HF_HUB_OFFLINE=1\)"):
+        check_inputs(config(model={"name_or_path": "someone/some-model"}))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="4-bit loading works on a GPU")
+def test_four_bit_without_a_gpu_is_refused():
+    assert refused_field(config(model={"load_in_4bit": True})) == "model.load_in_4bit"
+
+
+def test_data_file_problems_name_the_data_field(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"question": "1+1?", "answer": "2"}) + "\n", encoding="utf-8")
+    missing = config(data={"source": "file", "path": str(tmp_path / "none.jsonl")})
+    assert refused_field(missing) == "data.path"
+    wrong_column = config(data={"source": "file", "path": str(rows), "split": "all"})
+    with pytest.raises(ConfigError, match=r"columns are \['question', 'answer'\]") as err:
+        check_inputs(wrong_column)
+    assert err.value.field == "data.prompt_column"
+    check_inputs(
+        config(
+            data={"source": "file", "path": str(rows), "split": "all", "prompt_column": "question"}
+        )
+    )
+
+
+def test_a_refused_run_leaves_no_trace(data_dir, tmp_path):
+    bad = config(data={"source": "file", "path": str(tmp_path / "none.jsonl")})
+    with pytest.raises(ConfigError, match=r"^data\.path: "):
+        Launcher(data_dir).start(bad)
+    with Database(db_path(data_dir)) as db:
+        assert run_store.list_runs(db) == []
+    assert not any((data_dir / "runs").glob("*"))
+
+
+def test_the_api_names_the_field(data_dir, tmp_path):
+    ctx = AppContext(data_dir)
+    try:
+        with pytest.raises(ApiError, match=r"^config\.model\.name_or_path: no such local folder"):
+            api.start_run(ctx, {"model": {"name_or_path": str(tmp_path / "nowhere")}})
+        assert api.list_runs(ctx) == []
+    finally:
+        ctx.close()
+
+
+def test_the_cli_prints_the_field_without_a_traceback(data_dir, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"data:\n  source: file\n  path: {tmp_path / 'none.jsonl'}\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "engine", "train", str(path), "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert "data.path: dataset file" in result.stderr and "does not exist" in result.stderr
+    assert "Traceback" not in result.stderr
