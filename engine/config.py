@@ -29,8 +29,9 @@ PPO_REWARD_NORMALIZATION = ("none", "batch", "running")
 PPO_VALUE_MODELS = ("shared", "separate")
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
+def _help(text: str, choices: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Field metadata: the help text (form tooltip, YAML comment) and any allowed values."""
+    return {"help": text, "choices": choices} if choices else {"help": text}
 
 
 def _check_range(path: str, value: float, lo: float, hi: float, *, lo_open: bool = False) -> None:
@@ -45,6 +46,20 @@ def _check_range(path: str, value: float, lo: float, hi: float, *, lo_open: bool
 def _check_choice(path: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ConfigError(path, f"must be one of {', '.join(choices)}, got {value!r}")
+
+
+def _check_choices(settings: Any, section: str) -> None:
+    """Each field with ``choices`` metadata holds one of them (every item, for a list)."""
+    for f in fields(settings):
+        choices = f.metadata.get("choices")
+        if not choices:
+            continue
+        value = getattr(settings, f.name)
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                _check_choice(f"{section}.{f.name}[{i}]", item, choices)
+        else:
+            _check_choice(f"{section}.{f.name}", value, choices)
 
 
 @dataclass
@@ -73,7 +88,9 @@ class GRPOSettings:
 
     loss_type: str = field(
         default="dapo",
-        metadata=_help(f"Loss normalisation: {', '.join(GRPO_LOSS_TYPES)} (TRL's names)."),
+        metadata=_help(
+            f"Loss normalisation: {', '.join(GRPO_LOSS_TYPES)} (TRL's names).", GRPO_LOSS_TYPES
+        ),
     )
     beta: float = field(
         default=0.0, metadata=_help("KL penalty to the reference model; 0 loads no reference.")
@@ -83,7 +100,8 @@ class GRPOSettings:
         default=None, metadata=_help("Upper clipping range (DAPO uses 0.28); empty = epsilon.")
     )
     scale_rewards: str = field(
-        default="group", metadata=_help("Divide advantages by the std of: group, batch or none.")
+        default="group",
+        metadata=_help("Divide advantages by the std of: group, batch or none.", SCALE_REWARDS),
     )
     num_iterations: int = field(
         default=1, metadata=_help("Optimisation passes over each generated batch (mu).")
@@ -94,12 +112,11 @@ class GRPOSettings:
     )
 
     def __post_init__(self) -> None:
-        _check_choice("grpo.loss_type", self.loss_type, GRPO_LOSS_TYPES)
+        _check_choices(self, "grpo")
         _check_range("grpo.beta", self.beta, 0, 10)
         _check_range("grpo.epsilon", self.epsilon, 0, 1, lo_open=True)
         if self.epsilon_high is not None:
             _check_range("grpo.epsilon_high", self.epsilon_high, self.epsilon, 1)
-        _check_choice("grpo.scale_rewards", self.scale_rewards, SCALE_REWARDS)
         _check_range("grpo.num_iterations", self.num_iterations, 1, 16)
 
 
@@ -155,7 +172,9 @@ class PPOSettings:
     )
     kl_mode: str = field(
         default="fixed",
-        metadata=_help(f"KL coefficient: {', '.join(PPO_KL_MODES)} (adaptive targets target_kl)."),
+        metadata=_help(
+            f"KL coefficient: {', '.join(PPO_KL_MODES)} (adaptive targets target_kl).", PPO_KL_MODES
+        ),
     )
     target_kl: float = field(
         default=6.0, metadata=_help("Adaptive mode: KL to the reference per completion to aim for.")
@@ -185,7 +204,8 @@ class PPOSettings:
         default="none",
         metadata=_help(
             f"Standardise sequence rewards: {', '.join(PPO_REWARD_NORMALIZATION)} "
-            "(running = mean/std over all steps so far)."
+            "(running = mean/std over all steps so far).",
+            PPO_REWARD_NORMALIZATION,
         ),
     )
     max_approx_kl: float | None = field(
@@ -196,7 +216,8 @@ class PPOSettings:
         default="shared",
         metadata=_help(
             "Critic: shared (value head on the policy's last hidden state) or separate "
-            "(a copy of the base model with its own head)."
+            "(a copy of the base model with its own head).",
+            PPO_VALUE_MODELS,
         ),
     )
     value_learning_rate: float | None = field(
@@ -208,7 +229,7 @@ class PPOSettings:
         _check_range("ppo.gamma", self.gamma, 0, 1)
         _check_range("ppo.lam", self.lam, 0, 1)
         _check_range("ppo.kl_coef", self.kl_coef, 0, 10)
-        _check_choice("ppo.kl_mode", self.kl_mode, PPO_KL_MODES)
+        _check_choices(self, "ppo")
         _check_range("ppo.target_kl", self.target_kl, 0, 1e6, lo_open=True)
         _check_range("ppo.kl_horizon", self.kl_horizon, 1, 1e9)
         if self.kl_mode == "adaptive" and self.kl_coef == 0:
@@ -222,12 +243,8 @@ class PPOSettings:
         _check_range("ppo.num_minibatches", self.num_minibatches, 1, 4096)
         if self.reward_clip is not None:
             _check_range("ppo.reward_clip", self.reward_clip, 0, 1e6, lo_open=True)
-        _check_choice(
-            "ppo.reward_normalization", self.reward_normalization, PPO_REWARD_NORMALIZATION
-        )
         if self.max_approx_kl is not None:
             _check_range("ppo.max_approx_kl", self.max_approx_kl, 0, 1e6, lo_open=True)
-        _check_choice("ppo.value_model", self.value_model, PPO_VALUE_MODELS)
         if self.value_learning_rate is not None:
             _check_range("ppo.value_learning_rate", self.value_learning_rate, 0, 1, lo_open=True)
 
@@ -262,7 +279,7 @@ class TrainingSettings:
     )
     learning_rate: float = field(default=5e-5, metadata=_help("AdamW learning rate, (0, 1]."))
     lr_scheduler: str = field(
-        default="constant", metadata=_help(f"Schedule: {', '.join(LR_SCHEDULERS)}.")
+        default="constant", metadata=_help(f"Schedule: {', '.join(LR_SCHEDULERS)}.", LR_SCHEDULERS)
     )
     warmup_steps: int = field(default=0, metadata=_help("Linear warm-up steps."))
     max_grad_norm: float = field(default=1.0, metadata=_help("Gradient-norm clipping, > 0."))
@@ -289,7 +306,9 @@ class TrainingSettings:
     )
     report_to: list[str] = field(
         default_factory=list,
-        metadata=_help(f"Extra trackers TRL logs to besides ours: {', '.join(REPORT_TO)}."),
+        metadata=_help(
+            f"Extra trackers TRL logs to besides ours: {', '.join(REPORT_TO)}.", REPORT_TO
+        ),
     )
 
     def __post_init__(self) -> None:
@@ -302,7 +321,7 @@ class TrainingSettings:
         if self.micro_batch_size is not None:
             _check_range("training.micro_batch_size", self.micro_batch_size, 1, 65536)
         _check_range("training.learning_rate", self.learning_rate, 0, 1, lo_open=True)
-        _check_choice("training.lr_scheduler", self.lr_scheduler, LR_SCHEDULERS)
+        _check_choices(self, "training")
         _check_range("training.warmup_steps", self.warmup_steps, 0, 1_000_000)
         _check_range("training.max_grad_norm", self.max_grad_norm, 0, 1e6, lo_open=True)
         _check_range("training.seed", self.seed, 0, 2**31 - 1)
@@ -313,8 +332,6 @@ class TrainingSettings:
         _check_range("training.eval_samples", self.eval_samples, 0, 100_000)
         _check_range("training.samples_per_log", self.samples_per_log, 0, 4096)
         _check_range("training.num_gpus", self.num_gpus, 1, 64)
-        for i, tracker in enumerate(self.report_to):
-            _check_choice(f"training.report_to[{i}]", tracker, REPORT_TO)
 
 
 @dataclass

@@ -47,13 +47,6 @@ KEY_FIELDS = frozenset(
         "ppo.vf_coef",
     }
 )
-# Allowed values of text fields, from the constants engine.config validates against.
-CHOICES: dict[str, Sequence[str]] = {
-    "grpo.loss_type": run_config.GRPO_LOSS_TYPES,
-    "grpo.scale_rewards": run_config.SCALE_REWARDS,
-    "training.lr_scheduler": run_config.LR_SCHEDULERS,
-    "training.report_to": run_config.REPORT_TO,
-}
 
 
 @dataclass(frozen=True)
@@ -100,14 +93,14 @@ def algorithms() -> list[str]:
     return [a for a in run_config.ALGORITHMS if a in sections]
 
 
-def _kind(tp: Any, path: str) -> tuple[str, bool]:
+def _kind(tp: Any, choices: Sequence[str]) -> tuple[str, bool]:
     args = typing.get_args(tp)
     optional = type(None) in args
     if optional:
         tp = next(a for a in args if a is not type(None))
     if typing.get_origin(tp) in (list, tuple):
         return "multi", optional
-    if path in CHOICES:
+    if choices:
         return "choice", optional
     return {bool: "bool", int: "int", float: "float"}.get(tp, "str"), optional
 
@@ -120,7 +113,8 @@ def section_fields(section: str) -> list[FormField]:
     out = []
     for f in dataclasses.fields(cls):
         path = f"{section}.{f.name}"
-        kind, optional = _kind(hints[f.name], path)
+        choices = tuple(f.metadata.get("choices", ()))
+        kind, optional = _kind(hints[f.name], choices)
         out.append(
             FormField(
                 path=path,
@@ -128,7 +122,7 @@ def section_fields(section: str) -> list[FormField]:
                 default=getattr(instance, f.name),
                 help=f.metadata.get("help", ""),
                 optional=optional,
-                choices=tuple(CHOICES.get(path, ())),
+                choices=choices,
             )
         )
     return out

@@ -28,6 +28,8 @@ def test_documented_yaml_is_commented_and_loads_as_the_default():
         ({"grpo": {"loss_type": "ppo"}}, "grpo.loss_type", "dapo"),
         ({"grpo": {"epsilon": 0.2, "epsilon_high": 0.1}}, "grpo.epsilon_high", "[0.2, 1]"),
         ({"training": {"report_to": ["mlflow"]}}, "training.report_to[0]", "tensorboard"),
+        ({"ppo": {"value_model": "own"}}, "ppo.value_model", "shared, separate"),
+        ({"ppo": {"kl_mode": "auto"}}, "ppo.kl_mode", "fixed, adaptive"),
     ],
 )
 def test_invalid_values_name_their_field(patch, field, words):

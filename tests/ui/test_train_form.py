@@ -37,6 +37,17 @@ def test_every_config_field_of_every_section_has_an_input(fields):
     assert all(f.help for f in fields), "every input carries the config's help text"
 
 
+def test_fields_with_a_fixed_set_of_values_are_choices(fields):
+    by_path = {f.path: f for f in fields}
+    assert by_path["ppo.value_model"].kind == "choice"
+    assert by_path["ppo.value_model"].choices == ("shared", "separate")
+    assert (
+        by_path["grpo.loss_type"].kind == "choice" and "dapo" in by_path["grpo.loss_type"].choices
+    )
+    assert by_path["training.report_to"].kind == "multi"
+    assert by_path["training.report_to"].choices == ("tensorboard", "wandb", "trackio")
+
+
 def test_algorithms_follow_the_config_sections():
     algos = train_form.algorithms()
     assert algos[:2] == ["grpo", "rloo"]
