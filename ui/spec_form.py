@@ -1,27 +1,42 @@
 """The Design form as data: slots generated from the reward registry (no Gradio here).
 
-The form holds one *slot* per registry component (several for components that allow more than
-one instance, such as ``rule``); each slot has an enable switch, a weight and one input per
+The form holds the spec's description and one *slot* per registry component (several for
+components that allow more than one instance, such as ``rule``); each slot has an enable switch,
+a weight, an optional metric name (the component's ``label``) and one input per
 :class:`~rewards.params.ParamSpec`. :class:`SpecForm` maps the form's flat list of values to a
 ``RewardSpec`` and back, and :meth:`SpecForm.check` validates them, putting each message on the
 input it is about (``"correctness.mode"``, ``"rule#2.weight"``), so the tab can show it there.
+
+Loading a spec never drops part of it without a word: a spec with more instances of a component
+than the form has slots is refused (:class:`SpecDoesNotFit`), and :meth:`SpecForm.load_notes`
+says which disabled components are shown unticked (unticked slots stay out of the spec). The
+form orders components by registry order, which does not change any score or metric name: a
+slot's default metric name is its position name (``rule_2`` for the second ``rule`` slot)
+whichever other slots are ticked, so unticking one slot never renames another.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec
 from rewards.registry import REGISTRY
-from rewards.spec import RewardSpec
+from rewards.spec import ComponentSpec, RewardSpec
 from ui.messages import escape, ok, warn
 
-MULTI_SLOTS = 3  # instances offered for components that allow several (e.g. rule)
+MULTI_SLOTS = 5  # instances offered for components that allow several (e.g. rule)
 GENERAL = ""  # error key of messages about the spec as a whole
+DESCRIPTION = "description"  # input key of the spec's description
+_COMPONENT_REF = re.compile(r"components\[(\d+)\]")
+
+
+class SpecDoesNotFit(ValueError):
+    """A spec holds more instances of a component than the form has slots for."""
 
 
 @dataclass(frozen=True)
@@ -41,8 +56,23 @@ class Slot:
 
     @property
     def size(self) -> int:
-        """Inputs of this slot: enabled, weight, then one per parameter."""
-        return 2 + len(self.info.params)
+        """Inputs of this slot: enabled, weight, metric name, then one per parameter."""
+        return 3 + len(self.info.params)
+
+    @property
+    def default_metric_name(self) -> str:
+        """The metric name when the label is empty (``rule``, ``rule_2``; see RewardSpec)."""
+        return self.info.name if self.instance == 1 else f"{self.info.name}_{self.instance}"
+
+
+class SlotValues(NamedTuple):
+    """One slot's inputs, as the spec takes them (before validation)."""
+
+    slot: Slot
+    enabled: bool
+    weight: Any
+    label: str | None  # None: the default metric name
+    params: dict[str, Any]
 
 
 def param_to_form(param: ParamSpec, value: Any) -> Any:
@@ -63,6 +93,24 @@ def param_from_form(param: ParamSpec, raw: Any) -> Any:
     if param.type == "str" and raw is None:
         return ""
     return raw
+
+
+def label_from_form(raw: Any) -> str | None:
+    """The metric-name input as a label: ``None`` when empty (the default name)."""
+    text = str(raw or "").strip()
+    return text or None
+
+
+def label_error(slot: Slot, label: str | None) -> str | None:
+    """Why ``label`` cannot be a metric name (the spec's own rule), or ``None`` when it can."""
+    if label is None:
+        return None
+    try:
+        RewardSpec([ComponentSpec(slot.info.name, 1.0, {}, label=label)])
+    except RewardSpecError as exc:
+        if exc.field.endswith(".label"):
+            return exc.reason
+    return None
 
 
 @dataclass
@@ -108,38 +156,41 @@ class SpecForm:
 
     @property
     def size(self) -> int:
-        return sum(s.size for s in self.slots)
+        return 1 + sum(s.size for s in self.slots)
 
     def input_keys(self) -> list[str]:
-        """The key of every input in value order (``"format.enabled"``, ``"format.weight"``,
-        ``"format.mode"``, ...)."""
-        keys = []
+        """The key of every input in value order (``"description"``, ``"format.enabled"``,
+        ``"format.weight"``, ``"format.label"``, ``"format.mode"``, ...)."""
+        keys = [DESCRIPTION]
         for slot in self.slots:
-            keys += [f"{slot.key}.enabled", f"{slot.key}.weight"]
+            keys += [f"{slot.key}.enabled", f"{slot.key}.weight", f"{slot.key}.label"]
             keys += [f"{slot.key}.{p.name}" for p in slot.info.params]
         return keys
 
-    def split(self, values: Sequence[Any]) -> list[tuple[Slot, bool, Any, dict[str, Any]]]:
-        """``(slot, enabled, weight, params)`` per slot from the flat values."""
+    def split(self, values: Sequence[Any]) -> tuple[str, list[SlotValues]]:
+        """The description and each slot's values from the flat values."""
         if len(values) != self.size:
             raise ValueError(f"expected {self.size} form values, got {len(values)}")
-        out, at = [], 0
+        description = str(values[0] or "").strip()
+        out, at = [], 1
         for slot in self.slots:
-            enabled, weight = bool(values[at]), values[at + 1]
-            raw = values[at + 2 : at + slot.size]
+            enabled, weight, label = bool(values[at]), values[at + 1], values[at + 2]
+            raw = values[at + 3 : at + slot.size]
             params = {
                 p.name: param_from_form(p, v) for p, v in zip(slot.info.params, raw, strict=True)
             }
-            out.append((slot, enabled, weight, params))
+            out.append(SlotValues(slot, enabled, weight, label_from_form(label), params))
             at += slot.size
-        return out
+        return description, out
 
     def check(self, values: Sequence[Any]) -> FormCheck:
-        """Validate every slot's weight and parameters, then the spec as a whole."""
+        """Validate every slot's weight, metric name and parameters, then the spec as a whole."""
         errors: dict[str, str] = {}
         components: list[dict[str, Any]] = []
         origins: list[Slot] = []
-        for slot, enabled, weight, params in self.split(values):
+        ticked: dict[str, int] = {}  # enabled slots so far, per component
+        description, slots = self.split(values)
+        for slot, enabled, weight, label, params in slots:
             for p in slot.info.params:
                 try:
                     p.validate(params[p.name])
@@ -152,6 +203,8 @@ class SpecForm:
                 errors[f"{slot.key}.weight"] = f"must be a finite number, got {weight}"
             else:
                 weight_ok = True
+            if (reason := label_error(slot, label)) is not None:
+                errors[f"{slot.key}.label"] = reason
             if not enabled:
                 continue
             if slot.info.check is not None and not any(
@@ -161,20 +214,34 @@ class SpecForm:
                     slot.info.validate_params(params)
                 except RewardSpecError as exc:
                     errors[f"{slot.key}.{exc.field}" if exc.field else slot.key] = exc.reason
-            components.append(component_dict(slot, weight if weight_ok else 0.0, params))
+            ticked[slot.info.name] = ticked.get(slot.info.name, 0) + 1
+            if label is None and ticked[slot.info.name] != slot.instance:
+                # An earlier slot of this component is unticked: keep this slot's own name
+                # rather than take the next free number (which would rename its metric).
+                label = slot.default_metric_name
+            components.append(component_dict(slot, weight if weight_ok else 0.0, params, label))
             origins.append(slot)
         if not components:
             errors[GENERAL] = "enable at least one component"
         if errors:
             return FormCheck(None, errors)
+        data: dict[str, Any] = {"components": components}
+        if description:
+            data["description"] = description
         try:
-            spec = RewardSpec.from_dict({"components": components})
+            spec = RewardSpec.from_dict(data)
         except RewardSpecError as exc:
-            return FormCheck(None, {self._locate(exc.field, origins): exc.reason})
+            reason = _COMPONENT_REF.sub(
+                lambda m: origins[int(m[1])].label if int(m[1]) < len(origins) else m[0],
+                exc.reason,
+            )
+            return FormCheck(None, {self._locate(exc.field, origins): reason})
         return FormCheck(spec, {})
 
     def _locate(self, spec_field: str, origins: Sequence[Slot]) -> str:
         """Map a spec error field (``components[1].params.max_len``) to an input key."""
+        if spec_field == DESCRIPTION:
+            return DESCRIPTION
         if spec_field.startswith("components["):
             index_text, _, rest = spec_field[len("components[") :].partition("]")
             if index_text.isdigit() and int(index_text) < len(origins):
@@ -183,27 +250,69 @@ class SpecForm:
                 return f"{slot.key}.{rest}" if rest else slot.key
         return GENERAL
 
-    def values_from_spec(self, spec: RewardSpec) -> list[Any]:
-        """Form values showing ``spec``: its components fill the matching slots in order."""
-        by_name: dict[str, list[Any]] = {}
+    def slot_count(self, name: str) -> int:
+        """How many slots the form has for component ``name``."""
+        return sum(1 for s in self.slots if s.info.name == name)
+
+    def _by_name(self, spec: RewardSpec) -> dict[str, list[ComponentSpec]]:
+        """The spec's components by name, in spec order; raises :class:`SpecDoesNotFit` when a
+        component has more instances than the form has slots for it."""
+        by_name: dict[str, list[ComponentSpec]] = {}
         for comp in spec.components:
             by_name.setdefault(comp.name, []).append(comp)
-        values: list[Any] = []
+        for name, comps in by_name.items():
+            slots = self.slot_count(name)
+            if len(comps) > slots:
+                raise SpecDoesNotFit(
+                    f"the spec has {len(comps)} {name} components and the form holds {slots}. "
+                    f"Combine or remove some {name} components to edit it here, or use the spec "
+                    "as it is: as the reward section of a run config started with the CLI "
+                    "(python -m engine train) or the API, which take any number."
+                )
+        return by_name
+
+    def values_from_spec(self, spec: RewardSpec) -> list[Any]:
+        """Form values showing ``spec``: its components fill the matching slots in order.
+
+        Raises:
+            SpecDoesNotFit: a component has more instances than the form has slots for it.
+        """
+        by_name = self._by_name(spec)
+        values: list[Any] = [spec.description]
         for slot in self.slots:
             present = by_name.get(slot.info.name, [])
             comp = present[slot.instance - 1] if len(present) >= slot.instance else None
             params = {**slot.info.defaults(), **(dict(comp.params) if comp else {})}
             values.append(comp is not None and comp.enabled)
             values.append(float(comp.weight) if comp is not None else 1.0)
+            values.append((comp.label or "") if comp is not None else "")
             values.extend(param_to_form(p, params[p.name]) for p in slot.info.params)
         return values
 
+    def load_notes(self, spec: RewardSpec) -> list[str]:
+        """What a user should know after loading ``spec`` into the form (may be empty)."""
+        by_name = self._by_name(spec)
+        disabled = [
+            slot.label
+            for slot in self.slots
+            if len(by_name.get(slot.info.name, [])) >= slot.instance
+            and not by_name[slot.info.name][slot.instance - 1].enabled
+        ]
+        if not disabled:
+            return []
+        n = len(disabled)
+        return [
+            f"{n} disabled component{'s are' if n != 1 else ' is'} shown unticked "
+            f"({', '.join(disabled)}); {'they stay' if n != 1 else 'it stays'} out of the spec "
+            "until ticked."
+        ]
 
-def component_dict(slot: Slot, weight: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+
+def component_dict(
+    slot: Slot, weight: Any, params: Mapping[str, Any], label: str | None = None
+) -> dict[str, Any]:
     """The spec entry of one enabled slot (disabled slots are left out of the spec)."""
-    return {
-        "name": slot.info.name,
-        "weight": float(weight),
-        "params": dict(params),
-        "enabled": True,
-    }
+    out = {"name": slot.info.name, "weight": float(weight), "params": dict(params), "enabled": True}
+    if label is not None:
+        out["label"] = label
+    return out

@@ -4,7 +4,15 @@ import pytest
 
 from rewards.registry import REGISTRY
 from rewards.spec import ComponentSpec, RewardSpec
-from ui.spec_form import GENERAL, SpecForm, param_from_form, param_to_form
+from ui.spec_form import (
+    DESCRIPTION,
+    GENERAL,
+    MULTI_SLOTS,
+    SpecDoesNotFit,
+    SpecForm,
+    param_from_form,
+    param_to_form,
+)
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +27,7 @@ def spec_of(*components):
 def test_form_has_an_input_for_every_registry_parameter(form):
     keys = set(form.input_keys())
     for name, info in REGISTRY.items():
-        assert f"{name}.enabled" in keys and f"{name}.weight" in keys
+        assert f"{name}.enabled" in keys and f"{name}.weight" in keys and f"{name}.label" in keys
         for p in info.params:
             assert f"{name}.{p.name}" in keys
     assert len(form.input_keys()) == form.size
@@ -28,7 +36,7 @@ def test_form_has_an_input_for_every_registry_parameter(form):
 def test_components_that_allow_several_instances_get_several_slots(form):
     for name, info in REGISTRY.items():
         slots = [s for s in form.slots if s.info.name == name]
-        assert len(slots) == (3 if info.allow_multiple else 1)
+        assert len(slots) == (MULTI_SLOTS if info.allow_multiple else 1)
 
 
 def test_spec_round_trips_through_the_form(form):
@@ -95,3 +103,122 @@ def test_list_parameters_are_one_item_per_line():
     p = next(p for info in REGISTRY.values() for p in info.params if p.type == "list")
     assert param_to_form(p, ("a", "b")) == "a\nb"
     assert param_from_form(p, "a\n\n  b \n") == ["a", "b"]
+
+
+def enabled_by_metric(spec):
+    """What scoring and the charts see: metric name -> (component, weight, params)."""
+    return {n: (c.name, c.weight, c.params) for n, c in spec.enabled_components()}
+
+
+def test_labels_round_trip_through_the_form(form):
+    spec = spec_of(
+        ("correctness", 1.0, {}, True, "answer_ok"),
+        ("rule", -0.5, {"pattern": "sorry"}, True, "no_apology"),
+        ("rule", 0.2, {"pattern": "Step"}),
+    )
+    values = form.values_from_spec(spec)
+    assert values[form.input_keys().index("correctness.label")] == "answer_ok"
+    assert values[form.input_keys().index("rule#2.label")] == ""
+    check = form.check(values)
+    assert check.ok, check.errors
+    assert [c.label for c in check.spec.components] == ["answer_ok", "no_apology", None]
+    assert check.spec.metric_names() == ["answer_ok", "no_apology", "rule_2"]
+
+
+def test_an_empty_metric_name_is_the_default_and_spaces_are_trimmed(form):
+    values = form.values_from_spec(spec_of(("format", 1.0)))
+    values[form.input_keys().index("format.label")] = "  tags  "
+    assert form.check(values).spec.components[0].label == "tags"
+    values[form.input_keys().index("format.label")] = "   "
+    assert form.check(values).spec.components[0].label is None
+
+
+def test_a_bad_metric_name_is_reported_on_that_input(form):
+    values = form.values_from_spec(spec_of(("correctness", 1.0), ("format", 0.5)))
+    values[form.input_keys().index("format.label")] = "Tag Check"
+    check = form.check(values)
+    assert set(check.errors) == {"format.label"}
+    assert "lower-case letters" in check.errors["format.label"]
+
+
+def test_a_metric_name_used_twice_names_the_other_component(form):
+    values = form.values_from_spec(spec_of(("correctness", 1.0), ("format", 0.5)))
+    values[form.input_keys().index("correctness.label")] = "format"
+    check = form.check(values)
+    assert check.errors == {"format.label": "metric name 'format' is already used by correctness"}
+
+
+def test_a_spec_with_more_instances_than_slots_is_refused(form):
+    rules = [("rule", 0.1, {"pattern": f"word{i}"}) for i in range(MULTI_SLOTS + 2)]
+    spec = spec_of(("correctness", 1.0), *rules)
+    with pytest.raises(SpecDoesNotFit) as info:
+        form.values_from_spec(spec)
+    message = str(info.value)
+    assert f"{MULTI_SLOTS + 2} rule components" in message
+    assert f"the form holds {MULTI_SLOTS}" in message
+    assert "CLI" in message and "API" in message
+    with pytest.raises(SpecDoesNotFit):
+        form.load_notes(spec)
+
+
+def test_a_spec_that_fills_every_slot_loads(form):
+    rules = [("rule", 0.1, {"pattern": f"word{i}"}) for i in range(MULTI_SLOTS)]
+    spec = spec_of(("correctness", 1.0), *rules)
+    check = form.check(form.values_from_spec(spec))
+    assert enabled_by_metric(check.spec) == enabled_by_metric(spec)
+
+
+def test_disabled_components_are_named_when_loaded(form):
+    assert form.load_notes(spec_of(("correctness", 1.0), ("format", 0.5))) == []
+    spec = spec_of(
+        ("correctness", 1.0),
+        ("format", 0.5, {}, False),
+        ("rule", 0.1, {"pattern": "a"}),
+        ("rule", 0.1, {"pattern": "b"}, False),
+    )
+    assert form.load_notes(spec) == [
+        "2 disabled components are shown unticked (format, rule #2); they stay out of the "
+        "spec until ticked."
+    ]
+    one = spec_of(("correctness", 1.0), ("format", 0.5, {}, False))
+    assert form.load_notes(one) == [
+        "1 disabled component is shown unticked (format); it stays out of the spec until ticked."
+    ]
+    values = form.values_from_spec(spec)
+    assert values[form.input_keys().index("format.enabled")] is False
+    assert values[form.input_keys().index("rule#2.pattern")] == "b"
+
+
+def test_only_order_and_disabled_components_change_on_a_round_trip(form):
+    spec = RewardSpec.from_dict(
+        {
+            "description": "house reward",
+            "components": [
+                {"name": "rule", "weight": 0.1, "params": {"pattern": "x"}, "enabled": False},
+                {"name": "format", "weight": 0.5, "label": "tags"},
+                {"name": "rule", "weight": -0.2, "params": {"pattern": "sorry"}},
+                {"name": "correctness", "weight": 1.0, "params": {"wrong_value": -0.5}},
+                {"name": "rule", "weight": 0.3, "params": {"pattern": "Step"}, "label": "steps"},
+            ],
+        }
+    )
+    check = form.check(form.values_from_spec(spec))
+    assert check.ok, check.errors
+    assert check.spec.description == "house reward"
+    # The second rule keeps its metric name rule_2 although the first one is left out.
+    assert enabled_by_metric(check.spec) == enabled_by_metric(spec)
+    assert sorted(check.spec.metric_names()) == ["correctness", "rule_2", "steps", "tags"]
+
+
+def test_unticking_a_slot_does_not_rename_the_next_one(form):
+    spec = spec_of(("rule", 1.0, {"pattern": "a"}), ("rule", 1.0, {"pattern": "b"}))
+    values = form.values_from_spec(spec)
+    assert form.check(values).spec.metric_names() == ["rule", "rule_2"]
+    values[form.input_keys().index("rule.enabled")] = False
+    assert form.check(values).spec.metric_names() == ["rule_2"]
+
+
+def test_a_too_long_description_is_reported_on_it(form):
+    values = form.values_from_spec(spec_of(("format", 1.0)))
+    values[form.input_keys().index(DESCRIPTION)] = "x" * 2001
+    assert set(form.check(values).errors) == {DESCRIPTION}
