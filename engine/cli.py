@@ -1,4 +1,4 @@
-"""The headless CLI: ``python -m engine {train,run,runs,stop,resume,delete,export-config}``.
+"""The headless CLI: ``python -m engine {train,run,runs,stop,resume,delete,export,export-config}``.
 
 ``train`` runs a config in the foreground with a progress bar and writes the same storage as the
 dashboard, so CLI runs show up there; ``run`` is the worker entry point the launcher uses.
@@ -84,6 +84,26 @@ def _lifecycle(action: str):
     return command
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from engine.launcher import Launcher, LaunchError
+    from engine.worker import latest_model_dir
+    from storage.db import Database
+    from storage.export import export_run
+    from storage.paths import db_path
+    from storage.runs import get_run
+
+    launcher = Launcher(_data_dir(args.data_dir))
+    with Database(db_path(launcher.data_dir)) as db:
+        if get_run(db, args.run_id) is None:
+            raise LaunchError(f"no run with id {args.run_id!r}")
+        model_dir = latest_model_dir(launcher.run_dir(args.run_id)) if args.model else None
+        if args.model and model_dir is None:
+            raise LaunchError(f"run {args.run_id} has no final model or checkpoint to export")
+        out = export_run(db, args.run_id, args.output, model_dir=model_dir)
+    print(f"exported {args.run_id} to {out}")
+    return 0
+
+
 def cmd_export_config(args: argparse.Namespace) -> int:
     from engine.config import documented_yaml
 
@@ -123,6 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
         ("delete", "Delete a run with its metrics, samples and files."),
     ):
         add(action, _lifecycle(action), text).add_argument("run_id")
+    p = add("export", cmd_export, "Write a run's metrics (CSV), samples (JSONL), logs, config.")
+    p.add_argument("run_id")
+    p.add_argument("output", help="folder to write into")
+    p.add_argument("--model", action="store_true", help="also copy the final model/checkpoint")
     p = add("export-config", cmd_export_config, "Write a documented default run config.")
     p.add_argument("output", nargs="?", default="-", help="file to write (default: stdout)")
     return parser

@@ -49,6 +49,12 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return max(found, key=lambda p: int(p.name.split("-")[-1]), default=None)
 
 
+def latest_model_dir(run_dir: Path) -> Path | None:
+    """The run's final model if it completed, else its newest checkpoint, if any."""
+    final = run_dir / FINAL_DIR
+    return final if final.is_dir() else latest_checkpoint(run_dir)
+
+
 def heldout_rows(data: DataSpec, n: int) -> list[dict[str, Any]]:
     """The first ``n`` held-out rows of the built-in task; other datasets have no held-out split."""
     if n == 0 or data.source != "builtin":

@@ -17,9 +17,9 @@ from typing import Any
 from engine.datasets import DatasetError, DataSpec, load_rows
 from engine.models import ModelLoadError, ModelSpec, available_models
 from engine.sampling import sample_completions
+from engine.worker import latest_model_dir
 from ui.context import AppContext
 from ui.preview_state import PreviewCache
-from ui.run_actions import latest_model_dir
 
 logger = logging.getLogger(__name__)
 

@@ -12,15 +12,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from engine.worker import latest_model_dir
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
+from storage.export import export_run
+from storage.runs import RunNotFoundError
 from ui.trace_view import completion_html, fmt, trace_columns
 
 logger = logging.getLogger(__name__)
 
 CONFIG_FILE = "config.yaml"
-FINAL_DIR = "final"
 
 
 class RunActionError(RuntimeError):
@@ -78,14 +80,6 @@ def config_file(db: Database, run_id: str | None) -> Path:
     return path
 
 
-def latest_model_dir(folder: Path) -> Path | None:
-    """The final model if the run completed, else its newest ``checkpoint-N``."""
-    if (folder / FINAL_DIR).is_dir():
-        return folder / FINAL_DIR
-    found = [p for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
-    return max(found, key=lambda p: int(p.name.split("-")[-1]), default=None)
-
-
 def checkpoint_archive(db: Database, run_id: str | None, into: Path | None = None) -> Path:
     """A zip of the run's final model (or newest checkpoint) for download."""
     folder = run_folder(db, run_id)
@@ -98,6 +92,17 @@ def checkpoint_archive(db: Database, run_id: str | None, into: Path | None = Non
     into = Path(into or tempfile.mkdtemp(prefix="studio-ckpt-"))
     base = into / f"{run_id}-{model_dir.name}"
     return Path(shutil.make_archive(str(base), "zip", root_dir=model_dir))
+
+
+def run_data_archive(db: Database, run_id: str | None, into: Path | None = None) -> Path:
+    """A zip of the run's metrics (CSV), samples with traces (JSONL), logs and config."""
+    run_id = _require(run_id)
+    into = Path(into or tempfile.mkdtemp(prefix="studio-export-"))
+    try:
+        exported = export_run(db, run_id, into / f"{run_id}-data")
+    except RunNotFoundError:
+        raise RunActionError(f"No run with id {run_id!r}.") from None
+    return Path(shutil.make_archive(str(exported), "zip", root_dir=exported))
 
 
 def push_to_hub(db: Database, run_id: str | None, repo_id: str, token: str) -> str:

@@ -74,6 +74,7 @@ def build_runs(ctx: AppContext) -> RunsHandles:
                 delete_btn = gr.Button("Delete", size="sm", elem_id="run-delete")
                 config_btn = gr.Button("Config file", size="sm")
                 ckpt_btn = gr.Button("Checkpoint (zip)", size="sm")
+                data_btn = gr.Button("Metrics & samples (zip)", size="sm", elem_id="run-data")
             action_md = gr.Markdown(elem_id="run-action-message")
             download = gr.File(label="Download", visible=False, interactive=False)
             error_box = gr.Code(
@@ -239,6 +240,12 @@ def build_runs(ctx: AppContext) -> RunsHandles:
     )
     ckpt_btn.click(
         download_with(run_actions.checkpoint_archive),
+        inputs=run_select,
+        outputs=[download, action_md],
+        api_visibility="private",
+    )
+    data_btn.click(
+        download_with(run_actions.run_data_archive),
         inputs=run_select,
         outputs=[download, action_md],
         api_visibility="private",

@@ -79,6 +79,17 @@ def test_downloads_need_the_files(ctx):
     assert run_actions.latest_model_dir(folder).name == "final"
 
 
+def test_run_data_downloads_as_one_zip(ctx, tmp_path):
+    make_run(ctx)
+    with pytest.raises(RunActionError, match="Pick a run"):
+        run_actions.run_data_archive(ctx.db, None)
+    with pytest.raises(RunActionError, match="No run with id 'nope'"):
+        run_actions.run_data_archive(ctx.db, "nope")
+    archive = run_actions.run_data_archive(ctx.db, "grpo-1234abcd", into=tmp_path)
+    names = set(zipfile.ZipFile(archive).namelist())
+    assert names == {"run.json", "config.yaml", "metrics.csv", "samples.jsonl", "logs.txt"}
+
+
 def test_actions_explain_what_is_missing(ctx):
     with pytest.raises(RunActionError, match="Pick a run"):
         run_actions.stop_run(ctx.launcher, None)

@@ -1,0 +1,115 @@
+"""A run's stored results as plain files: for notebooks, spreadsheets and archives.
+
+``export_run`` writes into a folder:
+
+- ``run.json``: id, name, algorithm, status, times (epoch seconds), steps, error;
+- ``config.yaml``: the run config, as ``python -m engine train`` reads it;
+- ``metrics.csv``: one row per step, one column per metric (``step``, ``time``, then names in
+  alphabetical order; empty cells where a metric was not logged or was not finite);
+- ``samples.jsonl``: every stored completion with its reward trace, one JSON object a line;
+- ``logs.txt``: the run's log lines with their UTC time and level;
+- ``model/``: the model folder given, copied (the final model or a checkpoint).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import shutil
+import time
+from pathlib import Path
+
+import yaml
+
+from storage.db import Database
+from storage.logs import logs_since
+from storage.metrics import metrics_since
+from storage.runs import RunNotFoundError, get_run
+from storage.samples import sample_steps, samples_at
+
+PAGE = 50_000
+RUN_FIELDS = (
+    "id",
+    "name",
+    "algorithm",
+    "status",
+    "created_at",
+    "started_at",
+    "ended_at",
+    "last_step",
+    "total_steps",
+    "error_message",
+)
+
+
+def export_run(
+    db: Database, run_id: str, out_dir: str | Path, *, model_dir: Path | None = None
+) -> Path:
+    """Write the run's files (see the module docstring) into ``out_dir``; returns it."""
+    run = get_run(db, run_id)
+    if run is None:
+        raise RunNotFoundError(f"no run with id {run_id!r}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    info = {name: getattr(run, name) for name in RUN_FIELDS}
+    info["status"] = str(run.status)
+    (out / "run.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    config_text = yaml.safe_dump(run.config, sort_keys=False, allow_unicode=True)
+    (out / "config.yaml").write_text(config_text, encoding="utf-8")
+    write_metrics_csv(db, run_id, out / "metrics.csv")
+    write_samples_jsonl(db, run_id, out / "samples.jsonl")
+    write_logs(db, run_id, out / "logs.txt")
+    if model_dir is not None:
+        shutil.copytree(model_dir, out / "model", dirs_exist_ok=True)
+    return out
+
+
+def write_metrics_csv(db: Database, run_id: str, path: Path) -> int:
+    """The run's metrics, one row per step; returns the number of rows."""
+    by_step: dict[int, dict[str, float | None]] = {}
+    times: dict[int, float] = {}
+    cursor = 0
+    while True:
+        points, cursor = metrics_since(db, run_id, cursor, limit=PAGE)
+        for p in points:
+            by_step.setdefault(p.step, {})[p.name] = p.value
+            times[p.step] = max(times.get(p.step, 0.0), p.time)
+        if len(points) < PAGE:
+            break
+    names = sorted({name for row in by_step.values() for name in row})
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["step", "time", *names])
+        for step in sorted(by_step):
+            row = by_step[step]
+            cells = ["" if row.get(n) is None else repr(row[n]) for n in names]
+            writer.writerow([step, f"{times[step]:.3f}", *cells])
+    return len(by_step)
+
+
+def write_samples_jsonl(db: Database, run_id: str, path: Path) -> int:
+    """Every stored sample of the run with its trace; returns how many."""
+    count = 0
+    with path.open("w", encoding="utf-8") as handle:
+        for step in sample_steps(db, run_id):
+            for sample in samples_at(db, run_id, step):
+                record = dataclasses.asdict(sample)
+                del record["id"]
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                count += 1
+    return count
+
+
+def write_logs(db: Database, run_id: str, path: Path) -> int:
+    """The run's log lines as ``YYYY-MM-DD HH:MM:SS LEVEL message``; returns how many."""
+    count, cursor = 0, 0
+    with path.open("w", encoding="utf-8") as handle:
+        while True:
+            lines, cursor = logs_since(db, run_id, cursor, limit=PAGE)
+            for line in lines:
+                stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(line.time))
+                handle.write(f"{stamp} {line.level} {line.message}\n")
+            count += len(lines)
+            if len(lines) < PAGE:
+                return count
