@@ -50,6 +50,28 @@ def resolve_data_dir(
     return _make_dir(Path(DEFAULT_DIR), "the default")
 
 
+def persistence_note(
+    data_dir: str | os.PathLike[str],
+    *,
+    environ: dict[str, str] | None = None,
+    spaces_root: Path = SPACES_ROOT,
+) -> str:
+    """One sentence on where runs are kept and whether they outlive a restart.
+
+    On a Hugging Face Space (``SPACE_ID`` is set) only ``/data`` survives restarts.
+    """
+    env = os.environ if environ is None else environ
+    where = Path(data_dir).resolve()
+    if not env.get("SPACE_ID"):
+        return f"Runs are saved in {where}."
+    if where.is_relative_to(spaces_root.resolve()):
+        return f"Runs are saved in {where}, on this Space's persistent storage."
+    return (
+        f"Runs are saved in {where}, which this Space loses when it restarts: turn on "
+        "persistent storage in the Space's settings to keep them."
+    )
+
+
 def db_path(data_dir: str | os.PathLike[str]) -> Path:
     """The studio database file inside ``data_dir``."""
     return Path(data_dir) / DB_FILE

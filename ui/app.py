@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import gradio as gr
 
+from storage.paths import persistence_note
 from ui.api import build_api
 from ui.compare import build_compare
 from ui.context import AppContext
 from ui.design import build_design
+from ui.messages import escape
 from ui.preview import build_preview
 from ui.runs import build_runs, initial_selection
 from ui.train import build_train
@@ -38,8 +40,10 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         gr.Markdown(
             f"## {TITLE}\n"
             "Design a reward from weighted components, preview it on real generations with a "
-            "trace of every component, train with GRPO or RLOO, and watch it learn."
+            "trace of every component, train with GRPO, RLOO or PPO, and watch it learn."
             + (f"\n\n**{ctx.demo.describe()}**" if ctx.demo.describe() else "")
+            + f"\n\n<small>{escape(persistence_note(ctx.data_dir))}</small>",
+            elem_id="app-header",
         )
         with gr.Tabs(elem_id="main-tabs") as tabs:
             with gr.Tab("Design", id="design", elem_id="tab-design"):

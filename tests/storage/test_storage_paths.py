@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.paths import db_path, resolve_data_dir, runs_dir
+from storage.paths import db_path, persistence_note, resolve_data_dir, runs_dir
 
 
 @pytest.fixture
@@ -88,3 +88,17 @@ def test_db_and_runs_paths(tmp_path):
     assert db_path(tmp_path) == tmp_path / "studio.db"
     assert runs_dir(tmp_path) == tmp_path / "runs"
     assert (tmp_path / "runs").is_dir()
+
+
+def test_the_persistence_note_warns_only_on_a_space_without_persistent_storage(tmp_path):
+    spaces_root = tmp_path / "data"
+    (spaces_root / "studio").mkdir(parents=True)
+    local = tmp_path / "studio-data"
+    assert persistence_note(local, environ={}, spaces_root=spaces_root) == (
+        f"Runs are saved in {local}."
+    )
+    on_space = {"SPACE_ID": "alice/reward-studio"}
+    kept = persistence_note(spaces_root / "studio", environ=on_space, spaces_root=spaces_root)
+    assert kept.endswith("on this Space's persistent storage.")
+    lost = persistence_note(local, environ=on_space, spaces_root=spaces_root)
+    assert "loses when it restarts" in lost and "turn on persistent storage" in lost
