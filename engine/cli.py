@@ -168,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: invalid config: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file or folder the user named cannot be read or written
+        print(f"error: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
+        return 2
     except Exception as exc:
         from engine.launcher import LaunchError
 

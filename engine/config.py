@@ -418,9 +418,15 @@ class RunConfig:
     @classmethod
     def load(cls, path: str | Path) -> RunConfig:
         path = Path(path)
+        if path.is_dir():
+            raise ConfigError("", f"{path} is a folder; give the run config file (YAML)")
         if not path.is_file():
             raise ConfigError("", f"config file {path} does not exist")
-        return cls.from_yaml(path.read_text(encoding="utf-8"))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError("", f"config file {path} is not UTF-8 text (YAML)") from None
+        return cls.from_yaml(text)
 
 
 def documented_yaml(config: RunConfig | None = None) -> str:

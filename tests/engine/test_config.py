@@ -79,3 +79,27 @@ def test_micro_batches_split_the_step_for_trl():
     assert config.gradient_accumulation_steps() == 4
     with pytest.raises(ConfigError, match="multiple of micro_batch_size 7"):
         RunConfig.from_dict({"training": {"prompts_per_step": 4, "micro_batch_size": 7}})
+
+
+def test_config_files_that_cannot_be_read_are_named(tmp_path):
+    with pytest.raises(ConfigError, match="is a folder; give the run config file"):
+        RunConfig.load(tmp_path)
+    binary = tmp_path / "run.yaml"
+    binary.write_bytes(b"\xff\xfe\x00steps")
+    with pytest.raises(ConfigError, match="is not UTF-8 text"):
+        RunConfig.load(binary)
+
+
+def test_the_cli_reports_an_unwritable_output_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "engine", "export-config", str(tmp_path / "no" / "dir.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: No such file or directory:")
+    assert "Traceback" not in result.stderr
