@@ -15,6 +15,7 @@ Two models work with no network at all:
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -217,6 +218,31 @@ def resolve_spec(spec: ModelSpec) -> ModelSpec:
             english.name_or_path, spec.dtype, spec.lora, spec.load_in_4bit, english.gguf_file
         )
     return spec
+
+
+def parameter_count(spec: ModelSpec) -> int | None:
+    """Parameters of the model ``spec`` names, from its config alone: the weights are neither
+    downloaded nor loaded. ``None`` when its config cannot be read from here.
+
+    LoRA adapters are not counted: a size cap is about the base model in memory.
+    """
+    resolved = resolve_spec(spec)
+    return _count_from_config(resolved.name_or_path.strip(), resolved.gguf_file)
+
+
+@functools.lru_cache(maxsize=32)
+def _count_from_config(name_or_path: str, gguf_file: str | None) -> int | None:
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    try:
+        config = AutoConfig.from_pretrained(name_or_path, **kwargs)
+        with init_empty_weights():  # parameters on the meta device: shapes, no memory
+            model = AutoModelForCausalLM.from_config(config)
+    except (OSError, ValueError, ImportError):
+        return None
+    return sum(p.numel() for p in model.parameters())
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:

@@ -21,7 +21,6 @@ import yaml
 
 from engine.config import RunConfig
 from engine.dataclass_io import ConfigError
-from engine.models import DEFAULT_MODEL_DIR, resolve_spec
 from rewards.composer import score
 from rewards.errors import RewardSpecError
 from rewards.spec import RewardSpec
@@ -97,11 +96,8 @@ def start_run(ctx: AppContext, config: dict | str) -> dict[str, Any]:
     cap = ctx.demo.max_steps
     if cap is not None and run_config.training.steps > cap:
         raise ApiError(f"config.training.steps: this demo allows at most {cap} steps")
-    if ctx.demo.max_model_params is not None and resolve_spec(run_config.model).name_or_path != (
-        str(DEFAULT_MODEL_DIR)
-    ):
-        raise ApiError("config.model.name_or_path: this demo trains only the default model")
     try:
+        ctx.check_model_size(run_config.model)
         run_id = ctx.launcher.start(run_config)
     except ConfigError as exc:  # the model or data cannot be used as configured
         raise ApiError(f"config.{exc}") from None

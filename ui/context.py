@@ -162,10 +162,9 @@ class AppContext:
         key = repr(spec)
         with self._model_lock:
             if key not in self._models:
+                self.check_model_size(spec)
                 self._models.clear()
-                model, tokenizer = load_model_and_tokenizer(spec)
-                self._check_model_size(model)
-                self._models[key] = (model, tokenizer)
+                self._models[key] = load_model_and_tokenizer(spec)
             return self._models[key]
 
     def cached_tokenizer(self, key: str) -> Any:
@@ -178,15 +177,30 @@ class AppContext:
         tokenizer = loaded[1]
         return lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def _check_model_size(self, model: Any) -> None:
+    def check_model_size(self, spec: Any) -> None:
+        """Refuse a model over the demo's size cap before anything is downloaded or loaded.
+
+        Raises:
+            ConfigError: on ``model.name_or_path``, saying the size and the cap.
+        """
         cap = self.demo.max_model_params
         if cap is None:
             return
-        params = sum(p.numel() for p in model.parameters())
+        from engine.dataclass_io import ConfigError
+        from engine.models import parameter_count
+
+        params = parameter_count(spec)
+        if params is None:
+            raise ConfigError(
+                "model.name_or_path",
+                f"this demo loads models up to {cap:,} parameters, and the size of "
+                f"{spec.name_or_path!r} cannot be read from its config; pick a listed model",
+            )
         if params > cap:
-            raise ValueError(
-                f"model: {params:,} parameters is over this demo's cap of {cap:,}; pick a "
-                "smaller model (the default model always fits)"
+            raise ConfigError(
+                "model.name_or_path",
+                f"{params:,} parameters is over this demo's cap of {cap:,}; pick a smaller "
+                "model (the default model always fits)",
             )
 
     # ---- supervision of queued and lost runs ----------------------------------------------

@@ -15,7 +15,7 @@ import gradio as gr
 
 from engine.config import RunConfig, documented_yaml
 from engine.dataclass_io import ConfigError
-from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, available_models
+from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec, available_models
 from rewards.spec import RewardSpec
 from ui import spec_io, train_form
 from ui.context import AppContext
@@ -79,12 +79,18 @@ def model_dict(ctx: AppContext, key: str, custom: str, lora: bool, r: Any, alpha
 
 
 def training_models(ctx: AppContext) -> list[tuple[str, str]]:
-    """``(label, key)`` of the models a run may train. With a demo cap on model size only the
-    shipped default model is offered (its size is known without loading it)."""
-    options = [(m.label, m.key) for m in available_models() if m.available]
-    if ctx.demo.max_model_params is not None:
-        return [o for o in options if o[1] == DEFAULT_MODEL_ALIAS]
+    """``(label, key)`` of the models a run may train: under a demo size cap, those that fit
+    (any other id is checked against the cap when the run starts)."""
+    options = [(m.label, m.key) for m in available_models() if m.available and _fits(ctx, m.spec)]
     return [*options, ("Any Hugging Face id or local folder…", CUSTOM)]
+
+
+def _fits(ctx: AppContext, spec: ModelSpec) -> bool:
+    try:
+        ctx.check_model_size(spec)
+    except ConfigError:
+        return False
+    return True
 
 
 def reward_summary(spec_dict: dict | None) -> str:
@@ -305,6 +311,7 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
     def on_start(spec_dict: dict, *values):
         try:
             config = collect(spec_dict, values)
+            ctx.check_model_size(config.model)
             new_id = ctx.launcher.start(config)
         except ConfigError as exc:
             return (gr.skip(), warn("Not started: fix the field marked below."), *show_errors(exc))

@@ -1,5 +1,8 @@
+import json
+
 import pytest
 
+from engine.config import RunConfig
 from storage import runs as run_store
 from storage.metrics import MetricWriter
 from storage.schema import RunStatus
@@ -74,10 +77,23 @@ def test_json_numbers_in_exponent_form_stay_numbers(ctx):
     assert api.score_preview(ctx, spec, ["<answer>4</answer>"], answers=["4"])["totals"] == [1.0]
 
 
-def test_a_model_size_cap_keeps_demo_runs_on_the_default_model(data_dir):
+def test_a_model_size_cap_is_checked_from_the_config_before_any_download(data_dir, tmp_path):
+    from engine.models import DEFAULT_MODEL_DIR
+
+    big = tmp_path / "big-model"  # a config of 2M+ parameters and no weights at all
+    big.mkdir()
+    config = json.loads((DEFAULT_MODEL_DIR / "config.json").read_text())
+    config.update(hidden_size=256, intermediate_size=1024)
+    (big / "config.json").write_text(json.dumps(config))
     ctx = AppContext(data_dir, demo=DemoLimits(max_model_params=1_000_000))
     try:
-        with pytest.raises(ApiError, match="only the default model"):
+        with pytest.raises(
+            ApiError, match=r"config\.model\.name_or_path: [\d,]+ parameters is over"
+        ):
+            api.start_run(ctx, {"model": {"name_or_path": str(big)}})
+        with pytest.raises(ApiError, match="cannot be read from its config"):
             api.start_run(ctx, {"model": {"name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"}})
+        assert api.list_runs(ctx) == []
+        ctx.check_model_size(RunConfig().model)  # 0.68M parameters: fits
     finally:
         ctx.close()
