@@ -1,7 +1,9 @@
 """The Design tab: compose the reward from the registry's components.
 
-Every component gets an enable switch, a weight and its parameters, all generated from
-:data:`rewards.registry.REGISTRY` through :class:`ui.spec_form.SpecForm`. Each edit is validated
+Every component gets an enable switch, a weight, an optional metric name and its parameters, all
+generated from :data:`rewards.registry.REGISTRY` through :class:`ui.spec_form.SpecForm`. Loading a
+spec that the form cannot show whole is refused, and disabled components are named when loaded
+(they are shown unticked and stay out of the spec until ticked). Each edit is validated
 at once and a wrong value gets its message right under its input. The valid spec goes into a
 ``gr.State`` that the Preview and Train tabs read; presets, JSON/YAML import and export, and the
 standalone TRL module are here too. "Try it" scores one hand-written completion live.
@@ -20,8 +22,8 @@ from rewards.params import ParamSpec
 from rewards.spec import DEFAULT_PRESET, PRESETS, RewardSpec
 from ui import spec_io
 from ui.context import AppContext
-from ui.messages import escape, warn
-from ui.spec_form import GENERAL, FormCheck, Slot, SpecForm
+from ui.messages import escape, hint, warn
+from ui.spec_form import DESCRIPTION, GENERAL, FormCheck, Slot, SpecDoesNotFit, SpecForm
 from ui.trace_view import fmt
 
 TRY_PROMPT = "What is 17 + 25?"
@@ -98,7 +100,18 @@ def build_design(ctx: AppContext) -> DesignHandles:
                 load_preset = gr.Button("Load preset", scale=1, elem_id="load-preset")
             status = gr.Markdown(FormCheck(initial_spec).summary(), elem_id="spec-status")
             error_md(GENERAL)
-            at = 0
+            inputs.append(
+                gr.Textbox(
+                    value=initial[0],
+                    label="Description",
+                    placeholder="optional: what this reward is for",
+                    lines=1,
+                    max_lines=4,
+                    elem_id=elem_key(DESCRIPTION),
+                )
+            )
+            error_md(DESCRIPTION)
+            at = 1
             for slot in form.slots:
                 values = initial[at : at + slot.size]
                 at += slot.size
@@ -114,9 +127,10 @@ def build_design(ctx: AppContext) -> DesignHandles:
                                 label=f"use {slot.label}",
                                 elem_id=elem_key(f"{slot.key}.enabled"),
                                 scale=1,
+                                min_width=120,
                             )
                         )
-                        with gr.Column(scale=2):
+                        with gr.Column(scale=2, min_width=140):
                             inputs.append(
                                 gr.Number(
                                     value=values[1],
@@ -125,7 +139,18 @@ def build_design(ctx: AppContext) -> DesignHandles:
                                 )
                             )
                             error_md(f"{slot.key}.weight")
-                    params = list(zip(slot.info.params, values[2:], strict=True))
+                        with gr.Column(scale=3, min_width=180):
+                            inputs.append(
+                                gr.Textbox(
+                                    value=values[2],
+                                    label="metric name in charts",
+                                    placeholder=f"default: {slot.default_metric_name}",
+                                    max_lines=1,
+                                    elem_id=elem_key(f"{slot.key}.label"),
+                                )
+                            )
+                            error_md(f"{slot.key}.label")
+                    params = list(zip(slot.info.params, values[3:], strict=True))
                     for start in range(0, len(params), 3):
                         with gr.Row():
                             for p, value in params[start : start + 3]:
@@ -203,17 +228,24 @@ def build_design(ctx: AppContext) -> DesignHandles:
         api_visibility="private",
     )
 
-    def show_spec(spec: RewardSpec, fmt_name: str, message: str):
-        values = form.values_from_spec(spec)
-        check = form.check(values)
-        return (*values, *render_check(check, fmt_name), message)
-
     load_outputs = [*inputs, *check_outputs, import_msg]
+
+    def refuse(message: str):
+        return (*[gr.skip()] * (len(load_outputs) - 1), warn(message))
+
+    def show_spec(spec: RewardSpec, fmt_name: str, message: str, refused: str):
+        try:
+            values = form.values_from_spec(spec)
+        except SpecDoesNotFit as exc:
+            return refuse(f"{refused}: {escape(exc)}")
+        notes = [hint(escape(note)) for note in form.load_notes(spec)]
+        check = form.check(values)
+        return (*values, *render_check(check, fmt_name), "\n\n".join([message, *notes]))
 
     def on_preset(name: str, fmt_name: str):
         if name not in PRESETS:
-            return (*[gr.skip()] * (len(load_outputs) - 1), warn("Pick a preset first."))
-        return show_spec(PRESETS[name], fmt_name, f"Loaded preset **{name}**.")
+            return refuse("Pick a preset first.")
+        return show_spec(PRESETS[name], fmt_name, f"Loaded preset **{name}**.", "Not loaded")
 
     load_preset.click(
         on_preset,
@@ -226,16 +258,16 @@ def build_design(ctx: AppContext) -> DesignHandles:
         try:
             spec = spec_io.parse_spec(text or "")
         except RewardSpecError as exc:
-            return (*[gr.skip()] * (len(load_outputs) - 1), warn(f"Not applied: {escape(exc)}"))
-        return show_spec(spec, fmt_name, "Applied the spec.")
+            return refuse(f"Not applied: {escape(exc)}")
+        return show_spec(spec, fmt_name, "Applied the spec.", "Not applied")
 
     def on_import_file(file: Any, fmt_name: str):
         path = getattr(file, "name", file)
         try:
             spec = spec_io.read_spec_file(path)
         except (RewardSpecError, OSError) as exc:
-            return (*[gr.skip()] * (len(load_outputs) - 1), warn(f"Not imported: {escape(exc)}"))
-        return show_spec(spec, fmt_name, "Imported the spec file.")
+            return refuse(f"Not imported: {escape(exc)}")
+        return show_spec(spec, fmt_name, "Imported the spec file.", "Not imported")
 
     apply_code.click(
         on_import_text,

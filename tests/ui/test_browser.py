@@ -350,3 +350,32 @@ def test_stop_and_resume_from_the_run_view(page: Page, live_app):
     )
     page.locator("button#run-stop").click()
     expect(status).to_contain_text("stopped", timeout=180_000)
+
+
+def test_an_applied_spec_keeps_its_metric_names_and_names_what_the_form_cannot_hold(page: Page):
+    def apply(text: str) -> None:
+        page.locator("#spec-code .cm-content").fill(text)
+        page.get_by_role("button", name="Apply this spec").click()
+
+    rules = ", ".join(f'{{"name": "rule", "params": {{"pattern": "w{i}"}}}}' for i in range(6))
+    apply(f'{{"components": [{{"name": "correctness"}}, {rules}]}}')
+    expect(page.locator("#import-message")).to_contain_text(
+        "Not applied: the spec has 6 rule components and the form holds 5"
+    )
+    expect(page.locator("#spec-status")).to_contain_text("correctness × 1 + format × 0.5")
+
+    apply(
+        '{"components": [{"name": "correctness", "label": "answer_ok"},'
+        ' {"name": "format", "weight": 0.5, "enabled": false}]}'
+    )
+    expect(page.locator("#import-message")).to_contain_text(
+        "1 disabled component is shown unticked (format)"
+    )
+    label = page.locator("#correctness-label input, #correctness-label textarea").first
+    expect(label).to_have_value("answer_ok")
+    expect(page.locator("#spec-status")).to_contain_text("Valid reward: answer_ok × 1")
+    expect(page.locator("#spec-code")).to_contain_text('"label": "answer_ok"')
+    page.locator("#export-spec").click()
+    link = page.locator("a[download][href*='reward_spec.yaml']")
+    expect(link).to_have_count(1)
+    assert "label: answer_ok" in page.request.get(link.get_attribute("href")).text()
