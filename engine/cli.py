@@ -105,9 +105,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_export_config(args: argparse.Namespace) -> int:
-    from engine.config import documented_yaml
+    from engine.config import documented_yaml, suggested_config
 
-    text = documented_yaml()
+    text = documented_yaml(suggested_config(args.model))
     if args.output == "-":
         sys.stdout.write(text)
     else:
@@ -149,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", action="store_true", help="also copy the final model/checkpoint")
     p = add("export-config", cmd_export_config, "Write a documented default run config.")
     p.add_argument("output", nargs="?", default="-", help="file to write (default: stdout)")
+    p.add_argument(
+        "--model",
+        default="default",
+        help="model to start from; any model but the default gets LoRA and pretrained settings",
+    )
     return parser
 
 

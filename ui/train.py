@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.config import RunConfig, documented_yaml
+from engine.config import RunConfig, documented_yaml, pretrained_summary
 from engine.dataclass_io import ConfigError
 from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec, available_models
 from rewards.spec import RewardSpec
@@ -294,8 +294,8 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
             text = f.optional and f.kind in ("int", "float")
             updates.append("" if text and value is None else (str(value) if text else value))
         note = (
-            "Suggested for a pretrained model: LoRA, learning rate 1e-5, 4 prompts per step, "
-            "micro-batches of 8, up to 256 new tokens. Adjust to your memory and time."
+            f"Suggested for a pretrained model: {pretrained_summary()}. Adjust to your memory "
+            "and time."
             if pretrained
             else ""
         )

@@ -210,25 +210,13 @@ def values_from_config(config: RunConfig, fields: Sequence[FormField]) -> list[A
     return out
 
 
-# Starting points for a pretrained model (hundreds of millions of parameters) instead of the
-# tiny default one: a smaller learning rate, room for real reasoning, fewer prompts per step
-# and micro-batches that fit memory; LoRA on. The config's own defaults are tuned for the
-# default model.
-PRETRAINED_SUGGESTIONS: dict[str, Any] = {
-    "training.learning_rate": 1e-5,
-    "training.prompts_per_step": 4,
-    "training.micro_batch_size": 8,
-    "generation.max_completion_length": 256,
-}
-
-
 def suggested_values(fields: Sequence[FormField], pretrained: bool) -> dict[str, Any]:
-    """Values to put in the form when the model changes: the suggestions above for a
+    """Values to put in the form when the model changes: ``PRETRAINED_SETTINGS`` for a
     pretrained model, the config defaults for the default model."""
     by_path = {f.path: f for f in fields}
     return {
         path: value if pretrained else by_path[path].default
-        for path, value in PRETRAINED_SUGGESTIONS.items()
+        for path, value in run_config.PRETRAINED_SETTINGS.items()
         if path in by_path
     }
 

@@ -103,3 +103,15 @@ def test_the_cli_reports_an_unwritable_output_without_a_traceback(tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith("error: No such file or directory:")
     assert "Traceback" not in result.stderr
+
+
+def test_a_pretrained_model_starts_from_lora_and_gentler_settings():
+    from engine.config import PRETRAINED_SETTINGS, suggested_config
+
+    assert suggested_config() == RunConfig()
+    config = suggested_config("Qwen/Qwen2.5-0.5B-Instruct")
+    assert config.model.name_or_path == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert config.model.lora is not None and config.model.lora.r == 16
+    for path, value in PRETRAINED_SETTINGS.items():
+        section, name = path.split(".")
+        assert getattr(getattr(config, section), name) == value
