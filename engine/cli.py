@@ -1,4 +1,4 @@
-"""The headless CLI: ``python -m engine {train,run,runs,stop,resume,delete,export,export-config}``.
+"""The headless CLI: ``python -m engine COMMAND``; ``--help`` lists the commands.
 
 ``train`` runs a config in the foreground with a progress bar and writes the same storage as the
 dashboard, so CLI runs show up there; ``run`` is the worker entry point the launcher uses.
@@ -104,6 +104,24 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_push(args: argparse.Namespace) -> int:
+    from engine.hub import HubPushError, push_model
+    from engine.launcher import Launcher, LaunchError
+
+    launcher = Launcher(_data_dir(args.data_dir))
+    if not launcher.run_dir(args.run_id).is_dir():
+        raise LaunchError(f"no run with id {args.run_id!r}")
+    token = os.environ.get(args.token_env, "")
+    if not token:
+        raise LaunchError(f"set {args.token_env} to a Hugging Face write token")
+    try:
+        url = push_model(launcher.run_dir(args.run_id), args.repo_id, token)
+    except HubPushError as exc:
+        raise LaunchError(str(exc)) from None
+    print(f"pushed {args.run_id} to {url}")
+    return 0
+
+
 def cmd_export_config(args: argparse.Namespace) -> int:
     from engine.config import documented_yaml, suggested_config
 
@@ -147,6 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id")
     p.add_argument("output", help="folder to write into")
     p.add_argument("--model", action="store_true", help="also copy the final model/checkpoint")
+    p = add("push", cmd_push, "Upload a run's final model (or newest checkpoint) to the Hub.")
+    p.add_argument("run_id")
+    p.add_argument("repo_id", help="owner/name of a Hub model repo (created if missing)")
+    p.add_argument("--token-env", default="HF_TOKEN", help="variable holding a write token")
     p = add("export-config", cmd_export_config, "Write a documented default run config.")
     p.add_argument("output", nargs="?", default="-", help="file to write (default: stdout)")
     p.add_argument(

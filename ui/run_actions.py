@@ -12,6 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from engine.hub import HubPushError, push_model
+from engine.launcher import CONFIG_FILE
 from engine.worker import latest_model_dir
 from storage import runs as run_store
 from storage import samples as sample_store
@@ -22,7 +24,6 @@ from ui.trace_view import completion_html, fmt, trace_columns
 
 logger = logging.getLogger(__name__)
 
-CONFIG_FILE = "config.yaml"
 
 
 class RunActionError(RuntimeError):
@@ -106,37 +107,13 @@ def run_data_archive(db: Database, run_id: str | None, into: Path | None = None)
 
 
 def push_to_hub(db: Database, run_id: str | None, repo_id: str, token: str) -> str:
-    """Upload the final model (or newest checkpoint) to a Hub model repo.
-
-    The token is used for this one call and never stored or logged.
-    """
-    repo_id = (repo_id or "").strip()
-    if not repo_id or "/" not in repo_id:
-        raise RunActionError("Hub repo: give it as owner/name, e.g. alice/my-grpo-model.")
-    if not (token or "").strip():
-        raise RunActionError("Hub token: paste a write token; it is used once and not stored.")
+    """Upload the final model (or newest checkpoint) to a Hub model repo (see engine.hub)."""
     folder = run_folder(db, run_id)
-    model_dir = latest_model_dir(folder)
-    if model_dir is None:
-        raise RunActionError(f"Run {run_id} has no checkpoint to push yet.")
-    from huggingface_hub import HfApi
-
-    api = HfApi(token=token.strip())
     try:
-        api.create_repo(repo_id, exist_ok=True, repo_type="model")
-        api.upload_folder(folder_path=str(model_dir), repo_id=repo_id, repo_type="model")
-        config = folder / CONFIG_FILE
-        if config.is_file():
-            api.upload_file(
-                path_or_fileobj=str(config), path_in_repo="studio_config.yaml", repo_id=repo_id
-            )
-    except Exception as exc:
-        # Never echo the exception's request details: they may carry the token.
-        raise RunActionError(
-            f"Push to {repo_id} failed ({type(exc).__name__}); check the token's write access "
-            "and the network."
-        ) from None
-    return f"Pushed {model_dir.name} of {run_id} to https://huggingface.co/{repo_id}"
+        url = push_model(folder, repo_id, token)
+    except HubPushError as exc:
+        raise RunActionError(str(exc)) from None
+    return f"Pushed {run_id} to {url}"
 
 
 def question(prompt: str) -> str:

@@ -1,0 +1,34 @@
+"""Pushing a run's model to the Hub: every input is checked before any network call."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from engine.hub import HubPushError, push_model
+
+
+def test_inputs_are_checked_before_any_network(tmp_path):
+    run_dir = tmp_path / "runs" / "grpo-1"
+    run_dir.mkdir(parents=True)
+    with pytest.raises(HubPushError, match="owner/name"):
+        push_model(run_dir, "no-slash", "hf_x")
+    with pytest.raises(HubPushError, match="write token"):
+        push_model(run_dir, "alice/model", " ")
+    with pytest.raises(HubPushError, match="grpo-1 has no checkpoint to push yet"):
+        push_model(run_dir, "alice/model", "hf_x")
+
+
+def test_the_cli_asks_for_the_token_variable(data_dir):
+    (data_dir / "runs" / "grpo-1").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN"}
+    result = subprocess.run(
+        [sys.executable, "-m", "engine", "push", "grpo-1", "alice/m", "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: set HF_TOKEN to a Hugging Face write token"
