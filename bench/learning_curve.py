@@ -120,7 +120,8 @@ def main() -> None:
         else:
             for a in args.algorithms:
                 if launch(bench_config(a, budgets[a], args), dirs[a]).wait() != 0:
-                    raise SystemExit(f"the {a} run failed: {(dirs[a] / 'train.log').read_text()}")
+                    log = (dirs[a] / "train.log").read_text(errors="replace")
+                    raise SystemExit(f"the {a} run failed:\n{log[-3000:]}")
         print(f"all runs done in {time.monotonic() - started:.0f} s")
         for a in args.algorithms:
             results[a] = summarise(*collect(dirs[a]))
