@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def _load_config(path: str):
 
 def cmd_train(args: argparse.Namespace) -> int:
     from engine import worker
-    from engine.launcher import CONFIG_FILE, Launcher
+    from engine.launcher import CONFIG_FILE, Launcher, worker_command
     from storage.schema import RunStatus
 
     config = _load_config(args.config)
@@ -39,11 +40,35 @@ def cmd_train(args: argparse.Namespace) -> int:
         f"run {run_id}: {config.algorithm} for {config.training.steps} steps; "
         f"data in {launcher.data_dir}"
     )
-    status = worker.run(
-        launcher.run_dir(run_id) / CONFIG_FILE, run_id, launcher.data_dir, show_progress=True
-    )
+    config_path = launcher.run_dir(run_id) / CONFIG_FILE
+    if config.training.num_gpus > 1:  # one process per GPU, started as the dashboard starts them
+        cmd = worker_command(config_path, run_id, launcher.data_dir, config.training.num_gpus)
+        returncode = subprocess.call(cmd)  # Ctrl-C reaches every process of the foreground group
+        status = _final_status(launcher.data_dir, run_id, returncode)
+    else:
+        status = worker.run(config_path, run_id, launcher.data_dir, show_progress=True)
     print(f"run {run_id}: {status}")
     return 0 if status != RunStatus.FAILED else 1
+
+
+def _final_status(data_dir: Path, run_id: str, returncode: int) -> str:
+    """The status the workers recorded; ``failed`` if they all ended without recording one."""
+    from storage import runs as run_store
+    from storage.db import Database
+    from storage.paths import db_path
+    from storage.schema import RunStatus
+
+    with Database(db_path(data_dir)) as db:
+        run = run_store.get_run(db, run_id)
+        if run.status == RunStatus.RUNNING:
+            run_store.set_status(
+                db,
+                run_id,
+                RunStatus.FAILED,
+                error=f"the worker processes exited with code {returncode} without a status",
+            )
+            return RunStatus.FAILED
+        return run.status
 
 
 def cmd_run(args: argparse.Namespace) -> int:

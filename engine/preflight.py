@@ -1,10 +1,11 @@
 """Checks a run's model and data before the run is recorded, so mistakes surface as field errors.
 
-A missing model folder, a hub id that cannot be fetched offline, 4-bit loading without a GPU, a
-dataset file that is missing or lacks the mapped columns: each is reported as a
-:class:`~engine.dataclass_io.ConfigError` naming the field (``model.name_or_path``,
-``data.prompt_column``...), in the form and the CLI, instead of a run that fails seconds later.
-Only cheap checks run here: no weights are loaded and nothing is downloaded.
+More GPUs than the machine has, a missing model folder, a hub id that cannot be fetched
+offline, 4-bit loading without a GPU, a dataset file that is missing or lacks the mapped
+columns: each is reported as a :class:`~engine.dataclass_io.ConfigError` naming the field
+(``training.num_gpus``, ``model.name_or_path``, ``data.prompt_column``...), in the form, the API
+and the CLI, instead of a run that fails seconds later. Only cheap checks run here: no weights
+are loaded and nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -20,13 +21,25 @@ from engine.models import ModelLoadError, ModelSpec, model_offline, resolve_spec
 
 
 def check_inputs(config: RunConfig) -> None:
-    """Raise ``ConfigError`` when the run's model or data cannot be used as configured."""
+    """Raise ``ConfigError`` when the run's GPUs, model or data cannot be used as configured."""
+    check_gpus(config.training.num_gpus)
     check_model(config.model)
     if config.data.source == "file" or (config.data.source == "hub" and hub_offline()):
         try:
             load_rows(config.data)
         except DatasetError as exc:
             raise ConfigError(f"data.{exc.field}" if exc.field else "data", exc.reason) from None
+
+
+def check_gpus(num_gpus: int) -> None:
+    """Several processes need as many CUDA GPUs: each takes its share of every step's batch."""
+    available = torch.cuda.device_count()
+    if num_gpus > 1 and available < num_gpus:
+        raise ConfigError(
+            "training.num_gpus",
+            f"{num_gpus} GPUs asked for, and this machine has {available}; set it to 1"
+            + (f" or up to {available}" if available > 1 else ""),
+        )
 
 
 def check_model(spec: ModelSpec) -> None:

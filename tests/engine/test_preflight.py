@@ -100,3 +100,9 @@ def test_the_cli_prints_the_field_without_a_traceback(data_dir, tmp_path):
     assert result.returncode == 2
     assert "data.path: dataset file" in result.stderr and "does not exist" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(torch.cuda.device_count() >= 2, reason="this machine has the GPUs")
+def test_more_gpus_than_the_machine_has_are_refused():
+    with pytest.raises(ConfigError, match=r"2 GPUs asked for, and this machine has \d; set it"):
+        check_inputs(config(training={"num_gpus": 2}))
