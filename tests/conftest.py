@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -22,3 +24,19 @@ def data_dir(tmp_path, monkeypatch):
     path.mkdir()
     monkeypatch.setenv("STUDIO_DATA_DIR", str(path))
     return path
+
+
+@pytest.fixture
+def engine_cli():
+    """``engine_cli(*args, env=None)``: ``python -m engine ARGS`` run to its end (text output)."""
+
+    def run(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "engine", *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+
+    return run

@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -120,12 +118,13 @@ def assert_run_recorded(data_dir, run_id, config):
     assert (data_dir / "runs" / run_id / "final" / "config.json").exists()
 
 
-def test_stop_saves_a_checkpoint_and_resume_continues(launcher, data_dir):
-    run_id = launcher.start(tiny_config("grpo", steps=40))
+@pytest.mark.parametrize("algorithm", ["grpo", "ppo"])
+def test_stop_saves_a_checkpoint_and_resume_continues(launcher, data_dir, algorithm):
+    run_id = launcher.start(tiny_config(algorithm, steps=40))
     wait_for(data_dir, run_id, lambda r: (r.last_step or 0) >= 1)
     launcher.stop(run_id)
     run = wait_for(data_dir, run_id, lambda r: r.status in FINAL)
-    assert run.status == RunStatus.STOPPED
+    assert run.status == RunStatus.STOPPED, run.error_traceback
     stopped_at = run.last_step
     checkpoint = latest_checkpoint(data_dir / "runs" / run_id)
     assert checkpoint is not None and checkpoint.name == f"checkpoint-{stopped_at}"
@@ -137,9 +136,11 @@ def test_stop_saves_a_checkpoint_and_resume_continues(launcher, data_dir):
     launcher.resume(run_id)
     run = wait_for(data_dir, run_id, lambda r: r.status in FINAL and r.status != RunStatus.STOPPED)
     assert run.status == RunStatus.COMPLETED, run.error_traceback
+    assert run.last_step == stopped_at + 2
     rows, _ = all_metrics(data_dir, run_id)
-    reward_steps = [r.step for r in rows if r.name == "reward/total"]
-    assert reward_steps == list(range(1, stopped_at + 3))  # one series, no step twice
+    # One series per metric, no step twice: PPO's KL to its reference is rewound like the reward.
+    for name in ["reward/total"] + (["ppo/kl_to_ref"] if algorithm == "ppo" else []):
+        assert [r.step for r in rows if r.name == name] == list(range(1, stopped_at + 3)), name
 
 
 def catches_sigterm(pid: int) -> bool:
@@ -178,15 +179,10 @@ def test_killed_worker_is_marked_interrupted_by_the_scan(launcher, data_dir):
     assert "resume" in run.error_message
 
 
-def test_config_error_is_rejected_before_any_process_starts(data_dir, tmp_path):
+def test_config_error_is_rejected_before_any_process_starts(data_dir, tmp_path, engine_cli):
     bad = tmp_path / "bad.yaml"
     bad.write_text("training:\n  steps: -5\n", encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "engine", "train", str(bad), "--data-dir", str(data_dir)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = engine_cli("train", bad, "--data-dir", data_dir)
     assert result.returncode == 2
     assert "training.steps" in result.stderr
     assert "Traceback" not in result.stderr

@@ -90,16 +90,8 @@ def test_config_files_that_cannot_be_read_are_named(tmp_path):
         RunConfig.load(binary)
 
 
-def test_the_cli_reports_an_unwritable_output_without_a_traceback(tmp_path):
-    import subprocess
-    import sys
-
-    result = subprocess.run(
-        [sys.executable, "-m", "engine", "export-config", str(tmp_path / "no" / "dir.yaml")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def test_the_cli_reports_an_unwritable_output_without_a_traceback(tmp_path, engine_cli):
+    result = engine_cli("export-config", tmp_path / "no" / "dir.yaml")
     assert result.returncode == 2
     assert result.stderr.startswith("error: No such file or directory:")
     assert "Traceback" not in result.stderr

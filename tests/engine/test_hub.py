@@ -1,8 +1,6 @@
 """Pushing a run's model to the Hub: every input is checked before any network call."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -20,15 +18,9 @@ def test_inputs_are_checked_before_any_network(tmp_path):
         push_model(run_dir, "alice/model", "hf_x")
 
 
-def test_the_cli_asks_for_the_token_variable(data_dir):
+def test_the_cli_asks_for_the_token_variable(data_dir, engine_cli):
     (data_dir / "runs" / "grpo-1").mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN"}
-    result = subprocess.run(
-        [sys.executable, "-m", "engine", "push", "grpo-1", "alice/m", "--data-dir", str(data_dir)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    result = engine_cli("push", "grpo-1", "alice/m", "--data-dir", data_dir, env=env)
     assert result.returncode == 2
     assert result.stderr.strip() == "error: set HF_TOKEN to a Hugging Face write token"

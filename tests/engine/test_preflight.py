@@ -1,8 +1,6 @@
 """A run whose model or data cannot be used is refused with the field to fix, before it exists."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -88,15 +86,10 @@ def test_the_api_names_the_field(data_dir, tmp_path):
         ctx.close()
 
 
-def test_the_cli_prints_the_field_without_a_traceback(data_dir, tmp_path):
+def test_the_cli_prints_the_field_without_a_traceback(data_dir, tmp_path, engine_cli):
     path = tmp_path / "bad.yaml"
     path.write_text(f"data:\n  source: file\n  path: {tmp_path / 'none.jsonl'}\n", encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "engine", "train", str(path), "--data-dir", str(data_dir)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = engine_cli("train", path, "--data-dir", data_dir)
     assert result.returncode == 2
     assert "data.path: dataset file" in result.stderr and "does not exist" in result.stderr
     assert "Traceback" not in result.stderr

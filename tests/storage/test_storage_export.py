@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 
 import yaml
 
@@ -64,17 +62,12 @@ def test_a_run_exports_to_plain_files(db, tmp_path):
     ) == "1970-01-01 00:00:00 INFO Loading model default\n"
 
 
-def test_the_cli_exports_a_run_and_names_what_is_missing(db, data_dir, tmp_path):
+def test_the_cli_exports_a_run_and_names_what_is_missing(db, data_dir, tmp_path, engine_cli):
     run_id = recorded_run(db)
     db.close()
 
     def cli(*args):
-        return subprocess.run(
-            [sys.executable, "-m", "engine", "export", *args, "--data-dir", str(data_dir)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return engine_cli("export", *args, "--data-dir", data_dir)
 
     done = cli(run_id, str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
