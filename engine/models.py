@@ -227,21 +227,21 @@ def parameter_count(spec: ModelSpec) -> int | None:
     LoRA adapters are not counted: a size cap is about the base model in memory.
     """
     resolved = resolve_spec(spec)
-    return _count_from_config(resolved.name_or_path.strip(), resolved.gguf_file)
+    try:
+        return _count_from_config(resolved.name_or_path.strip(), resolved.gguf_file)
+    except (OSError, ValueError, ImportError):  # not cached: the model may appear later
+        return None
 
 
 @functools.lru_cache(maxsize=32)
-def _count_from_config(name_or_path: str, gguf_file: str | None) -> int | None:
+def _count_from_config(name_or_path: str, gguf_file: str | None) -> int:
     from accelerate import init_empty_weights
     from transformers import AutoConfig, AutoModelForCausalLM
 
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
-    try:
-        config = AutoConfig.from_pretrained(name_or_path, **kwargs)
-        with init_empty_weights():  # parameters on the meta device: shapes, no memory
-            model = AutoModelForCausalLM.from_config(config)
-    except (OSError, ValueError, ImportError):
-        return None
+    config = AutoConfig.from_pretrained(name_or_path, **kwargs)
+    with init_empty_weights():  # parameters on the meta device: shapes, no memory
+        model = AutoModelForCausalLM.from_config(config)
     return sum(p.numel() for p in model.parameters())
 
 

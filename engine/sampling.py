@@ -62,9 +62,6 @@ def encode_prompts(tokenizer: Any, prompts: Sequence[Prompt]) -> list[list[int]]
     return encoded
 
 
-_encode_prompts = encode_prompts  # older name, kept for callers that import it
-
-
 def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
     ids: set[int] = set()
     gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
