@@ -97,8 +97,7 @@ def start_run(ctx: AppContext, config: dict | str) -> dict[str, Any]:
     if cap is not None and run_config.training.steps > cap:
         raise ApiError(f"config.training.steps: this demo allows at most {cap} steps")
     try:
-        ctx.check_model_size(run_config.model)
-        run_id = ctx.launcher.start(run_config)
+        run_id = ctx.start_run(run_config)
     except ConfigError as exc:  # the model or data cannot be used as configured
         raise ApiError(f"config.{exc}") from None
     return {"run_id": run_id, "status": run_status(ctx, run_id)["status"]}

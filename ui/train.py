@@ -311,8 +311,7 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
     def on_start(spec_dict: dict, *values):
         try:
             config = collect(spec_dict, values)
-            ctx.check_model_size(config.model)
-            new_id = ctx.launcher.start(config)
+            new_id = ctx.start_run(config)
         except ConfigError as exc:
             return (gr.skip(), warn("Not started: fix the field marked below."), *show_errors(exc))
         except Exception as exc:  # launcher refused (e.g. cannot write the data dir)
