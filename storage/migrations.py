@@ -22,7 +22,15 @@ logger = logging.getLogger(__name__)
 
 Migration = Callable[[Connection], None]
 
-MIGRATIONS: dict[int, Migration] = {}
+
+
+def _v1_to_v2(conn: Connection) -> None:
+    """Runs get an owner; every run made before owners existed belongs to the local owner."""
+    conn.exec_driver_sql("ALTER TABLE run ADD COLUMN owner VARCHAR NOT NULL DEFAULT 'local'")
+    conn.exec_driver_sql("CREATE INDEX ix_run_owner_created ON run (owner, created_at)")
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
 
 
 def migrate(conn: Connection, current: int, target: int) -> None:

@@ -24,6 +24,8 @@ from sqlmodel import Session
 from storage.db import Database
 from storage.encoding import config_json, epoch_or_none, optional_int, text_field
 from storage.schema import (
+    ACTIVE_STATUSES,
+    LOCAL_OWNER,
     TERMINAL_STATUSES,
     TRANSITIONS,
     LogLine,
@@ -83,6 +85,7 @@ class RunInfo:
     error_traceback: str | None
     output_dir: str | None
     attempt: int
+    owner: str = LOCAL_OWNER
 
     @property
     def is_terminal(self) -> bool:
@@ -116,6 +119,7 @@ def _info(row: Run) -> RunInfo:
         error_traceback=row.error_traceback,
         output_dir=row.output_dir,
         attempt=row.attempt,
+        owner=row.owner,
     )
 
 
@@ -143,12 +147,15 @@ def create_run(
     status: RunStatus | str = RunStatus.QUEUED,
     total_steps: int | None = None,
     output_dir: str | os.PathLike[str] | None = None,
+    owner: str = LOCAL_OWNER,
 ) -> RunInfo:
     """Record a new run (``queued`` unless told otherwise) and return it.
 
-    ``run_id`` defaults to :func:`new_run_id`; an id already taken is an error.
+    ``run_id`` defaults to :func:`new_run_id`; an id already taken is an error. ``owner`` is
+    the key of the user it belongs to (``ui.identity``), ``local`` for the command line.
     """
     algorithm = text_field(algorithm, "algorithm")
+    owner = text_field(owner, "owner")
     if run_id is not None and not RUN_ID_PATTERN.match(run_id):
         raise ValueError(
             f"run_id: {run_id!r} must be 1-64 letters, digits, '.', '_' or '-', starting with a "
@@ -176,6 +183,7 @@ def create_run(
             started_at=now if status == RunStatus.RUNNING else None,
             total_steps=total_steps,
             output_dir=output_dir,
+            owner=owner,
         )
 
         def insert(session: Session, row: Run = row) -> RunInfo:
@@ -191,27 +199,44 @@ def create_run(
     raise RuntimeError("could not draw an unused run id in 5 tries")  # pragma: no cover
 
 
-def get_run(db: Database, run_id: str) -> RunInfo | None:
-    """The run with this id, or ``None``."""
+def get_run(db: Database, run_id: str, *, owner: str | None = None) -> RunInfo | None:
+    """The run with this id, or ``None``; also ``None`` when ``owner`` is given and the run
+    belongs to someone else, so another user's run reads exactly like a missing one."""
 
     def read(session: Session) -> RunInfo | None:
-        row = session.get(Run, run_id)
-        return None if row is None else _info(row)
+        row = session.get(Run, run_id) if isinstance(run_id, str) else None
+        if row is None or (owner is not None and row.owner != owner):
+            return None
+        return _info(row)
 
     return db.read(read)
 
 
-def list_runs(db: Database, statuses: Iterable[RunStatus | str] | None = None) -> list[RunInfo]:
-    """Runs, newest first; only those with one of ``statuses`` when given."""
+def list_runs(
+    db: Database,
+    statuses: Iterable[RunStatus | str] | None = None,
+    *,
+    owner: str | None = None,
+) -> list[RunInfo]:
+    """Runs, newest first; only those with one of ``statuses`` and of ``owner`` when given."""
     wanted = None if statuses is None else [_status(s, "statuses").value for s in statuses]
 
     def read(session: Session) -> list[RunInfo]:
         query = select(Run).order_by(Run.created_at.desc(), Run.id)
         if wanted is not None:
             query = query.where(Run.status.in_(wanted))
+        if owner is not None:
+            query = query.where(Run.owner == owner)
         return [_info(row) for row in session.scalars(query)]
 
     return db.read(read)
+
+
+def count_active(db: Database, owner: str) -> int:
+    """How many runs of ``owner`` are queued or running (for the per-user queue cap)."""
+    wanted = [s.value for s in ACTIVE_STATUSES]
+    query = select(func.count()).where(Run.owner == owner, Run.status.in_(wanted))
+    return db.read(lambda session: int(session.execute(query).scalar() or 0))
 
 
 def next_queued(db: Database) -> RunInfo | None:
@@ -380,14 +405,17 @@ def latest_steps(db: Database) -> dict[str, int]:
     return db.read(lambda session: {rid: step for rid, step in session.execute(query)})
 
 
-def run_progress(db: Database) -> dict[str, RunProgress]:
-    """Status, last step, newest metric id and heartbeat of every run, in one query.
+def run_progress(db: Database, *, owner: str | None = None) -> dict[str, RunProgress]:
+    """Status, last step, newest metric id and heartbeat of every run (of ``owner`` when
+    given), in one query.
 
     The newest metric id comes from the ``(run_id, id)`` index, one lookup per run, so this
     stays flat as metrics grow; a changed ``metric_cursor`` means new points to fetch.
     """
     newest = select(func.max(Metric.id)).where(Metric.run_id == Run.id).scalar_subquery()
     query = select(Run.id, Run.status, Run.last_step, newest, Run.heartbeat_at)
+    if owner is not None:
+        query = query.where(Run.owner == owner)
 
     def read(session: Session) -> dict[str, RunProgress]:
         return {

@@ -23,7 +23,10 @@ from enum import Enum
 from sqlalchemy import Column, Index, Text
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# The owner of runs started from the command line, and of every run made before owners existed.
+LOCAL_OWNER = "local"
 
 
 class RunStatus(str, Enum):
@@ -76,7 +79,10 @@ class Run(SQLModel, table=True):
     """One training run; ``config_json`` is the full run config it was started from."""
 
     __tablename__ = "run"
-    __table_args__ = (Index("ix_run_status_created", "status", "created_at"),)
+    __table_args__ = (
+        Index("ix_run_status_created", "status", "created_at"),
+        Index("ix_run_owner_created", "owner", "created_at"),
+    )
 
     id: str = Field(primary_key=True)  # short and readable, e.g. "grpo-3f9a1c2b"
     name: str
@@ -94,6 +100,9 @@ class Run(SQLModel, table=True):
     error_traceback: str | None = Field(default=None, sa_column=Column(Text))
     output_dir: str | None = None
     attempt: int = 1  # 1 for the first start, +1 each time a finished run is started again
+    # Who may see and act on the run: "local", "user:<login>", "hf:<username>" or
+    # "anon:<browser session>" (see ui.identity); set by the server, never by the client.
+    owner: str = Field(default=LOCAL_OWNER, nullable=False)
 
 
 class Metric(SQLModel, table=True):

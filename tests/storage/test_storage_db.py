@@ -56,7 +56,8 @@ def test_newer_schema_version_is_refused(data_dir):
     Database(path).close()
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE schema_version SET version = ?", (schema.SCHEMA_VERSION + 1,))
-    with pytest.raises(SchemaVersionError, match=r"schema version 2, newer than .*\(1\)"):
+    newer, ours = schema.SCHEMA_VERSION + 1, schema.SCHEMA_VERSION
+    with pytest.raises(SchemaVersionError, match=rf"schema version {newer}, newer than .*\({ours}\)"):
         Database(path)
 
 
@@ -76,29 +77,33 @@ def test_older_version_runs_numbered_migrations(data_dir, monkeypatch):
     def add_seed(conn):
         conn.exec_driver_sql("ALTER TABLE run ADD COLUMN seed INTEGER DEFAULT 7")
 
-    monkeypatch.setattr(schema, "SCHEMA_VERSION", 2)
-    monkeypatch.setattr(migrations, "MIGRATIONS", {1: add_seed})
+    current = schema.SCHEMA_VERSION
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", current + 1)
+    monkeypatch.setattr(migrations, "MIGRATIONS", {current: add_seed})
     with Database(path) as db:
-        assert db.schema_version == 2
+        assert db.schema_version == current + 1
         assert db.read(lambda s: s.execute(text("SELECT seed FROM run")).scalar()) == 7
         assert db.read(lambda s: s.execute(text("SELECT version FROM schema_version")).all()) == [
-            (2,)
+            (current + 1,)
         ]
     # Opening again runs nothing: the version row says the file is current.
     monkeypatch.setattr(migrations, "MIGRATIONS", {})
     with Database(path) as db:
-        assert db.schema_version == 2
+        assert db.schema_version == current + 1
 
 
 def test_a_missing_migration_step_is_an_error_and_changes_nothing(data_dir, monkeypatch):
     path = data_dir / "studio.db"
     Database(path).close()
-    monkeypatch.setattr(schema, "SCHEMA_VERSION", 3)
-    monkeypatch.setattr(migrations, "MIGRATIONS", {1: lambda conn: None})
-    with pytest.raises(RuntimeError, match="no migration from schema version 2 to 3"):
+    current = schema.SCHEMA_VERSION
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", current + 2)
+    monkeypatch.setattr(migrations, "MIGRATIONS", {current: lambda conn: None})
+    with pytest.raises(
+        RuntimeError, match=f"no migration from schema version {current + 1} to {current + 2}"
+    ):
         Database(path)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(current,)]
 
 
 def test_memory_paths_and_bad_settings_are_refused(data_dir):
