@@ -23,7 +23,6 @@ logger = logging.getLogger(__name__)
 Migration = Callable[[Connection], None]
 
 
-
 def _v1_to_v2(conn: Connection) -> None:
     """Runs get an owner; every run made before owners existed belongs to the local owner."""
     conn.exec_driver_sql("ALTER TABLE run ADD COLUMN owner VARCHAR NOT NULL DEFAULT 'local'")

@@ -57,7 +57,8 @@ def test_newer_schema_version_is_refused(data_dir):
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE schema_version SET version = ?", (schema.SCHEMA_VERSION + 1,))
     newer, ours = schema.SCHEMA_VERSION + 1, schema.SCHEMA_VERSION
-    with pytest.raises(SchemaVersionError, match=rf"schema version {newer}, newer than .*\({ours}\)"):
+    expected = rf"schema version {newer}, newer than .*\({ours}\)"
+    with pytest.raises(SchemaVersionError, match=expected):
         Database(path)
 
 
