@@ -2,9 +2,11 @@
 
 Builds the dashboard from ``ui/`` and launches it. Works offline on the shipped default model.
 Optional login from the environment (``STUDIO_AUTH="user:pass,..."`` or ``STUDIO_USERNAME`` with
-``STUDIO_PASSWORD``) and demo caps (``STUDIO_DEMO_MAX_STEPS``, ``STUDIO_DEMO_MAX_MODEL_PARAMS``,
-``STUDIO_DEMO_MAX_PREVIEW_SAMPLES``), e.g. for a Hugging Face Space, where data lives in
-``/data/studio`` when persistent storage is on.
+``STUDIO_PASSWORD``, rate-limited by ``STUDIO_LOGIN_MAX_FAILURES`` per ``STUDIO_LOGIN_WINDOW_S``),
+admins (``STUDIO_ADMINS``) and demo caps (``STUDIO_DEMO_MAX_STEPS``,
+``STUDIO_DEMO_MAX_MODEL_PARAMS``, ``STUDIO_DEMO_MAX_PREVIEW_SAMPLES``,
+``STUDIO_DEMO_MAX_QUEUED_RUNS``), e.g. for a Hugging Face Space, where visitors sign in with
+Hugging Face and data lives in ``/data/studio`` when persistent storage is on.
 """
 
 from __future__ import annotations
@@ -49,11 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     from storage.paths import resolve_data_dir
     from ui.app import build_app, launch_kwargs
     from ui.context import AppContext, DemoLimits, SettingsError, auth_from_env
+    from ui.identity import max_active_runs
+    from ui.login import LoginGuard
 
     try:
         data_dir = resolve_data_dir(args.data_dir)
         auth = auth_from_env()
+        guard = LoginGuard.from_env(auth) if auth else None
         demo_limits = DemoLimits.from_env()
+        max_active_runs()  # a bad STUDIO_DEMO_MAX_QUEUED_RUNS stops the app here, not a run
     except (SettingsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -67,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             server_name=args.host,
             server_port=args.port,
             share=args.share,
-            auth=auth,
+            auth=guard.check if guard else None,
             auth_message="Reward Studio: log in with the credentials set for this app."
             if auth
             else None,

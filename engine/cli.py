@@ -31,11 +31,12 @@ def _load_config(path: str):
 def cmd_train(args: argparse.Namespace) -> int:
     from engine import worker
     from engine.launcher import CONFIG_FILE, Launcher, worker_command
-    from storage.schema import RunStatus
+    from storage.schema import LOCAL_OWNER, RunStatus
 
     config = _load_config(args.config)
     launcher = Launcher(_data_dir(args.data_dir))
-    run_id = launcher.record(config, pid=os.getpid())
+    # The command line is the machine's operator: its runs belong to the local owner.
+    run_id = launcher.record(config, pid=os.getpid(), owner=LOCAL_OWNER)
     print(
         f"run {run_id}: {config.algorithm} for {config.training.steps} steps; "
         f"data in {launcher.data_dir}"
@@ -91,10 +92,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs:
         print("no runs yet")
         return 0
-    print(f"{'id':<16} {'status':<12} {'algorithm':<9} {'step':>11}  name")
+    print(f"{'id':<16} {'status':<12} {'algorithm':<9} {'step':>11}  {'owner':<16} name")
     for run in runs:
         step = f"{run.last_step or 0}/{run.total_steps or '?'}"
-        print(f"{run.id:<16} {run.status:<12} {run.algorithm:<9} {step:>11}  {run.name}")
+        print(
+            f"{run.id:<16} {run.status:<12} {run.algorithm:<9} {step:>11}  {run.owner:<16} "
+            f"{run.name}"
+        )
     return 0
 
 

@@ -26,7 +26,7 @@ from engine.worker import latest_checkpoint
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path, runs_dir
-from storage.schema import RunStatus
+from storage.schema import LOCAL_OWNER, RunStatus
 
 logger = logging.getLogger(__name__)
 
@@ -103,12 +103,20 @@ class Launcher:
         return runs_dir(self.data_dir) / run_id
 
     # ---- lifecycle ------------------------------------------------------------------------
-    def record(self, config: RunConfig, *, pid: int | None = None) -> str:
-        """Save the config in a new run folder and record the run: ``queued``, or ``running``
-        in process ``pid`` (a foreground CLI run). Returns the run id.
+    def record(
+        self,
+        config: RunConfig,
+        *,
+        pid: int | None = None,
+        owner: str = LOCAL_OWNER,
+        max_active: int | None = None,
+    ) -> str:
+        """Save the config in a new run folder and record the run of ``owner``: ``queued``, or
+        ``running`` in process ``pid`` (a foreground CLI run). Returns the run id.
 
         Raises ``ConfigError`` (naming the field) when the model or data cannot be used, before
-        anything is written.
+        anything is written, and ``TooManyActiveRunsError`` when ``owner`` already has
+        ``max_active`` queued or running runs (the folder is removed again).
         """
         check_inputs(config)
         run_id = run_store.new_run_id(config.algorithm)
@@ -116,23 +124,31 @@ class Launcher:
         run_dir.mkdir(parents=True, exist_ok=True)
         config.save(run_dir / CONFIG_FILE)
         with self._db() as db:
-            run_store.create_run(
-                db,
-                run_id=run_id,
-                name=config.name or run_id,
-                algorithm=config.algorithm,
-                config=config.to_dict(),
-                output_dir=str(run_dir),
-                total_steps=config.training.steps,
-                status=RunStatus.QUEUED if pid is None else RunStatus.RUNNING,
-            )
+            try:
+                run_store.create_run(
+                    db,
+                    run_id=run_id,
+                    name=config.name or run_id,
+                    algorithm=config.algorithm,
+                    config=config.to_dict(),
+                    output_dir=str(run_dir),
+                    total_steps=config.training.steps,
+                    status=RunStatus.QUEUED if pid is None else RunStatus.RUNNING,
+                    owner=owner,
+                    max_active=max_active,
+                )
+            except run_store.TooManyActiveRunsError:
+                shutil.rmtree(run_dir, ignore_errors=True)
+                raise
             if pid is not None:
                 run_store.update_run(db, run_id, pid=pid, heartbeat_at=time.time())
         return run_id
 
-    def start(self, config: RunConfig) -> str:
-        """Record the run and start it (or queue it); returns the run id at once."""
-        run_id = self.record(config)
+    def start(
+        self, config: RunConfig, *, owner: str = LOCAL_OWNER, max_active: int | None = None
+    ) -> str:
+        """Record the run of ``owner`` and start it (or queue it); returns the run id at once."""
+        run_id = self.record(config, owner=owner, max_active=max_active)
         self.dispatch()
         return run_id
 

@@ -5,7 +5,7 @@ The data dir is chosen once, in this order:
 1. the ``--data-dir`` command-line value;
 2. the ``STUDIO_DATA_DIR`` environment variable;
 3. ``/data/studio`` when ``/data`` exists: the persistent storage of a Hugging Face Space, so
-   runs survive restarts there;
+   runs survive restarts there (``STUDIO_PERSISTENT_ROOT`` names another root, e.g. in tests);
 4. ``./studio-data`` in the current directory.
 """
 
@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 
 ENV_VAR = "STUDIO_DATA_DIR"
 SPACES_ROOT = Path("/data")
+PERSISTENT_ROOT_ENV = "STUDIO_PERSISTENT_ROOT"
 DEFAULT_DIR = "studio-data"
 DB_FILE = "studio.db"
 RUNS_DIR = "runs"
@@ -28,7 +29,7 @@ def resolve_data_dir(
     cli_value: str | os.PathLike[str] | None = None,
     *,
     environ: dict[str, str] | None = None,
-    spaces_root: Path = SPACES_ROOT,
+    spaces_root: Path | None = None,
 ) -> Path:
     """The absolute data dir by the precedence above, created if missing.
 
@@ -37,6 +38,7 @@ def resolve_data_dir(
     source; the ``/data`` rule falls back to ``./studio-data`` with a warning instead.
     """
     env = os.environ if environ is None else environ
+    spaces_root = _spaces_root(env, spaces_root)
     if cli_value is not None and str(cli_value).strip():
         return _make_dir(Path(cli_value), "--data-dir")
     env_value = env.get(ENV_VAR, "").strip()
@@ -54,13 +56,14 @@ def persistence_note(
     data_dir: str | os.PathLike[str],
     *,
     environ: dict[str, str] | None = None,
-    spaces_root: Path = SPACES_ROOT,
+    spaces_root: Path | None = None,
 ) -> str:
     """One sentence on where runs are kept and whether they outlive a restart.
 
     On a Hugging Face Space (``SPACE_ID`` is set) only ``/data`` survives restarts.
     """
     env = os.environ if environ is None else environ
+    spaces_root = _spaces_root(env, spaces_root)
     where = Path(data_dir).resolve()
     if not env.get("SPACE_ID"):
         return f"Runs are saved in {where}."
@@ -70,6 +73,12 @@ def persistence_note(
         f"Runs are saved in {where}, which this Space loses when it restarts: turn on "
         "persistent storage in the Space's settings to keep them."
     )
+
+
+def _spaces_root(env: dict[str, str] | os._Environ, given: Path | None) -> Path:
+    if given is not None:
+        return given
+    return Path(env.get(PERSISTENT_ROOT_ENV, "").strip() or SPACES_ROOT)
 
 
 def db_path(data_dir: str | os.PathLike[str]) -> Path:

@@ -61,6 +61,10 @@ class RunNotFoundError(LookupError):
     """No run has the given id."""
 
 
+class TooManyActiveRunsError(ValueError):
+    """The owner already has as many queued and running runs as allowed."""
+
+
 class InvalidTransitionError(ValueError):
     """A status change that :data:`storage.schema.TRANSITIONS` does not allow."""
 
@@ -148,11 +152,14 @@ def create_run(
     total_steps: int | None = None,
     output_dir: str | os.PathLike[str] | None = None,
     owner: str = LOCAL_OWNER,
+    max_active: int | None = None,
 ) -> RunInfo:
     """Record a new run (``queued`` unless told otherwise) and return it.
 
     ``run_id`` defaults to :func:`new_run_id`; an id already taken is an error. ``owner`` is
-    the key of the user it belongs to (``ui.identity``), ``local`` for the command line.
+    the key of the user it belongs to (``ui.identity``), ``local`` for the command line. With
+    ``max_active``, the run is refused (:class:`TooManyActiveRunsError`) when the owner already
+    has that many queued or running runs; the count and the insert are one transaction.
     """
     algorithm = text_field(algorithm, "algorithm")
     owner = text_field(owner, "owner")
@@ -187,6 +194,13 @@ def create_run(
         )
 
         def insert(session: Session, row: Run = row) -> RunInfo:
+            if max_active is not None:
+                active = _count_active(session, row.owner)
+                if active >= max_active:
+                    raise TooManyActiveRunsError(
+                        f"runs: you have {active} queued or running runs, the most this app "
+                        f"allows per user ({max_active}); wait for one to finish or stop one"
+                    )
             session.add(row)
             session.flush()
             return _info(row)
@@ -232,11 +246,15 @@ def list_runs(
     return db.read(read)
 
 
+def _count_active(session: Session, owner: str) -> int:
+    wanted = [s.value for s in ACTIVE_STATUSES]
+    query = select(func.count()).select_from(Run).where(Run.owner == owner, Run.status.in_(wanted))
+    return int(session.execute(query).scalar() or 0)
+
+
 def count_active(db: Database, owner: str) -> int:
     """How many runs of ``owner`` are queued or running (for the per-user queue cap)."""
-    wanted = [s.value for s in ACTIVE_STATUSES]
-    query = select(func.count()).where(Run.owner == owner, Run.status.in_(wanted))
-    return db.read(lambda session: int(session.execute(query).scalar() or 0))
+    return db.read(lambda session: _count_active(session, owner))
 
 
 def next_queued(db: Database) -> RunInfo | None:

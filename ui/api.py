@@ -4,11 +4,14 @@
 - ``/start_run``: start a run from a config (YAML or JSON text), returns its id;
 - ``/run_status``: a run's status, step and error;
 - ``/run_metrics``: a run's metric rows after a cursor (poll with the returned cursor);
-- ``/list_runs``: every run with its status.
+- ``/list_runs``: every run of the caller with its status;
+- ``/stop_run``, ``/resume_run``, ``/delete_run``: the Runs tab's actions.
 
 Each endpoint is a plain function of ``AppContext`` and JSON-able arguments (tested without
 Gradio); :func:`build_api` registers them with ``gr.api``. Errors come back as ``gr.Error``
-with the field named, never as a stack trace.
+with the field named, never as a stack trace. The run endpoints take the caller's
+:class:`~ui.identity.Viewer`, worked out from the request on the server, and serve only the
+caller's runs (an admin's: all); another user's run reads exactly like a missing one.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ from rewards.errors import RewardSpecError
 from rewards.spec import RewardSpec
 from storage import metrics as metric_store
 from storage import runs as run_store
-from storage.runs import RunInfo
+from storage.runs import RunInfo, TooManyActiveRunsError
+from ui import run_actions
 from ui.context import AppContext
+from ui.identity import IdentityError, Viewer, viewer_for
 from ui.spec_io import load_text
 
 MAX_API_COMPLETIONS = 1000
@@ -90,17 +95,19 @@ def _config(config: dict | str) -> RunConfig:
         raise ApiError(f"config: not valid YAML or JSON ({exc})") from None
 
 
-def start_run(ctx: AppContext, config: dict | str) -> dict[str, Any]:
-    """Validate and start a run (queued if all slots are busy); returns its id."""
+def start_run(ctx: AppContext, config: dict | str, *, viewer: Viewer) -> dict[str, Any]:
+    """Validate and start a run of ``viewer`` (queued if all slots are busy); returns its id."""
     run_config = _config(config)
     cap = ctx.demo.max_steps
     if cap is not None and run_config.training.steps > cap:
         raise ApiError(f"config.training.steps: this demo allows at most {cap} steps")
     try:
-        run_id = ctx.start_run(run_config)
+        run_id = ctx.start_run(run_config, viewer.owner, viewer.max_active_runs)
     except ConfigError as exc:  # the model or data cannot be used as configured
         raise ApiError(f"config.{exc}") from None
-    return {"run_id": run_id, "status": run_status(ctx, run_id)["status"]}
+    except TooManyActiveRunsError as exc:
+        raise ApiError(str(exc)) from None
+    return {"run_id": run_id, "status": run_status(ctx, run_id, viewer=viewer)["status"]}
 
 
 def _run_dict(run: RunInfo) -> dict[str, Any]:
@@ -118,22 +125,33 @@ def _run_dict(run: RunInfo) -> dict[str, Any]:
     }
 
 
-def run_status(ctx: AppContext, run_id: str) -> dict[str, Any]:
-    """A run's status, progress and error (with its traceback when it failed)."""
-    run = run_store.get_run(ctx.db, run_id)
+def _owned(ctx: AppContext, run_id: str, viewer: Viewer) -> RunInfo:
+    if not isinstance(run_id, str):
+        raise ApiError(f"run_id: must be a run id (text), got {type(run_id).__name__}")
+    run = run_store.get_run(ctx.db, run_id, owner=viewer.scope)
     if run is None:
         raise ApiError(f"run_id: no run with id {run_id!r}")
+    return run
+
+
+def run_status(ctx: AppContext, run_id: str, *, viewer: Viewer) -> dict[str, Any]:
+    """A run's status, progress and error (with its traceback when it failed)."""
+    run = _owned(ctx, run_id, viewer)
     out = _run_dict(run)
     out["error_traceback"] = run.error_traceback
     return out
 
 
 def run_metrics(
-    ctx: AppContext, run_id: str, cursor: int = 0, names: list[str] | None = None
+    ctx: AppContext,
+    run_id: str,
+    cursor: int = 0,
+    names: list[str] | None = None,
+    *,
+    viewer: Viewer,
 ) -> dict[str, Any]:
     """Metric rows ``[step, name, value]`` written after ``cursor``, and the next cursor."""
-    if run_store.get_run(ctx.db, run_id) is None:
-        raise ApiError(f"run_id: no run with id {run_id!r}")
+    _owned(ctx, run_id, viewer)
     if isinstance(cursor, bool) or not isinstance(cursor, (int, float)) or cursor < 0:
         raise ApiError(f"cursor: must be a whole number >= 0, got {cursor!r}")
     try:
@@ -149,9 +167,24 @@ def run_metrics(
     }
 
 
-def list_runs(ctx: AppContext) -> list[dict[str, Any]]:
-    """Every run, newest first."""
-    return [_run_dict(r) for r in run_store.list_runs(ctx.db)]
+def list_runs(ctx: AppContext, *, viewer: Viewer) -> list[dict[str, Any]]:
+    """The viewer's runs (an admin's: every run), newest first."""
+    return [_run_dict(r) for r in run_store.list_runs(ctx.db, owner=viewer.scope)]
+
+
+def run_action(ctx: AppContext, action: str, run_id: str, *, viewer: Viewer) -> dict[str, Any]:
+    """Stop, resume or delete a run of ``viewer``, as the Runs tab's buttons do."""
+    act = {
+        "stop": run_actions.stop_run,
+        "resume": run_actions.resume_run,
+        "delete": run_actions.delete_run,
+    }[action]
+    _owned(ctx, run_id, viewer)
+    try:
+        message = act(ctx.db, ctx.launcher, viewer, run_id)
+    except run_actions.RunActionError as exc:
+        raise ApiError(f"run_id: {exc}") from None
+    return {"run_id": run_id, "message": message}
 
 
 def _as_gradio_error(fn):
@@ -161,7 +194,7 @@ def _as_gradio_error(fn):
     def wrapped(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except ApiError as exc:
+        except (ApiError, IdentityError) as exc:
             raise gr.Error(str(exc), print_exception=False) from None
 
     return wrapped
@@ -180,25 +213,46 @@ def build_api(ctx: AppContext) -> None:
         """Score completions with a reward spec (JSON or YAML text); totals and traces."""
         return score_preview(ctx, spec, completions, prompts, answers)
 
+    # Each run endpoint works out its caller from the request (never from an argument).
     @_as_gradio_error
-    def start_run_endpoint(config: str) -> dict:
+    def start_run_endpoint(
+        config: str, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> dict:
         """Start a run from a config (YAML or JSON text); returns its run_id."""
-        return start_run(ctx, config)
+        return start_run(ctx, config, viewer=viewer_for(request, profile))
 
     @_as_gradio_error
-    def run_status_endpoint(run_id: str) -> dict:
-        """Status, step and error of a run."""
-        return run_status(ctx, run_id)
+    def run_status_endpoint(
+        run_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> dict:
+        """Status, step and error of one of your runs."""
+        return run_status(ctx, run_id, viewer=viewer_for(request, profile))
 
     @_as_gradio_error
-    def run_metrics_endpoint(run_id: str, cursor: int = 0, names: list[str] | None = None) -> dict:
+    def run_metrics_endpoint(
+        run_id: str,
+        cursor: int = 0,
+        names: list[str] | None = None,
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+    ) -> dict:
         """Metric rows [step, name, value] after a cursor; poll again with the returned cursor."""
-        return run_metrics(ctx, run_id, cursor, names)
+        return run_metrics(ctx, run_id, cursor, names, viewer=viewer_for(request, profile))
 
     @_as_gradio_error
-    def list_runs_endpoint() -> list[dict]:
-        """Every run with its status, newest first."""
-        return list_runs(ctx)
+    def list_runs_endpoint(request: gr.Request, profile: gr.OAuthProfile | None = None) -> list:
+        """Your runs with their status, newest first."""
+        return list_runs(ctx, viewer=viewer_for(request, profile))
+
+    def action_endpoint(action: str):
+        @_as_gradio_error
+        def endpoint(
+            run_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None
+        ) -> dict:
+            return run_action(ctx, action, run_id, viewer=viewer_for(request, profile))
+
+        endpoint.__doc__ = f"{action.capitalize()} one of your runs, as the Runs tab does."
+        return endpoint
 
     for fn, name in (
         (score_preview_endpoint, "score_preview"),
@@ -206,5 +260,8 @@ def build_api(ctx: AppContext) -> None:
         (run_status_endpoint, "run_status"),
         (run_metrics_endpoint, "run_metrics"),
         (list_runs_endpoint, "list_runs"),
+        (action_endpoint("stop"), "stop_run"),
+        (action_endpoint("resume"), "resume_run"),
+        (action_endpoint("delete"), "delete_run"),
     ):
         gr.api(fn, api_name=name, concurrency_limit=None)

@@ -15,6 +15,7 @@ from ui.api import build_api
 from ui.compare import build_compare
 from ui.context import AppContext
 from ui.design import build_design
+from ui.identity import on_space, viewer_for
 from ui.messages import escape
 from ui.preview import build_preview
 from ui.runs import build_runs, initial_selection
@@ -45,6 +46,10 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             + f"\n\n<small>{escape(persistence_note(ctx.data_dir))}</small>",
             elem_id="app-header",
         )
+        if on_space():
+            # Hugging Face sign-in (the Space's README sets hf_oauth: true); signed-in users
+            # own their runs as hf:<username>, visitors get a per-session identity.
+            gr.LoginButton(elem_id="login-button")
         with gr.Tabs(elem_id="main-tabs") as tabs:
             with gr.Tab("Design", id="design", elem_id="tab-design"):
                 design = build_design(ctx)
@@ -58,19 +63,20 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 compare = build_compare(ctx)
 
         # "Start training" takes the user to the new run.
+        def to_new_run(run_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None):
+            choices, pick = initial_selection(ctx, viewer_for(request, profile), run_id)
+            return gr.Tabs(selected="runs"), gr.Dropdown(choices=choices, value=pick)
+
         train.run_id.change(
-            lambda run_id: (
-                gr.Tabs(selected="runs"),
-                gr.Dropdown(choices=initial_selection(ctx)[0], value=run_id),
-            ),
+            to_new_run,
             inputs=train.run_id,
             outputs=[tabs, runs.run_select],
             api_visibility="private",
         )
 
-        def on_load(request: gr.Request):
+        def on_load(request: gr.Request, profile: gr.OAuthProfile | None = None):
             requested = request.query_params.get("run") if request is not None else None
-            choices, pick = initial_selection(ctx, requested)
+            choices, pick = initial_selection(ctx, viewer_for(request, profile), requested)
             return gr.Dropdown(choices=choices, value=pick), gr.Dropdown(choices=choices)
 
         demo.load(
@@ -83,9 +89,15 @@ def build_app(ctx: AppContext) -> gr.Blocks:
 
 
 def launch_kwargs(ctx: AppContext) -> dict:
-    """Arguments of ``Blocks.launch`` that every launch of the app shares."""
+    """Arguments of ``Blocks.launch`` that every launch of the app shares.
+
+    The data dir (the database, configs, logs, checkpoints of every user) is never served:
+    it is in no allowed path, and blocked even where Gradio would otherwise serve a file
+    (the working directory, the temp dir). Downloads are copies made per request for the
+    run's owner (``ui.run_actions``), which Gradio serves from its own cache.
+    """
     return {
         "theme": THEME,
         "css": CSS,
-        "allowed_paths": [str(ctx.data_dir)],
+        "blocked_paths": [str(ctx.data_dir)],
     }

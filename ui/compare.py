@@ -13,6 +13,7 @@ from storage import runs as run_store
 from storage.db import Database
 from ui import charts
 from ui.context import AppContext
+from ui.identity import viewer_for
 from ui.plots import plot_value
 from ui.run_poll import run_choices
 from ui.run_state import Series
@@ -55,14 +56,17 @@ def union_metric_names(db: Database, run_ids: Sequence[str]) -> list[str]:
     return sorted(names)
 
 
-def compare(db: Database, run_ids: Sequence[str], metric: str | None):
-    """The overlay figure, the metric choices and the config diff for the chosen runs."""
-    run_ids = [r for r in run_ids or [] if r]
-    names = union_metric_names(db, run_ids)
+def compare(db: Database, run_ids: Sequence[str], metric: str | None, *, owner: str | None = None):
+    """The overlay figure, the metric choices and the config diff for the chosen runs (of
+    ``owner`` when given: other users' runs are left out as if they did not exist)."""
+    if isinstance(run_ids, str):
+        run_ids = [run_ids]
+    wanted = [r for r in run_ids or [] if r and isinstance(r, str)]
+    runs = {rid: run_store.get_run(db, rid, owner=owner) for rid in wanted}
+    runs = {rid: r for rid, r in runs.items() if r is not None}
+    names = union_metric_names(db, list(runs))
     if metric not in names:
         metric = DEFAULT_METRIC if DEFAULT_METRIC in names else (names[0] if names else None)
-    runs = {rid: run_store.get_run(db, rid) for rid in run_ids}
-    runs = {rid: r for rid, r in runs.items() if r is not None}
     series: dict[str, Series] = {}
     if metric:
         for rid, s in metric_store.metric_series(db, list(runs), metric).items():
@@ -93,16 +97,17 @@ def build_compare(ctx: AppContext) -> CompareHandles:
         headers=["field"], value=[], interactive=False, wrap=True, elem_id="compare-diff"
     )
 
-    def update(run_ids, metric):
-        figure, names, metric, headers, rows = compare(ctx.db, run_ids, metric)
+    def update(run_ids, metric, request: gr.Request, profile: gr.OAuthProfile | None = None):
+        owner = viewer_for(request, profile).scope
+        figure, names, metric, headers, rows = compare(ctx.db, run_ids, metric, owner=owner)
         return (
             plot_value(figure),
             gr.Dropdown(choices=names, value=metric),
             gr.Dataframe(value=rows, headers=headers),
         )
 
-    def refresh_runs(selected):
-        runs = run_store.list_runs(ctx.db)
+    def refresh_runs(selected, request: gr.Request, profile: gr.OAuthProfile | None = None):
+        runs = run_store.list_runs(ctx.db, owner=viewer_for(request, profile).scope)
         ids = {r.id for r in runs}
         keep = [r for r in selected or [] if r in ids]
         return gr.Dropdown(choices=run_choices(runs), value=keep)

@@ -177,14 +177,16 @@ class AppContext:
         tokenizer = loaded[1]
         return lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def start_run(self, config: Any) -> str:
-        """Start (or queue) a ``RunConfig`` within the demo's caps; returns the run id.
+    def start_run(self, config: Any, owner: str = "local", max_active: int | None = None) -> str:
+        """Start (or queue) a ``RunConfig`` of ``owner`` within the demo's caps; returns the
+        run id.
 
         Raises:
             ConfigError: a field the run cannot start with (model size, model, data).
+            TooManyActiveRunsError: ``owner`` already has ``max_active`` queued or running runs.
         """
         self.check_model_size(config.model)
-        return self.launcher.start(config)
+        return self.launcher.start(config, owner=owner, max_active=max_active)
 
     def check_model_size(self, spec: Any) -> None:
         """Refuse a model over the demo's size cap before anything is downloaded or loaded.

@@ -1,7 +1,10 @@
 """Actions on a run from the Runs view: stop, resume, delete, downloads, push to the Hub.
 
 Each returns a short message for the page (or raises :class:`RunActionError` with one), so the
-Gradio layer only shows what comes back.
+Gradio layer only shows what comes back. Each takes the :class:`~ui.identity.Viewer` behind the
+event and acts only on that viewer's runs (an admin's: any run); another user's run reads like
+a missing one. Downloads are built per request into a fresh temporary folder, never served from
+the data dir.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +23,15 @@ from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.export import export_run
-from storage.runs import RunNotFoundError
+from storage.runs import RunInfo, RunNotFoundError
+from ui.identity import Viewer
 from ui.trace_view import completion_html, fmt, trace_columns
 
 logger = logging.getLogger(__name__)
 
+DOWNLOADS_DIR = "studio-downloads"
+# Gradio copies a returned file into its own cache, so our copy is only needed for a moment.
+DOWNLOAD_KEEP_S = 3600.0
 
 
 class RunActionError(RuntimeError):
@@ -33,12 +41,26 @@ class RunActionError(RuntimeError):
 def _require(run_id: str | None) -> str:
     if not run_id:
         raise RunActionError("Pick a run first.")
+    if not isinstance(run_id, str):
+        raise RunActionError(f"run_id: expected a run id (text), got {type(run_id).__name__}.")
     return run_id
 
 
-def _act(launcher: Any, action: str, run_id: str | None, done: str) -> str:
-    """Call ``launcher.<action>(run_id)``; any refusal becomes a message naming the run."""
+def owned_run(db: Database, viewer: Viewer, run_id: str | None) -> RunInfo:
+    """The run if ``viewer`` may see it; another user's run reads like a missing one."""
     run_id = _require(run_id)
+    run = run_store.get_run(db, run_id, owner=viewer.scope)
+    if run is None:
+        raise RunActionError(f"No run with id {run_id!r}.")
+    return run
+
+
+def _act(
+    db: Database, launcher: Any, viewer: Viewer, action: str, run_id: str | None, done: str
+) -> str:
+    """Call ``launcher.<action>(run_id)`` on a run of ``viewer``; any refusal becomes a message
+    naming the run."""
+    run_id = owned_run(db, viewer, run_id).id
     try:
         getattr(launcher, action)(run_id)
     except Exception as exc:
@@ -46,59 +68,88 @@ def _act(launcher: Any, action: str, run_id: str | None, done: str) -> str:
     return done.format(run_id=run_id)
 
 
-def stop_run(launcher: Any, run_id: str | None) -> str:
+def stop_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) -> str:
     return _act(
+        db,
         launcher,
+        viewer,
         "stop",
         run_id,
         "Stopping {run_id}: it finishes its current step, saves a checkpoint, then stops.",
     )
 
 
-def resume_run(launcher: Any, run_id: str | None) -> str:
-    return _act(launcher, "resume", run_id, "Resuming {run_id} from its last checkpoint.")
+def resume_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) -> str:
+    return _act(
+        db, launcher, viewer, "resume", run_id, "Resuming {run_id} from its last checkpoint."
+    )
 
 
-def delete_run(launcher: Any, run_id: str | None) -> str:
-    return _act(launcher, "delete", run_id, "Deleted {run_id} with its metrics, samples and files.")
+def delete_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) -> str:
+    return _act(
+        db,
+        launcher,
+        viewer,
+        "delete",
+        run_id,
+        "Deleted {run_id} with its metrics, samples and files.",
+    )
 
 
-def run_folder(db: Database, run_id: str | None) -> Path:
-    run_id = _require(run_id)
-    run = run_store.get_run(db, run_id)
-    if run is None:
-        raise RunActionError(f"No run with id {run_id!r}.")
+def run_folder(db: Database, viewer: Viewer, run_id: str | None) -> Path:
+    run = owned_run(db, viewer, run_id)
     if not run.output_dir:
-        raise RunActionError(f"Run {run_id} has no output folder.")
+        raise RunActionError(f"Run {run.id} has no output folder.")
     return Path(run.output_dir)
 
 
-def config_file(db: Database, run_id: str | None) -> Path:
-    """The run's config file (the same one ``python -m engine train`` accepts)."""
-    path = run_folder(db, run_id) / CONFIG_FILE
+def download_dir(root: Path | None = None) -> Path:
+    """A fresh private folder for one download, outside the data dir; folders of earlier
+    downloads older than :data:`DOWNLOAD_KEEP_S` are removed on the way."""
+    root = Path(root or tempfile.gettempdir()) / DOWNLOADS_DIR
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    cutoff = time.time() - DOWNLOAD_KEEP_S
+    for old in root.iterdir():
+        try:
+            if old.stat().st_mtime < cutoff:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:  # removed by a concurrent request
+            pass
+    return Path(tempfile.mkdtemp(dir=root))
+
+
+def config_file(db: Database, viewer: Viewer, run_id: str | None, into: Path | None = None) -> Path:
+    """A copy of the run's config file (the same one ``python -m engine train`` accepts)."""
+    folder = run_folder(db, viewer, run_id)
+    path = folder / CONFIG_FILE
     if not path.is_file():
         raise RunActionError(f"Run {run_id} has no {CONFIG_FILE}.")
-    return path
+    copy = Path(into or download_dir()) / f"{folder.name}-{CONFIG_FILE}"
+    shutil.copyfile(path, copy)
+    return copy
 
 
-def checkpoint_archive(db: Database, run_id: str | None, into: Path | None = None) -> Path:
+def checkpoint_archive(
+    db: Database, viewer: Viewer, run_id: str | None, into: Path | None = None
+) -> Path:
     """A zip of the run's final model (or newest checkpoint) for download."""
-    folder = run_folder(db, run_id)
+    folder = run_folder(db, viewer, run_id)
     model_dir = latest_model_dir(folder)
     if model_dir is None:
         raise RunActionError(
             f"Run {run_id} has no checkpoint yet; checkpoints are written every "
             "save_steps steps and at the end."
         )
-    into = Path(into or tempfile.mkdtemp(prefix="studio-ckpt-"))
-    base = into / f"{run_id}-{model_dir.name}"
+    base = Path(into or download_dir()) / f"{run_id}-{model_dir.name}"
     return Path(shutil.make_archive(str(base), "zip", root_dir=model_dir))
 
 
-def run_data_archive(db: Database, run_id: str | None, into: Path | None = None) -> Path:
+def run_data_archive(
+    db: Database, viewer: Viewer, run_id: str | None, into: Path | None = None
+) -> Path:
     """A zip of the run's metrics (CSV), samples with traces (JSONL), logs and config."""
-    run_id = _require(run_id)
-    into = Path(into or tempfile.mkdtemp(prefix="studio-export-"))
+    run_id = owned_run(db, viewer, run_id).id
+    into = Path(into or download_dir())
     try:
         exported = export_run(db, run_id, into / f"{run_id}-data")
     except RunNotFoundError:
@@ -106,9 +157,9 @@ def run_data_archive(db: Database, run_id: str | None, into: Path | None = None)
     return Path(shutil.make_archive(str(exported), "zip", root_dir=exported))
 
 
-def push_to_hub(db: Database, run_id: str | None, repo_id: str, token: str) -> str:
+def push_to_hub(db: Database, viewer: Viewer, run_id: str | None, repo_id: str, token: str) -> str:
     """Upload the final model (or newest checkpoint) to a Hub model repo (see engine.hub)."""
-    folder = run_folder(db, run_id)
+    folder = run_folder(db, viewer, run_id)
     try:
         url = push_model(folder, repo_id, token)
     except HubPushError as exc:
@@ -122,11 +173,22 @@ def question(prompt: str) -> str:
     return prompt[at + len("user: ") :] if at >= 0 else prompt
 
 
-def samples_table(db: Database, run_id: str | None, step: int | None) -> tuple[list[str], list]:
-    """Headers and rows of the samples of one step, one column per reward component."""
+def samples_table(
+    db: Database, viewer: Viewer, run_id: str | None, step: int | None
+) -> tuple[list[str], list]:
+    """Headers and rows of the samples of one step of a run of ``viewer``, one column per
+    reward component."""
     if not run_id or step is None:
         return ["prompt", "completion", "total"], []
-    rows = sample_store.samples_at(db, run_id, int(step))
+    try:
+        run_id = owned_run(db, viewer, run_id).id
+    except RunActionError:
+        return ["prompt", "completion", "total"], []
+    try:
+        step = int(step)
+    except (TypeError, ValueError, OverflowError):
+        return ["prompt", "completion", "total"], []
+    rows = sample_store.samples_at(db, run_id, step)
     components = trace_columns(r.trace for r in rows)
     headers = ["group", "prompt", "completion", "answer", "total", "advantage", *components, "why"]
     out = []

@@ -136,17 +136,30 @@ def all_figures(view: RunView) -> dict[str, charts.Figure]:
     return {p.key: charts.panel_figure(p, view.series) for p in charts.PANELS}
 
 
-def poll(db: Database, view: RunView, selected: str | None, *, force: bool = False) -> RunsUpdate:
-    """One tick of the Runs view for the run ``selected`` (``force``: redraw everything)."""
+def poll(
+    db: Database,
+    view: RunView,
+    selected: str | None,
+    *,
+    owner: str | None = None,
+    force: bool = False,
+) -> RunsUpdate:
+    """One tick of the Runs view for the run ``selected`` (``force``: redraw everything).
+
+    With ``owner`` (a viewer's :attr:`~ui.identity.Viewer.scope`), only that owner's runs are
+    listed and read; a selected run of someone else shows as no run at all.
+    """
     update = RunsUpdate()
-    snapshot = RunsSnapshot(run_store.run_progress(db))
+    snapshot = RunsSnapshot(run_store.run_progress(db, owner=owner))
     list_key = snapshot.list_key()
     runs: list[RunInfo] | None = None
     if force or list_key != view.list_key:
-        runs = run_store.list_runs(db)
+        runs = run_store.list_runs(db, owner=owner)
         update.runs_table = runs_table(runs)
         update.run_choices = run_choices(runs)
         view.list_key = list_key
+    if not isinstance(selected, str):
+        selected = None
     if selected != view.run_id:
         view.select(selected)
         force = True
@@ -171,7 +184,7 @@ def poll(db: Database, view: RunView, selected: str | None, *, force: bool = Fal
             break
     progressed = view.progress_changed(progress)
     if force or progressed or changed:
-        run = run_store.get_run(db, view.run_id)
+        run = run_store.get_run(db, view.run_id, owner=owner)
         view.mark_shown(progress)
         update.status = "" if run is None else str(run.status)
         if force and run is not None:

@@ -4,6 +4,9 @@ A 1 s ``gr.Timer`` calls :func:`ui.run_poll.poll`, which runs one cheap query an
 rows by cursor only when something moved; outputs that did not change are skipped, so the
 browser redraws nothing on a quiet tick. The selection is the run dropdown's value, so a page
 reload (or a second browser tab) re-attaches to the same runs from the database.
+
+Every handler works out the viewer from the request (``ui.identity``) and lists, reads and acts
+on that viewer's runs only, so a queue call replayed from another session is refused too.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from engine.launcher import RESUMABLE
 from storage import runs as run_store
 from ui import charts, run_actions
 from ui.context import AppContext
+from ui.identity import Viewer, viewer_for
 from ui.messages import escape, ok, warn
 from ui.plots import plot_value
 from ui.run_poll import RUN_COLUMNS, default_selection, poll, run_choices
@@ -127,8 +131,8 @@ def build_runs(ctx: AppContext) -> RunsHandles:
     optional_panels = [p for p in panels if p.only_for]
     outputs += [panel_columns[p.key] for p in optional_panels]
 
-    def tick(state: RunView, selected: str | None, current_step, force: bool = False):
-        update = poll(ctx.db, state, selected or None, force=force)
+    def refresh(state: RunView, selected: str | None, current_step, viewer: Viewer, force: bool):
+        update = poll(ctx.db, state, selected or None, owner=viewer.scope, force=force)
         error = (
             gr.skip()
             if update.error is None
@@ -168,6 +172,24 @@ def build_runs(ctx: AppContext) -> RunsHandles:
             ],
         )
 
+    def tick(
+        state: RunView,
+        selected: str | None,
+        current_step,
+        request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
+    ):
+        return refresh(state, selected, current_step, viewer_for(request, profile), False)
+
+    def on_select(
+        state: RunView,
+        selected: str | None,
+        current_step,
+        request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
+    ):
+        return refresh(state, selected, current_step, viewer_for(request, profile), True)
+
     timer.tick(
         tick,
         inputs=[view, run_select, step_select],
@@ -178,7 +200,7 @@ def build_runs(ctx: AppContext) -> RunsHandles:
         concurrency_limit=None,  # one cheap query; never wait behind other sessions' events
     )
     run_select.change(
-        lambda state, selected, step: tick(state, selected, step, force=True),
+        on_select,
         inputs=[view, run_select, step_select],
         outputs=outputs,
         show_progress="hidden",
@@ -191,8 +213,11 @@ def build_runs(ctx: AppContext) -> RunsHandles:
 
     table.select(on_row, outputs=run_select, api_visibility="private")
 
-    def show_samples(run_id: str | None, step):
-        headers, rows = run_actions.samples_table(ctx.db, run_id, step)
+    def show_samples(
+        run_id: str | None, step, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ):
+        viewer = viewer_for(request, profile)
+        headers, rows = run_actions.samples_table(ctx.db, viewer, run_id, step)
         n_components = max(0, len(headers) - 7)
         datatypes = ["number", "str", "html", "str", "str", "str"]
         datatypes += ["str"] * n_components + ["str"]
@@ -207,9 +232,11 @@ def build_runs(ctx: AppContext) -> RunsHandles:
     )
 
     def act(fn):
-        def handler(run_id: str | None):
+        def handler(
+            run_id: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None
+        ):
             try:
-                return ok(escape(fn(ctx.launcher, run_id)))
+                return ok(escape(fn(ctx.db, ctx.launcher, viewer_for(request, profile), run_id)))
             except run_actions.RunActionError as exc:
                 return warn(escape(exc))
 
@@ -223,9 +250,11 @@ def build_runs(ctx: AppContext) -> RunsHandles:
         button.click(act(fn), inputs=run_select, outputs=action_md, api_visibility="private")
 
     def download_with(fn):
-        def handler(run_id: str | None):
+        def handler(
+            run_id: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None
+        ):
             try:
-                path = fn(ctx.db, run_id)
+                path = fn(ctx.db, viewer_for(request, profile), run_id)
             except run_actions.RunActionError as exc:
                 return gr.File(visible=False), warn(escape(exc))
             return gr.File(value=str(path), visible=True), ""
@@ -251,9 +280,16 @@ def build_runs(ctx: AppContext) -> RunsHandles:
         api_visibility="private",
     )
 
-    def push(run_id: str | None, repo: str, token: str):
+    def push(
+        run_id: str | None,
+        repo: str,
+        token: str,
+        request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
+    ):
+        viewer = viewer_for(request, profile)
         try:
-            message = ok(escape(run_actions.push_to_hub(ctx.db, run_id, repo, token)))
+            message = ok(escape(run_actions.push_to_hub(ctx.db, viewer, run_id, repo, token)))
         except run_actions.RunActionError as exc:
             message = warn(escape(exc))
         return message, ""  # the token box is cleared either way
@@ -268,11 +304,12 @@ def build_runs(ctx: AppContext) -> RunsHandles:
 
 
 def initial_selection(
-    ctx: AppContext, requested: str | None = None
+    ctx: AppContext, viewer: Viewer, requested: str | None = None
 ) -> tuple[list[tuple[str, str]], str | None]:
-    """Run choices and the selection when a page (re)opens: the run asked for in the URL
-    (``?run=ID``), else the newest running run, else the newest run."""
-    runs = run_store.list_runs(ctx.db)
+    """The viewer's run choices and the selection when a page (re)opens: the run asked for in
+    the URL (``?run=ID``) if it is one of theirs, else the newest running run, else the
+    newest run."""
+    runs = run_store.list_runs(ctx.db, owner=viewer.scope)
     ids = {r.id for r in runs}
     pick = requested if requested in ids else default_selection(runs)
     return run_choices(runs), pick

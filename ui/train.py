@@ -21,6 +21,7 @@ from ui import spec_io, train_form
 from ui.context import AppContext
 from ui.data_inputs import build_data_inputs, data_spec
 from ui.design import DesignHandles, elem_key
+from ui.identity import viewer_for
 from ui.messages import escape, ok, warn
 from ui.preview_run import CUSTOM, PreviewError, resolve_model
 from ui.train_form import FormField, TrainInputs
@@ -308,10 +309,11 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
         api_visibility="private",
     )
 
-    def on_start(spec_dict: dict, *values):
+    def on_start(request: gr.Request, profile: gr.OAuthProfile | None, spec_dict: dict, *values):
+        viewer = viewer_for(request, profile)  # the run's owner comes from the server side
         try:
             config = collect(spec_dict, values)
-            new_id = ctx.start_run(config)
+            new_id = ctx.start_run(config, viewer.owner, viewer.max_active_runs)
         except ConfigError as exc:
             return (gr.skip(), warn("Not started: fix the field marked below."), *show_errors(exc))
         except Exception as exc:  # launcher refused (e.g. cannot write the data dir)

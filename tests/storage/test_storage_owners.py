@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from storage.db import Database
 from storage.paths import db_path
-from storage.runs import count_active, create_run, get_run, list_runs, run_progress, set_status
+from storage.runs import (
+    TooManyActiveRunsError,
+    count_active,
+    create_run,
+    get_run,
+    list_runs,
+    run_progress,
+    set_status,
+)
 from storage.schema import LOCAL_OWNER, SCHEMA_VERSION, RunStatus
 
 
@@ -49,3 +59,14 @@ def test_a_database_from_before_owners_is_migrated_and_keeps_its_runs(data_dir):
         assert [r.id for r in list_runs(db, owner=LOCAL_OWNER)] == ["old-run"]
         create_run(db, algorithm="grpo", config={}, run_id="new-run", owner="hf:carol")
         assert [r.id for r in list_runs(db, owner="hf:carol")] == ["new-run"]
+
+
+def test_a_run_over_the_owners_active_cap_is_refused_naming_the_limit(db):
+    create_run(db, algorithm="grpo", config={}, run_id="q1", owner="anon:s1", max_active=2)
+    create_run(db, algorithm="grpo", config={}, run_id="q2", owner="anon:s1", max_active=2)
+    with pytest.raises(TooManyActiveRunsError, match=r"runs: .*per user \(2\)"):
+        create_run(db, algorithm="grpo", config={}, run_id="q3", owner="anon:s1", max_active=2)
+    assert get_run(db, "q3") is None
+    create_run(db, algorithm="grpo", config={}, owner="anon:s2", max_active=2)  # others may
+    set_status(db, "q1", RunStatus.STOPPED)
+    create_run(db, algorithm="grpo", config={}, run_id="q3", owner="anon:s1", max_active=2)

@@ -9,6 +9,7 @@ from storage.schema import RunStatus
 from ui import api
 from ui.api import ApiError
 from ui.context import AppContext, DemoLimits
+from ui.identity import LOCAL_VIEWER
 
 SPEC = {"components": [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}]}
 
@@ -39,15 +40,15 @@ def test_score_preview_reads_yaml_specs_and_names_bad_fields(ctx):
 
 def test_start_run_rejects_a_bad_config_before_any_process(ctx):
     with pytest.raises(ApiError, match=r"config\.training\.steps"):
-        api.start_run(ctx, "training:\n  steps: 0\n")
-    assert api.list_runs(ctx) == []
+        api.start_run(ctx, "training:\n  steps: 0\n", viewer=LOCAL_VIEWER)
+    assert api.list_runs(ctx, viewer=LOCAL_VIEWER) == []
 
 
 def test_start_run_respects_the_demo_cap(data_dir):
     ctx = AppContext(data_dir, demo=DemoLimits(max_steps=5))
     try:
         with pytest.raises(ApiError, match="at most 5 steps"):
-            api.start_run(ctx, {"training": {"steps": 6}})
+            api.start_run(ctx, {"training": {"steps": 6}}, viewer=LOCAL_VIEWER)
     finally:
         ctx.close()
 
@@ -56,20 +57,20 @@ def test_status_and_metrics_by_cursor(ctx):
     run = run_store.create_run(ctx.db, algorithm="grpo", config={}, status=RunStatus.RUNNING)
     with MetricWriter(ctx.db, run.id) as writer:
         writer.log(1, {"reward/total": 0.5, "loss/policy": 0.0})
-    status = api.run_status(ctx, run.id)
+    status = api.run_status(ctx, run.id, viewer=LOCAL_VIEWER)
     assert status["status"] == "running" and status["last_step"] == 1
-    first = api.run_metrics(ctx, run.id)
+    first = api.run_metrics(ctx, run.id, viewer=LOCAL_VIEWER)
     assert sorted(first["points"]) == [[1, "loss/policy", 0.0], [1, "reward/total", 0.5]]
-    assert api.run_metrics(ctx, run.id, first["cursor"])["points"] == []
-    only = api.run_metrics(ctx, run.id, 0, ["reward/total"])
+    assert api.run_metrics(ctx, run.id, first["cursor"], viewer=LOCAL_VIEWER)["points"] == []
+    only = api.run_metrics(ctx, run.id, 0, ["reward/total"], viewer=LOCAL_VIEWER)
     assert only["points"] == [[1, "reward/total", 0.5]]
 
 
 def test_unknown_run_is_named(ctx):
     with pytest.raises(ApiError, match="run_id: no run with id 'nope'"):
-        api.run_status(ctx, "nope")
+        api.run_status(ctx, "nope", viewer=LOCAL_VIEWER)
     with pytest.raises(ApiError, match="run_id"):
-        api.run_metrics(ctx, "nope")
+        api.run_metrics(ctx, "nope", viewer=LOCAL_VIEWER)
 
 
 def test_json_numbers_in_exponent_form_stay_numbers(ctx):
@@ -90,10 +91,12 @@ def test_a_model_size_cap_is_checked_from_the_config_before_any_download(data_di
         with pytest.raises(
             ApiError, match=r"config\.model\.name_or_path: [\d,]+ parameters is over"
         ):
-            api.start_run(ctx, {"model": {"name_or_path": str(big)}})
+            api.start_run(ctx, {"model": {"name_or_path": str(big)}}, viewer=LOCAL_VIEWER)
         with pytest.raises(ApiError, match="cannot be read from its config"):
-            api.start_run(ctx, {"model": {"name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"}})
-        assert api.list_runs(ctx) == []
+            api.start_run(
+                ctx, {"model": {"name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"}}, viewer=LOCAL_VIEWER
+            )
+        assert api.list_runs(ctx, viewer=LOCAL_VIEWER) == []
         ctx.check_model_size(RunConfig().model)  # 0.68M parameters: fits
     finally:
         ctx.close()

@@ -7,6 +7,7 @@ from storage import samples as sample_store
 from storage.schema import RunStatus
 from ui import run_actions
 from ui.context import AppContext, DemoLimits, SettingsError, auth_from_env
+from ui.identity import LOCAL_VIEWER
 from ui.run_actions import RunActionError
 
 
@@ -65,15 +66,20 @@ def make_run(ctx, status=RunStatus.COMPLETED):
 def test_downloads_need_the_files(ctx):
     folder = make_run(ctx)
     with pytest.raises(RunActionError, match=r"no config\.yaml"):
-        run_actions.config_file(ctx.db, "grpo-1234abcd")
+        run_actions.config_file(ctx.db, LOCAL_VIEWER, "grpo-1234abcd")
     with pytest.raises(RunActionError, match="no checkpoint yet"):
-        run_actions.checkpoint_archive(ctx.db, "grpo-1234abcd", into=folder.parent)
+        run_actions.checkpoint_archive(ctx.db, LOCAL_VIEWER, "grpo-1234abcd", into=folder.parent)
     (folder / "config.yaml").write_text("algorithm: grpo\n")
-    assert run_actions.config_file(ctx.db, "grpo-1234abcd").read_text() == "algorithm: grpo\n"
+    assert (
+        run_actions.config_file(ctx.db, LOCAL_VIEWER, "grpo-1234abcd").read_text()
+        == "algorithm: grpo\n"
+    )
     (folder / "checkpoint-2").mkdir()
     (folder / "checkpoint-10").mkdir()
     (folder / "checkpoint-10" / "model.safetensors").write_bytes(b"weights")
-    archive = run_actions.checkpoint_archive(ctx.db, "grpo-1234abcd", into=folder.parent)
+    archive = run_actions.checkpoint_archive(
+        ctx.db, LOCAL_VIEWER, "grpo-1234abcd", into=folder.parent
+    )
     assert zipfile.ZipFile(archive).namelist() == ["model.safetensors"]  # the newest one
     (folder / "final").mkdir()
     assert run_actions.latest_model_dir(folder).name == "final"
@@ -82,32 +88,32 @@ def test_downloads_need_the_files(ctx):
 def test_run_data_downloads_as_one_zip(ctx, tmp_path):
     make_run(ctx)
     with pytest.raises(RunActionError, match="Pick a run"):
-        run_actions.run_data_archive(ctx.db, None)
+        run_actions.run_data_archive(ctx.db, LOCAL_VIEWER, None)
     with pytest.raises(RunActionError, match="No run with id 'nope'"):
-        run_actions.run_data_archive(ctx.db, "nope")
-    archive = run_actions.run_data_archive(ctx.db, "grpo-1234abcd", into=tmp_path)
+        run_actions.run_data_archive(ctx.db, LOCAL_VIEWER, "nope")
+    archive = run_actions.run_data_archive(ctx.db, LOCAL_VIEWER, "grpo-1234abcd", into=tmp_path)
     names = set(zipfile.ZipFile(archive).namelist())
     assert names == {"run.json", "config.yaml", "metrics.csv", "samples.jsonl", "logs.txt"}
 
 
 def test_actions_explain_what_is_missing(ctx):
     with pytest.raises(RunActionError, match="Pick a run"):
-        run_actions.stop_run(ctx.launcher, None)
-    with pytest.raises(RunActionError, match="no run with id"):
-        run_actions.resume_run(ctx.launcher, "nope")
+        run_actions.stop_run(ctx.db, ctx.launcher, LOCAL_VIEWER, None)
+    with pytest.raises(RunActionError, match="No run with id"):
+        run_actions.resume_run(ctx.db, ctx.launcher, LOCAL_VIEWER, "nope")
     make_run(ctx, RunStatus.COMPLETED)
     with pytest.raises(RunActionError, match="completed"):
-        run_actions.resume_run(ctx.launcher, "grpo-1234abcd")
+        run_actions.resume_run(ctx.db, ctx.launcher, LOCAL_VIEWER, "grpo-1234abcd")
 
 
 def test_push_to_hub_checks_its_inputs_before_any_network(ctx):
     make_run(ctx)
     with pytest.raises(RunActionError, match="owner/name"):
-        run_actions.push_to_hub(ctx.db, "grpo-1234abcd", "no-slash", "hf_x")
+        run_actions.push_to_hub(ctx.db, LOCAL_VIEWER, "grpo-1234abcd", "no-slash", "hf_x")
     with pytest.raises(RunActionError, match="token"):
-        run_actions.push_to_hub(ctx.db, "grpo-1234abcd", "alice/model", " ")
+        run_actions.push_to_hub(ctx.db, LOCAL_VIEWER, "grpo-1234abcd", "alice/model", " ")
     with pytest.raises(RunActionError, match="no checkpoint to push"):
-        run_actions.push_to_hub(ctx.db, "grpo-1234abcd", "alice/model", "hf_x")
+        run_actions.push_to_hub(ctx.db, LOCAL_VIEWER, "grpo-1234abcd", "alice/model", "hf_x")
 
 
 def test_sample_table_has_a_column_per_component(ctx):
@@ -130,7 +136,7 @@ def test_sample_table_has_a_column_per_component(ctx):
             }
         ],
     )
-    headers, rows = run_actions.samples_table(ctx.db, "grpo-1234abcd", 3)
+    headers, rows = run_actions.samples_table(ctx.db, LOCAL_VIEWER, "grpo-1234abcd", 3)
     assert headers[6:] == ["correctness", "format", "why"]
     assert rows[0][1] == "2+2?"  # the user's question, not the system prompt
     assert rows[0][6:8] == ["1", "–"]

@@ -1,0 +1,130 @@
+"""Who is asking: the :class:`Viewer` behind each Gradio event, the owner of the runs it makes.
+
+The owner key comes from the server side of the request only, never from a value the client
+sends, in this order:
+
+1. a Hugging Face sign-in (Gradio's OAuth on a Space, ``gr.OAuthProfile``): ``hf:<username>``;
+2. a ``STUDIO_AUTH`` login (``request.username``): ``user:<login>``;
+3. a public app (on a Space, ``SPACE_ID`` set, or ``STUDIO_PUBLIC=1``) without either: an
+   anonymous identity per browser session, ``anon:<session hash>``, with the demo caps;
+4. a private local app: the single local owner ``local``, also the owner of CLI runs.
+
+Owner keys listed in ``STUDIO_ADMINS`` (comma-separated, e.g. ``hf:alice,user:bob``) see and act
+on every run. Everyone else sees only their own runs; another user's run reads exactly like a
+run that does not exist.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import gradio as gr
+
+from storage.schema import LOCAL_OWNER
+
+PUBLIC_ENV = "STUDIO_PUBLIC"
+ADMINS_ENV = "STUDIO_ADMINS"
+SPACE_ENV = "SPACE_ID"
+MAX_ACTIVE_RUNS_ENV = "STUDIO_DEMO_MAX_QUEUED_RUNS"
+# Queued plus running runs one non-admin owner may have on a public app unless the variable
+# above says otherwise: enough to queue the next run while one trains.
+PUBLIC_MAX_ACTIVE_RUNS = 2
+
+
+class IdentityError(PermissionError):
+    """The request carries no identity the app can give runs to."""
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """The user behind one event.
+
+    Attributes:
+        owner: the owner key stored with the runs this user starts.
+        name: what the page calls the user.
+        is_admin: sees and acts on every run.
+        max_active_runs: the most queued plus running runs this user may have (``None``: no cap).
+    """
+
+    owner: str
+    name: str
+    is_admin: bool = False
+    max_active_runs: int | None = None
+
+    @property
+    def scope(self) -> str | None:
+        """The owner filter of run queries: ``None`` (every run) for an admin."""
+        return None if self.is_admin else self.owner
+
+    @property
+    def anonymous(self) -> bool:
+        return self.owner.startswith("anon:")
+
+
+LOCAL_VIEWER = Viewer(LOCAL_OWNER, "local")
+
+
+def on_space(env: Mapping[str, str] | None = None) -> bool:
+    """True when the app runs on a Hugging Face Space."""
+    env = os.environ if env is None else env
+    return bool(env.get(SPACE_ENV, "").strip())
+
+
+def is_public(env: Mapping[str, str] | None = None) -> bool:
+    """True for a public app: on a Space, or with ``STUDIO_PUBLIC=1``."""
+    env = os.environ if env is None else env
+    return on_space(env) or env.get(PUBLIC_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def admins(env: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The owner keys of ``STUDIO_ADMINS``."""
+    env = os.environ if env is None else env
+    return frozenset(k.strip() for k in env.get(ADMINS_ENV, "").split(",") if k.strip())
+
+
+def max_active_runs(env: Mapping[str, str] | None = None) -> int | None:
+    """``STUDIO_DEMO_MAX_QUEUED_RUNS``, else :data:`PUBLIC_MAX_ACTIVE_RUNS` on a public app."""
+    from ui.context import SettingsError
+
+    env = os.environ if env is None else env
+    raw = env.get(MAX_ACTIVE_RUNS_ENV, "").strip()
+    if not raw:
+        return PUBLIC_MAX_ACTIVE_RUNS if is_public(env) else None
+    if not raw.isdigit() or int(raw) < 1:
+        raise SettingsError(MAX_ACTIVE_RUNS_ENV, f"must be a positive whole number, got {raw!r}")
+    return int(raw)
+
+
+def viewer_for(
+    request: gr.Request | None,
+    profile: gr.OAuthProfile | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Viewer:
+    """The viewer of one Gradio event (see the module docstring for the order).
+
+    Raises:
+        IdentityError: a public app got an event without a browser session.
+    """
+    env = os.environ if env is None else env
+    username = getattr(profile, "username", None) if profile is not None else None
+    login = getattr(request, "username", None) if request is not None else None
+    if username:
+        owner, name = f"hf:{username}", str(username)
+    elif login:
+        owner, name = f"user:{login}", str(login)
+    elif is_public(env):
+        session = getattr(request, "session_hash", None) if request is not None else None
+        if not session:
+            raise IdentityError("this public app needs a browser session to know whose runs")
+        owner, name = f"anon:{session}", "anonymous visitor"
+    else:
+        owner, name = LOCAL_OWNER, "local"
+    is_admin = owner in admins(env)
+    return Viewer(
+        owner=owner,
+        name=name,
+        is_admin=is_admin,
+        max_active_runs=None if is_admin else max_active_runs(env),
+    )
