@@ -76,7 +76,7 @@ def build_runs(ctx: AppContext) -> RunsHandles:
                 stop_btn = gr.Button("Stop", variant="stop", size="sm", elem_id="run-stop")
                 resume_btn = gr.Button("Resume", size="sm", elem_id="run-resume")
                 delete_btn = gr.Button("Delete", size="sm", elem_id="run-delete")
-                config_btn = gr.Button("Config file", size="sm")
+                config_btn = gr.Button("Config file", size="sm", elem_id="run-config")
                 ckpt_btn = gr.Button("Checkpoint (zip)", size="sm")
                 data_btn = gr.Button("Metrics & samples (zip)", size="sm", elem_id="run-data")
             action_md = gr.Markdown(elem_id="run-action-message")

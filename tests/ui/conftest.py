@@ -75,13 +75,22 @@ def _stop_workers(data_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def running_app(data_dir: Path, env: dict[str, str] | None = None) -> Iterator[LiveApp]:
+def running_app(
+    data_dir: Path, env: dict[str, str] | None = None, *, pass_data_dir: bool = True
+) -> Iterator[LiveApp]:
+    """The app on a free port; ``pass_data_dir=False`` lets it choose ``data_dir`` itself (as
+    on a Space), from ``env``."""
     port = free_port()
     log_path = data_dir.parent / f"app-{port}.log"
     full_env = {**os.environ, "STUDIO_DATA_DIR": str(data_dir), **(env or {})}
+    argv = [sys.executable, "app.py", "--port", str(port)]
+    if pass_data_dir:
+        argv += ["--data-dir", str(data_dir)]
+    else:
+        full_env.pop("STUDIO_DATA_DIR")
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "app.py", "--data-dir", str(data_dir), "--port", str(port)],
+            argv,
             cwd=ROOT,
             env=full_env,
             stdout=log,
@@ -104,7 +113,7 @@ def running_app(data_dir: Path, env: dict[str, str] | None = None) -> Iterator[L
         _stop_workers(data_dir)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def start_app():
     """``start_app(data_dir, env)``: a context manager running another app (e.g. with login)."""
     return running_app

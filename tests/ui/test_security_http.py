@@ -1,0 +1,392 @@
+"""Outside-user probes over real HTTP against the running app: the data dir is never served
+(S2), a user reaches only their own runs, queue calls replayed from another session included
+(S3), the login is rate-limited (S7), the per-user run cap holds, and the app starts as a
+Space does (sign-in route, storage note).
+
+Two apps serve these tests: one started the way a Hugging Face Space starts it (``SYSTEM`` and
+``SPACE_ID`` set, OAuth variables pointing at a local OpenID provider stand-in, data under the
+persistent-storage root, no login: visitors are anonymous per browser session), and one with
+``STUDIO_AUTH`` users and an admin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+import yaml
+from gradio_client import Client
+
+from storage import runs as run_store
+from storage.db import Database
+from storage.logs import append_logs
+from storage.paths import db_path
+from storage.schema import RunStatus
+
+pytestmark = pytest.mark.reliability
+
+OAUTH_CLIENT_ID = "studio-test-client"
+SMALL_RUN = {"training": {"steps": 1, "prompts_per_step": 2, "eval_samples": 0}}
+
+
+# ---- helpers -------------------------------------------------------------------------------
+def seed_run(data_dir: Path, run_id: str, owner: str, **fields) -> Path:
+    """A finished run of ``owner`` with its config file and worker log, as the app writes it."""
+    folder = data_dir / "runs" / run_id
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text(f"name: {run_id}\n")
+    (folder / "worker.log").write_text(f"secret log of {run_id}\n")
+    with Database(db_path(data_dir)) as db:
+        run_store.create_run(
+            db,
+            run_id=run_id,
+            algorithm="grpo",
+            config={"name": run_id},
+            output_dir=str(folder),
+            owner=owner,
+            status=fields.pop("status", RunStatus.RUNNING),
+        )
+        append_logs(db, run_id, [(time.time(), "INFO", f"log line of {run_id}")])
+        run_store.update_run(db, run_id, **{"status": RunStatus.COMPLETED, **fields})
+    return folder
+
+
+def run_exists(data_dir: Path, run_id: str) -> bool:
+    with Database(db_path(data_dir)) as db:
+        return run_store.get_run(db, run_id) is not None
+
+
+class Browser:
+    """One browser session over plain HTTP: its cookies and session hash, and the page's queue
+    calls by the ``elem_id`` of the button that triggers them (private events included)."""
+
+    def __init__(self, url: str) -> None:
+        self.http = httpx.Client(base_url=url, timeout=60)
+        self.session_hash = secrets.token_hex(6)
+        self._config: dict | None = None
+
+    def login(self, username: str, password: str) -> int:
+        response = self.http.post("/login", data={"username": username, "password": password})
+        return response.status_code
+
+    def config(self) -> dict:
+        if self._config is None:
+            response = self.http.get("/config")
+            response.raise_for_status()
+            self._config = response.json()
+        return self._config
+
+    def component(self, elem_id: str) -> dict:
+        found = [
+            c for c in self.config()["components"] if c.get("props", {}).get("elem_id") == elem_id
+        ]
+        assert found, f"no component #{elem_id}"
+        return found[0]
+
+    def click(self, elem_id: str, data: list) -> list:
+        """The outputs of the click event of button ``#elem_id`` sent with ``data``."""
+        target = self.component(elem_id)["id"]
+        return self._event([target, "click"], data)
+
+    def open(self) -> list:
+        """Run the page's load events, as a browser opening the page does (fills the run lists
+        of this session)."""
+        loads = [
+            d for d in self.config()["dependencies"] if any(t[1] == "load" for t in d["targets"])
+        ]
+        assert loads, "the page has no load event"
+        return self._event(loads[0]["targets"][0], [])
+
+    def _event(self, trigger: list, data: list) -> list:
+        deps = [
+            (i, d) for i, d in enumerate(self.config()["dependencies"]) if trigger in d["targets"]
+        ]
+        assert deps, f"no event for {trigger}"
+        fn_index = deps[0][1].get("id", deps[0][0])
+        joined = self.http.post(
+            "/gradio_api/queue/join",
+            json={
+                "data": data,
+                "event_data": None,
+                "fn_index": fn_index,
+                "trigger_id": trigger[0],
+                "session_hash": self.session_hash,
+            },
+        )
+        joined.raise_for_status()
+        with self.http.stream(
+            "GET", "/gradio_api/queue/data", params={"session_hash": self.session_hash}
+        ) as stream:
+            for line in stream.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                if message.get("msg") == "process_completed":
+                    output = message.get("output", {})
+                    if not message.get("success"):
+                        raise EventRefused(output.get("error") or str(output))
+                    return output["data"]
+        raise AssertionError("the queue stream ended without a result")
+
+
+class EventRefused(Exception):
+    """The app answered a queue call with an error."""
+
+
+def refused_or_missing(call) -> bool:
+    """True when a replayed call is refused, or answers that there is no such run."""
+    try:
+        outputs = call()
+    except EventRefused:
+        return True
+    return any("No run with id" in text_of(o) for o in outputs)
+
+
+def text_of(update) -> str:
+    return update.get("value", "") if isinstance(update, dict) else str(update)
+
+
+def data_dir_probes(data_dir: Path, run_id: str) -> list[str]:
+    """Paths under the data dir an outside user would ask Gradio's file route for."""
+    db = db_path(data_dir)
+    folder = data_dir / "runs" / run_id
+    return [
+        str(db),
+        f"{db}-wal",
+        f"{db}-shm",
+        str(folder / "config.yaml"),
+        str(folder / "worker.log"),
+        f"{folder}/../../{db.name}",
+        quote(str(db)),
+        str(db).upper() if sys.platform == "darwin" else f"{data_dir}/./{db.name}",
+    ]
+
+
+class _OpenIdProvider(BaseHTTPRequestHandler):
+    """Serves the OpenID discovery document that Gradio's HF sign-in reads, as hf.co does."""
+
+    def do_GET(self) -> None:
+        base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        if self.path != "/.well-known/openid-configuration":
+            self.send_error(404)
+            return
+        body = json.dumps(
+            {
+                "issuer": base,
+                "authorization_endpoint": f"{base}/oauth/authorize",
+                "token_endpoint": f"{base}/oauth/token",
+                "userinfo_endpoint": f"{base}/oauth/userinfo",
+                "jwks_uri": f"{base}/oauth/jwks",
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def openid_provider():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OpenIdProvider)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+# ---- the app as a Space runs it --------------------------------------------------------------
+@pytest.fixture(scope="module")
+def space(tmp_path_factory, start_app):
+    root = tmp_path_factory.mktemp("space") / "persistent"
+    root.mkdir()
+    data_dir = root / "studio"
+    with openid_provider() as provider:
+        env = {
+            "SYSTEM": "spaces",
+            "SPACE_ID": "team/reward-studio",
+            "OAUTH_CLIENT_ID": OAUTH_CLIENT_ID,
+            "OAUTH_CLIENT_SECRET": "not-a-real-secret",
+            "OAUTH_SCOPES": "openid profile",
+            "OPENID_PROVIDER_URL": provider,
+            "STUDIO_PERSISTENT_ROOT": str(root),
+        }
+        with start_app(data_dir, env, pass_data_dir=False) as app:
+            app.provider = provider
+            yield app
+
+
+def test_the_app_starts_as_a_space_with_sign_in_and_its_storage_note(space):
+    browser = Browser(space.url)
+    assert (space.data_dir / "studio.db").is_file()  # chose the persistent root by itself
+    header = browser.component("app-header")["props"]["value"]
+    assert f"Runs are saved in {space.data_dir}, on this Space's persistent storage." in header
+    assert "Sign in with Hugging Face" in browser.component("login-button")["props"]["value"]
+    response = browser.http.get("/login/huggingface", follow_redirects=False)
+    assert response.status_code in (302, 307), response.text
+    location = response.headers["location"]
+    assert location.startswith(f"{space.provider}/oauth/authorize?")
+    assert f"client_id={OAUTH_CLIENT_ID}" in location
+
+
+def test_the_data_dir_is_never_served(space, record_property):
+    seed_run(space.data_dir, "probe-run", "local")
+    browser = Browser(space.url)
+    probes = data_dir_probes(space.data_dir, "probe-run")
+    refused = 0
+    for path in probes:
+        response = browser.http.get(f"/gradio_api/file={path}")
+        assert b"secret log" not in response.content and b"SQLite format" not in response.content
+        refused += response.status_code in (403, 404)
+    record_property("probes_tried", len(probes))
+    record_property("probes_passed", refused)
+    assert refused == len(probes)
+
+
+def test_anonymous_sessions_see_and_touch_only_their_own_runs(space, record_property):
+    mine, other = Client(space.url, verbose=False), Client(space.url, verbose=False)
+    seed_run(space.data_dir, "anon-run", f"anon:{mine.session_hash}")
+    probes = passed = 0
+
+    def refused(call) -> bool:
+        nonlocal probes, passed
+        probes += 1
+        try:
+            call()
+        except Exception as exc:  # gradio_client reports the app's gr.Error as an exception
+            passed += "no run with id 'anon-run'" in str(exc)
+            return True
+        return False
+
+    assert [r["run_id"] for r in mine.predict(api_name="/list_runs")] == ["anon-run"]
+    assert other.predict(api_name="/list_runs") == []
+    for api_name in ("/run_status", "/run_metrics", "/delete_run", "/resume_run", "/stop_run"):
+        assert refused(lambda api_name=api_name: other.predict("anon-run", api_name=api_name))
+    # The Delete button's queue call, replayed from another browser session that opened the
+    # page first (as the outside user did), then the config download's.
+    stranger = Browser(space.url)
+    stranger.open()
+    for elem_id in ("run-delete", "run-config", "run-data"):
+        probes += 1
+        passed += refused_or_missing(lambda e=elem_id: stranger.click(e, ["anon-run"]))
+    assert run_exists(space.data_dir, "anon-run")
+    record_property("probes_tried", probes)
+    record_property("probes_passed", passed)
+    assert passed == probes
+    assert mine.predict("anon-run", api_name="/delete_run")["run_id"] == "anon-run"
+    assert not run_exists(space.data_dir, "anon-run")
+
+
+def test_a_visitor_cannot_queue_more_than_the_cap(space):
+    visitor = Client(space.url, verbose=False)
+    owner = f"anon:{visitor.session_hash}"
+    # A live process stands in for the workers of two running runs (its own session, so the
+    # app fixture's clean-up may kill it).
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True
+    )
+    try:
+        with Database(db_path(space.data_dir)) as db:
+            for run_id in ("busy-1", "busy-2"):
+                run_store.create_run(
+                    db,
+                    run_id=run_id,
+                    algorithm="grpo",
+                    config={},
+                    owner=owner,
+                    status=RunStatus.RUNNING,
+                )
+                run_store.update_run(db, run_id, pid=sleeper.pid)
+        with pytest.raises(Exception, match=r"runs: you have 2 queued or running runs"):
+            visitor.predict(yaml.safe_dump(SMALL_RUN), api_name="/start_run")
+        with Database(db_path(space.data_dir)) as db:
+            assert run_store.count_active(db, owner) == 2
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+# ---- the app with logins --------------------------------------------------------------------
+USERS = {"alice": "alice-pw", "bob": "bob-pw", "carol": "carol-pw", "dave": "dave-pw"}
+WINDOW_S = 10  # longer than the 200 attempts take on a busy machine
+
+
+@pytest.fixture(scope="module")
+def logins(tmp_path_factory, start_app):
+    data_dir = tmp_path_factory.mktemp("logins") / "data"
+    data_dir.mkdir()
+    seed_run(data_dir, "alice-run", "user:alice")
+    seed_run(data_dir, "bob-run", "user:bob")
+    env = {
+        "STUDIO_AUTH": ",".join(f"{u}:{p}" for u, p in USERS.items()),
+        "STUDIO_ADMINS": "user:carol",
+        "STUDIO_LOGIN_WINDOW_S": str(WINDOW_S),
+    }
+    with start_app(data_dir, env) as app:
+        yield app
+
+
+def test_logged_in_users_reach_only_their_runs_and_admins_all(logins, record_property):
+    bob = Client(logins.url, auth=("bob", USERS["bob"]), verbose=False)
+    carol = Client(logins.url, auth=("carol", USERS["carol"]), verbose=False)
+    assert [r["run_id"] for r in bob.predict(api_name="/list_runs")] == ["bob-run"]
+    assert {r["run_id"] for r in carol.predict(api_name="/list_runs")} == {"alice-run", "bob-run"}
+    with pytest.raises(Exception, match="no run with id 'alice-run'"):
+        bob.predict("alice-run", api_name="/delete_run")
+
+    browser = Browser(logins.url)
+    assert browser.login("bob", USERS["bob"]) == 200
+    probes = data_dir_probes(logins.data_dir, "alice-run")
+    refused = sum(
+        browser.http.get(f"/gradio_api/file={path}").status_code in (403, 404) for path in probes
+    )
+    browser.open()
+    refused += refused_or_missing(lambda: browser.click("run-delete", ["alice-run"]))
+    assert run_exists(logins.data_dir, "alice-run")
+    record_property("probes_tried", len(probes) + 1)
+    record_property("probes_passed", refused)
+    assert refused == len(probes) + 1
+
+    # The owner's download is a copy Gradio serves from its cache, fetchable by its URL.
+    download, _ = browser.click("run-config", ["bob-run"])
+    url = download["value"]["url"]
+    assert "/gradio_api/file=" in url and str(logins.data_dir) not in url
+    assert browser.http.get(url[url.index("/gradio_api/") :]).text == "name: bob-run\n"
+
+
+def test_wrong_passwords_are_rate_limited(logins, record_property):
+    browser = Browser(logins.url)
+
+    def attempt(i: int) -> int:
+        return Browser(logins.url).login("dave", f"guess-{i}")
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        codes = list(pool.map(attempt, range(200)))
+    assert codes.count(200) == 0
+    # Locked now: even the right password is refused until the window has passed.
+    assert browser.login("dave", USERS["dave"]) == 400
+    assert Browser(logins.url).login("alice", USERS["alice"]) == 200  # other names unaffected
+    time.sleep(max(0.0, WINDOW_S + 0.5 - (time.monotonic() - started)))
+    deadline = time.monotonic() + WINDOW_S + 5
+    while browser.login("dave", USERS["dave"]) != 200:
+        assert time.monotonic() < deadline, "the right password stayed refused past the window"
+        time.sleep(0.5)
+    record_property("probes_tried", len(codes))
+    record_property("probes_passed", len(codes) - codes.count(200))
