@@ -246,6 +246,7 @@ def test_the_app_starts_as_a_space_with_sign_in_and_its_storage_note(space):
 
 
 def test_the_data_dir_is_never_served(space, record_property):
+    assert (space.data_dir / "studio.db").is_file()  # the app's own database, made at start
     seed_run(space.data_dir, "probe-run", "local")
     browser = Browser(space.url)
     probes = data_dir_probes(space.data_dir, "probe-run")
