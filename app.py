@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     from storage.paths import resolve_data_dir
     from ui.app import build_app, launch_kwargs
     from ui.context import AppContext, DemoLimits, SettingsError, auth_from_env
-    from ui.identity import max_active_runs
+    from ui.identity import run_caps
     from ui.login import LoginGuard
 
     try:
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         auth = auth_from_env()
         guard = LoginGuard.from_env(auth) if auth else None
         demo_limits = DemoLimits.from_env()
-        max_active_runs()  # a bad STUDIO_DEMO_MAX_QUEUED_RUNS stops the app here, not a run
+        run_caps()  # a bad STUDIO_DEMO_MAX_*_RUNS value stops the app here, not a run
     except (SettingsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -109,14 +109,14 @@ class Launcher:
         *,
         pid: int | None = None,
         owner: str = LOCAL_OWNER,
-        max_active: int | None = None,
+        caps: run_store.ActiveRunCaps | None = None,
     ) -> str:
         """Save the config in a new run folder and record the run of ``owner``: ``queued``, or
         ``running`` in process ``pid`` (a foreground CLI run). Returns the run id.
 
         Raises ``ConfigError`` (naming the field) when the model or data cannot be used, before
-        anything is written, and ``TooManyActiveRunsError`` when ``owner`` already has
-        ``max_active`` queued or running runs (the folder is removed again).
+        anything is written, and ``TooManyActiveRunsError`` when the run would pass one of
+        ``caps`` on queued and running runs (the folder is removed again).
         """
         check_inputs(config)
         run_id = run_store.new_run_id(config.algorithm)
@@ -135,7 +135,7 @@ class Launcher:
                     total_steps=config.training.steps,
                     status=RunStatus.QUEUED if pid is None else RunStatus.RUNNING,
                     owner=owner,
-                    max_active=max_active,
+                    caps=caps,
                 )
             except run_store.TooManyActiveRunsError:
                 shutil.rmtree(run_dir, ignore_errors=True)
@@ -145,10 +145,14 @@ class Launcher:
         return run_id
 
     def start(
-        self, config: RunConfig, *, owner: str = LOCAL_OWNER, max_active: int | None = None
+        self,
+        config: RunConfig,
+        *,
+        owner: str = LOCAL_OWNER,
+        caps: run_store.ActiveRunCaps | None = None,
     ) -> str:
         """Record the run of ``owner`` and start it (or queue it); returns the run id at once."""
-        run_id = self.record(config, owner=owner, max_active=max_active)
+        run_id = self.record(config, owner=owner, caps=caps)
         self.dispatch()
         return run_id
 

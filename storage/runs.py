@@ -25,6 +25,7 @@ from storage.db import Database
 from storage.encoding import config_json, epoch_or_none, optional_int, text_field
 from storage.schema import (
     ACTIVE_STATUSES,
+    ANONYMOUS_PREFIX,
     LOCAL_OWNER,
     TERMINAL_STATUSES,
     TRANSITIONS,
@@ -63,6 +64,20 @@ class RunNotFoundError(LookupError):
 
 class TooManyActiveRunsError(ValueError):
     """The owner already has as many queued and running runs as allowed."""
+
+
+@dataclass(frozen=True)
+class ActiveRunCaps:
+    """How many queued plus running runs a new run may join (``None``: no cap).
+
+    Attributes:
+        per_owner: runs of the new run's owner.
+        anonymous_total: runs of all anonymous owners together, for a run of an anonymous
+            owner: a visitor can open any number of browser sessions, each a new owner.
+    """
+
+    per_owner: int | None = None
+    anonymous_total: int | None = None
 
 
 class InvalidTransitionError(ValueError):
@@ -152,14 +167,14 @@ def create_run(
     total_steps: int | None = None,
     output_dir: str | os.PathLike[str] | None = None,
     owner: str = LOCAL_OWNER,
-    max_active: int | None = None,
+    caps: ActiveRunCaps | None = None,
 ) -> RunInfo:
     """Record a new run (``queued`` unless told otherwise) and return it.
 
     ``run_id`` defaults to :func:`new_run_id`; an id already taken is an error. ``owner`` is
-    the key of the user it belongs to (``ui.identity``), ``local`` for the command line. With
-    ``max_active``, the run is refused (:class:`TooManyActiveRunsError`) when the owner already
-    has that many queued or running runs; the count and the insert are one transaction.
+    the key of the user it belongs to (``ui.identity``), ``local`` for the command line. Over
+    one of ``caps`` the run is refused (:class:`TooManyActiveRunsError`, naming the cap); the
+    counts and the insert are one transaction.
     """
     algorithm = text_field(algorithm, "algorithm")
     owner = text_field(owner, "owner")
@@ -194,13 +209,8 @@ def create_run(
         )
 
         def insert(session: Session, row: Run = row) -> RunInfo:
-            if max_active is not None:
-                active = _count_active(session, row.owner)
-                if active >= max_active:
-                    raise TooManyActiveRunsError(
-                        f"runs: you have {active} queued or running runs, the most this app "
-                        f"allows per user ({max_active}); wait for one to finish or stop one"
-                    )
+            if caps is not None:
+                _check_caps(session, row.owner, caps)
             session.add(row)
             session.flush()
             return _info(row)
@@ -246,10 +256,32 @@ def list_runs(
     return db.read(read)
 
 
-def _count_active(session: Session, owner: str) -> int:
+def _count_active(session: Session, owner: str | None = None, *, prefix: str = "") -> int:
     wanted = [s.value for s in ACTIVE_STATUSES]
-    query = select(func.count()).select_from(Run).where(Run.owner == owner, Run.status.in_(wanted))
+    query = select(func.count()).select_from(Run).where(Run.status.in_(wanted))
+    if owner is not None:
+        query = query.where(Run.owner == owner)
+    if prefix:
+        query = query.where(func.substr(Run.owner, 1, len(prefix)) == prefix)
     return int(session.execute(query).scalar() or 0)
+
+
+def _check_caps(session: Session, owner: str, caps: ActiveRunCaps) -> None:
+    if caps.per_owner is not None:
+        active = _count_active(session, owner)
+        if active >= caps.per_owner:
+            raise TooManyActiveRunsError(
+                f"runs: you have {active} queued or running runs, the most this app allows per "
+                f"user ({caps.per_owner}); wait for one to finish or stop one"
+            )
+    if caps.anonymous_total is not None and owner.startswith(ANONYMOUS_PREFIX):
+        active = _count_active(session, prefix=ANONYMOUS_PREFIX)
+        if active >= caps.anonymous_total:
+            raise TooManyActiveRunsError(
+                f"runs: anonymous visitors have {active} queued or running runs together, the "
+                f"most this app allows ({caps.anonymous_total}); sign in to start yours, or "
+                "wait for one to finish"
+            )
 
 
 def count_active(db: Database, owner: str) -> int:

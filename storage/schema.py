@@ -27,6 +27,8 @@ SCHEMA_VERSION = 2
 
 # The owner of runs started from the command line, and of every run made before owners existed.
 LOCAL_OWNER = "local"
+# Owner keys of anonymous visitors of a public app start with this (one per browser session).
+ANONYMOUS_PREFIX = "anon:"
 
 
 class RunStatus(str, Enum):

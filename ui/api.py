@@ -102,7 +102,7 @@ def start_run(ctx: AppContext, config: dict | str, *, viewer: Viewer) -> dict[st
     if cap is not None and run_config.training.steps > cap:
         raise ApiError(f"config.training.steps: this demo allows at most {cap} steps")
     try:
-        run_id = ctx.start_run(run_config, viewer.owner, viewer.max_active_runs)
+        run_id = ctx.start_run(run_config, viewer.owner, viewer.caps)
     except ConfigError as exc:  # the model or data cannot be used as configured
         raise ApiError(f"config.{exc}") from None
     except TooManyActiveRunsError as exc:

@@ -177,16 +177,17 @@ class AppContext:
         tokenizer = loaded[1]
         return lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def start_run(self, config: Any, owner: str = "local", max_active: int | None = None) -> str:
+    def start_run(self, config: Any, owner: str = "local", caps: Any = None) -> str:
         """Start (or queue) a ``RunConfig`` of ``owner`` within the demo's caps; returns the
         run id.
 
         Raises:
             ConfigError: a field the run cannot start with (model size, model, data).
-            TooManyActiveRunsError: ``owner`` already has ``max_active`` queued or running runs.
+            TooManyActiveRunsError: over ``caps`` (``storage.runs.ActiveRunCaps``), the caps on
+                queued and running runs.
         """
         self.check_model_size(config.model)
-        return self.launcher.start(config, owner=owner, max_active=max_active)
+        return self.launcher.start(config, owner=owner, caps=caps)
 
     def check_model_size(self, spec: Any) -> None:
         """Refuse a model over the demo's size cap before anything is downloaded or loaded.

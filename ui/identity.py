@@ -11,26 +11,31 @@ sends, in this order:
 
 Owner keys listed in ``STUDIO_ADMINS`` (comma-separated, e.g. ``hf:alice,user:bob``) see and act
 on every run. Everyone else sees only their own runs; another user's run reads exactly like a
-run that does not exist.
+run that does not exist. On a public app non-admins have caps on queued plus running runs: per
+owner (``STUDIO_DEMO_MAX_QUEUED_RUNS``) and, since a visitor can open any number of sessions,
+for all anonymous visitors together (``STUDIO_DEMO_MAX_ANON_RUNS``).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gradio as gr
 
-from storage.schema import LOCAL_OWNER
+from storage.runs import ActiveRunCaps
+from storage.schema import ANONYMOUS_PREFIX, LOCAL_OWNER
 
 PUBLIC_ENV = "STUDIO_PUBLIC"
 ADMINS_ENV = "STUDIO_ADMINS"
 SPACE_ENV = "SPACE_ID"
 MAX_ACTIVE_RUNS_ENV = "STUDIO_DEMO_MAX_QUEUED_RUNS"
-# Queued plus running runs one non-admin owner may have on a public app unless the variable
-# above says otherwise: enough to queue the next run while one trains.
+MAX_ANON_RUNS_ENV = "STUDIO_DEMO_MAX_ANON_RUNS"
+# Defaults on a public app: one owner may queue the next run while one trains; anonymous
+# visitors together may hold a few, so signed-in users are not crowded out.
 PUBLIC_MAX_ACTIVE_RUNS = 2
+PUBLIC_MAX_ANON_RUNS = 4
 
 
 class IdentityError(PermissionError):
@@ -45,13 +50,13 @@ class Viewer:
         owner: the owner key stored with the runs this user starts.
         name: what the page calls the user.
         is_admin: sees and acts on every run.
-        max_active_runs: the most queued plus running runs this user may have (``None``: no cap).
+        caps: the caps on queued plus running runs that a new run of this user must fit.
     """
 
     owner: str
     name: str
     is_admin: bool = False
-    max_active_runs: int | None = None
+    caps: ActiveRunCaps = field(default_factory=ActiveRunCaps)
 
     @property
     def scope(self) -> str | None:
@@ -60,7 +65,7 @@ class Viewer:
 
     @property
     def anonymous(self) -> bool:
-        return self.owner.startswith("anon:")
+        return self.owner.startswith(ANONYMOUS_PREFIX)
 
 
 LOCAL_VIEWER = Viewer(LOCAL_OWNER, "local")
@@ -84,17 +89,26 @@ def admins(env: Mapping[str, str] | None = None) -> frozenset[str]:
     return frozenset(k.strip() for k in env.get(ADMINS_ENV, "").split(",") if k.strip())
 
 
-def max_active_runs(env: Mapping[str, str] | None = None) -> int | None:
-    """``STUDIO_DEMO_MAX_QUEUED_RUNS``, else :data:`PUBLIC_MAX_ACTIVE_RUNS` on a public app."""
+def _cap(env: Mapping[str, str], name: str, public_default: int) -> int | None:
     from ui.context import SettingsError
 
-    env = os.environ if env is None else env
-    raw = env.get(MAX_ACTIVE_RUNS_ENV, "").strip()
+    raw = env.get(name, "").strip()
     if not raw:
-        return PUBLIC_MAX_ACTIVE_RUNS if is_public(env) else None
+        return public_default if is_public(env) else None
     if not raw.isdigit() or int(raw) < 1:
-        raise SettingsError(MAX_ACTIVE_RUNS_ENV, f"must be a positive whole number, got {raw!r}")
+        raise SettingsError(name, f"must be a positive whole number, got {raw!r}")
     return int(raw)
+
+
+def run_caps(env: Mapping[str, str] | None = None) -> ActiveRunCaps:
+    """The caps of non-admins on queued plus running runs, from the environment (defaults on a
+    public app: :data:`PUBLIC_MAX_ACTIVE_RUNS` per owner, :data:`PUBLIC_MAX_ANON_RUNS` for all
+    anonymous visitors together; none on a private app)."""
+    env = os.environ if env is None else env
+    return ActiveRunCaps(
+        per_owner=_cap(env, MAX_ACTIVE_RUNS_ENV, PUBLIC_MAX_ACTIVE_RUNS),
+        anonymous_total=_cap(env, MAX_ANON_RUNS_ENV, PUBLIC_MAX_ANON_RUNS),
+    )
 
 
 def viewer_for(
@@ -118,7 +132,7 @@ def viewer_for(
         session = getattr(request, "session_hash", None) if request is not None else None
         if not session:
             raise IdentityError("this public app needs a browser session to know whose runs")
-        owner, name = f"anon:{session}", "anonymous visitor"
+        owner, name = f"{ANONYMOUS_PREFIX}{session}", "anonymous visitor"
     else:
         owner, name = LOCAL_OWNER, "local"
     is_admin = owner in admins(env)
@@ -126,5 +140,5 @@ def viewer_for(
         owner=owner,
         name=name,
         is_admin=is_admin,
-        max_active_runs=None if is_admin else max_active_runs(env),
+        caps=ActiveRunCaps() if is_admin else run_caps(env),
     )

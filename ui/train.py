@@ -313,7 +313,7 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
         viewer = viewer_for(request, profile)  # the run's owner comes from the server side
         try:
             config = collect(spec_dict, values)
-            new_id = ctx.start_run(config, viewer.owner, viewer.max_active_runs)
+            new_id = ctx.start_run(config, viewer.owner, viewer.caps)
         except ConfigError as exc:
             return (gr.skip(), warn("Not started: fix the field marked below."), *show_errors(exc))
         except Exception as exc:  # launcher refused (e.g. cannot write the data dir)

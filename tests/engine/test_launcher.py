@@ -7,7 +7,7 @@ from engine.launcher import Launcher, worker_command
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path
-from storage.runs import TooManyActiveRunsError
+from storage.runs import ActiveRunCaps, TooManyActiveRunsError
 
 
 def test_one_gpu_runs_the_worker_directly_without_a_shell(tmp_path):
@@ -26,9 +26,9 @@ def test_several_gpus_go_through_accelerate_launch(tmp_path):
 def test_runs_are_recorded_with_their_owner_and_the_cli_lists_it(data_dir, engine_cli):
     launcher = Launcher(data_dir)
     cli_run = launcher.record(RunConfig(), pid=None)
-    alice_run = launcher.record(RunConfig(), owner="user:alice", max_active=1)
+    alice_run = launcher.record(RunConfig(), owner="user:alice", caps=ActiveRunCaps(per_owner=1))
     with pytest.raises(TooManyActiveRunsError, match=r"per user \(1\)"):
-        launcher.record(RunConfig(), owner="user:alice", max_active=1)
+        launcher.record(RunConfig(), owner="user:alice", caps=ActiveRunCaps(per_owner=1))
     with Database(db_path(data_dir)) as db:
         assert run_store.get_run(db, cli_run).owner == "local"
         assert run_store.get_run(db, alice_run).owner == "user:alice"

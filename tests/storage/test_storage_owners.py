@@ -9,6 +9,7 @@ import pytest
 from storage.db import Database
 from storage.paths import db_path
 from storage.runs import (
+    ActiveRunCaps,
     TooManyActiveRunsError,
     count_active,
     create_run,
@@ -61,12 +62,17 @@ def test_a_database_from_before_owners_is_migrated_and_keeps_its_runs(data_dir):
         assert [r.id for r in list_runs(db, owner="hf:carol")] == ["new-run"]
 
 
-def test_a_run_over_the_owners_active_cap_is_refused_naming_the_limit(db):
-    create_run(db, algorithm="grpo", config={}, run_id="q1", owner="anon:s1", max_active=2)
-    create_run(db, algorithm="grpo", config={}, run_id="q2", owner="anon:s1", max_active=2)
+def test_a_run_over_an_active_cap_is_refused_naming_the_cap(db):
+    caps = ActiveRunCaps(per_owner=2, anonymous_total=3)
+    create_run(db, algorithm="grpo", config={}, run_id="q1", owner="anon:s1", caps=caps)
+    create_run(db, algorithm="grpo", config={}, run_id="q2", owner="anon:s1", caps=caps)
     with pytest.raises(TooManyActiveRunsError, match=r"runs: .*per user \(2\)"):
-        create_run(db, algorithm="grpo", config={}, run_id="q3", owner="anon:s1", max_active=2)
+        create_run(db, algorithm="grpo", config={}, run_id="q3", owner="anon:s1", caps=caps)
     assert get_run(db, "q3") is None
-    create_run(db, algorithm="grpo", config={}, owner="anon:s2", max_active=2)  # others may
+    create_run(db, algorithm="grpo", config={}, owner="anon:s2", caps=caps)  # another session
+    with pytest.raises(TooManyActiveRunsError, match=r"anonymous visitors have 3 .*\(3\)"):
+        create_run(db, algorithm="grpo", config={}, owner="anon:s3", caps=caps)
+    create_run(db, algorithm="grpo", config={}, owner="user:alice", caps=caps)  # signed in: own cap
+    create_run(db, algorithm="grpo", config={}, owner="user:anon:x", caps=caps)  # not anonymous
     set_status(db, "q1", RunStatus.STOPPED)
-    create_run(db, algorithm="grpo", config={}, run_id="q3", owner="anon:s1", max_active=2)
+    create_run(db, algorithm="grpo", config={}, run_id="q3", owner="anon:s1", caps=caps)

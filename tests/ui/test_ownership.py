@@ -8,12 +8,13 @@ import pytest
 
 from storage import runs as run_store
 from storage.metrics import MetricWriter
+from storage.runs import ActiveRunCaps
 from storage.schema import RunStatus
 from ui import api, run_actions
 from ui.api import ApiError
 from ui.compare import compare
 from ui.context import AppContext, SettingsError
-from ui.identity import LOCAL_VIEWER, IdentityError, Viewer, max_active_runs, viewer_for
+from ui.identity import LOCAL_VIEWER, IdentityError, Viewer, run_caps, viewer_for
 from ui.run_poll import poll
 from ui.run_state import RunView
 from ui.runs import initial_selection
@@ -31,9 +32,9 @@ def profile(username: str) -> gr.OAuthProfile:
 def test_identity_comes_from_sign_in_then_login_then_session():
     env = {"SPACE_ID": "team/studio", "STUDIO_ADMINS": "hf:carol, user:dave"}
     request = gr.Request(username="alice", session_hash="s1")
-    assert viewer_for(request, profile("carol"), env) == Viewer("hf:carol", "carol", True, None)
+    assert viewer_for(request, profile("carol"), env) == Viewer("hf:carol", "carol", True)
     alice = viewer_for(request, None, env)
-    assert (alice.owner, alice.is_admin, alice.max_active_runs) == ("user:alice", False, 2)
+    assert (alice.owner, alice.is_admin, alice.caps) == ("user:alice", False, ActiveRunCaps(2, 4))
     anon = viewer_for(gr.Request(session_hash="s1"), None, env)
     assert anon.owner == "anon:s1" and anon.anonymous
     assert viewer_for(gr.Request(session_hash="s2"), None, env).owner == "anon:s2"
@@ -45,12 +46,14 @@ def test_identity_comes_from_sign_in_then_login_then_session():
     assert viewer_for(gr.Request(username="dave"), None, {"STUDIO_ADMINS": "user:dave"}).is_admin
 
 
-def test_the_queue_cap_setting_is_checked():
-    assert max_active_runs({}) is None
-    assert max_active_runs({"STUDIO_PUBLIC": "1"}) == 2
-    assert max_active_runs({"STUDIO_DEMO_MAX_QUEUED_RUNS": "5"}) == 5
-    with pytest.raises(SettingsError, match="STUDIO_DEMO_MAX_QUEUED_RUNS"):
-        max_active_runs({"STUDIO_DEMO_MAX_QUEUED_RUNS": "-1"})
+def test_the_queue_cap_settings_are_checked():
+    assert run_caps({}) == ActiveRunCaps(None, None)
+    assert run_caps({"STUDIO_PUBLIC": "1"}) == ActiveRunCaps(2, 4)
+    env = {"STUDIO_DEMO_MAX_QUEUED_RUNS": "5", "STUDIO_DEMO_MAX_ANON_RUNS": "9"}
+    assert run_caps(env) == ActiveRunCaps(5, 9)
+    for name in ("STUDIO_DEMO_MAX_QUEUED_RUNS", "STUDIO_DEMO_MAX_ANON_RUNS"):
+        with pytest.raises(SettingsError, match=name):
+            run_caps({name: "-1"})
 
 
 @pytest.fixture
@@ -152,10 +155,15 @@ def test_runs_view_compare_and_links_show_only_the_viewers_runs(two_users):
 
 
 def test_a_user_with_too_many_active_runs_cannot_start_another(ctx):
-    anon = Viewer("anon:s1", "anonymous visitor", max_active_runs=2)
+    anon = Viewer("anon:s1", "anonymous visitor", caps=ActiveRunCaps(2, 3))
     make_run(ctx, "q1", anon.owner, status=RunStatus.RUNNING)
     run_store.create_run(ctx.db, run_id="q2", algorithm="grpo", config={}, owner=anon.owner)
     with pytest.raises(ApiError, match=r"runs: you have 2 queued or running runs.*\(2\)"):
         api.start_run(ctx, {"training": {"steps": 1}}, viewer=anon)
     assert len(run_store.list_runs(ctx.db)) == 2
     assert sorted(p.name for p in ctx.runs_root().iterdir()) == ["q1"]  # no folder left behind
+    # A new browser session is a new owner, but anonymous visitors share a cap too.
+    run_store.create_run(ctx.db, run_id="q3", algorithm="grpo", config={}, owner="anon:s2")
+    other_session = Viewer("anon:s3", "anonymous visitor", caps=ActiveRunCaps(2, 3))
+    with pytest.raises(ApiError, match=r"anonymous visitors have 3 .* \(3\); sign in"):
+        api.start_run(ctx, {"training": {"steps": 1}}, viewer=other_session)
