@@ -26,6 +26,7 @@ from engine.worker import latest_checkpoint
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path, runs_dir
+from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError
 from storage.schema import LOCAL_OWNER, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ class Launcher:
         *,
         pid: int | None = None,
         owner: str = LOCAL_OWNER,
-        caps: run_store.ActiveRunCaps | None = None,
+        caps: ActiveRunCaps | None = None,
     ) -> str:
         """Save the config in a new run folder and record the run of ``owner``: ``queued``, or
         ``running`` in process ``pid`` (a foreground CLI run). Returns the run id.
@@ -137,7 +138,7 @@ class Launcher:
                     owner=owner,
                     caps=caps,
                 )
-            except run_store.TooManyActiveRunsError:
+            except TooManyActiveRunsError:
                 shutil.rmtree(run_dir, ignore_errors=True)
                 raise
             if pid is not None:
@@ -149,7 +150,7 @@ class Launcher:
         config: RunConfig,
         *,
         owner: str = LOCAL_OWNER,
-        caps: run_store.ActiveRunCaps | None = None,
+        caps: ActiveRunCaps | None = None,
     ) -> str:
         """Record the run of ``owner`` and start it (or queue it); returns the run id at once."""
         run_id = self.record(config, owner=owner, caps=caps)

@@ -23,9 +23,8 @@ from sqlmodel import Session
 
 from storage.db import Database
 from storage.encoding import config_json, epoch_or_none, optional_int, text_field
+from storage.run_caps import ActiveRunCaps, check_caps
 from storage.schema import (
-    ACTIVE_STATUSES,
-    ANONYMOUS_PREFIX,
     LOCAL_OWNER,
     TERMINAL_STATUSES,
     TRANSITIONS,
@@ -60,24 +59,6 @@ UPDATABLE_FIELDS = frozenset(
 
 class RunNotFoundError(LookupError):
     """No run has the given id."""
-
-
-class TooManyActiveRunsError(ValueError):
-    """The owner already has as many queued and running runs as allowed."""
-
-
-@dataclass(frozen=True)
-class ActiveRunCaps:
-    """How many queued plus running runs a new run may join (``None``: no cap).
-
-    Attributes:
-        per_owner: runs of the new run's owner.
-        anonymous_total: runs of all anonymous owners together, for a run of an anonymous
-            owner: a visitor can open any number of browser sessions, each a new owner.
-    """
-
-    per_owner: int | None = None
-    anonymous_total: int | None = None
 
 
 class InvalidTransitionError(ValueError):
@@ -210,7 +191,7 @@ def create_run(
 
         def insert(session: Session, row: Run = row) -> RunInfo:
             if caps is not None:
-                _check_caps(session, row.owner, caps)
+                check_caps(session, row.owner, caps)
             session.add(row)
             session.flush()
             return _info(row)
@@ -254,39 +235,6 @@ def list_runs(
         return [_info(row) for row in session.scalars(query)]
 
     return db.read(read)
-
-
-def _count_active(session: Session, owner: str | None = None, *, prefix: str = "") -> int:
-    wanted = [s.value for s in ACTIVE_STATUSES]
-    query = select(func.count()).select_from(Run).where(Run.status.in_(wanted))
-    if owner is not None:
-        query = query.where(Run.owner == owner)
-    if prefix:
-        query = query.where(func.substr(Run.owner, 1, len(prefix)) == prefix)
-    return int(session.execute(query).scalar() or 0)
-
-
-def _check_caps(session: Session, owner: str, caps: ActiveRunCaps) -> None:
-    if caps.per_owner is not None:
-        active = _count_active(session, owner)
-        if active >= caps.per_owner:
-            raise TooManyActiveRunsError(
-                f"runs: you have {active} queued or running runs, the most this app allows per "
-                f"user ({caps.per_owner}); wait for one to finish or stop one"
-            )
-    if caps.anonymous_total is not None and owner.startswith(ANONYMOUS_PREFIX):
-        active = _count_active(session, prefix=ANONYMOUS_PREFIX)
-        if active >= caps.anonymous_total:
-            raise TooManyActiveRunsError(
-                f"runs: anonymous visitors have {active} queued or running runs together, the "
-                f"most this app allows ({caps.anonymous_total}); sign in to start yours, or "
-                "wait for one to finish"
-            )
-
-
-def count_active(db: Database, owner: str) -> int:
-    """How many runs of ``owner`` are queued or running (for the per-user queue cap)."""
-    return db.read(lambda session: _count_active(session, owner))
 
 
 def next_queued(db: Database) -> RunInfo | None:

@@ -29,7 +29,8 @@ from rewards.errors import RewardSpecError
 from rewards.spec import RewardSpec
 from storage import metrics as metric_store
 from storage import runs as run_store
-from storage.runs import RunInfo, TooManyActiveRunsError
+from storage.run_caps import TooManyActiveRunsError
+from storage.runs import RunInfo
 from ui import run_actions
 from ui.context import AppContext
 from ui.identity import IdentityError, Viewer, viewer_for

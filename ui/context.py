@@ -183,7 +183,7 @@ class AppContext:
 
         Raises:
             ConfigError: a field the run cannot start with (model size, model, data).
-            TooManyActiveRunsError: over ``caps`` (``storage.runs.ActiveRunCaps``), the caps on
+            TooManyActiveRunsError: over ``caps`` (``storage.run_caps.ActiveRunCaps``), the caps on
                 queued and running runs.
         """
         self.check_model_size(config.model)

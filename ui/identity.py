@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
-from storage.runs import ActiveRunCaps
+from storage.run_caps import ActiveRunCaps
 from storage.schema import ANONYMOUS_PREFIX, LOCAL_OWNER
 
 PUBLIC_ENV = "STUDIO_PUBLIC"

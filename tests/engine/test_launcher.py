@@ -7,7 +7,7 @@ from engine.launcher import Launcher, worker_command
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path
-from storage.runs import ActiveRunCaps, TooManyActiveRunsError
+from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError
 
 
 def test_one_gpu_runs_the_worker_directly_without_a_shell(tmp_path):

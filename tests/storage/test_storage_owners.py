@@ -8,10 +8,8 @@ import pytest
 
 from storage.db import Database
 from storage.paths import db_path
+from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError, count_active
 from storage.runs import (
-    ActiveRunCaps,
-    TooManyActiveRunsError,
-    count_active,
     create_run,
     get_run,
     list_runs,

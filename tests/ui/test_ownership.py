@@ -8,7 +8,7 @@ import pytest
 
 from storage import runs as run_store
 from storage.metrics import MetricWriter
-from storage.runs import ActiveRunCaps
+from storage.run_caps import ActiveRunCaps
 from storage.schema import RunStatus
 from ui import api, run_actions
 from ui.api import ApiError

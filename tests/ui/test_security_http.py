@@ -32,6 +32,7 @@ from storage import runs as run_store
 from storage.db import Database
 from storage.logs import append_logs
 from storage.paths import db_path
+from storage.run_caps import count_active
 from storage.schema import RunStatus
 
 pytestmark = pytest.mark.reliability
@@ -317,7 +318,7 @@ def test_a_visitor_cannot_queue_more_than_the_cap(space):
         with pytest.raises(Exception, match=r"runs: you have 2 queued or running runs"):
             visitor.predict(yaml.safe_dump(SMALL_RUN), api_name="/start_run")
         with Database(db_path(space.data_dir)) as db:
-            assert run_store.count_active(db, owner) == 2
+            assert count_active(db, owner) == 2
     finally:
         sleeper.kill()
         sleeper.wait()
