@@ -15,7 +15,7 @@ from ui.api import build_api
 from ui.compare import build_compare
 from ui.context import AppContext
 from ui.design import build_design
-from ui.identity import on_space, viewer_for
+from ui.identity import on_space, ownership_note, viewer_for
 from ui.messages import escape
 from ui.preview import build_preview
 from ui.runs import build_runs, initial_selection
@@ -43,7 +43,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             "Design a reward from weighted components, preview it on real generations with a "
             "trace of every component, train with GRPO, RLOO or PPO, and watch it learn."
             + (f"\n\n**{ctx.demo.describe()}**" if ctx.demo.describe() else "")
-            + f"\n\n<small>{escape(persistence_note(ctx.data_dir))}</small>",
+            + f"\n\n<small>{escape(persistence_note(ctx.data_dir))} {ownership_note()}</small>",
             elem_id="app-header",
         )
         if on_space():

@@ -111,6 +111,20 @@ def run_caps(env: Mapping[str, str] | None = None) -> ActiveRunCaps:
     )
 
 
+def ownership_note(env: Mapping[str, str] | None = None) -> str:
+    """What the page header tells visitors of a public app about whose runs they see."""
+    env = os.environ if env is None else env
+    if not is_public(env):
+        return ""
+    note = "Your runs are visible only to you."
+    if on_space(env):
+        return note + (
+            " Without signing in they belong to this browser tab and a reload loses them: sign "
+            "in with Hugging Face to keep them."
+        )
+    return note + " They belong to this browser tab: a reload loses them."
+
+
 def viewer_for(
     request: gr.Request | None,
     profile: gr.OAuthProfile | None = None,
