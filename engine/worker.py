@@ -17,8 +17,7 @@ from typing import Any
 
 from engine import metric_names
 from engine.checkpoints import CHECKPOINT_PREFIX as CHECKPOINT_PREFIX  # PPO's import path
-from engine.checkpoints import checkpoint_step, clean_incomplete
-from engine.checkpoints import latest_checkpoint as latest_checkpoint  # the launcher's import
+from engine.checkpoints import checkpoint_step, clean_incomplete, latest_checkpoint
 from engine.config import RunConfig
 from engine.dataclass_io import ConfigError
 from engine.datasets import DatasetError, DataSpec
