@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def add(name: str, func, help_text: str) -> argparse.ArgumentParser:
+    def add(name: str, func, help_text: str, *, scan: bool = True) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.add_argument(
             "--data-dir",
@@ -175,12 +175,17 @@ def build_parser() -> argparse.ArgumentParser:
             help="where runs are stored (default: $STUDIO_DATA_DIR, /data/studio "
             "when /data exists, else ./studio-data)",
         )
-        p.set_defaults(func=func)
+        p.set_defaults(func=func, scan=scan)
         return p
 
     p = add("train", cmd_train, "Train a config in the foreground, with a progress bar.")
     p.add_argument("config", help="run config YAML (see export-config)")
-    p = add("run", cmd_run, "Worker entry point: run one recorded run (used by the launcher).")
+    p = add(
+        "run",
+        cmd_run,
+        "Worker entry point: run one recorded run (used by the launcher).",
+        scan=False,  # started by a dispatch, which has just scanned
+    )
     p.add_argument("config")
     p.add_argument("--run-id", required=True)
     add("runs", cmd_runs, "List runs with their status and progress.")
@@ -198,7 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id")
     p.add_argument("repo_id", help="owner/name of a Hub model repo (created if missing)")
     p.add_argument("--token-env", default="HF_TOKEN", help="variable holding a write token")
-    p = add("export-config", cmd_export_config, "Write a documented default run config.")
+    p = add(
+        "export-config", cmd_export_config, "Write a documented default run config.", scan=False
+    )
     p.add_argument("output", nargs="?", default="-", help="file to write (default: stdout)")
     p.add_argument(
         "--model",
@@ -220,6 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = build_parser().parse_args(argv)
     try:
+        if args.scan:  # runs whose worker died are marked before anything reads or changes them
+            from engine.launcher import Launcher
+
+            Launcher(_data_dir(args.data_dir)).scan()
         return args.func(args)
     except ConfigError as exc:
         print(f"error: invalid config: {exc}", file=sys.stderr)

@@ -9,6 +9,8 @@ checkpoint and records ``stopped``. At most ``max_concurrent`` runs train at onc
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import shutil
@@ -20,9 +22,9 @@ from pathlib import Path
 
 import psutil
 
+from engine.checkpoints import latest_checkpoint
 from engine.config import RunConfig
 from engine.preflight import check_inputs
-from engine.worker import latest_checkpoint
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path, runs_dir
@@ -33,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 CONFIG_FILE = "config.yaml"
 WORKER_LOG = "worker.log"
+# Held while counting running runs and starting queued ones, by every process of a data dir.
+DISPATCH_LOCK = "dispatch.lock"
 # A running worker beats every few seconds; this long without one means it is gone.
 STALE_HEARTBEAT_S = 120.0
 ACTIVE = (RunStatus.RUNNING,)
@@ -158,10 +162,14 @@ class Launcher:
         return run_id
 
     def dispatch(self) -> list[str]:
-        """Start queued runs while fewer than ``max_concurrent`` are running."""
-        self.scan()
+        """Start queued runs while fewer than ``max_concurrent`` are running.
+
+        Count and start happen under an exclusive lock on the data dir, so the app, the CLI and
+        finishing workers dispatching at once never start more runs than the limit.
+        """
         started = []
-        with self._db() as db:
+        with self._dispatch_lock(), self._db() as db:
+            self.scan()
             while len(run_store.list_runs(db, statuses=ACTIVE)) < self.max_concurrent:
                 run = run_store.next_queued(db)
                 if run is None:
@@ -169,6 +177,13 @@ class Launcher:
                 self._spawn(db, run.id)
                 started.append(run.id)
         return started
+
+    @contextlib.contextmanager
+    def _dispatch_lock(self):
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.data_dir / DISPATCH_LOCK, "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
+            yield
 
     def _spawn(self, db: Database, run_id: str) -> None:
         run_dir = self.run_dir(run_id)
@@ -259,14 +274,17 @@ class Launcher:
             for run in run_store.list_runs(db, statuses=ACTIVE):
                 stale = run.heartbeat_at is not None and now - run.heartbeat_at > STALE_HEARTBEAT_S
                 if stale or not process_alive(run.pid, run.started_at):
-                    run_store.set_status(
-                        db,
-                        run.id,
-                        RunStatus.INTERRUPTED,
-                        error="the worker process ended without recording a final status "
-                        "(killed, out of memory, or the machine restarted); resume it to "
-                        "continue from the last checkpoint",
-                    )
+                    try:
+                        run_store.set_status(
+                            db,
+                            run.id,
+                            RunStatus.INTERRUPTED,
+                            error="the worker process ended without recording a final status "
+                            "(killed, out of memory, or the machine restarted); resume it to "
+                            "continue from the last checkpoint",
+                        )
+                    except run_store.InvalidTransitionError:  # it recorded its end meanwhile
+                        continue
                     lost.append(run.id)
         return lost
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from storage import logs as log_store
@@ -25,7 +26,8 @@ class RunRecorder(Protocol):
     def metrics(self, step: int, values: dict[str, float]) -> None: ...
     def samples(self, step: int, rows: list[dict[str, Any]]) -> None: ...
     def progress(self, step: int) -> None: ...
-    def rewind(self, step: int) -> None: ...
+    def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None: ...
+    def flush(self) -> None: ...
     def close(self) -> None: ...
 
 
@@ -41,7 +43,10 @@ class NullRecorder:
     def progress(self, step: int) -> None:
         pass
 
-    def rewind(self, step: int) -> None:
+    def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None:
+        pass
+
+    def flush(self) -> None:
         pass
 
     def close(self) -> None:
@@ -76,10 +81,16 @@ class StorageRecorder:
         self._step = step
         run_store.heartbeat(self.db, self.run_id, step)
 
-    def rewind(self, step: int) -> None:
+    def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None:
+        """Drop the rows a resume from ``step`` records again (``None``: from scratch, all);
+        see :func:`storage.runs.truncate_run`."""
         self._writer.flush()
-        run_store.truncate_run(self.db, self.run_id, step)
-        self._step = step
+        run_store.truncate_run(self.db, self.run_id, step, redone_at_step=redone_at_step)
+        self._step = step or 0
+
+    def flush(self) -> None:
+        """Commit every metric logged so far (samples are committed as they are added)."""
+        self._writer.flush()
 
     def close(self) -> None:
         self._stop.set()

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from engine import metric_names
+from engine.checkpoints import CHECKPOINT_PREFIX as CHECKPOINT_PREFIX  # PPO's import path
+from engine.checkpoints import checkpoint_step, clean_incomplete, latest_checkpoint
 from engine.config import RunConfig
 from engine.dataclass_io import ConfigError
 from engine.datasets import DatasetError, DataSpec
@@ -35,7 +37,12 @@ logger = logging.getLogger("engine.worker")
 USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, DatasetError, ModelLoadError)
 
 FINAL_DIR = "final"
-CHECKPOINT_PREFIX = "checkpoint-"
+# Recorded after the last checkpoint, so a resume from it records them again.
+FINAL_EVAL_METRICS = (
+    metric_names.EVAL_ACCURACY,
+    metric_names.EVAL_STRICT_ACCURACY,
+    metric_names.EVAL_FORMAT_RATE,
+)
 
 
 def is_main_process() -> bool:
@@ -43,16 +50,26 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    """The newest ``checkpoint-N`` folder of a run, if any."""
-    found = [p for p in run_dir.glob(f"{CHECKPOINT_PREFIX}*") if p.name.split("-")[-1].isdigit()]
-    return max(found, key=lambda p: int(p.name.split("-")[-1]), default=None)
-
-
 def latest_model_dir(run_dir: Path) -> Path | None:
     """The run's final model if it completed, else its newest checkpoint, if any."""
     final = run_dir / FINAL_DIR
     return final if final.is_dir() else latest_checkpoint(run_dir)
+
+
+def resume_point(run_dir: Path, config: RunConfig, recorder: RunRecorder) -> Path | None:
+    """The newest complete checkpoint to continue from (``None``: start at step 0), with the
+    rows that the run will record again dropped: those after the checkpoint, or all of them.
+
+    What a killed save left behind is deleted first, so the same step can be saved again.
+    """
+    clean_incomplete(run_dir)
+    resume_from = latest_checkpoint(run_dir)
+    step = None if resume_from is None else checkpoint_step(resume_from)
+    if step is not None:
+        logger.info("Resuming from %s", resume_from.name)
+    final = step is not None and step >= config.training.steps
+    recorder.rewind(step, redone_at_step=FINAL_EVAL_METRICS if final else ())
+    return resume_from
 
 
 def heldout_rows(data: DataSpec, n: int) -> list[dict[str, Any]]:
@@ -186,11 +203,7 @@ def _train(
     # Every process must take the same steps; only the main one evaluates (its results are the
     # ones recorded) while the others wait for it at the next gradient sync.
     evaluate_fn = evaluate_now if eval_rows and is_main_process() else None
-    resume_from = latest_checkpoint(run_dir)
-    if resume_from is not None:
-        logger.info("Resuming from %s", resume_from.name)
-        # Steps after the checkpoint are trained again: drop their old points from the series.
-        recorder.rewind(int(resume_from.name.removeprefix(CHECKPOINT_PREFIX)))
+    resume_from = resume_point(run_dir, config, recorder)
 
     if stop.is_set():  # asked to stop while the model loaded: nothing trained, nothing to save
         logger.info("Stop requested before the first step")
@@ -244,8 +257,15 @@ def _train(
         str(run_dir),
         [callback],
         show_progress=show_progress,
+        before_checkpoint_publish=recorder.flush,  # a checkpoint's metrics are stored first
     )
-    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    done = resume_from is not None and checkpoint_step(resume_from) >= config.training.steps
+    if done:  # killed after its last checkpoint: the Trainer would train one step too many
+        logger.info("Every step is trained; finishing from %s", resume_from.name)
+        trainer._load_from_checkpoint(str(resume_from))
+        callback.finish(trainer.model, config.training.steps)
+    else:
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     if stop.is_set():
         return RunStatus.STOPPED
     if is_main_process():

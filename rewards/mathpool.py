@@ -47,6 +47,9 @@ class _Worker:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=env,
+            # Out of the caller's process group: a run's stop (SIGTERM to its group) or Ctrl-C
+            # must let the step finish its rewards. The worker exits at its stdin's EOF.
+            start_new_session=True,
         )
         self.buffer = b""
         self.ready = False

@@ -372,14 +372,25 @@ def delete_run(db: Database, run_id: str) -> bool:
     return db.write(write)
 
 
-def truncate_run(db: Database, run_id: str, after_step: int) -> int:
+def truncate_run(
+    db: Database,
+    run_id: str,
+    after_step: int | None,
+    *,
+    redone_at_step: Iterable[str] = (),
+) -> int:
     """Delete the run's metrics and samples past ``after_step`` and set ``last_step`` to it.
 
     For a resume from a checkpoint at ``after_step``: the steps after it are trained again, so
-    their old points would otherwise appear twice in the series. Returns the rows deleted.
+    their old points would otherwise appear twice in the series. ``redone_at_step`` names metrics
+    of ``after_step`` itself that the resumed run records again (the final evaluation, which
+    runs after the last checkpoint). ``after_step=None``: the run restarts from scratch (no
+    checkpoint) and every metric and sample row goes. Returns the rows deleted.
     Readers holding a cursor keep what they already read; they see ``last_step`` go back.
     """
     after_step = optional_int(after_step, "after_step", minimum=0)
+    keep_through = -1 if after_step is None else after_step
+    redone = [str(name) for name in redone_at_step]
 
     def write(session: Session) -> int:
         if session.get(Run, run_id) is None:
@@ -387,10 +398,17 @@ def truncate_run(db: Database, run_id: str, after_step: int) -> int:
         deleted = 0
         for table in (Metric, Sample):
             result = session.execute(
-                delete(table).where(table.run_id == run_id, table.step > after_step)
+                delete(table).where(table.run_id == run_id, table.step > keep_through)
             )
             deleted += result.rowcount
-        session.execute(update(Run).where(Run.id == run_id).values(last_step=after_step))
+        if redone:
+            result = session.execute(
+                delete(Metric).where(
+                    Metric.run_id == run_id, Metric.step == keep_through, Metric.name.in_(redone)
+                )
+            )
+            deleted += result.rowcount
+        session.execute(update(Run).where(Run.id == run_id).values(last_step=after_step or 0))
         return deleted
 
     return db.write(write)

@@ -222,11 +222,13 @@ class AppContext:
             return
 
         def loop() -> None:
-            while not self._stop.wait(interval_s):
+            while True:  # the first round at once: runs lost while the app was down show now
                 try:
                     self.launcher.dispatch()
                 except Exception:  # the app keeps serving; the next round retries
                     logger.warning("Run supervision failed", exc_info=True)
+                if self._stop.wait(interval_s):
+                    return
 
         self._supervisor = threading.Thread(target=loop, name="run-supervisor", daemon=True)
         self._supervisor.start()

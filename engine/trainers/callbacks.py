@@ -104,7 +104,11 @@ class StudioCallback(TrainerCallback):
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
         if not self.stop.is_set():
-            self._run_eval(kwargs["model"], state.global_step)
+            self.finish(kwargs["model"], state.global_step)
+
+    def finish(self, model: Any, step: int) -> None:
+        """The end of training at ``step``: the final held-out evaluation."""
+        self._run_eval(model, step)
 
     def _run_eval(self, model: Any, step: int) -> None:
         if self.evaluate is None or self._last_eval_step == step:

@@ -653,7 +653,9 @@ class PPOTrainer:
         self.accelerator.wait_for_everyone()
         if self.accelerator.is_main_process:
             write_checkpoint(
-                path,
+                self.run_dir,
+                step,
+                before_publish=self.recorder.flush,  # the step's metrics are stored first
                 policy=self.policy,
                 tokenizer=self.tokenizer,
                 critic=self.unwrapped.critic_state_dict(),

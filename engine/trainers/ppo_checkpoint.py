@@ -1,5 +1,9 @@
 """PPO checkpoints on disk: ``checkpoint-<step>/`` with everything a run needs to continue.
 
+Written aside and published by one rename (see :mod:`engine.checkpoints`); ``trainer_state.json``
+is written last, the mark of a complete folder. Everything loads with
+``torch.load(weights_only=True)``: plain tensors, numbers and containers, never pickled objects.
+
 Layout::
 
     checkpoint-<step>/
@@ -9,7 +13,7 @@ Layout::
         optimizer.pt          AdamW state of policy and critic
         scheduler.pt          learning-rate schedule
         trainer_state.json    step, current KL coefficient, reward statistics, tokens seen
-        rng_state.pt          Python, NumPy and torch RNG states
+        rng_state.pt          Python, NumPy and torch RNG states (NumPy's as a tensor)
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 import logging
 import random
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +30,9 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from engine.checkpoints import CHECKPOINT_PREFIX, COMPLETE_MARKER, publish, staging_dir
+from engine.checkpoints import rotate_checkpoints as rotate_checkpoints  # PPO's import path
 from engine.models import save_plain_weights
-from engine.worker import CHECKPOINT_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +41,7 @@ ADAPTER_FILE = "adapter_model.safetensors"
 CRITIC_FILE = "critic.safetensors"
 OPTIMIZER_FILE = "optimizer.pt"
 SCHEDULER_FILE = "scheduler.pt"
-STATE_FILE = "trainer_state.json"
+STATE_FILE = COMPLETE_MARKER
 RNG_FILE = "rng_state.pt"
 
 
@@ -44,7 +50,8 @@ def is_peft_model(model: Any) -> bool:
 
 
 def write_checkpoint(
-    path: Path,
+    run_dir: Path,
+    step: int,
     *,
     policy: Any,
     tokenizer: Any,
@@ -52,9 +59,16 @@ def write_checkpoint(
     optimizer: Any,
     scheduler: Any,
     state: dict[str, Any],
-) -> None:
-    """Write every part of a checkpoint into ``path`` (see the module docstring)."""
-    path.mkdir(parents=True, exist_ok=True)
+    before_publish: Callable[[], None] | None = None,
+) -> Path:
+    """Write ``run_dir/checkpoint-<step>/`` (see the module docstring) and return it.
+
+    The folder is written under the run's staging folder and renamed into place only when
+    complete, after ``before_publish`` (the worker commits the step's metrics there).
+    """
+    path = staging_dir(run_dir) / f"{CHECKPOINT_PREFIX}{step}"
+    shutil.rmtree(path, ignore_errors=True)  # left by an earlier attempt at this step
+    path.mkdir(parents=True)
     if is_peft_model(policy):
         policy.save_pretrained(path / POLICY_DIR)
         tokenizer.save_pretrained(path / POLICY_DIR)
@@ -65,10 +79,26 @@ def write_checkpoint(
     )
     torch.save(optimizer.state_dict(), path / OPTIMIZER_FILE)
     torch.save(scheduler.state_dict(), path / SCHEDULER_FILE)
+    torch.save(_rng_state(), path / RNG_FILE)
     (path / STATE_FILE).write_text(json.dumps(state, indent=2), encoding="utf-8")
-    rng = {"python": random.getstate(), "numpy": np.random.get_state()}
-    rng["torch"] = torch.get_rng_state()
-    torch.save(rng, path / RNG_FILE)
+    return publish(path, before_publish)
+
+
+def _rng_state() -> dict[str, Any]:
+    """Python, NumPy and torch RNG states as tensors, numbers and tuples (weights_only-safe)."""
+    name, keys, pos, has_gauss, cached_gaussian = np.random.get_state()
+    return {
+        "python": random.getstate(),
+        "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached_gaussian),
+        "torch": torch.get_rng_state(),
+    }
+
+
+def _restore_rng(rng: dict[str, Any]) -> None:
+    name, keys, pos, has_gauss, cached_gaussian = rng["numpy"]
+    random.setstate(rng["python"])
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached_gaussian))
+    torch.set_rng_state(rng["torch"])
 
 
 def read_checkpoint(
@@ -83,12 +113,9 @@ def read_checkpoint(
     else:
         load_full_weights(policy, policy_dir)
     critic.load_critic_state_dict(load_file(str(path / CRITIC_FILE)))
-    optimizer.load_state_dict(torch.load(path / OPTIMIZER_FILE, weights_only=False))
-    scheduler.load_state_dict(torch.load(path / SCHEDULER_FILE, weights_only=False))
-    rng = torch.load(path / RNG_FILE, weights_only=False)
-    random.setstate(rng["python"])
-    np.random.set_state(rng["numpy"])
-    torch.set_rng_state(rng["torch"])
+    optimizer.load_state_dict(torch.load(path / OPTIMIZER_FILE, weights_only=True))
+    scheduler.load_state_dict(torch.load(path / SCHEDULER_FILE, weights_only=True))
+    _restore_rng(torch.load(path / RNG_FILE, weights_only=True))
     return json.loads((path / STATE_FILE).read_text(encoding="utf-8"))
 
 
@@ -108,16 +135,3 @@ def load_full_weights(model: torch.nn.Module, folder: Path) -> None:
             f"checkpoint {folder} does not match the model: missing {untied[:5]}, "
             f"unexpected {list(unexpected)[:5]}"
         )
-
-
-def rotate_checkpoints(run_dir: Path, keep: int) -> list[Path]:
-    """Delete all but the newest ``keep`` checkpoints of a run; returns the deleted folders."""
-    numbered = {
-        p: int(p.name.removeprefix(CHECKPOINT_PREFIX))
-        for p in run_dir.glob(f"{CHECKPOINT_PREFIX}*")
-        if p.name.removeprefix(CHECKPOINT_PREFIX).isdigit()
-    }
-    old = sorted(numbered, key=numbered.get)[:-keep]
-    for folder in old:
-        shutil.rmtree(folder, ignore_errors=True)
-    return old

@@ -7,6 +7,7 @@ each sampled ``num_generations`` times; the step is split evenly over GPUs and m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -15,15 +16,18 @@ from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
 from engine.config import RunConfig
 from engine.trainers.capture import BatchCaptureMixin
+from engine.trainers.staged_checkpoints import StagedCheckpointMixin
 from rewards.trl_adapter import to_trl
 
 
-class StudioGRPOTrainer(BatchCaptureMixin, GRPOTrainer):
-    """TRL's GRPOTrainer that keeps each generation batch for the sample view."""
+class StudioGRPOTrainer(StagedCheckpointMixin, BatchCaptureMixin, GRPOTrainer):
+    """TRL's GRPOTrainer that keeps each generation batch for the sample view and publishes
+    only complete checkpoints."""
 
 
-class StudioRLOOTrainer(BatchCaptureMixin, RLOOTrainer):
-    """TRL's RLOOTrainer that keeps each generation batch for the sample view."""
+class StudioRLOOTrainer(StagedCheckpointMixin, BatchCaptureMixin, RLOOTrainer):
+    """TRL's RLOOTrainer that keeps each generation batch for the sample view and publishes
+    only complete checkpoints."""
 
 
 def _common_args(config: RunConfig, output_dir: str, *, show_progress: bool) -> dict[str, Any]:
@@ -99,8 +103,10 @@ def build_trl_trainer(
     callbacks: list,
     *,
     show_progress: bool = False,
+    before_checkpoint_publish: Callable[[], None] | None = None,
 ):
-    """A ready GRPO/RLOO trainer whose reward functions come from ``config.reward``."""
+    """A ready GRPO/RLOO trainer whose reward functions come from ``config.reward``;
+    ``before_checkpoint_publish`` runs before each checkpoint becomes visible."""
     reward_funcs, _ = to_trl(config.reward)
     trainer_cls = StudioGRPOTrainer if config.algorithm == "grpo" else StudioRLOOTrainer
     trainer = trainer_cls(
@@ -111,6 +117,7 @@ def build_trl_trainer(
         processing_class=tokenizer,
         callbacks=callbacks,
     )
+    trainer.before_publish = before_checkpoint_publish
     if show_progress:  # a bar with the reward, instead of every log dict printed under it
         trainer.remove_callback(ProgressCallback)
         trainer.add_callback(CompactProgress())

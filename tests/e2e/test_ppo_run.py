@@ -9,7 +9,7 @@ import sys
 import pytest
 from test_runs import FINAL, all_metrics, launcher, tiny_config, wait_for  # noqa: F401
 
-from engine.worker import latest_checkpoint
+from engine.checkpoints import latest_checkpoint
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from engine.checkpoints import latest_checkpoint
 from engine.config import RunConfig
 from engine.launcher import Launcher
-from engine.worker import latest_checkpoint
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database

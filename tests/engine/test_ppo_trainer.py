@@ -50,7 +50,10 @@ class ListRecorder:
     def progress(self, step: int) -> None:
         self.steps.append(step)
 
-    def rewind(self, step: int) -> None:
+    def rewind(self, step: int | None, redone_at_step=()) -> None:
+        pass
+
+    def flush(self) -> None:
         pass
 
     def close(self) -> None:

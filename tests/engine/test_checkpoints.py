@@ -1,0 +1,144 @@
+"""Checkpoint folders: only complete ones are resumed, half-written ones are cleaned up, and a
+resume drops exactly the rows the run records again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.checkpoints import (
+    STAGING_DIR,
+    clean_incomplete,
+    is_complete,
+    latest_checkpoint,
+    publish,
+    rotate_checkpoints,
+    staging_dir,
+)
+from engine.config import RunConfig
+from engine.recorder import StorageRecorder
+from engine.worker import FINAL_EVAL_METRICS, resume_point
+from storage import runs as run_store
+from storage import samples as sample_store
+from storage.db import Database
+from storage.metrics import metrics_since
+from storage.paths import db_path
+
+
+def make_checkpoint(run_dir: Path, step: int, *, complete: bool = True) -> Path:
+    path = run_dir / f"checkpoint-{step}"
+    path.mkdir(parents=True)
+    (path / "model.safetensors").write_bytes(b"weights")
+    if complete:
+        (path / "trainer_state.json").write_text("{}", encoding="utf-8")
+    return path
+
+
+def test_a_half_written_checkpoint_is_skipped_for_the_newest_complete_one(tmp_path):
+    make_checkpoint(tmp_path, 4)
+    make_checkpoint(tmp_path, 6, complete=False)  # killed 7 ms into its save (issue 11, R2)
+    (tmp_path / "checkpoint-x").mkdir()
+    assert latest_checkpoint(tmp_path) == tmp_path / "checkpoint-4"
+    assert latest_checkpoint(tmp_path / "missing") is None
+
+
+def test_cleaning_removes_staging_and_incomplete_folders_only(tmp_path):
+    make_checkpoint(tmp_path, 4)
+    make_checkpoint(tmp_path, 6, complete=False)
+    staged = make_checkpoint(staging_dir(tmp_path), 8)
+    removed = clean_incomplete(tmp_path)
+    assert sorted(p.name for p in removed) == [STAGING_DIR, "checkpoint-6"]
+    assert not staged.exists() and not (tmp_path / "checkpoint-6").exists()
+    assert is_complete(tmp_path / "checkpoint-4")
+
+
+def test_publish_commits_first_then_renames_the_complete_folder_into_place(tmp_path):
+    staged = make_checkpoint(staging_dir(tmp_path), 6)
+    seen = []
+    target = tmp_path / "checkpoint-6"
+    published = publish(staged, lambda: seen.append(target.exists()))
+    assert seen == [False]  # metrics were committed while the checkpoint was still invisible
+    assert published == target and is_complete(target)
+    assert not staging_dir(tmp_path).exists()
+
+
+def test_publish_replaces_a_folder_of_the_same_step_from_an_earlier_attempt(tmp_path):
+    make_checkpoint(tmp_path, 6)
+    (tmp_path / "checkpoint-6" / "stale").write_text("old attempt", encoding="utf-8")
+    publish(make_checkpoint(staging_dir(tmp_path), 6))
+    assert not (tmp_path / "checkpoint-6" / "stale").exists()
+
+
+def test_a_failing_commit_publishes_nothing(tmp_path):
+    staged = make_checkpoint(staging_dir(tmp_path), 2)
+
+    def fail() -> None:
+        raise RuntimeError("database is locked")
+
+    with pytest.raises(RuntimeError):
+        publish(staged, fail)
+    assert latest_checkpoint(tmp_path) is None
+
+
+def test_rotation_keeps_the_newest(tmp_path):
+    for step in (2, 10, 9):
+        make_checkpoint(tmp_path, step)
+    assert [p.name for p in rotate_checkpoints(tmp_path, 2)] == ["checkpoint-2"]
+    assert rotate_checkpoints(tmp_path, None) == []
+
+
+# ---- the rewind on resume (R1): the rows a resumed run records again are dropped first -------
+@pytest.fixture
+def recorded(data_dir):
+    """A run with metrics (and an evaluation at 0) and samples at steps 0-8, and its recorder."""
+    db = Database(db_path(data_dir))
+    run = run_store.create_run(db, algorithm="grpo", config={})
+    recorder = StorageRecorder(db, run.id)
+    for step in range(9):
+        recorder.metrics(step, {"reward/total": step / 10, FINAL_EVAL_METRICS[0]: 0.5})
+        sample_store.add_samples(db, run.id, step, [{"prompt": "p", "completion": "c"}])
+    recorder.flush()
+    yield db, run.id, recorder, data_dir / "runs" / run.id
+    recorder.close()
+    db.close()
+
+
+def stored(db: Database, run_id: str) -> tuple[list[tuple[int, str]], list[int]]:
+    rows, _ = metrics_since(db, run_id)
+    return sorted((r.step, r.name) for r in rows), sample_store.sample_steps(db, run_id)
+
+
+def config(steps: int) -> RunConfig:
+    return RunConfig.from_dict({"training": {"steps": steps}})
+
+
+def test_resume_from_a_checkpoint_drops_metrics_and_samples_after_it(recorded):
+    db, run_id, recorder, run_dir = recorded
+    make_checkpoint(run_dir, 4)
+    make_checkpoint(run_dir, 6, complete=False)
+    assert resume_point(run_dir, config(20), recorder) == run_dir / "checkpoint-4"
+    metrics, sample_steps = stored(db, run_id)
+    assert {step for step, _ in metrics} == {0, 1, 2, 3, 4}
+    assert (4, FINAL_EVAL_METRICS[0]) in metrics  # before the checkpoint: kept
+    assert sample_steps == [0, 1, 2, 3, 4]
+    assert run_store.get_run(db, run_id).last_step == 4
+    assert not (run_dir / "checkpoint-6").exists()  # the half-written save is gone
+
+
+def test_resume_without_a_checkpoint_restarts_from_an_empty_history(recorded):
+    db, run_id, recorder, run_dir = recorded
+    run_dir.mkdir(parents=True)
+    assert resume_point(run_dir, config(20), recorder) is None
+    assert stored(db, run_id) == ([], [])  # step 0's evaluation is recorded again too
+    assert run_store.get_run(db, run_id).last_step == 0
+
+
+def test_resume_from_the_last_checkpoint_drops_only_its_final_evaluation(recorded):
+    db, run_id, recorder, run_dir = recorded
+    make_checkpoint(run_dir, 8)
+    resume_point(run_dir, config(8), recorder)
+    metrics, sample_steps = stored(db, run_id)
+    assert (8, "reward/total") in metrics and (8, FINAL_EVAL_METRICS[0]) not in metrics
+    assert (7, FINAL_EVAL_METRICS[0]) in metrics
+    assert sample_steps == list(range(9))
