@@ -77,10 +77,9 @@ from engine.trainers.ppo_math import (
     AdaptiveKLController,
     FixedKLController,
     RunningMoments,
-    entropy_from_logits,
+    chunked_logprobs_entropy,
     explained_variance,
     gae,
-    logprobs_from_logits,
     masked_mean,
     masked_whiten,
     policy_loss,
@@ -151,8 +150,11 @@ def completion_forward(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Log-probabilities, values and entropies of the completion tokens.
 
-    The logits at position ``P + t - 1`` predict completion token t, and the value of the
-    state before token t is read there too.
+    Memory: the float32 log-softmax runs over chunks of positions
+    (:func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`), so a step never holds
+    float32 logits over the full vocabulary for the whole batch. The logits at position
+    ``P + t - 1`` predict completion token t, and the value of the state before token t is read
+    there too.
 
     Returns:
         ``(logprobs, values, entropy)``, each (B, T).
@@ -161,9 +163,9 @@ def completion_forward(
     # Positions P - 1 .. P + T - 1: the last T + 1 of the sequence; the final one predicts
     # nothing and is dropped.
     logits, values = model(input_ids, attention_mask, keep=response.shape[1] + 1)
-    logits = logits[:, :-1].float() / temperature  # (B, T, V)
-    values = values[:, :-1].float()  # (B, T)
-    return logprobs_from_logits(logits, response), values, entropy_from_logits(logits)
+    # (B, T, V) in the model's dtype; upcast chunk by chunk, never as a whole.
+    logprobs, entropy = chunked_logprobs_entropy(logits[:, :-1], response, temperature)
+    return logprobs, values[:, :-1].float(), entropy
 
 
 def ppo_loss(
@@ -441,8 +443,7 @@ class PPOTrainer:
         else:
             with self.policy.disable_adapter():
                 logits = self.policy(**kwargs).logits
-        logits = logits[:, :-1].float() / temperature  # (B, T, V)
-        return logprobs_from_logits(logits, response)
+        return chunked_logprobs_entropy(logits[:, :-1], response, temperature)[0]
 
     def update(
         self,
