@@ -50,6 +50,8 @@ def unsupported_reason(model: Any, max_len: int) -> str | None:
     window = getattr(config, "sliding_window", None)
     if window and getattr(config, "use_sliding_window", True) and window < max_len:
         return f"a sliding window of {window} tokens, shorter than {max_len}"
+    if getattr(base, "is_loaded_in_4bit", False) or getattr(base, "is_loaded_in_8bit", False):
+        return "bitsandbytes-quantised weights"
     if any(p.device.type == "meta" for p in base.parameters()):
         return "weights offloaded to the meta device"
     return None

@@ -14,16 +14,19 @@ from transformers import ProgressCallback
 from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
 from engine.config import RunConfig
+from engine.generation.trl_hook import FastGenerationMixin
 from engine.trainers.capture import BatchCaptureMixin
 from rewards.trl_adapter import to_trl
 
 
-class StudioGRPOTrainer(BatchCaptureMixin, GRPOTrainer):
-    """TRL's GRPOTrainer that keeps each generation batch for the sample view."""
+class StudioGRPOTrainer(FastGenerationMixin, BatchCaptureMixin, GRPOTrainer):
+    """TRL's GRPOTrainer with our sampler, keeping each generation batch for the sample view."""
 
 
-class StudioRLOOTrainer(BatchCaptureMixin, RLOOTrainer):
-    """TRL's RLOOTrainer that keeps each generation batch for the sample view."""
+class StudioRLOOTrainer(FastGenerationMixin, BatchCaptureMixin, RLOOTrainer):
+    """TRL's RLOOTrainer with our sampler, keeping each generation batch for the sample view."""
+
+    _hook_returns_logprobs = False
 
 
 def _common_args(config: RunConfig, output_dir: str, *, show_progress: bool) -> dict[str, Any]:
@@ -56,6 +59,8 @@ def _common_args(config: RunConfig, output_dir: str, *, show_progress: bool) -> 
         "disable_tqdm": not show_progress,
         "dataloader_num_workers": 0,
         "log_completions": False,
+        # generation.backend vllm: TRL samples with vLLM inside this process.
+        **({"use_vllm": True, "vllm_mode": "colocate"} if g.backend == "vllm" else {}),
     }
 
 
@@ -111,6 +116,7 @@ def build_trl_trainer(
         processing_class=tokenizer,
         callbacks=callbacks,
     )
+    trainer.use_generation_backend(config.generation.backend)
     if show_progress:  # a bar with the reward, instead of every log dict printed under it
         trainer.remove_callback(ProgressCallback)
         trainer.add_callback(CompactProgress())
