@@ -38,7 +38,7 @@ def test_auto_is_compiled_on_cuda_and_hf_on_cpu():
     assert resolve_backend("auto", torch.device("cuda")) == "compiled"
     assert resolve_backend("compiled", "cpu") == "compiled"
     assert resolve_backend("hf", torch.device("cuda")) == "hf"
-    with pytest.raises(ConfigError, match="generation.backend: must be one of"):
+    with pytest.raises(ConfigError, match=r"generation\.backend: must be one of"):
         resolve_backend("fast", "cpu")
 
 
