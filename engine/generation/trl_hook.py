@@ -51,7 +51,7 @@ class FastGenerationMixin:
             not self.top_k
             and self.min_p is None
             and self.repetition_penalty == 1.0
-            and not getattr(self, "generation_kwargs", None)
+            and not self.args.generation_kwargs
         )
         return self._runner is not None and images is None and plain_sampling
 
