@@ -16,6 +16,7 @@ import yaml
 
 from engine.dataclass_io import ConfigError, from_dict, to_dict, to_plain
 from engine.datasets import DataSpec
+from engine.generation.backend import check_available
 from engine.models import DEFAULT_MODEL_ALIAS, ModelSpec
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
 
@@ -27,6 +28,7 @@ REPORT_TO = ("tensorboard", "wandb", "trackio")
 PPO_KL_MODES = ("fixed", "adaptive")
 PPO_REWARD_NORMALIZATION = ("none", "batch", "running")
 PPO_VALUE_MODELS = ("shared", "separate")
+GENERATION_BACKENDS = ("auto", "hf", "compiled", "vllm")
 
 
 def _help(text: str, choices: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -74,8 +76,19 @@ class GenerationSettings:
     )
     temperature: float = field(default=0.8, metadata=_help("Sampling temperature, (0, 2]."))
     top_p: float = field(default=1.0, metadata=_help("Nucleus sampling mass, (0, 1]."))
+    backend: str = field(
+        default="auto",
+        metadata=_help(
+            "Sampler during training: auto (compiled on a GPU, hf on CPU), hf (transformers' "
+            "generate), compiled (static KV cache, CUDA-graph decode), vllm (TRL's colocated "
+            "vLLM; needs the vllm package).",
+            GENERATION_BACKENDS,
+        ),
+    )
 
     def __post_init__(self) -> None:
+        _check_choices(self, "generation")
+        check_available(self.backend)
         _check_range("generation.num_generations", self.num_generations, 2, 64)
         _check_range("generation.max_completion_length", self.max_completion_length, 1, 32768)
         _check_range("generation.temperature", self.temperature, 0, 2, lo_open=True)

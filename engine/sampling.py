@@ -9,6 +9,8 @@ from typing import Any
 
 import torch
 
+from engine.generation.runner import GenerationRunner
+
 logger = logging.getLogger(__name__)
 
 Prompt = str | Sequence[dict[str, str]]
@@ -24,6 +26,8 @@ class GeneratedSample:
         text: the completion decoded without special tokens (as TRL hands it to rewards).
         token_ids: generated ids, including the end-of-sequence id when one was produced.
         truncated: True when ``max_new_tokens`` ran out before the end-of-sequence token.
+        logprobs: the sampler's log-probability of each token (after temperature), when the
+            static-cache runner sampled it; None from transformers' ``generate``.
     """
 
     prompt_index: int
@@ -31,6 +35,7 @@ class GeneratedSample:
     text: str
     token_ids: list[int]
     truncated: bool
+    logprobs: list[float] | None = None
 
 
 def render_prompt(tokenizer: Any, prompt: Prompt) -> str:
@@ -84,8 +89,13 @@ def sample_completions(
     max_new_tokens: int = 96,
     seed: int = 0,
     batch_size: int = 64,
+    runner: GenerationRunner | None = None,
 ) -> list[GeneratedSample]:
     """Sample ``num_samples`` completions for each prompt, batched, left-padded.
+
+    With a ``runner`` (see :mod:`engine.generation`) the static-cache sampler replaces
+    transformers' ``generate``: each prompt is prefilled once for its samples, and the samples
+    carry their log-probabilities.
 
     Reproducible: the same model, prompts and arguments give the same samples (the torch RNG is
     seeded inside a forked RNG state, so the caller's RNG is untouched). ``temperature == 0``
@@ -113,6 +123,20 @@ def sample_completions(
     eos_ids = _eos_ids(model, tokenizer)
     encoded = encode_prompts(tokenizer, prompts)
     jobs = [(i, j) for i in range(len(prompts)) for j in range(num_samples)]
+    if runner is not None:
+        return _sample_with_runner(
+            runner,
+            tokenizer,
+            encoded,
+            jobs,
+            temperature,
+            top_p,
+            max_new_tokens,
+            seed,
+            batch_size,
+            eos_ids,
+            pad_id,
+        )
 
     gen_kwargs: dict[str, Any] = {
         "max_new_tokens": max_new_tokens,
@@ -157,4 +181,37 @@ def sample_completions(
                     )
     finally:
         model.train(was_training)
+    return results
+
+
+def _sample_with_runner(
+    runner: GenerationRunner,
+    tokenizer: Any,
+    encoded: list[list[int]],
+    jobs: list[tuple[int, int]],
+    temperature: float,
+    top_p: float,
+    max_new_tokens: int,
+    seed: int,
+    batch_size: int,
+    eos_ids: set[int],
+    pad_id: int,
+) -> list[GeneratedSample]:
+    results = []
+    for start in range(0, len(jobs), batch_size):
+        batch = jobs[start : start + batch_size]
+        out = runner.generate(
+            [encoded[i] for i, _ in batch],
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            eos_ids=sorted(eos_ids),
+            pad_id=pad_id,
+            seed=seed + start,
+        )
+        for (i, j), ids, logprobs, truncated in zip(
+            batch, out.completion_ids, out.logprobs, out.truncated, strict=True
+        ):
+            text = tokenizer.decode(ids, skip_special_tokens=True)
+            results.append(GeneratedSample(i, j, text, ids, truncated, logprobs))
     return results

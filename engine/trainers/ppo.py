@@ -61,6 +61,7 @@ from transformers import get_scheduler
 
 from engine import metric_names
 from engine.config import RunConfig
+from engine.generation import make_runner
 from engine.models import save_plain_weights
 from engine.recorder import RunRecorder
 from engine.samples import prompt_text, sample_rows
@@ -77,10 +78,9 @@ from engine.trainers.ppo_math import (
     AdaptiveKLController,
     FixedKLController,
     RunningMoments,
-    entropy_from_logits,
+    chunked_logprobs_entropy,
     explained_variance,
     gae,
-    logprobs_from_logits,
     masked_mean,
     masked_whiten,
     policy_loss,
@@ -151,8 +151,11 @@ def completion_forward(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Log-probabilities, values and entropies of the completion tokens.
 
-    The logits at position ``P + t - 1`` predict completion token t, and the value of the
-    state before token t is read there too.
+    Memory: the float32 log-softmax runs over chunks of positions
+    (:func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`), so a step never holds
+    float32 logits over the full vocabulary for the whole batch. The logits at position
+    ``P + t - 1`` predict completion token t, and the value of the state before token t is read
+    there too.
 
     Returns:
         ``(logprobs, values, entropy)``, each (B, T).
@@ -161,9 +164,9 @@ def completion_forward(
     # Positions P - 1 .. P + T - 1: the last T + 1 of the sequence; the final one predicts
     # nothing and is dropped.
     logits, values = model(input_ids, attention_mask, keep=response.shape[1] + 1)
-    logits = logits[:, :-1].float() / temperature  # (B, T, V)
-    values = values[:, :-1].float()  # (B, T)
-    return logprobs_from_logits(logits, response), values, entropy_from_logits(logits)
+    # (B, T, V) in the model's dtype; upcast chunk by chunk, never as a whole.
+    logprobs, entropy = chunked_logprobs_entropy(logits[:, :-1], response, temperature)
+    return logprobs, values[:, :-1].float(), entropy
 
 
 def ppo_loss(
@@ -214,6 +217,8 @@ class Rollout:
     response_mask: torch.Tensor  # (B, T)
     context_length: int
     scored: list[ScoredSample] = field(default_factory=list)
+    sampler_logprobs: torch.Tensor | None = None  # (B, T), from the static-cache sampler
+    generation_s: float = 0.0
     logprobs: torch.Tensor | None = None  # (B, T)
     values: torch.Tensor | None = None  # (B, T)
     advantages: torch.Tensor | None = None  # (B, T), before whitening
@@ -285,6 +290,9 @@ class PPOTrainer:
         self.reward_moments = RunningMoments()
         self.num_tokens = 0.0
         self._last_eval_step: int | None = None
+        self.runner = make_runner(
+            self.policy, config.generation.backend, config.generation.max_completion_length
+        )
 
     # ---- helpers --------------------------------------------------------------------------
     @property
@@ -327,6 +335,7 @@ class PPOTrainer:
         jobs = self._local_jobs(step)
         prompts = [row["prompt"] for row in jobs]
         seed = (t.seed * 1_000_003 + step * 1_009 + self.accelerator.process_index) % 2**31
+        started = time.monotonic()
         samples = sample_completions(
             self.policy,
             self.tokenizer,
@@ -337,7 +346,9 @@ class PPOTrainer:
             max_new_tokens=g.max_completion_length,
             seed=seed,
             batch_size=len(prompts),
+            runner=self.runner,
         )
+        generation_s = time.monotonic() - started
         # The prompt ids exactly as sampling encoded them, so the update sees the same context.
         prompt_ids = encode_prompts(self.tokenizer, prompts)
         completion_ids = [s.token_ids for s in samples]
@@ -345,6 +356,12 @@ class PPOTrainer:
             prompt_ids, completion_ids, self.pad_id
         )
         device = self.accelerator.device
+        sampler_logprobs = None
+        if all(s.logprobs is not None for s in samples):
+            sampler_logprobs = torch.zeros(response_mask.shape, dtype=torch.float32)
+            for i, s in enumerate(samples):
+                sampler_logprobs[i, : len(s.logprobs)] = torch.tensor(s.logprobs)
+            sampler_logprobs = sampler_logprobs.to(device)
         return Rollout(
             prompts=prompts,
             answers=[row.get("answer") for row in jobs],
@@ -355,6 +372,8 @@ class PPOTrainer:
             attention_mask=attention_mask.to(device),
             response_mask=response_mask.to(device),
             context_length=input_ids.shape[1] - response_mask.shape[1],
+            sampler_logprobs=sampler_logprobs,
+            generation_s=generation_s,
         )
 
     def score(self, rollout: Rollout) -> torch.Tensor:
@@ -441,8 +460,7 @@ class PPOTrainer:
         else:
             with self.policy.disable_adapter():
                 logits = self.policy(**kwargs).logits
-        logits = logits[:, :-1].float() / temperature  # (B, T, V)
-        return logprobs_from_logits(logits, response)
+        return chunked_logprobs_entropy(logits[:, :-1], response, temperature)[0]
 
     def update(
         self,
@@ -578,6 +596,12 @@ class PPOTrainer:
         )
         if self.uses_reference:
             metrics[metric_names.PPO_KL_TO_REF] = kl_to_ref
+        if rollout.sampler_logprobs is not None:
+            gap = masked_mean((rollout.logprobs - rollout.sampler_logprobs).abs(), mask)
+            metrics[metric_names.GEN_LOGPROB_GAP] = self._mean_across(gap.item())
+        metrics[metric_names.GENERATION_TIME] = self._mean_across(rollout.generation_s)
+        if torch.cuda.is_available():
+            metrics[metric_names.PEAK_MEMORY] = torch.cuda.max_memory_allocated() / 2**30
         step_time = time.monotonic() - started
         tokens = float(sum(gather_object([int(rollout.attention_mask.sum().item())])))
         self.num_tokens += tokens

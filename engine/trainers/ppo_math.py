@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.utils.checkpoint
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim: int | None = None) -> torch.Tensor:
@@ -223,6 +224,67 @@ def logprobs_from_logits(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Te
     """Log-probability of ``tokens`` (B, T) under ``logits`` (B, T, V) -> (B, T)."""
     logp = torch.log_softmax(logits, dim=-1)
     return torch.gather(logp, 2, tokens.unsqueeze(-1)).squeeze(-1)
+
+
+# Float32 elements of one chunk's (rows, V) logits: 2^26 is 256 MiB, about 440 positions of a
+# 151,936-token vocabulary.
+CHUNK_ELEMENTS = 1 << 26
+
+
+def _chunk_logprobs_entropy(
+    logits: torch.Tensor, tokens: torch.Tensor, temperature: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    x = logits.float() / temperature  # (b, T, V), one chunk only
+    lse = torch.logsumexp(x, dim=-1)  # (b, T)
+    logp = torch.gather(x, 2, tokens.unsqueeze(-1)).squeeze(-1) - lse
+    # H = -sum p log p = lse - sum p x, with p = softmax(x)
+    entropy = lse - (torch.softmax(x, dim=-1) * x).sum(dim=-1)
+    return logp, entropy
+
+
+def chunked_logprobs_entropy(
+    logits: torch.Tensor,
+    tokens: torch.Tensor,
+    temperature: float = 1.0,
+    chunk_elements: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`logprobs_from_logits` and :func:`entropy_from_logits` of ``logits / temperature``
+    without a float32 copy of the whole (B, T, V) tensor.
+
+    Selective log-softmax: ``logp(y) = x_y - logsumexp(x)``, over chunks of rows upcast one at
+    a time (as TRL's ``selective_log_softmax`` and Liger's fused linear cross-entropy do).
+    Under autograd each chunk is recomputed in the backward pass (activation checkpointing), so
+    the float32 intermediates of only one chunk are ever alive.
+
+    Returns:
+        ``(logprobs, entropy)``, each (B, T), float32.
+    """
+    chunk_elements = chunk_elements or CHUNK_ELEMENTS
+    _, T, V = logits.shape
+    rows = max(1, chunk_elements // max(1, T * V))  # batch rows per chunk
+    cols = T if rows > 1 else max(1, chunk_elements // V)  # positions per chunk
+    checkpointed = torch.is_grad_enabled() and logits.requires_grad
+    logps, entropies = [], []
+    for row_chunk, row_tokens in zip(logits.split(rows), tokens.split(rows), strict=True):
+        parts = []
+        for chunk, chunk_tokens in zip(
+            row_chunk.split(cols, dim=1), row_tokens.split(cols, dim=1), strict=True
+        ):
+            if checkpointed:
+                parts.append(
+                    torch.utils.checkpoint.checkpoint(
+                        _chunk_logprobs_entropy,
+                        chunk,
+                        chunk_tokens,
+                        temperature,
+                        use_reentrant=False,
+                    )
+                )
+            else:
+                parts.append(_chunk_logprobs_entropy(chunk, chunk_tokens, temperature))
+        logps.append(torch.cat([lp for lp, _ in parts], dim=1))
+        entropies.append(torch.cat([ent for _, ent in parts], dim=1))
+    return torch.cat(logps), torch.cat(entropies)
 
 
 def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float:

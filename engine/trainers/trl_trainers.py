@@ -15,19 +15,22 @@ from transformers import ProgressCallback
 from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
 from engine.config import RunConfig
+from engine.generation.trl_hook import FastGenerationMixin
 from engine.trainers.capture import BatchCaptureMixin
 from engine.trainers.staged_checkpoints import StagedCheckpointMixin
 from rewards.trl_adapter import to_trl
 
 
-class StudioGRPOTrainer(StagedCheckpointMixin, BatchCaptureMixin, GRPOTrainer):
-    """TRL's GRPOTrainer that keeps each generation batch for the sample view and publishes
-    only complete checkpoints."""
+class StudioGRPOTrainer(FastGenerationMixin, StagedCheckpointMixin, BatchCaptureMixin, GRPOTrainer):
+    """TRL's GRPOTrainer with our sampler, keeping each generation batch for the sample view and
+    publishing only complete checkpoints."""
 
 
-class StudioRLOOTrainer(StagedCheckpointMixin, BatchCaptureMixin, RLOOTrainer):
-    """TRL's RLOOTrainer that keeps each generation batch for the sample view and publishes
-    only complete checkpoints."""
+class StudioRLOOTrainer(FastGenerationMixin, StagedCheckpointMixin, BatchCaptureMixin, RLOOTrainer):
+    """TRL's RLOOTrainer with our sampler, keeping each generation batch for the sample view and
+    publishing only complete checkpoints."""
+
+    _hook_returns_logprobs = False
 
 
 def _common_args(config: RunConfig, output_dir: str, *, show_progress: bool) -> dict[str, Any]:
@@ -60,6 +63,8 @@ def _common_args(config: RunConfig, output_dir: str, *, show_progress: bool) -> 
         "disable_tqdm": not show_progress,
         "dataloader_num_workers": 0,
         "log_completions": False,
+        # generation.backend vllm: TRL samples with vLLM inside this process.
+        **({"use_vllm": True, "vllm_mode": "colocate"} if g.backend == "vllm" else {}),
     }
 
 
@@ -118,6 +123,7 @@ def build_trl_trainer(
         callbacks=callbacks,
     )
     trainer.before_publish = before_checkpoint_publish
+    trainer.use_generation_backend(config.generation.backend)
     if show_progress:  # a bar with the reward, instead of every log dict printed under it
         trainer.remove_callback(ProgressCallback)
         trainer.add_callback(CompactProgress())

@@ -1,0 +1,38 @@
+"""Fast sampling for training: a static KV cache, a CUDA-graph decode step and a device sampler.
+
+The seams follow nano-vllm and gpt-fast: :mod:`.cache` (the static cache), :mod:`.decoder` (the
+model's forward over it), :mod:`.runner` (prefill, decode loop, graphs), :mod:`.sampler`, and
+:mod:`.backend` (which sampler a run uses). :func:`make_runner` is the one entry point.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from engine.generation.backend import resolve_backend
+from engine.generation.decoder import base_model_of, unsupported_reason
+from engine.generation.runner import GenerationRunner
+
+logger = logging.getLogger(__name__)
+
+
+def make_runner(model: Any, backend: str, max_len: int) -> GenerationRunner | None:
+    """The static-cache runner for ``model`` when ``backend`` resolves to ``compiled``.
+
+    None means transformers' ``generate`` (or TRL's vLLM) samples instead: for ``hf``, for
+    ``auto`` on a CPU, and, with a warning, for a model this runner does not support.
+    """
+    device = next(base_model_of(model).parameters()).device
+    if resolve_backend(backend, device) != "compiled":
+        return None
+    reason = unsupported_reason(model, max_len)
+    if reason is not None:
+        logger.warning(
+            "generation.backend %s: using transformers' generate for %s", backend, reason
+        )
+        return None
+    return GenerationRunner(model)
+
+
+__all__ = ["GenerationRunner", "make_runner", "resolve_backend"]

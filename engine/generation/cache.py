@@ -1,0 +1,61 @@
+"""A static key/value cache: one pre-allocated (N, H_kv, L, D) buffer pair per layer.
+
+The buffers never move, so a decode step captured as a CUDA graph keeps reading and writing
+the same addresses (gpt-fast's ``KVCache``; nano-vllm pages its cache instead, which pays off
+for many requests of mixed length, not for one training batch of equal budgets).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class StaticKVCache:
+    """Keys and values of ``num_rows`` sequences of up to ``max_len`` tokens, for every layer."""
+
+    def __init__(
+        self,
+        num_layers: int,
+        num_rows: int,
+        kv_heads: int,
+        max_len: int,
+        head_dim: int,
+        dtype: torch.dtype,
+        device: torch.device,
+    ) -> None:
+        shape = (num_rows, kv_heads, max_len, head_dim)
+        self.keys = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
+        self.values = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
+        self.num_rows, self.max_len = num_rows, max_len
+
+    def fits(self, num_rows: int, max_len: int, dtype: torch.dtype) -> bool:
+        """True when this cache has exactly this shape and dtype (graphs depend on both)."""
+        return self.num_rows == num_rows and self.max_len == max_len and self.keys[0].dtype == dtype
+
+    def write_step(
+        self, layer: int, key: torch.Tensor, value: torch.Tensor, slot: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store one token per row at position ``slot`` (a 1-element device tensor).
+
+        ``key``/``value``: (N, H_kv, 1, D). Returns the layer's whole buffers.
+        """
+        self.keys[layer].index_copy_(2, slot, key)
+        self.values[layer].index_copy_(2, slot, value)
+        return self.keys[layer], self.values[layer]
+
+    def write_prefix(
+        self,
+        layer: int,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        rows: torch.Tensor,
+        sources: torch.Tensor,
+    ) -> None:
+        """Copy prefilled prompts into positions ``0..P-1`` of several rows each.
+
+        ``key``/``value``: (U, H_kv, P, D) for U distinct prompts; row ``rows[j]`` gets prompt
+        ``sources[j]``. This is how a GRPO group shares one prefill among its G completions.
+        """
+        width = key.shape[2]
+        self.keys[layer][rows, :, :width] = key[sources]
+        self.values[layer][rows, :, :width] = value[sources]

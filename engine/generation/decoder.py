@@ -1,0 +1,158 @@
+"""The forward pass of a Llama-style decoder over a :class:`StaticKVCache`, reusing its modules.
+
+Qwen2/Qwen3, Llama and Mistral checkpoints in transformers share one layout (pre-norm blocks of
+grouped-query attention with rotary positions and a gated MLP). This module calls the model's own
+projections, norms, MLPs and rotary embedding (so LoRA layers injected by peft run as they
+are) and does only the attention itself against the static cache, as gpt-fast does. Other
+architectures are not supported here; callers fall back to transformers' ``generate``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.generation.cache import StaticKVCache
+
+SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding (Su et al. 2021, RoFormer eq. 34), in transformers' half-split
+    layout: x (N, H, S, D), cos/sin (N, S, D)."""
+    return x * cos.unsqueeze(1) + _rotate_half(x) * sin.unsqueeze(1)
+
+
+def base_model_of(model: Any) -> Any:
+    """The transformers model under a peft wrapper (its LoRA layers stay injected)."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def unsupported_reason(model: Any, max_len: int) -> str | None:
+    """Why this model cannot use the static-cache decoder, or None when it can."""
+    base = base_model_of(model)
+    config = getattr(base, "config", None)
+    model_type = getattr(config, "model_type", None)
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        return f"model type {model_type!r} (supported: {', '.join(SUPPORTED_MODEL_TYPES)})"
+    body = getattr(base, "model", None)
+    if body is None or not hasattr(body, "layers") or not hasattr(base, "lm_head"):
+        return "the model has no decoder layers or LM head where transformers puts them"
+    window = getattr(config, "sliding_window", None)
+    if window and getattr(config, "use_sliding_window", True) and window < max_len:
+        return f"a sliding window of {window} tokens, shorter than {max_len}"
+    if getattr(base, "is_loaded_in_4bit", False) or getattr(base, "is_loaded_in_8bit", False):
+        return "bitsandbytes-quantised weights"
+    if any(p.device.type == "meta" for p in base.parameters()):
+        return "weights offloaded to the meta device"
+    return None
+
+
+@dataclass
+class DecoderShape:
+    num_layers: int
+    q_heads: int
+    kv_heads: int
+    head_dim: int
+
+
+class StaticDecoder:
+    """Prefill and single-token decode of a Llama-style model against a static cache."""
+
+    def __init__(self, model: Any) -> None:
+        base = base_model_of(model)
+        self.body: nn.Module = base.model
+        self.lm_head: nn.Module = base.lm_head
+        config = base.config
+        attn = self.body.layers[0].self_attn
+        q_heads = config.num_attention_heads
+        head_dim = getattr(attn, "head_dim", None) or config.hidden_size // q_heads
+        kv_heads = getattr(config, "num_key_value_heads", None) or q_heads
+        self.shape = DecoderShape(len(self.body.layers), q_heads, kv_heads, head_dim)
+        self.scaling = getattr(attn, "scaling", head_dim**-0.5)
+
+    def _qkv(
+        self, layer: nn.Module, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries (N, Hq, S, D), keys and values (N, Hkv, S, D) of normed hidden states x."""
+        attn, (n, s, _), d = layer.self_attn, x.shape, self.shape.head_dim
+        q = attn.q_proj(x).view(n, s, -1, d)
+        k = attn.k_proj(x).view(n, s, -1, d)
+        v = attn.v_proj(x).view(n, s, -1, d)
+        if hasattr(attn, "q_norm"):  # Qwen3 normalises each head's queries and keys
+            q, k = attn.q_norm(q), attn.k_norm(k)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v
+
+    def _block_rest(self, layer: nn.Module, h: torch.Tensor, attn_out: torch.Tensor):
+        h = h + layer.self_attn.o_proj(attn_out)
+        return h + layer.mlp(layer.post_attention_layernorm(h))
+
+    def prefill(
+        self,
+        cache: StaticKVCache,
+        input_ids: torch.Tensor,
+        valid: torch.Tensor,
+        rows: torch.Tensor,
+        sources: torch.Tensor,
+    ) -> torch.Tensor:
+        """Run U left-padded prompts (U, P) once; write their keys/values into cache ``rows``.
+
+        ``valid`` (U, P) is 1 on prompt tokens. Returns the logits after each prompt, (U, V).
+        """
+        u, p = input_ids.shape
+        positions = (valid.long().cumsum(-1) - 1).clamp(min=0)  # (U, P), skipping left padding
+        causal = torch.ones(p, p, dtype=torch.bool, device=input_ids.device).tril()
+        # Padding queries attend to themselves only, so no row of the mask is empty (NaN).
+        eye = torch.eye(p, dtype=torch.bool, device=input_ids.device)
+        mask = ((causal & valid.bool()[:, None, :]) | eye)[:, None]  # (U, 1, P, P)
+        h = self.body.embed_tokens(input_ids)  # (U, P, d)
+        cos, sin = self.body.rotary_emb(h, positions)
+        group = self.shape.q_heads // self.shape.kv_heads
+        for i, layer in enumerate(self.body.layers):
+            q, k, v = self._qkv(layer, layer.input_layernorm(h), cos, sin)
+            cache.write_prefix(i, k, v, rows, sources)
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scaling)
+            h = self._block_rest(layer, h, out.transpose(1, 2).reshape(u, p, -1))
+        return self.lm_head(self.body.norm(h[:, -1:]))[:, 0]
+
+    def decode(
+        self,
+        cache: StaticKVCache,
+        tokens: torch.Tensor,
+        positions: torch.Tensor,
+        slot: torch.Tensor,
+        valid: torch.Tensor,
+    ) -> torch.Tensor:
+        """One token for each of N rows: tokens and positions (N,), slot (1,), valid (N, L).
+
+        Marks ``slot`` valid, appends each row's key/value there and returns the next logits
+        (N, V). No host synchronisation and fixed shapes, so it can be captured as a graph.
+        """
+        n = tokens.shape[0]
+        s = self.shape
+        valid.index_fill_(1, slot, True)
+        mask = valid[:, None, None, :]  # (N, 1, 1, L)
+        h = self.body.embed_tokens(tokens[:, None])  # (N, 1, d)
+        cos, sin = self.body.rotary_emb(h, positions[:, None])
+        for i, layer in enumerate(self.body.layers):
+            q, k, v = self._qkv(layer, layer.input_layernorm(h), cos, sin)
+            keys, values = cache.write_step(i, k, v, slot)
+            # Grouped-query attention without copying the cache: the query heads that share a
+            # key/value head become that head's query rows, (N, Hkv, G, D).
+            q = q.reshape(n, s.kv_heads, s.q_heads // s.kv_heads, s.head_dim)
+            out = F.scaled_dot_product_attention(
+                q, keys, values, attn_mask=mask, scale=self.scaling
+            )
+            h = self._block_rest(layer, h, out.reshape(n, 1, s.q_heads * s.head_dim))
+        return self.lm_head(self.body.norm(h))[:, 0]

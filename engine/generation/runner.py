@@ -1,0 +1,230 @@
+"""The generation loop: bucketed prefill of distinct prompts, then graph-replayed decode steps.
+
+Per call (one training step's rollout):
+
+1. Distinct prompts are found (a GRPO group repeats its prompt G times) and prefilled once
+   each; their keys/values are copied into the G cache rows that continue them.
+2. The prompt width is rounded up to a bucket of ``PROMPT_BUCKET`` tokens, so the cache shape,
+   and the decode graph captured for it, repeat from step to step.
+3. Each decode step is one replay of a CUDA graph of :meth:`StaticDecoder.decode` (on CUDA;
+   eager elsewhere), followed by sampling on the device. Finished rows emit padding; the loop
+   stops as soon as every row has finished.
+
+CUDA graphs record device addresses: weights updated in place by the optimizer (full or LoRA)
+are seen by the next replay; if any parameter is re-allocated the graphs are captured again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from engine.generation.cache import StaticKVCache
+from engine.generation.decoder import StaticDecoder, base_model_of
+from engine.generation.sampler import sample_tokens
+
+logger = logging.getLogger(__name__)
+
+PROMPT_BUCKET = 64
+# How many decode steps pass between checks that every row has finished (each check syncs).
+FINISH_CHECK_EVERY = 8
+# Prompt tokens prefilled per forward: bounds the prefill's activation memory.
+PREFILL_TOKENS = 16384
+
+
+@dataclass
+class Generation:
+    """Completions of one call, in the order of the prompts given.
+
+    ``completion_ids[i]`` ends with the end-of-sequence id when one was produced;
+    ``logprobs[i]`` are the sampler's log-probabilities of those tokens (after temperature).
+    """
+
+    completion_ids: list[list[int]]
+    logprobs: list[list[float]]
+    truncated: list[bool]
+
+
+def bucket(width: int, size: int = PROMPT_BUCKET) -> int:
+    return -(-width // size) * size
+
+
+def distinct_prompts(prompts: Sequence[Sequence[int]]) -> tuple[list[list[int]], list[int]]:
+    """The distinct prompts in first-seen order, and for each input the index of its prompt."""
+    index: dict[tuple[int, ...], int] = {}
+    sources = []
+    for p in prompts:
+        sources.append(index.setdefault(tuple(p), len(index)))
+    return [list(p) for p in index], sources
+
+
+class _DecodeGraph:
+    """Static inputs, the captured decode step and its output buffer for one cache shape."""
+
+    def __init__(self, decoder: StaticDecoder, cache: StaticKVCache, use_graph: bool) -> None:
+        device = cache.keys[0].device
+        n, length = cache.num_rows, cache.max_len
+        self.decoder, self.cache = decoder, cache
+        self.tokens = torch.zeros(n, dtype=torch.long, device=device)
+        self.positions = torch.zeros(n, dtype=torch.long, device=device)
+        self.slot = torch.zeros(1, dtype=torch.long, device=device)
+        self.valid = torch.zeros(n, length, dtype=torch.bool, device=device)
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.logits: torch.Tensor | None = None
+        if use_graph:
+            self._capture()
+
+    def _step(self) -> torch.Tensor:
+        return self.decoder.decode(self.cache, self.tokens, self.positions, self.slot, self.valid)
+
+    def _capture(self) -> None:
+        # Warm up on a side stream (lazy kernel and workspace set-up), then record one step.
+        # The garbage these steps write to the cache is overwritten before it is ever read.
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):
+                self._step()
+        torch.cuda.current_stream().wait_stream(stream)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.logits = self._step()
+
+    def run(self) -> torch.Tensor:
+        if self.graph is None:
+            return self._step()
+        self.graph.replay()
+        return self.logits
+
+
+class GenerationRunner:
+    """Samples completions from ``model`` with a static cache; keeps cache and graphs between
+    calls while their shape and the model's weights' addresses stay the same."""
+
+    def __init__(self, model: Any, use_graphs: bool | None = None) -> None:
+        self.model = model
+        self.decoder = StaticDecoder(model)
+        self.device = next(base_model_of(model).parameters()).device
+        self.use_graphs = self.device.type == "cuda" if use_graphs is None else use_graphs
+        self._graph: _DecodeGraph | None = None
+        self._weights_key: tuple[int, ...] = ()
+
+    def release(self) -> None:
+        """Free the cache and the captured graph (the next call allocates them again)."""
+        self._graph = None
+
+    def _decode_graph(self, rows: int, length: int, dtype: torch.dtype) -> _DecodeGraph:
+        weights_key = tuple(p.data_ptr() for p in self.model.parameters())
+        g = self._graph
+        if g is None or not g.cache.fits(rows, length, dtype) or weights_key != self._weights_key:
+            self._graph = None  # free the old cache before allocating the new one
+            s = self.decoder.shape
+            cache = StaticKVCache(
+                s.num_layers, rows, s.kv_heads, length, s.head_dim, dtype, self.device
+            )
+            self._graph = _DecodeGraph(self.decoder, cache, self.use_graphs)
+            self._weights_key = weights_key
+            logger.info(
+                "Decode %s for %d rows x %d positions",
+                "graph" if self.use_graphs else "step",
+                rows,
+                length,
+            )
+        return self._graph
+
+    @torch.no_grad()
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        eos_ids: Sequence[int],
+        pad_id: int,
+        seed: int | None = None,
+    ) -> Generation:
+        """Sample one completion per prompt in ``prompts`` (token ids; repeats share a prefill)."""
+        if not prompts:
+            return Generation([], [], [])
+        if any(len(p) == 0 for p in prompts):
+            raise ValueError("every prompt needs at least one token")
+        was_training = self.model.training
+        self.model.eval()  # no dropout while sampling
+        try:
+            return self._generate(
+                prompts, max_new_tokens, temperature, top_p, list(eos_ids), pad_id, seed
+            )
+        finally:
+            self.model.train(was_training)
+
+    def _generate(self, prompts, max_new_tokens, temperature, top_p, eos_ids, pad_id, seed):
+        device = self.device
+        distinct, sources = distinct_prompts(prompts)
+        width = bucket(max(len(p) for p in distinct))
+        dtype = self.decoder.lm_head.weight.dtype
+        g = self._decode_graph(len(prompts), width + max_new_tokens, dtype)
+        n = len(prompts)
+
+        # Prefill each distinct prompt once, in chunks of rows.
+        ids = torch.full((len(distinct), width), pad_id, dtype=torch.long)
+        valid = torch.zeros((len(distinct), width), dtype=torch.bool)
+        for u, p in enumerate(distinct):
+            ids[u, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            valid[u, width - len(p) :] = True
+        ids, valid = ids.to(device), valid.to(device)
+        source_of = torch.tensor(sources, dtype=torch.long, device=device)  # (N,)
+        first_logits = []
+        per_chunk = max(1, PREFILL_TOKENS // width)
+        for start in range(0, len(distinct), per_chunk):
+            stop = min(start + per_chunk, len(distinct))
+            rows = ((source_of >= start) & (source_of < stop)).nonzero().squeeze(-1)
+            logits = self.decoder.prefill(
+                g.cache, ids[start:stop], valid[start:stop], rows, source_of[rows] - start
+            )
+            first_logits.append(logits)
+        logits = torch.cat(first_logits)[source_of]  # (N, V)
+
+        g.valid.zero_()
+        g.valid[:, :width] = valid[source_of]
+        prompt_lengths = torch.tensor([len(p) for p in prompts], dtype=torch.long, device=device)
+        generator = None
+        if seed is not None and temperature > 0:
+            generator = torch.Generator(device=device).manual_seed(seed)
+        eos = torch.tensor(eos_ids or [-1], dtype=torch.long, device=device)
+        out_tokens = torch.full((n, max_new_tokens), pad_id, dtype=torch.long, device=device)
+        out_logprobs = torch.zeros((n, max_new_tokens), dtype=torch.float32, device=device)
+        done = torch.zeros(n, dtype=torch.bool, device=device)
+        steps = 0
+        for t in range(max_new_tokens):
+            tokens, logprobs = sample_tokens(logits, temperature, top_p, generator)
+            tokens = tokens.masked_fill(done, pad_id)
+            out_tokens[:, t] = tokens
+            out_logprobs[:, t] = logprobs.masked_fill(done, 0.0)
+            done |= torch.isin(tokens, eos)
+            steps = t + 1
+            if t + 1 == max_new_tokens:
+                break
+            if (t + 1) % FINISH_CHECK_EVERY == 0 and bool(done.all()):
+                break
+            g.tokens.copy_(tokens)
+            g.positions.copy_(prompt_lengths + t)
+            g.slot.fill_(width + t)
+            logits = g.run()
+        return self._collect(out_tokens[:, :steps], out_logprobs[:, :steps], eos_ids)
+
+    @staticmethod
+    def _collect(tokens: torch.Tensor, logprobs: torch.Tensor, eos_ids: list[int]) -> Generation:
+        eos = set(eos_ids)
+        completion_ids, completion_logprobs, truncated = [], [], []
+        for ids, lps in zip(tokens.tolist(), logprobs.tolist(), strict=True):
+            cut = next((k + 1 for k, t in enumerate(ids) if t in eos), None)
+            end = len(ids) if cut is None else cut
+            completion_ids.append(ids[:end])
+            completion_logprobs.append(lps[:end])
+            truncated.append(cut is None)
+        return Generation(completion_ids, completion_logprobs, truncated)

@@ -1,0 +1,52 @@
+"""Temperature and nucleus (top-p) sampling on the device, one token per row.
+
+Draws with the exponential race: ``argmax_i p_i / E_i`` with ``E_i ~ Exp(1)`` picks token i with
+probability ``p_i`` (the Gumbel-max trick in another form, as nano-vllm's sampler draws), so a
+step is a softmax, one random fill and an argmax: no host sync, no ``multinomial``.
+Nucleus sampling keeps the smallest set of tokens whose mass reaches ``top_p`` (Holtzman et
+al. 2020, "The Curious Case of Neural Text Degeneration", §3.1).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def nucleus_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Zero every token outside the top-p nucleus of each row: (N, V) -> (N, V), not renormalised.
+
+    The most likely token always stays, so no row is left empty.
+    """
+    if top_p >= 1.0:
+        return probs
+    sorted_probs, order = probs.sort(dim=-1, descending=True)  # (N, V)
+    mass_before = sorted_probs.cumsum(dim=-1) - sorted_probs  # (N, V)
+    sorted_probs = sorted_probs.masked_fill(mass_before >= top_p, 0.0)
+    return torch.zeros_like(probs).scatter_(-1, order, sorted_probs)
+
+
+def sample_tokens(
+    logits: torch.Tensor,
+    temperature: float,
+    top_p: float = 1.0,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample one token per row of ``logits`` (N, V).
+
+    Returns:
+        ``(tokens, logprobs)``, both (N,): the tokens, and their log-probabilities under
+        ``log_softmax(logits / temperature)`` (before the nucleus cut), which is what the
+        trainer recomputes, so the two can be compared. ``temperature == 0`` is greedy, with
+        log-probabilities at temperature 1.
+    """
+    scaled = logits.float()
+    if temperature > 0:
+        scaled = scaled / temperature
+    logp = torch.log_softmax(scaled, dim=-1)  # (N, V)
+    if temperature == 0:
+        tokens = logp.argmax(dim=-1)
+    else:
+        probs = nucleus_filter(logp.exp(), top_p)
+        race = torch.empty_like(probs).exponential_(1.0, generator=generator)
+        tokens = (probs / race).argmax(dim=-1)
+    return tokens, logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)

@@ -1,0 +1,227 @@
+"""The static-cache sampler on CPU: backend choice, sampler statistics, the runner against
+transformers' generate (greedy tokens, early stop, LoRA), and the log-prob gap it reports."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+from engine.config import RunConfig
+from engine.dataclass_io import ConfigError
+from engine.generation import make_runner
+from engine.generation.backend import resolve_backend, vllm_installed
+from engine.generation.runner import GenerationRunner, distinct_prompts
+from engine.generation.sampler import nucleus_filter, sample_tokens
+from engine.models import ModelSpec, load_model_and_tokenizer
+from engine.sampling import encode_prompts, sample_completions
+from engine.tasks import builtin_task
+from engine.trainers.ppo_math import logprobs_from_logits
+
+
+@pytest.fixture(scope="module")
+def default_model():
+    return load_model_and_tokenizer(ModelSpec(), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def prompt_ids(default_model):
+    _, tok = default_model
+    return encode_prompts(tok, [r["prompt"] for r in builtin_task().eval_rows(3)])
+
+
+# ---- backend --------------------------------------------------------------------------------
+def test_auto_is_compiled_on_cuda_and_hf_on_cpu():
+    assert resolve_backend("auto", "cpu") == "hf"
+    assert resolve_backend("auto", torch.device("cuda")) == "compiled"
+    assert resolve_backend("compiled", "cpu") == "compiled"
+    assert resolve_backend("hf", torch.device("cuda")) == "hf"
+    with pytest.raises(ConfigError, match=r"generation\.backend: must be one of"):
+        resolve_backend("fast", "cpu")
+
+
+def test_config_names_the_field_for_bad_or_missing_backends():
+    assert RunConfig.from_dict({}).generation.backend == "auto"
+    with pytest.raises(ConfigError, match=r"generation\.backend: must be one of auto, hf"):
+        RunConfig.from_dict({"generation": {"backend": "turbo"}})
+    if vllm_installed():
+        pytest.skip("vllm is installed here")
+    with pytest.raises(ConfigError, match=r"generation\.backend: vllm needs the vllm package"):
+        RunConfig.from_dict({"generation": {"backend": "vllm"}})
+
+
+def test_make_runner_follows_the_backend_and_skips_unsupported_models(default_model, caplog):
+    model, _ = default_model
+    assert make_runner(model, "auto", 64) is None  # CPU: transformers' generate
+    assert isinstance(make_runner(model, "compiled", 64), GenerationRunner)
+    gpt2 = torch.nn.Module()
+    gpt2.config = type("C", (), {"model_type": "gpt2"})()
+    gpt2.dummy = torch.nn.Parameter(torch.zeros(1))
+    assert make_runner(gpt2, "compiled", 64) is None
+    assert "model type 'gpt2'" in caplog.text
+
+
+# ---- sampler --------------------------------------------------------------------------------
+def test_temperature_sampling_matches_the_softmax_frequencies():
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0, 0.5]]).repeat(40_000, 1)
+    gen = torch.Generator().manual_seed(0)
+    tokens, logprobs = sample_tokens(logits, 0.7, 1.0, gen)
+    expected = torch.softmax(logits[0] / 0.7, dim=-1)
+    freq = torch.bincount(tokens, minlength=5).double() / len(tokens)
+    assert torch.allclose(freq, expected.double(), atol=0.01)
+    torch.testing.assert_close(logprobs, expected.log()[tokens])
+
+
+def test_top_p_keeps_the_smallest_nucleus_and_renormalises():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]])).repeat(40_000, 1)
+    kept = nucleus_filter(torch.softmax(logits[:1], -1), 0.75)
+    assert kept[0].tolist() == pytest.approx([0.5, 0.3, 0.0, 0.0])
+    tokens, _ = sample_tokens(logits, 1.0, 0.75, torch.Generator().manual_seed(1))
+    freq = torch.bincount(tokens, minlength=4).double() / len(tokens)
+    assert freq[2:].sum() == 0
+    assert freq[0].item() == pytest.approx(0.5 / 0.8, abs=0.01)
+    # a nucleus smaller than the top token still keeps it
+    tokens, _ = sample_tokens(logits[:100], 1.0, 0.1, torch.Generator().manual_seed(2))
+    assert tokens.eq(0).all()
+
+
+def test_greedy_takes_the_argmax_with_temperature_one_logprobs():
+    logits = torch.randn(6, 11)
+    tokens, logprobs = sample_tokens(logits, 0.0)
+    assert tokens.tolist() == logits.argmax(-1).tolist()
+    torch.testing.assert_close(logprobs, torch.log_softmax(logits, -1).max(-1).values)
+
+
+# ---- runner ---------------------------------------------------------------------------------
+def test_distinct_prompts_keep_first_seen_order():
+    assert distinct_prompts([[1, 2], [1, 2], [3], [1, 2], [3]]) == ([[1, 2], [3]], [0, 0, 1, 0, 1])
+
+
+def test_greedy_tokens_equal_transformers_generate(default_model, prompt_ids):
+    model, tok = default_model
+    prompts = [r["prompt"] for r in builtin_task().eval_rows(3)]
+    reference = sample_completions(model, tok, prompts, temperature=0, max_new_tokens=80)
+    runner = GenerationRunner(model)
+    # each prompt twice: one prefill serves both rows of its group
+    out = runner.generate(
+        [p for p in prompt_ids for _ in range(2)],
+        max_new_tokens=80,
+        temperature=0,
+        top_p=1.0,
+        eos_ids=[tok.eos_token_id],
+        pad_id=tok.pad_token_id,
+    )
+    for i, ref in enumerate(reference):
+        assert out.completion_ids[2 * i] == out.completion_ids[2 * i + 1] == ref.token_ids
+        assert out.truncated[2 * i] == ref.truncated
+    assert any(not t for t in out.truncated)  # the default model ends some replies
+
+
+def test_sampler_logprobs_equal_a_full_forward(default_model, prompt_ids):
+    model, tok = default_model
+    out = GenerationRunner(model).generate(
+        prompt_ids,
+        max_new_tokens=24,
+        temperature=0.8,
+        top_p=1.0,
+        eos_ids=[tok.eos_token_id],
+        pad_id=tok.pad_token_id,
+        seed=3,
+    )
+    for p, c, lp in zip(prompt_ids, out.completion_ids, out.logprobs, strict=True):
+        ids = torch.tensor([p + c])
+        with torch.no_grad():
+            logits = model(ids).logits[:, len(p) - 1 : -1] / 0.8
+        full = logprobs_from_logits(logits.float(), torch.tensor([c]))[0]
+        assert (full - torch.tensor(lp)).abs().max().item() < 1e-4
+
+
+def test_stops_once_every_row_has_finished(default_model, prompt_ids):
+    model, tok = default_model
+    runner = GenerationRunner(model)
+    calls = []
+    decode = runner.decoder.decode
+    runner.decoder.decode = lambda *a: calls.append(1) or decode(*a)
+    out = runner.generate(
+        prompt_ids,
+        max_new_tokens=400,
+        temperature=0,
+        top_p=1.0,
+        eos_ids=[tok.eos_token_id],
+        pad_id=tok.pad_token_id,
+    )
+    longest = max(len(c) for c in out.completion_ids)
+    assert not any(out.truncated) and longest < 100
+    assert all(c[-1] == tok.eos_token_id for c in out.completion_ids)
+    assert len(calls) < longest + 8  # the loop ended within one check interval of the last EOS
+
+
+def test_seeded_sampling_is_reproducible(default_model, prompt_ids):
+    model, tok = default_model
+    runner = GenerationRunner(model)
+    kwargs = dict(max_new_tokens=30, temperature=1.0, top_p=0.9, eos_ids=[tok.eos_token_id])
+    a = runner.generate(prompt_ids * 3, pad_id=tok.pad_token_id, seed=5, **kwargs)
+    b = runner.generate(prompt_ids * 3, pad_id=tok.pad_token_id, seed=5, **kwargs)
+    c = runner.generate(prompt_ids * 3, pad_id=tok.pad_token_id, seed=6, **kwargs)
+    assert a.completion_ids == b.completion_ids != c.completion_ids
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "llama-lora"])
+def test_other_layouts_and_lora_match_generate(arch):
+    """GQA with q/k/v biases (Qwen2), and a LoRA model whose adapter is updated in place."""
+    torch.manual_seed(0)
+    common = dict(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        eos_token_id=1,
+        pad_token_id=0,
+    )
+    if arch == "qwen2":
+        model = Qwen2ForCausalLM(Qwen2Config(**common)).eval()
+    else:
+        from peft import LoraConfig, get_peft_model
+
+        base = LlamaForCausalLM(LlamaConfig(**common))
+        model = get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj", "v_proj"]))
+        model.eval()
+    prompts = [[5, 6, 7, 8, 9], [10, 11], [5, 6, 7, 8, 9]]
+    runner = GenerationRunner(model)
+
+    def check():
+        out = runner.generate(
+            prompts, max_new_tokens=12, temperature=0, top_p=1.0, eos_ids=[], pad_id=0
+        )
+        for p, c in zip(prompts, out.completion_ids, strict=True):
+            ref = model.generate(
+                input_ids=torch.tensor([p]), max_new_tokens=12, do_sample=False, eos_token_id=None
+            )
+            assert c == ref[0, len(p) :].tolist()
+
+    check()
+    with torch.no_grad():  # an optimizer step writes in place; the runner must follow it
+        for name, param in model.named_parameters():
+            if "lora_B" in name or (arch == "qwen2" and "q_proj.bias" in name):
+                param.add_(torch.randn_like(param))
+    check()
+
+
+def test_sample_completions_with_a_runner_carries_logprobs(default_model):
+    model, tok = default_model
+    prompts = [r["prompt"] for r in builtin_task().eval_rows(2)]
+    runner = GenerationRunner(model)
+    out = sample_completions(
+        model, tok, prompts, num_samples=3, temperature=0.9, max_new_tokens=20, runner=runner
+    )
+    assert [(s.prompt_index, s.sample_index) for s in out] == [
+        (i, j) for i in range(2) for j in range(3)
+    ]
+    for s in out:
+        assert len(s.logprobs) == len(s.token_ids)
+        assert all(lp <= 0 and math.isfinite(lp) for lp in s.logprobs)
+        assert s.text == tok.decode(s.token_ids, skip_special_tokens=True)

@@ -1,0 +1,95 @@
+"""The static-cache sampler inside real training steps on CPU: TRL's GRPO and RLOO and our PPO
+sample through it, and report how far its log-probabilities are from the trainer's."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from datasets import Dataset
+from transformers import TrainerCallback
+
+from engine import metric_names
+from engine.config import RunConfig
+from engine.models import ModelSpec, load_model_and_tokenizer
+from engine.stop_request import StopRequest
+from engine.tasks import builtin_task
+from engine.trainers.ppo import PPOTrainer
+from engine.trainers.trl_trainers import build_trl_trainer
+from tests.engine.test_ppo_trainer import ListRecorder
+
+
+class LogKeeper(TrainerCallback):
+    def __init__(self) -> None:
+        self.logs: list[dict] = []
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        self.logs.append(dict(logs or {}))
+
+
+def config_for(algorithm: str, backend: str) -> RunConfig:
+    return RunConfig.from_dict(
+        {
+            "algorithm": algorithm,
+            "generation": {"num_generations": 4, "max_completion_length": 24, "backend": backend},
+            "training": {"steps": 1, "prompts_per_step": 2, "save_steps": 0, "eval_samples": 0},
+            "rloo": {"beta": 0.0},
+        }
+    )
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "rloo"])
+def test_trl_step_samples_with_the_runner_and_logs_the_gap(algorithm, tmp_path):
+    config = config_for(algorithm, "compiled")
+    model, tokenizer = load_model_and_tokenizer(ModelSpec(), device="cpu")
+    keeper = LogKeeper()
+    trainer = build_trl_trainer(
+        config,
+        model,
+        tokenizer,
+        Dataset.from_list(builtin_task(0).train_rows(8)),
+        str(tmp_path),
+        [keeper],
+    )
+    assert trainer._runner is not None
+    calls = []
+    generate = trainer._runner.generate
+    trainer._runner.generate = lambda *a, **k: calls.append(len(a[0])) or generate(*a, **k)
+    trainer.train()
+    assert calls == [8]  # 2 prompts x 4 completions, one call
+    logs = next(log for log in keeper.logs if metric_names.GEN_LOGPROB_GAP in log)
+    # float32 on CPU: the sampler and the trainer agree to rounding
+    assert 0 <= logs[metric_names.GEN_LOGPROB_GAP] < 1e-4
+    assert logs[metric_names.GENERATION_TIME] > 0
+    batch = trainer.pop_generation_batch()
+    assert len(batch.completion_ids) == 8 and all(batch.completion_ids)
+
+
+def test_trl_hf_backend_keeps_transformers_generate(tmp_path):
+    model, tokenizer = load_model_and_tokenizer(ModelSpec(), device="cpu")
+    trainer = build_trl_trainer(
+        config_for("grpo", "auto"),  # auto on a CPU: hf
+        model,
+        tokenizer,
+        Dataset.from_list(builtin_task(0).train_rows(8)),
+        str(tmp_path),
+        [],
+    )
+    assert trainer._runner is None
+
+
+def test_ppo_step_samples_with_the_runner_and_records_the_gap(tmp_path):
+    config = config_for("ppo", "compiled")
+    model, tokenizer = load_model_and_tokenizer(ModelSpec(), device="cpu")
+    recorder = ListRecorder()
+    trainer = PPOTrainer(
+        config, model, tokenizer, builtin_task(0).train_rows(8), tmp_path, recorder, StopRequest()
+    )
+    assert trainer.runner is not None
+    metrics, rollout = trainer.train_step(1)
+    assert rollout.sampler_logprobs is not None
+    assert 0 <= metrics[metric_names.GEN_LOGPROB_GAP] < 1e-4
+    assert metrics[metric_names.GENERATION_TIME] > 0
+    mask = rollout.response_mask.bool()
+    assert torch.equal(
+        rollout.sampler_logprobs[~mask], torch.zeros_like(rollout.sampler_logprobs[~mask])
+    )
