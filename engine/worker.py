@@ -152,6 +152,7 @@ def _train(
     from engine.datasets import load_rows
     from engine.evaluation import evaluate
     from engine.models import load_model_and_tokenizer, save_plain_weights
+    from engine.prompts import for_trainer, prompt_format
     from engine.trainers.trl_trainers import build_trl_trainer
 
     run_dir = runs_dir(data_dir) / run_id
@@ -161,6 +162,7 @@ def _train(
     train_rows = load_rows(config.data)
     eval_rows = heldout_rows(config.data, config.training.eval_samples)
     logger.info("%d training prompts, %d held-out prompts", len(train_rows), len(eval_rows))
+    logger.info("Prompts reach the model as %s", prompt_format(tokenizer))
 
     def evaluate_now(policy: Any, step: int) -> dict[str, float]:
         report = evaluate(
@@ -240,7 +242,7 @@ def _train(
         config,
         model,
         tokenizer,
-        Dataset.from_list(train_rows),
+        Dataset.from_list(for_trainer(tokenizer, train_rows)),
         str(run_dir),
         [callback],
         show_progress=show_progress,

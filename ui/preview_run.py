@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.datasets import DatasetError, DataSpec, load_rows
 from engine.models import ModelLoadError, ModelSpec, available_models
+from engine.prompts import PLAIN_TEXT, prompt_format
 from engine.sampling import sample_completions
 from engine.worker import latest_model_dir
 from ui.context import AppContext
@@ -171,9 +172,17 @@ def generate_preview(
         [row.get("answer") for row in rows],
         samples,
         source=f"{name} · {len(rows)} prompts × {request.samples_per_prompt} samples · "
-        f"T={request.temperature:g} · max {request.max_new_tokens} tokens",
+        f"T={request.temperature:g} · max {request.max_new_tokens} tokens · "
+        f"{prompt_note(tokenizer)}",
         model=repr(spec),
     )
+
+
+def prompt_note(tokenizer: Any) -> str:
+    """Which prompt layout the preview used, as the training run will use it too."""
+    if prompt_format(tokenizer) == PLAIN_TEXT:
+        return "prompts as plain text (the tokenizer has no chat template)"
+    return "prompts through the chat template"
 
 
 def _shift(samples: Sequence[Any], offset: int) -> list[Any]:
