@@ -339,6 +339,8 @@ def load_model_and_tokenizer(
         if isinstance(exc, ValueError) and "gguf" not in str(exc).lower():
             raise ModelLoadError(f"model {spec.name_or_path!r} failed to load: {exc}") from exc
         raise _unavailable(spec.name_or_path, exc) from exc
+    if spec.gguf_file:
+        drop_gguf_quantization(model)
     if not spec.load_in_4bit:
         model.to(dev)
     if model.generation_config is not None and model.generation_config.pad_token_id is None:
@@ -354,6 +356,24 @@ def load_model_and_tokenizer(
         ", LoRA" if spec.lora else "",
     )
     return model, tokenizer
+
+
+def drop_gguf_quantization(model: Any) -> None:
+    """Mark a model loaded from GGUF as the plain model it is.
+
+    transformers dequantises GGUF tensors to ``dtype`` on load (``GgufHfQuantizer``), yet keeps
+    the quantizer and ``config.quantization_config`` on the model, so the Trainer refuses to fine
+    tune it ("You cannot perform fine-tuning on purely quantized models", or "quantized with
+    QuantizationMethod.GGUF but that quantization method do not support training" under LoRA).
+    The weights are ordinary tensors: dropping the markers makes it train and save like any
+    other model.
+    """
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if "quantization_method" in vars(model):
+        del model.quantization_method
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
 
 
 def _four_bit_kwargs(device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
