@@ -233,16 +233,23 @@ def parameter_count(spec: ModelSpec) -> int | None:
         return None
 
 
-@functools.lru_cache(maxsize=32)
 def _count_from_config(name_or_path: str, gguf_file: str | None) -> int:
-    from accelerate import init_empty_weights
+    return sum(p.numel() for p in meta_model(name_or_path, gguf_file).parameters())
+
+
+@functools.lru_cache(maxsize=32)
+def meta_model(name_or_path: str, gguf_file: str | None = None) -> Any:
+    """The model built from its config alone, parameters on the meta device (shapes, no memory,
+    nothing downloaded beyond the config). Raises ``OSError``/``ValueError`` when the config
+    cannot be read from here."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
     config = AutoConfig.from_pretrained(name_or_path, **kwargs)
-    with init_empty_weights():  # parameters on the meta device: shapes, no memory
-        model = AutoModelForCausalLM.from_config(config)
-    return sum(p.numel() for p in model.parameters())
+    # Built on the meta device (accelerate's init_empty_weights would leave tied input and
+    # output embeddings untied, counting them twice).
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(config)
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:

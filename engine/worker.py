@@ -151,12 +151,17 @@ def _train(
 
     from engine.datasets import load_rows
     from engine.evaluation import evaluate
+    from engine.memory import describe, local_card_bytes, with_default_micro_batch
     from engine.models import load_model_and_tokenizer, save_plain_weights
     from engine.prompts import for_trainer, prompt_format
     from engine.trainers.trl_trainers import build_trl_trainer
 
     run_dir = runs_dir(data_dir) / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
+    card = local_card_bytes()
+    if card is not None:  # on a GPU, an empty micro-batch is sized to the card
+        config = with_default_micro_batch(config, card)
+    logger.info("%s", describe(config, card))
     logger.info("Loading model %s", config.model.name_or_path)
     model, tokenizer = load_model_and_tokenizer(config.model)
     train_rows = load_rows(config.data)
