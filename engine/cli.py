@@ -30,21 +30,30 @@ def _load_config(path: str):
 
 def cmd_train(args: argparse.Namespace) -> int:
     from engine import worker
-    from engine.launcher import CONFIG_FILE, Launcher, worker_command
+    from engine.launcher import CONFIG_FILE, Launcher, run_command
     from engine.memory import describe, local_card_bytes
     from storage.schema import RunStatus
 
     config = _load_config(args.config)
     launcher = Launcher(_data_dir(args.data_dir))
+    # Before anything touches CUDA: this run sees only its GPUs (the free ones, else the least
+    # busy: a foreground run does not wait).
+    active = [r.id for r in launcher.list() if r.status == RunStatus.RUNNING]
+    assignment = launcher.assign(config, active, launcher.max_concurrent, wait=False)
+    if assignment.gpu_ids:
+        os.environ.update(assignment.env())
     run_id = launcher.record(config, pid=os.getpid())
+    if assignment.gpu_ids:
+        assignment.save(launcher.run_dir(run_id))
     print(
         f"run {run_id}: {config.algorithm} for {config.training.steps} steps; "
         f"data in {launcher.data_dir}"
+        + (f"; GPUs {assignment.env()['CUDA_VISIBLE_DEVICES']}" if assignment.gpu_ids else "")
     )
     print(describe(config, local_card_bytes()))
     config_path = launcher.run_dir(run_id) / CONFIG_FILE
     if config.training.num_gpus > 1:  # one process per GPU, started as the dashboard starts them
-        cmd = worker_command(config_path, run_id, launcher.data_dir, config.training.num_gpus)
+        cmd = run_command(config, launcher.run_dir(run_id), run_id, launcher.data_dir)
         returncode = subprocess.call(cmd)  # Ctrl-C reaches every process of the foreground group
         status = _final_status(launcher.data_dir, run_id, returncode)
     else:

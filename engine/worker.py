@@ -77,6 +77,9 @@ def run(
     ``stop`` is a request whose signal handlers the caller installed early; without one, the
     handlers are installed here.
     """
+    from engine.devices import apply_cpu_share
+
+    apply_cpu_share()  # the launcher's share of the cores, before torch starts its threads
     data_dir = Path(data_dir)
     main = is_main_process()
     db = Database(db_path(data_dir)) if main else None
@@ -163,7 +166,11 @@ def _train(
         config = with_default_micro_batch(config, card)
     logger.info("%s", describe(config, card))
     logger.info("Loading model %s", config.model.name_or_path)
-    model, tokenizer = load_model_and_tokenizer(config.model)
+    spec, device = config.model, None
+    if config.training.distributed == "fsdp":  # every rank loads onto the CPU; FSDP shards it
+        device = "cpu"
+        spec = replace(spec, dtype="bfloat16") if spec.dtype == "auto" else spec
+    model, tokenizer = load_model_and_tokenizer(spec, device=device)
     train_rows = load_rows(config.data)
     eval_rows = heldout_rows(config.data, config.training.eval_samples)
     logger.info("%d training prompts, %d held-out prompts", len(train_rows), len(eval_rows))
