@@ -30,26 +30,46 @@ def _load_config(path: str):
 
 def cmd_train(args: argparse.Namespace) -> int:
     from engine import worker
-    from engine.launcher import CONFIG_FILE, Launcher, worker_command
+    from engine.launcher import CONFIG_FILE, Launcher, run_command
+    from engine.memory import describe, local_card_bytes
     from storage.schema import LOCAL_OWNER, RunStatus
 
     config = _load_config(args.config)
     launcher = Launcher(_data_dir(args.data_dir))
+    # Before anything touches CUDA: this run sees only its GPUs (the free ones, else the least
+    # busy: a foreground run does not wait).
+    active = [r.id for r in launcher.list() if r.status == RunStatus.RUNNING]
+    assignment = launcher.assign(config, active, launcher.max_concurrent, wait=False)
+    if assignment.gpu_ids:
+        os.environ.update(assignment.env())
     # The command line is the machine's operator: its runs belong to the local owner.
     run_id = launcher.record(config, pid=os.getpid(), owner=LOCAL_OWNER)
+    if assignment.gpu_ids:
+        assignment.save(launcher.run_dir(run_id))
     print(
         f"run {run_id}: {config.algorithm} for {config.training.steps} steps; "
         f"data in {launcher.data_dir}"
+        + (f"; GPUs {assignment.env()['CUDA_VISIBLE_DEVICES']}" if assignment.gpu_ids else "")
     )
+    print(describe(config, local_card_bytes()))
     config_path = launcher.run_dir(run_id) / CONFIG_FILE
     if config.training.num_gpus > 1:  # one process per GPU, started as the dashboard starts them
-        cmd = worker_command(config_path, run_id, launcher.data_dir, config.training.num_gpus)
+        cmd = run_command(config, launcher.run_dir(run_id), run_id, launcher.data_dir)
         returncode = subprocess.call(cmd)  # Ctrl-C reaches every process of the foreground group
         status = _final_status(launcher.data_dir, run_id, returncode)
     else:
         status = worker.run(config_path, run_id, launcher.data_dir, show_progress=True)
     print(f"run {run_id}: {status}")
     return 0 if status != RunStatus.FAILED else 1
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from engine.memory import GIB, describe, local_card_bytes
+
+    config = _load_config(args.config)
+    card = local_card_bytes() if args.card_gib is None else int(args.card_gib * GIB)
+    print(describe(config, card))
+    return 0
 
 
 def _final_status(data_dir: Path, run_id: str, returncode: int) -> str:
@@ -163,6 +183,16 @@ def cmd_export_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_gib(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1e6:
+        raise argparse.ArgumentTypeError(f"must be a number of GiB > 0, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -180,6 +210,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("train", cmd_train, "Train a config in the foreground, with a progress bar.")
     p.add_argument("config", help="run config YAML (see export-config)")
+    p = add(
+        "estimate",
+        cmd_estimate,
+        "Print a config's estimated peak GPU memory, by term.",
+        scan=False,  # reads only the config and the model's config
+    )
+    p.add_argument("config", help="run config YAML")
+    p.add_argument(
+        "--card-gib",
+        type=_positive_gib,
+        default=None,
+        help="estimate for a GPU of this many GiB (default: this machine's GPU, else the CPU)",
+    )
     p = add(
         "run",
         cmd_run,

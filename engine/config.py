@@ -29,6 +29,7 @@ PPO_KL_MODES = ("fixed", "adaptive")
 PPO_REWARD_NORMALIZATION = ("none", "batch", "running")
 PPO_VALUE_MODELS = ("shared", "separate")
 GENERATION_BACKENDS = ("auto", "hf", "compiled", "vllm")
+DISTRIBUTED = ("ddp", "fsdp")
 
 
 def _help(text: str, choices: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -317,6 +318,22 @@ class TrainingSettings:
         default=1,
         metadata=_help("Processes for data-parallel training (>1 starts `accelerate launch`)."),
     )
+    gpu_ids: str = field(
+        default="",
+        metadata=_help(
+            "GPUs this run uses, as nvidia-smi numbers them (e.g. 0 or 0,2; as many as num_gpus); "
+            "empty = the free ones with the most free memory."
+        ),
+    )
+    distributed: str = field(
+        default="ddp",
+        metadata=_help(
+            "With several GPUs: ddp (a full copy of the model per GPU) or fsdp (weights, "
+            "gradients and optimizer sharded over the GPUs, for full fine-tunes that do not fit "
+            "one card).",
+            DISTRIBUTED,
+        ),
+    )
     report_to: list[str] = field(
         default_factory=list,
         metadata=_help(
@@ -345,6 +362,39 @@ class TrainingSettings:
         _check_range("training.eval_samples", self.eval_samples, 0, 100_000)
         _check_range("training.samples_per_log", self.samples_per_log, 0, 4096)
         _check_range("training.num_gpus", self.num_gpus, 1, 64)
+        self.gpu_ids = self._normalized_gpu_ids()
+        if self.distributed == "fsdp" and self.num_gpus < 2:
+            raise ConfigError(
+                "training.distributed",
+                "fsdp shards the model over several GPUs; set num_gpus to 2 or more, or use ddp",
+            )
+
+    def _normalized_gpu_ids(self) -> str:
+        if not isinstance(self.gpu_ids, str):
+            raise ConfigError("training.gpu_ids", f"must be text like 0,1, got {self.gpu_ids!r}")
+        parts = [p.strip() for p in self.gpu_ids.split(",") if p.strip()]
+        if not parts:
+            return ""
+        if not all(p.isdigit() and int(p) < 1024 for p in parts):
+            raise ConfigError(
+                "training.gpu_ids",
+                f"must be GPU numbers separated by commas (e.g. 0,1), got {self.gpu_ids!r}",
+            )
+        ids = [int(p) for p in parts]
+        if len(set(ids)) != len(ids):
+            raise ConfigError("training.gpu_ids", f"lists a GPU twice: {self.gpu_ids!r}")
+        if len(ids) != self.num_gpus:
+            raise ConfigError(
+                "training.gpu_ids",
+                f"names {len(ids)} GPUs for num_gpus {self.num_gpus}; name exactly {self.num_gpus}"
+                " or leave it empty",
+            )
+        return ",".join(map(str, ids))
+
+    @property
+    def gpu_list(self) -> list[int]:
+        """``gpu_ids`` as numbers ([] = pick free GPUs)."""
+        return [int(p) for p in self.gpu_ids.split(",") if p]
 
 
 @dataclass
@@ -367,6 +417,11 @@ class RunConfig:
         if len(self.name) > 200:
             raise ConfigError("name", f"must be at most 200 characters, got {len(self.name)}")
         self._check_batch_rule()
+        if self.training.distributed == "fsdp" and self.model.load_in_4bit:
+            raise ConfigError(
+                "training.distributed",
+                "fsdp cannot shard 4-bit weights; turn model.load_in_4bit off or use ddp",
+            )
         if self.algorithm == "ppo":
             self.ppo.check_batch(self.completions_per_step // self.training.num_gpus)
 

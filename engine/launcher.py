@@ -3,8 +3,10 @@
 A run is started from its saved config with ``python -m engine run`` (or ``accelerate launch``
 for several GPUs), without a shell, in its own session so it outlives a restart of the web
 server. Stopping sends SIGTERM to the run's process group: the worker finishes its step, saves a
-checkpoint and records ``stopped``. At most ``max_concurrent`` runs train at once; later ones wait
-``queued`` and start as slots free up.
+checkpoint and records ``stopped``. At most ``max_concurrent`` runs train at once (default: one
+per GPU, or one on a machine without GPUs); later ones wait ``queued`` and start as slots and
+GPUs free up. Each worker sees only its own GPUs, or on CPU its share of the cores
+(:mod:`engine.devices`).
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 
 from engine.checkpoints import latest_checkpoint
 from engine.config import RunConfig
+from engine.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
+from engine.distributed import launch_args, layer_class, write_fsdp_config
+from engine.models import resolve_spec
 from engine.preflight import check_inputs
 from storage import runs as run_store
 from storage.db import Database
@@ -47,8 +53,15 @@ class LaunchError(RuntimeError):
     """A run cannot be started, stopped, resumed or deleted in its current state."""
 
 
-def worker_command(config_path: Path, run_id: str, data_dir: Path, num_gpus: int) -> list[str]:
-    """The argv that runs one worker; several GPUs go through ``accelerate launch``."""
+def worker_command(
+    config_path: Path,
+    run_id: str,
+    data_dir: Path,
+    num_gpus: int,
+    fsdp_config: Path | None = None,
+) -> list[str]:
+    """The argv that runs one worker; several GPUs go through ``accelerate launch`` (with
+    ``fsdp_config``, FSDP as that file sets it; else DDP)."""
     args = [
         "-m",
         "engine",
@@ -64,17 +77,21 @@ def worker_command(config_path: Path, run_id: str, data_dir: Path, num_gpus: int
             sys.executable,
             "-m",
             "accelerate.commands.launch",
-            "--num_processes",
-            str(num_gpus),
-            "--num_machines",
-            "1",
-            "--mixed_precision",
-            "no",  # the trainer sets bf16 itself where the GPU supports it
-            "--dynamo_backend",
-            "no",
+            *launch_args(num_gpus, fsdp_config),
             *args,
         ]
     return [sys.executable, *args]
+
+
+def run_command(config: RunConfig, run_dir: Path, run_id: str, data_dir: Path) -> list[str]:
+    """The worker argv of a recorded run; writes the run's FSDP config file when it uses FSDP."""
+    t = config.training
+    fsdp_config = None
+    if t.num_gpus > 1 and t.distributed == "fsdp":
+        spec = resolve_spec(config.model)
+        layer_cls = layer_class(spec.name_or_path.strip(), spec.gguf_file)
+        fsdp_config = write_fsdp_config(run_dir, t.num_gpus, layer_cls)
+    return worker_command(run_dir / CONFIG_FILE, run_id, data_dir, t.num_gpus, fsdp_config)
 
 
 def process_alive(pid: int | None, started_at: float | None = None) -> bool:
@@ -94,12 +111,23 @@ def process_alive(pid: int | None, started_at: float | None = None) -> bool:
 class Launcher:
     """Owns the lifecycle of worker processes for one data dir."""
 
-    def __init__(self, data_dir: str | Path, *, max_concurrent: int | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        max_concurrent: int | None = None,
+        gpus: Callable[[], list[Gpu]] = list_gpus,
+    ) -> None:
         self.data_dir = Path(data_dir)
-        self.max_concurrent = max_concurrent or int(
-            os.environ.get("STUDIO_MAX_CONCURRENT_RUNS", "1")
-        )
+        self._gpus = gpus
+        env_limit = os.environ.get("STUDIO_MAX_CONCURRENT_RUNS", "").strip()
+        self._max_concurrent = max_concurrent or (int(env_limit) if env_limit else None)
         self._children: dict[str, subprocess.Popen] = {}
+
+    @property
+    def max_concurrent(self) -> int:
+        """Runs that train at once: as set, else one per GPU (one without GPUs)."""
+        return self._max_concurrent or max(1, len(self._gpus()))
 
     def _db(self) -> Database:
         return Database(db_path(self.data_dir))
@@ -168,13 +196,18 @@ class Launcher:
         finishing workers dispatching at once never start more runs than the limit.
         """
         started = []
+        slots = self.max_concurrent
         with self._dispatch_lock(), self._db() as db:
             self.scan()
-            while len(run_store.list_runs(db, statuses=ACTIVE)) < self.max_concurrent:
+            while len(active := run_store.list_runs(db, statuses=ACTIVE)) < slots:
                 run = run_store.next_queued(db)
                 if run is None:
                     break
-                self._spawn(db, run.id)
+                config = RunConfig.load(self.run_dir(run.id) / CONFIG_FILE)
+                assignment = self.assign(config, [r.id for r in active], slots)
+                if assignment is None:  # its GPUs are taken: it waits, and so do later runs
+                    break
+                self._spawn(db, run.id, config, assignment)
                 started.append(run.id)
         return started
 
@@ -185,11 +218,29 @@ class Launcher:
             fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
             yield
 
-    def _spawn(self, db: Database, run_id: str) -> None:
+    def assign(
+        self, config: RunConfig, active_ids: list[str], slots: int, *, wait: bool = True
+    ) -> Assignment | None:
+        """The GPUs (or, without GPUs, CPU cores) a run gets next to the ``active_ids`` runs;
+        None when its GPUs are taken and ``wait`` (else it shares the least busy ones)."""
+        held = [Assignment.load(self.run_dir(run_id)) for run_id in active_ids]
+        gpus = self._gpus()
+        if not gpus:
+            taken = {c for a in held for c in a.cpu_cores}
+            return Assignment(cpu_cores=core_share(machine_cores(), slots, taken))
+        t = config.training
+        taken = {g for a in held for g in a.gpu_ids}
+        ids = pick_gpus(gpus, taken, t.num_gpus, t.gpu_list)
+        if not ids and not wait:
+            ids = t.gpu_list or pick_gpus(gpus, (), t.num_gpus, [])
+        return Assignment(gpu_ids=ids) if ids else None
+
+    def _spawn(self, db: Database, run_id: str, config: RunConfig, assignment: Assignment) -> None:
         run_dir = self.run_dir(run_id)
-        config = RunConfig.load(run_dir / CONFIG_FILE)
-        cmd = worker_command(run_dir / CONFIG_FILE, run_id, self.data_dir, config.training.num_gpus)
+        cmd = run_command(config, run_dir, run_id, self.data_dir)
         env = {**os.environ, "STUDIO_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1"}
+        env.update(assignment.env())
+        assignment.save(run_dir)
         with open(run_dir / WORKER_LOG, "ab") as log:
             proc = subprocess.Popen(
                 cmd,

@@ -233,16 +233,23 @@ def parameter_count(spec: ModelSpec) -> int | None:
         return None
 
 
-@functools.lru_cache(maxsize=32)
 def _count_from_config(name_or_path: str, gguf_file: str | None) -> int:
-    from accelerate import init_empty_weights
+    return sum(p.numel() for p in meta_model(name_or_path, gguf_file).parameters())
+
+
+@functools.lru_cache(maxsize=32)
+def meta_model(name_or_path: str, gguf_file: str | None = None) -> Any:
+    """The model built from its config alone, parameters on the meta device (shapes, no memory,
+    nothing downloaded beyond the config). Raises ``OSError``/``ValueError`` when the config
+    cannot be read from here."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
     config = AutoConfig.from_pretrained(name_or_path, **kwargs)
-    with init_empty_weights():  # parameters on the meta device: shapes, no memory
-        model = AutoModelForCausalLM.from_config(config)
-    return sum(p.numel() for p in model.parameters())
+    # Built on the meta device (accelerate's init_empty_weights would leave tied input and
+    # output embeddings untied, counting them twice).
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(config)
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
@@ -339,6 +346,8 @@ def load_model_and_tokenizer(
         if isinstance(exc, ValueError) and "gguf" not in str(exc).lower():
             raise ModelLoadError(f"model {spec.name_or_path!r} failed to load: {exc}") from exc
         raise _unavailable(spec.name_or_path, exc) from exc
+    if spec.gguf_file:
+        drop_gguf_quantization(model)
     if not spec.load_in_4bit:
         model.to(dev)
     if model.generation_config is not None and model.generation_config.pad_token_id is None:
@@ -354,6 +363,24 @@ def load_model_and_tokenizer(
         ", LoRA" if spec.lora else "",
     )
     return model, tokenizer
+
+
+def drop_gguf_quantization(model: Any) -> None:
+    """Mark a model loaded from GGUF as the plain model it is.
+
+    transformers dequantises GGUF tensors to ``dtype`` on load (``GgufHfQuantizer``), yet keeps
+    the quantizer and ``config.quantization_config`` on the model, so the Trainer refuses to fine
+    tune it ("You cannot perform fine-tuning on purely quantized models", or "quantized with
+    QuantizationMethod.GGUF but that quantization method do not support training" under LoRA).
+    The weights are ordinary tensors: dropping the markers makes it train and save like any
+    other model.
+    """
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if "quantization_method" in vars(model):
+        del model.quantization_method
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
 
 
 def _four_bit_kwargs(device: torch.device, dtype: torch.dtype) -> dict[str, Any]:

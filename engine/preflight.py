@@ -23,6 +23,7 @@ from engine.models import ModelLoadError, ModelSpec, model_offline, resolve_spec
 def check_inputs(config: RunConfig) -> None:
     """Raise ``ConfigError`` when the run's GPUs, model or data cannot be used as configured."""
     check_gpus(config.training.num_gpus)
+    check_gpu_ids(config.training.gpu_list)
     check_model(config.model)
     if config.data.source == "file" or (config.data.source == "hub" and hub_offline()):
         try:
@@ -39,6 +40,23 @@ def check_gpus(num_gpus: int) -> None:
             "training.num_gpus",
             f"{num_gpus} GPUs asked for, and this machine has {available}; set it to 1"
             + (f" or up to {available}" if available > 1 else ""),
+        )
+
+
+def check_gpu_ids(ids: list[int]) -> None:
+    """GPUs named in ``training.gpu_ids`` exist here (as nvidia-smi numbers them)."""
+    if not ids:
+        return
+    from engine.devices import list_gpus
+
+    here = sorted(g.index for g in list_gpus())
+    missing = [i for i in ids if i not in here]
+    if missing:
+        have = f"GPUs {', '.join(map(str, here))}" if here else "no GPU"
+        raise ConfigError(
+            "training.gpu_ids",
+            f"GPU {', '.join(map(str, missing))} is not on this machine, which has {have}; "
+            "leave it empty to use the free ones",
         )
 
 

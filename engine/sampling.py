@@ -10,10 +10,9 @@ from typing import Any
 import torch
 
 from engine.generation.runner import GenerationRunner
+from engine.prompts import Prompt, adds_special_tokens, render_prompt
 
 logger = logging.getLogger(__name__)
-
-Prompt = str | Sequence[dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -38,31 +37,12 @@ class GeneratedSample:
     logprobs: list[float] | None = None
 
 
-def render_prompt(tokenizer: Any, prompt: Prompt) -> str:
-    """Prompt text as the model sees it.
-
-    Chat prompts (lists of ``{"role", "content"}``) go through the tokenizer's chat template
-    with the generation prompt appended; tokenizers without a template get the contents joined
-    by blank lines. Plain strings pass through unchanged.
-    """
-    if isinstance(prompt, str):
-        return prompt
-    messages = list(prompt)
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or "role" not in m or "content" not in m:
-            raise ValueError(f"prompt message {i} must be a dict with 'role' and 'content'")
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return "\n\n".join(m["content"] for m in messages) + "\n\n"
-
-
 def encode_prompts(tokenizer: Any, prompts: Sequence[Prompt]) -> list[list[int]]:
     """Token ids of each prompt as :func:`render_prompt` lays it out (no padding)."""
     encoded = []
     for p in prompts:
         text = render_prompt(tokenizer, p)
-        # Chat templates write their own special tokens; plain text gets the tokenizer's.
-        ids = tokenizer(text, add_special_tokens=isinstance(p, str))["input_ids"]
+        ids = tokenizer(text, add_special_tokens=adds_special_tokens(tokenizer, p))["input_ids"]
         encoded.append(list(ids))
     return encoded
 

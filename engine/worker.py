@@ -94,6 +94,9 @@ def run(
     ``stop`` is a request whose signal handlers the caller installed early; without one, the
     handlers are installed here.
     """
+    from engine.devices import apply_cpu_share
+
+    apply_cpu_share()  # the launcher's share of the cores, before torch starts its threads
     data_dir = Path(data_dir)
     main = is_main_process()
     db = Database(db_path(data_dir)) if main else None
@@ -168,16 +171,27 @@ def _train(
 
     from engine.datasets import load_rows
     from engine.evaluation import evaluate
+    from engine.memory import describe, local_card_bytes, with_default_micro_batch
     from engine.models import load_model_and_tokenizer, save_plain_weights
+    from engine.prompts import for_trainer, prompt_format
     from engine.trainers.trl_trainers import build_trl_trainer
 
     run_dir = runs_dir(data_dir) / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
+    card = local_card_bytes()
+    if card is not None:  # on a GPU, an empty micro-batch is sized to the card
+        config = with_default_micro_batch(config, card)
+    logger.info("%s", describe(config, card))
     logger.info("Loading model %s", config.model.name_or_path)
-    model, tokenizer = load_model_and_tokenizer(config.model)
+    spec, device = config.model, None
+    if config.training.distributed == "fsdp":  # every rank loads onto the CPU; FSDP shards it
+        device = "cpu"
+        spec = replace(spec, dtype="bfloat16") if spec.dtype == "auto" else spec
+    model, tokenizer = load_model_and_tokenizer(spec, device=device)
     train_rows = load_rows(config.data)
     eval_rows = heldout_rows(config.data, config.training.eval_samples)
     logger.info("%d training prompts, %d held-out prompts", len(train_rows), len(eval_rows))
+    logger.info("Prompts reach the model as %s", prompt_format(tokenizer))
 
     def evaluate_now(policy: Any, step: int) -> dict[str, float]:
         report = evaluate(
@@ -253,7 +267,7 @@ def _train(
         config,
         model,
         tokenizer,
-        Dataset.from_list(train_rows),
+        Dataset.from_list(for_trainer(tokenizer, train_rows)),
         str(run_dir),
         [callback],
         show_progress=show_progress,

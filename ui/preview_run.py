@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from engine.datasets import DatasetError, DataSpec, load_rows
+from engine.devices import bounded_threads, preview_threads
 from engine.models import ModelLoadError, ModelSpec, available_models
+from engine.prompts import PLAIN_TEXT, prompt_format
 from engine.sampling import sample_completions
 from engine.worker import latest_model_dir
+from storage.schema import RunStatus
 from ui.context import AppContext
 from ui.preview_state import PreviewCache
 
@@ -154,15 +157,17 @@ def generate_preview(
             0.1 + 0.9 * start / len(prompts),
             f"Generating: prompt {start + 1} of {len(prompts)}",
         )
-        chunk = sample_completions(
-            model,
-            tokenizer,
-            prompts[start : start + per_call],
-            num_samples=int(request.samples_per_prompt),
-            temperature=float(request.temperature),
-            max_new_tokens=int(request.max_new_tokens),
-            seed=int(request.seed) + start,
-        )
+        # Re-read each chunk: a run may have started or ended since the last one.
+        with bounded_threads(preview_thread_count(ctx)):
+            chunk = sample_completions(
+                model,
+                tokenizer,
+                prompts[start : start + per_call],
+                num_samples=int(request.samples_per_prompt),
+                temperature=float(request.temperature),
+                max_new_tokens=int(request.max_new_tokens),
+                seed=int(request.seed) + start,
+            )
         samples.extend(_shift(chunk, start))
     progress(1.0, "Scoring")
     name = Path(spec.name_or_path).name or spec.name_or_path
@@ -171,9 +176,23 @@ def generate_preview(
         [row.get("answer") for row in rows],
         samples,
         source=f"{name} · {len(rows)} prompts × {request.samples_per_prompt} samples · "
-        f"T={request.temperature:g} · max {request.max_new_tokens} tokens",
+        f"T={request.temperature:g} · max {request.max_new_tokens} tokens · "
+        f"{prompt_note(tokenizer)}",
         model=repr(spec),
     )
+
+
+def preview_thread_count(ctx: AppContext) -> int:
+    """Threads the preview may use: the cores no training worker holds (at least one)."""
+    running = sum(1 for run in ctx.launcher.list() if run.status == RunStatus.RUNNING)
+    return preview_threads(running, ctx.launcher.max_concurrent)
+
+
+def prompt_note(tokenizer: Any) -> str:
+    """Which prompt layout the preview used, as the training run will use it too."""
+    if prompt_format(tokenizer) == PLAIN_TEXT:
+        return "prompts as plain text (the tokenizer has no chat template)"
+    return "prompts through the chat template"
 
 
 def _shift(samples: Sequence[Any], offset: int) -> list[Any]:

@@ -15,6 +15,7 @@ import gradio as gr
 
 from engine.config import RunConfig, documented_yaml, pretrained_summary
 from engine.dataclass_io import ConfigError
+from engine.memory import describe, local_card_bytes
 from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec, available_models
 from rewards.spec import RewardSpec
 from ui import spec_io, train_form
@@ -103,7 +104,8 @@ def reward_summary(spec_dict: dict | None) -> str:
 
 
 def run_summary(config: RunConfig) -> str:
-    """One line on the size of a run, and the memory hint users need most."""
+    """One line on the size of a run, and its estimated peak memory with the knob that lowers
+    the biggest term (for this machine's GPU, else for the CPU)."""
     t, g = config.training, config.generation
     evals = (
         f"held-out eval on {t.eval_samples} prompts"
@@ -114,9 +116,8 @@ def run_summary(config: RunConfig) -> str:
     return (
         f"**{config.algorithm.upper()}: {t.steps} steps × {t.prompts_per_step} prompts × "
         f"{g.num_generations} generations = {config.completions_per_step} completions per "
-        f"step**, up to {g.max_completion_length} new tokens each; {evals}. "
-        "<small>Memory grows with generations × max completion length: lower micro batch "
-        "size (Advanced) if it runs out.</small>"
+        f"step**, up to {g.max_completion_length} new tokens each; {evals}.\n\n"
+        f"<small>{escape(describe(config, local_card_bytes()))}</small>"
     )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engine.models import ModelSpec, load_model_and_tokenizer
-from engine.sampling import render_prompt, sample_completions
+from engine.prompts import render_prompt
+from engine.sampling import sample_completions
 from engine.tasks import builtin_task
 
 pytestmark = pytest.mark.slow

@@ -105,6 +105,7 @@ def test_a_train_form_error_is_shown_on_its_field(page: Page):
     set_number(page, "train-training-steps", 5)
     expect(page.locator("#train-error-training-steps")).to_be_hidden()
     expect(page.locator("#train-summary")).to_contain_text("5 steps")
+    expect(page.locator("#train-summary")).to_contain_text("Estimated peak memory per device")
 
 
 def test_a_pretrained_model_gets_suggested_settings(page: Page):

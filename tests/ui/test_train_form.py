@@ -130,3 +130,16 @@ def test_suggestions_follow_the_model(fields):
         values[paths.index(path)] = value
     config = build_config(inputs(), fields, values)  # the suggestions form a valid config
     assert config.generation.max_completion_length == 256
+
+
+def test_summary_shows_the_memory_estimate_and_follows_the_micro_batch(fields):
+    from ui.train import run_summary
+
+    values = defaults(fields)
+    micro = [f.path for f in fields].index("training.micro_batch_size")
+    whole = run_summary(build_config(inputs(), fields, values))
+    values[micro] = "8"
+    smaller = run_summary(build_config(inputs(), fields, values))
+    assert "Estimated peak memory per device" in whole
+    assert "lower it with training.micro_batch_size" in whole
+    assert "micro-batches of 64" in whole and "micro-batches of 8" in smaller

@@ -1,0 +1,144 @@
+"""The peak-memory estimate against a real GPU run with the micro-batch it picks.
+
+A random-init Qwen2 with Qwen2.5-0.5B's shape (494M parameters, vocabulary 151,936, bf16) and a
+word-level tokenizer covering its whole vocabulary are built here (nothing is downloaded). For
+GRPO and PPO at 32 prompts x 8 completions x 256 new tokens, with ``micro_batch_size`` left
+empty, each algorithm trains ``--steps`` steps through ``python -m engine train`` in its own
+process; the process reports CUDA's peak allocated and reserved memory. Ends with one JSON line:
+per algorithm the picked micro-batch, the estimate, the measured peaks and the run's status.
+
+    python bench/memory_estimate.py --steps 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.config import RunConfig  # noqa: E402
+from engine.memory import GIB, estimate, model_shape, with_default_micro_batch  # noqa: E402
+
+VOCAB = 151_936
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "[UNK]"]
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> "
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|> assistant {% endif %}"
+)
+QUESTION = "Tom has 12 apples and buys 7 more . How many apples does he have now ?"
+WORDS = QUESTION.split(" ")
+
+# Runs one config in this process as `engine train` does, then prints CUDA's peaks.
+CHILD = """
+import json, sys, torch
+from engine.cli import main
+code = main(["train", sys.argv[1], "--data-dir", sys.argv[2]])
+gpu = torch.cuda.is_available()
+print(json.dumps({"exit": code, "allocated": torch.cuda.max_memory_allocated() if gpu else 0,
+                  "reserved": torch.cuda.max_memory_reserved() if gpu else 0}))
+"""
+
+
+def build_model(folder: Path, layers: int) -> None:
+    """Random-init Qwen2 of Qwen2.5-0.5B's shape with a tokenizer that decodes every id."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + sorted(set(WORDS)))}
+    vocab.update({f"w{i}": i for i in range(len(vocab), VOCAB)})
+    core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="[UNK]"
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    config = Qwen2Config(
+        vocab_size=VOCAB,
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=layers,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+        eos_token_id=vocab["<|im_end|>"],
+        pad_token_id=vocab["<|endoftext|>"],
+    )
+    torch.manual_seed(0)
+    Qwen2ForCausalLM(config).to(torch.bfloat16).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def run_config(algorithm: str, model_dir: Path, data: Path, args: argparse.Namespace) -> RunConfig:
+    return RunConfig.from_dict(
+        {
+            "algorithm": algorithm,
+            "model": {"name_or_path": str(model_dir)},
+            "data": {"source": "file", "path": str(data), "split": "all"},
+            "generation": {"num_generations": 8, "max_completion_length": args.tokens},
+            "training": {
+                "steps": args.steps,
+                "prompts_per_step": args.prompts,
+                "eval_samples": 0,
+                "save_steps": 0,
+                "samples_per_log": 0,
+            },
+        }
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--prompts", type=int, default=32)
+    parser.add_argument("--tokens", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=24, help="fewer for a CPU smoke run")
+    args = parser.parse_args()
+    import torch
+
+    gpu = torch.cuda.is_available()
+    name = torch.cuda.get_device_name(0) if gpu else "cpu (estimates for an 80 GiB card)"
+    card_bytes = torch.cuda.get_device_properties(0).total_memory if gpu else 80 * GIB
+    results: dict[str, dict | str | float] = {"card": name, "card_gib": round(card_bytes / GIB, 1)}
+    with tempfile.TemporaryDirectory(prefix="memory-estimate-") as tmp:
+        work = Path(tmp)
+        model_dir, data = work / "qwen2-0.5b-shape", work / "problems.jsonl"
+        build_model(model_dir, args.layers)
+        rows = [{"prompt": QUESTION, "answer": "19"} for _ in range(256)]
+        data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        for algorithm in ("grpo", "ppo"):
+            config = run_config(algorithm, model_dir, data, args)
+            picked = with_default_micro_batch(config, card_bytes)
+            est = estimate(picked, model_shape(picked.model))
+            path = config.save(work / f"{algorithm}.yaml")
+            done = subprocess.run(
+                [sys.executable, "-c", CHILD, str(path), str(work / algorithm)],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"},
+            )
+            last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "{}"
+            measured = json.loads(last) if last.startswith("{") else {}
+            if measured.get("exit") != 0:
+                print(done.stderr[-3000:], file=sys.stderr)
+            results[algorithm] = {
+                "micro_batch": picked.training.micro_batch_size,
+                "estimate_gib": round(est.peak / GIB, 2),
+                "peak_allocated_gib": round(measured.get("allocated", float("nan")) / GIB, 2),
+                "peak_reserved_gib": round(measured.get("reserved", float("nan")) / GIB, 2),
+                "completed": measured.get("exit") == 0,
+            }
+            print(algorithm, results[algorithm], flush=True)
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""The peak-memory estimate against figures computed by hand for a tiny Llama shape."""
+
+from __future__ import annotations
+
+import pytest
+from transformers import LlamaConfig
+
+from engine.config import RunConfig
+from engine.memory import (
+    estimate,
+    fitting_micro_batch,
+    model_shape,
+    with_default_micro_batch,
+)
+from engine.models import LoraSpec, ModelSpec
+
+# hidden 16, intermediate 32, 2 layers, 4 heads of dim 4, 2 key-value heads, vocabulary 100.
+# Parameters: embeddings 1,600; per layer q 256 + k 128 + v 128 + o 256 + gate/up/down 3 x 512
+# + two norms 32 = 2,336; final norm 16; untied head 1,600: 1,600 + 2 x 2,336 + 16 + 1,600.
+PARAMS = 7888
+LINEAR = 2 * 2304  # the layers' linear weights, head excluded
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("shape")
+    LlamaConfig(
+        vocab_size=100,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=False,
+    ).save_pretrained(path)  # the config alone: nothing else is read
+    return path
+
+
+def config(model_dir, algorithm="grpo", lora=None, four_bit=False, **sections) -> RunConfig:
+    return RunConfig.from_dict(
+        {
+            "algorithm": algorithm,
+            "model": {"name_or_path": str(model_dir), "lora": lora, "load_in_4bit": four_bit},
+            "generation": {"num_generations": 4, "max_completion_length": 10},
+            "training": {"prompts_per_step": 2, "micro_batch_size": 4},
+            **sections,
+        }
+    )
+
+
+def test_shape_is_read_from_the_config_alone(model_dir):
+    shape = model_shape(ModelSpec(str(model_dir)))
+    assert (shape.parameters, shape.linear_parameters, shape.lora_parameters) == (
+        PARAMS,
+        LINEAR,
+        0,
+    )
+    assert (shape.layers, shape.hidden, shape.intermediate) == (2, 16, 32)
+    assert (shape.kv_heads, shape.head_dim, shape.vocab) == (2, 4, 100)
+    # LoRA r=2 on every linear layer: r x (in + out) per layer; q 32, k 24, v 24, o 32,
+    # gate 48, up 48, down 48 -> 2 x 256 x 2.
+    lora = model_shape(ModelSpec(str(model_dir), lora=LoraSpec(r=2)))
+    assert lora.lora_parameters == 1024
+    only_q = model_shape(ModelSpec(str(model_dir), lora=LoraSpec(r=2, target_modules=["q_proj"])))
+    assert only_q.lora_parameters == 2 * 2 * 32
+    assert model_shape(ModelSpec("/no/such/model")) is None
+
+
+def test_full_fine_tune_terms_by_hand(model_dir):
+    c = config(model_dir)
+    est = estimate(c, model_shape(c.model), prompt_tokens=6)  # bf16; 6 + 10 = 16 positions
+    assert est.terms == {
+        "weights": PARAMS * 2,
+        "optimizer": 2 * PARAMS * 2,  # AdamW's two moments in bf16
+        "gradients": PARAMS * 2,
+        # layers x (16 h + 6 I) bytes x micro-batch 4 x 16 positions
+        "activations": 2 * (16 * 16 + 6 * 32) * 4 * 16,
+        # 3 tensors x micro-batch 4 x 10 completion tokens x vocabulary 100 x 2 bytes
+        "logits": 3 * 4 * 10 * 100 * 2,
+        # layers 2 x (K, V) x 2 kv heads x dim 4 x 2 bytes x 8 completions x 16 positions
+        "kv_cache": 2 * 2 * 2 * 4 * 2 * 8 * 16,
+        "reference": 0,
+        "value_model": 0,
+    }
+    update = est.terms["gradients"] + est.terms["activations"] + est.terms["logits"]
+    assert est.peak == PARAMS * 2 * 3 + update  # the update phase outweighs the KV cache
+    assert est.biggest == "activations"
+    assert "lower it with training.micro_batch_size" in est.summary()
+    cpu = estimate(c, model_shape(c.model), on_gpu=False, prompt_tokens=6)
+    assert cpu.terms["weights"] == PARAMS * 4 and cpu.dtype == "float32"
+
+
+def test_lora_four_bit_reference_and_separate_critic(model_dir):
+    lora = config(model_dir, lora={"r": 2, "alpha": 4})
+    est = estimate(lora, model_shape(lora.model))
+    assert est.terms["optimizer"] == 2 * 1024 * 4  # fp32 adapters
+    assert est.terms["gradients"] == 1024 * 4
+    quant = config(model_dir, four_bit=True)
+    est = estimate(quant, model_shape(quant.model))
+    assert est.terms["weights"] == int(LINEAR * 4.127 / 8) + (PARAMS - LINEAR) * 2
+    ppo = config(model_dir, "ppo", ppo={"value_model": "separate", "num_minibatches": 1})
+    est = estimate(ppo, model_shape(ppo.model))
+    assert est.terms["reference"] == PARAMS * 2  # kl_coef 0.05: a frozen copy
+    assert est.terms["value_model"] == 4 * PARAMS * 2
+    grpo_kl = config(model_dir, grpo={"beta": 0.1}, lora={"r": 2, "alpha": 4})
+    assert estimate(grpo_kl, model_shape(grpo_kl.model)).terms["reference"] == 0  # adapters off
+
+
+def test_default_micro_batch_is_the_largest_that_fits_the_card(model_dir):
+    c = config(model_dir)
+    shape = model_shape(c.model)
+    fits_4 = estimate(c, shape, micro_batch=4).peak
+    assert fitting_micro_batch(c, shape, fits_4) == 4
+    assert fitting_micro_batch(c, shape, fits_4 - 1) == 2
+    assert fitting_micro_batch(c, shape, 10**12) == 8
+    assert fitting_micro_batch(c, shape, 1) == 1
+    empty = RunConfig.from_dict({**c.to_dict(), "training": {"prompts_per_step": 2}})
+    assert with_default_micro_batch(empty, int(fits_4 / 0.8) + 1).training.micro_batch_size == 4
+    assert with_default_micro_batch(c, 1).training.micro_batch_size == 4  # the user's choice
+
+
+def test_a_default_05b_run_at_256_by_256_fits_an_80_gib_card():
+    """Qwen2.5-0.5B's shape, 32 prompts x 8 completions x 256 tokens: the picked micro-batch
+    keeps the estimate inside the card."""
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    from engine.memory import CARD_BUDGET, GIB, shape_of
+
+    qwen = Qwen2Config(
+        vocab_size=151936,
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+    )
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(qwen)
+    for algorithm in ("grpo", "ppo"):
+        c = RunConfig.from_dict(
+            {
+                "algorithm": algorithm,
+                "generation": {"num_generations": 8, "max_completion_length": 256},
+                "training": {"prompts_per_step": 32},
+            }
+        )
+        shape = shape_of(model, c.model)
+        assert shape.parameters == 494_032_768
+        assert estimate(c, shape).peak > 80 * GIB  # the whole step at once would not fit
+        size = fitting_micro_batch(c, shape, CARD_BUDGET * 80 * GIB)
+        assert 8 <= size < 256
+        assert estimate(c, shape, micro_batch=size).peak <= CARD_BUDGET * 80 * GIB
+
+
+def test_cli_estimate_prints_the_line(model_dir, tmp_path, engine_cli):
+    path = config(model_dir).save(tmp_path / "run.yaml")
+    out = engine_cli("estimate", path, "--card-gib", "80")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Estimated peak memory per device:")
+    assert "bfloat16, micro-batches of 4" in out.stdout
+    bad = engine_cli("estimate", path, "--card-gib", "zero")
+    assert bad.returncode == 2 and "--card-gib: must be a number of GiB > 0" in bad.stderr

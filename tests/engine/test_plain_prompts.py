@@ -1,0 +1,129 @@
+"""A model whose tokenizer has no chat template: plain-text prompts in preview and training."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from engine import worker
+from engine.config import RunConfig
+from engine.launcher import CONFIG_FILE, Launcher
+from engine.models import ModelSpec, load_model_and_tokenizer
+from engine.prompts import for_trainer, plain_prompt, prompt_format, render_prompt
+from engine.sampling import encode_prompts
+from engine.tokenizer import build_char_tokenizer
+from storage import runs as run_store
+from storage.db import Database
+from storage.metrics import metric_names
+from storage.paths import db_path
+from storage.schema import RunStatus
+from ui.context import AppContext
+from ui.preview_run import CUSTOM, PreviewRequest, generate_preview
+
+CHAT = [
+    {"role": "system", "content": "Answer in tags."},
+    {"role": "user", "content": "What is 2 plus 3?"},
+]
+
+
+@pytest.fixture(scope="module")
+def plain_model_dir(tmp_path_factory):
+    """A tiny random Llama whose tokenizer has no chat template, as base models ship."""
+    tokenizer = build_char_tokenizer()
+    tokenizer.chat_template = None
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    path = tmp_path_factory.mktemp("plain-llama")
+    LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    assert not (path / "chat_template.jinja").exists()
+    return path
+
+
+def test_plain_layout_is_question_then_answer():
+    assert plain_prompt(CHAT) == "Answer in tags.\n\nQuestion: What is 2 plus 3?\nAnswer:"
+    assert plain_prompt("already text") == "already text"
+    turns = [*CHAT, {"role": "assistant", "content": "5"}, {"role": "user", "content": "And 4?"}]
+    assert plain_prompt(turns).endswith("Answer: 5\n\nQuestion: And 4?\nAnswer:")
+    with pytest.raises(ValueError, match="message 0 must be a dict"):
+        plain_prompt([{"text": "hi"}])
+
+
+def test_tokenizer_without_template_gets_plain_text(plain_model_dir):
+    _, tokenizer = load_model_and_tokenizer(ModelSpec(str(plain_model_dir)), device="cpu")
+    assert prompt_format(tokenizer) == "plain text"
+    assert render_prompt(tokenizer, CHAT) == plain_prompt(CHAT)
+    # Token for token as TRL tokenizes a plain string prompt.
+    assert encode_prompts(tokenizer, [CHAT])[0] == tokenizer(plain_prompt(CHAT))["input_ids"]
+    rows = [{"prompt": CHAT, "answer": "5"}]
+    assert for_trainer(tokenizer, rows) == [{"prompt": plain_prompt(CHAT), "answer": "5"}]
+
+
+def test_tokenizer_with_template_keeps_chat_prompts():
+    tokenizer = build_char_tokenizer()
+    assert prompt_format(tokenizer) == "chat template"
+    rows = [{"prompt": CHAT, "answer": "5"}]
+    assert for_trainer(tokenizer, rows) is rows
+    assert render_prompt(tokenizer, CHAT).startswith("<|system|>")
+
+
+def test_preview_says_prompts_went_as_plain_text(plain_model_dir, tmp_path):
+    ctx = AppContext(data_dir=tmp_path)
+    request = PreviewRequest(
+        model_key=CUSTOM,
+        custom_model=str(plain_model_dir),
+        data={"source": "builtin"},
+        num_prompts=2,
+        samples_per_prompt=2,
+        max_new_tokens=4,
+    )
+    cache = generate_preview(ctx, request)
+    assert "prompts as plain text (the tokenizer has no chat template)" in cache.source
+    assert len(cache.completions) == 4
+
+
+def _train_one_step(data_dir, plain_model_dir, algorithm: str) -> str:
+    config = RunConfig.from_dict(
+        {
+            "algorithm": algorithm,
+            "model": {"name_or_path": str(plain_model_dir)},
+            "generation": {"num_generations": 2, "max_completion_length": 8},
+            "training": {
+                "steps": 1,
+                "prompts_per_step": 2,
+                "save_steps": 0,
+                "eval_samples": 0,
+                "samples_per_log": 4,
+            },
+        }
+    )
+    launcher = Launcher(data_dir)
+    run_id = launcher.record(config, pid=os.getpid())
+    status = worker.run(launcher.run_dir(run_id) / CONFIG_FILE, run_id, data_dir)
+    with Database(db_path(data_dir)) as db:
+        run = run_store.get_run(db, run_id)
+        names = set(metric_names(db, run_id))
+    assert status == RunStatus.COMPLETED, run.error_message
+    assert run.last_step == 1
+    return names
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "rloo", "ppo"])
+def test_a_step_trains_on_plain_prompts(data_dir, plain_model_dir, algorithm):
+    names = _train_one_step(data_dir, plain_model_dir, algorithm)
+    assert any(n.startswith("reward") for n in names), names
