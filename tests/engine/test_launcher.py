@@ -44,6 +44,8 @@ def test_runs_are_recorded_with_their_owner_and_the_cli_lists_it(data_dir, engin
     listed = engine_cli("runs", "--data-dir", data_dir)
     assert listed.returncode == 0, listed.stderr
     assert f"{alice_run}" in listed.stdout and "user:alice" in listed.stdout
+
+
 # ---- dead workers and the run limit (issue 11, R4) ------------------------------------------
 def dead_pid() -> int:
     """The pid of a real process that has exited (and been reaped)."""
