@@ -26,6 +26,7 @@ import gradio as gr
 
 from storage.run_caps import ActiveRunCaps
 from storage.schema import ANONYMOUS_PREFIX, LOCAL_OWNER
+from ui.context import _positive_int as positive_int_setting
 
 PUBLIC_ENV = "STUDIO_PUBLIC"
 ADMINS_ENV = "STUDIO_ADMINS"
@@ -90,14 +91,10 @@ def admins(env: Mapping[str, str] | None = None) -> frozenset[str]:
 
 
 def _cap(env: Mapping[str, str], name: str, public_default: int) -> int | None:
-    from ui.context import SettingsError
-
-    raw = env.get(name, "").strip()
-    if not raw:
-        return public_default if is_public(env) else None
-    if not raw.isdigit() or int(raw) < 1:
-        raise SettingsError(name, f"must be a positive whole number, got {raw!r}")
-    return int(raw)
+    value = positive_int_setting(env, name)
+    if value is None and is_public(env):
+        return public_default
+    return value
 
 
 def run_caps(env: Mapping[str, str] | None = None) -> ActiveRunCaps:

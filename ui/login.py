@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 
 from ui.context import SettingsError
+from ui.context import _positive_int as positive_int_setting
 
 logger = logging.getLogger(__name__)
 
@@ -67,12 +68,8 @@ class LoginGuard:
         cls, pairs: Iterable[tuple[str, str]], env: Mapping[str, str] | None = None
     ) -> LoginGuard:
         env = os.environ if env is None else env
-        max_failures, window_s = MAX_FAILURES, WINDOW_S
-        raw = env.get(MAX_FAILURES_ENV, "").strip()
-        if raw:
-            if not raw.isdigit() or int(raw) < 1:
-                raise SettingsError(MAX_FAILURES_ENV, f"must be a whole number >= 1, got {raw!r}")
-            max_failures = int(raw)
+        max_failures = positive_int_setting(env, MAX_FAILURES_ENV) or MAX_FAILURES
+        window_s = WINDOW_S
         raw = env.get(WINDOW_ENV, "").strip()
         if raw:
             try:

@@ -15,6 +15,7 @@ from storage.paths import db_path
 from ui import api
 from ui.api import ApiError
 from ui.context import AppContext
+from ui.identity import LOCAL_VIEWER
 
 
 def config(**sections) -> RunConfig:
@@ -80,8 +81,10 @@ def test_the_api_names_the_field(data_dir, tmp_path):
     ctx = AppContext(data_dir)
     try:
         with pytest.raises(ApiError, match=r"^config\.model\.name_or_path: no such local folder"):
-            api.start_run(ctx, {"model": {"name_or_path": str(tmp_path / "nowhere")}})
-        assert api.list_runs(ctx) == []
+            api.start_run(
+                ctx, {"model": {"name_or_path": str(tmp_path / "nowhere")}}, viewer=LOCAL_VIEWER
+            )
+        assert api.list_runs(ctx, viewer=LOCAL_VIEWER) == []
     finally:
         ctx.close()
 
