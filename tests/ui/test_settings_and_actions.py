@@ -74,13 +74,17 @@ def test_downloads_need_the_files(ctx):
         run_actions.config_file(ctx.db, LOCAL_VIEWER, "grpo-1234abcd").read_text()
         == "algorithm: grpo\n"
     )
-    (folder / "checkpoint-2").mkdir()
-    (folder / "checkpoint-10").mkdir()
+    for step in (2, 10):  # complete checkpoints: the trainer writes its state file last
+        (folder / f"checkpoint-{step}").mkdir()
+        (folder / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
     (folder / "checkpoint-10" / "model.safetensors").write_bytes(b"weights")
     archive = run_actions.checkpoint_archive(
         ctx.db, LOCAL_VIEWER, "grpo-1234abcd", into=folder.parent
     )
-    assert zipfile.ZipFile(archive).namelist() == ["model.safetensors"]  # the newest one
+    assert sorted(zipfile.ZipFile(archive).namelist()) == [  # the newest one
+        "model.safetensors",
+        "trainer_state.json",
+    ]
     (folder / "final").mkdir()
     assert run_actions.latest_model_dir(folder).name == "final"
 
