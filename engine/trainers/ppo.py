@@ -148,8 +148,12 @@ def completion_forward(
     attention_mask: torch.Tensor,
     context_length: int,
     temperature: float,
+    entropy: str = "grad",
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Log-probabilities, values and entropies of the completion tokens.
+
+    ``entropy``: ``grad``, ``detached`` (a metric only) or ``skip`` (zeros); see
+    :func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`.
 
     Memory: the float32 log-softmax runs over chunks of positions
     (:func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`), so a step never holds
@@ -165,8 +169,10 @@ def completion_forward(
     # nothing and is dropped.
     logits, values = model(input_ids, attention_mask, keep=response.shape[1] + 1)
     # (B, T, V) in the model's dtype; upcast chunk by chunk, never as a whole.
-    logprobs, entropy = chunked_logprobs_entropy(logits[:, :-1], response, temperature)
-    return logprobs, values[:, :-1].float(), entropy
+    logprobs, entropies = chunked_logprobs_entropy(
+        logits[:, :-1], response, temperature, entropy=entropy
+    )
+    return logprobs, values[:, :-1].float(), entropies
 
 
 def ppo_loss(
@@ -403,6 +409,11 @@ class PPOTrainer:
             scores = scores.clamp(-s.reward_clip, s.reward_clip)
         return scores
 
+    @property
+    def _entropy_mode(self) -> str:
+        """Backpropagate through the entropy only when its bonus is in the loss."""
+        return "grad" if self.settings.entropy_coef > 0 else "detached"
+
     def single_pass(self, n: int) -> bool:
         """True when a step makes one update over all its ``n`` completions in one forward."""
         s = self.settings
@@ -421,7 +432,7 @@ class PPOTrainer:
         forward = None
         if self.single_pass(n):
             forward = completion_forward(
-                self.model, rollout.input_ids, rollout.attention_mask, P, T
+                self.model, rollout.input_ids, rollout.attention_mask, P, T, self._entropy_mode
             )
             rollout.logprobs, rollout.values = forward[0].detach(), forward[1].detach()
         else:
@@ -429,7 +440,7 @@ class PPOTrainer:
             with torch.no_grad():
                 for rows in torch.arange(n).split(self._micro_size(n)):
                     ids, mask = rollout.input_ids[rows], rollout.attention_mask[rows]
-                    lp, v, _ = completion_forward(self.unwrapped, ids, mask, P, T)
+                    lp, v, _ = completion_forward(self.unwrapped, ids, mask, P, T, "skip")
                     logprobs.append(lp)
                     values.append(v)
             rollout.logprobs, rollout.values = torch.cat(logprobs), torch.cat(values)
@@ -460,7 +471,7 @@ class PPOTrainer:
         else:
             with self.policy.disable_adapter():
                 logits = self.policy(**kwargs).logits
-        return chunked_logprobs_entropy(logits[:, :-1], response, temperature)[0]
+        return chunked_logprobs_entropy(logits[:, :-1], response, temperature, entropy="skip")[0]
 
     def update(
         self,
@@ -504,6 +515,7 @@ class PPOTrainer:
                                 rollout.attention_mask[rows],
                                 rollout.context_length,
                                 self.config.generation.temperature,
+                                self._entropy_mode,
                             )
                         loss, stats = ppo_loss(
                             logprobs,

@@ -77,3 +77,19 @@ def test_completion_forward_matches_full_vocabulary_float32(monkeypatch):
     torch.testing.assert_close(logprobs, logprobs_from_logits(full, input_ids[:, P:]))
     torch.testing.assert_close(entropy, entropy_from_logits(full))
     torch.testing.assert_close(values, ref_values[:, :-1].float())
+
+
+def test_entropy_modes_give_the_same_numbers_and_only_grad_backpropagates():
+    torch.manual_seed(3)
+    logits = torch.randn(2, 3, 11, requires_grad=True)
+    tokens = torch.randint(11, (2, 3))
+    lp, ent = chunked_logprobs_entropy(logits, tokens, 1.0, entropy="grad")
+    lp_d, ent_d = chunked_logprobs_entropy(logits, tokens, 1.0, entropy="detached")
+    lp_s, ent_s = chunked_logprobs_entropy(logits, tokens, 1.0, entropy="skip")
+    torch.testing.assert_close(lp_d, lp)
+    torch.testing.assert_close(lp_s, lp)
+    torch.testing.assert_close(ent_d, ent)
+    assert ent.requires_grad and not ent_d.requires_grad
+    assert torch.equal(ent_s, torch.zeros_like(ent))
+    with pytest.raises(ValueError, match="entropy must be one of"):
+        chunked_logprobs_entropy(logits, tokens, 1.0, entropy="some")
