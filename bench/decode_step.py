@@ -60,6 +60,7 @@ def main() -> None:
     replay_ms = cuda_ms(graph.run, 50)
     logits = graph.run().clone()
     sampler_ms = cuda_ms(lambda: sample_tokens(logits, 0.8, 1.0, gen), 50)
+    fused_ms = cuda_ms(lambda: sample_tokens(logits, 0.8, 1.0, gen, fused=True), 50)
     top_p_ms = cuda_ms(lambda: sample_tokens(logits, 0.8, 0.95, gen), 20)
     eager_ms = cuda_ms(graph._step, 10)
     weights_gb = sum(p.numel() * p.element_size() for p in model.parameters()) / 1e9
@@ -72,6 +73,7 @@ def main() -> None:
         "graph_replay_ms": round(replay_ms, 3),
         "eager_step_ms": round(eager_ms, 3),
         "sampler_ms": round(sampler_ms, 3),
+        "sampler_fused_ms": round(fused_ms, 3),
         "sampler_top_p_ms": round(top_p_ms, 3),
         "weights_gb": round(weights_gb, 3),
         "kv_cache_gb": round(cache_gb, 3),

@@ -231,7 +231,9 @@ class GenerationRunner:
         done = torch.zeros(n, dtype=torch.bool, device=device)
         steps = 0
         for t in range(max_new_tokens):
-            tokens, logprobs = sample_tokens(logits, temperature, top_p, generator)
+            tokens, logprobs = sample_tokens(
+                logits, temperature, top_p, generator, fused=self.compile_step
+            )
             tokens = tokens.masked_fill(done, pad_id)
             out_tokens[:, t] = tokens
             out_logprobs[:, t] = logprobs.masked_fill(done, 0.0)

@@ -249,3 +249,14 @@ def test_a_narrower_prompt_bucket_reuses_the_wider_cache():
     for p, c in zip(short, out.completion_ids, strict=True):
         ref = model.generate(input_ids=torch.tensor([p]), max_new_tokens=6, do_sample=False)
         assert c == ref[0, len(p) :].tolist()
+
+
+def test_the_fused_sampler_math_draws_what_the_unfused_one_draws():
+    from engine.generation.sampler import _race
+
+    logits = torch.randn(64, 50)
+    unfused = sample_tokens(logits, 0.7, 1.0, torch.Generator().manual_seed(4))
+    race = torch.empty(64, 50).exponential_(1.0, generator=torch.Generator().manual_seed(4))
+    fused = _race(logits, race, 0.7)
+    assert torch.equal(fused[0], unfused[0])
+    torch.testing.assert_close(fused[1], unfused[1])
