@@ -96,6 +96,9 @@ logger = logging.getLogger(__name__)
 
 
 Evaluate = Callable[[Any, int], dict[str, float]]
+# Logits elements of one no-grad forward (the rollout's and the reference's): 2^31 is 4 GiB in
+# bf16, 64 completions of 220 tokens at a 151,936-token vocabulary.
+INFERENCE_LOGITS_ELEMENTS = 1 << 31
 Forward = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # logprobs, values, entropy: (B, T)
 
 
@@ -325,6 +328,13 @@ class PPOTrainer:
     def _micro_size(self, n: int) -> int:
         return min(n, self.config.training.micro_batch_size or n)
 
+    def _inference_size(self, rollout: Rollout) -> int:
+        """Rows per no-grad forward: the micro-batch, fewer when their logits would pass
+        ``INFERENCE_LOGITS_ELEMENTS`` (no activations are kept there, the logits dominate)."""
+        n, T = rollout.response_mask.shape
+        vocab = self.policy.get_output_embeddings().weight.shape[0]
+        return max(1, min(self._micro_size(n), INFERENCE_LOGITS_ELEMENTS // ((T + 1) * vocab)))
+
     # ---- one step ---------------------------------------------------------------------------
     def _local_jobs(self, step: int) -> list[dict[str, Any]]:
         """This process's contiguous share of the step's (prompt, sample) pairs, prompt-major."""
@@ -438,7 +448,7 @@ class PPOTrainer:
         else:
             logprobs, values = [], []
             with torch.no_grad():
-                for rows in torch.arange(n).split(self._micro_size(n)):
+                for rows in torch.arange(n).split(self._inference_size(rollout)):
                     ids, mask = rollout.input_ids[rows], rollout.attention_mask[rows]
                     lp, v, _ = completion_forward(self.unwrapped, ids, mask, P, T, "skip")
                     logprobs.append(lp)
@@ -451,7 +461,7 @@ class PPOTrainer:
                 self._reference_logprobs(
                     rollout.input_ids[rows], rollout.attention_mask[rows], P, T
                 )
-                for rows in torch.arange(n).split(self._micro_size(n))
+                for rows in torch.arange(n).split(self._inference_size(rollout))
             ]
         return torch.cat(ref_logprobs), forward
 
