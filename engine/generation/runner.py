@@ -192,7 +192,7 @@ class GenerationRunner:
         device = self.device
         distinct, sources = distinct_prompts(prompts)
         width = bucket(max(len(p) for p in distinct))
-        dtype = self.decoder.lm_head.weight.dtype
+        dtype = self.decoder.body.embed_tokens.weight.dtype  # that of the hidden states
         old = self._graph
         if old is not None and old.cache.num_rows == len(prompts):
             # A narrower prompt bucket reuses the wider cache (and its compiled graph).
