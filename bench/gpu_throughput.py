@@ -11,7 +11,8 @@ Variants (each in its own process, so memory peaks and CUDA graphs do not mix):
 - ``anchor``: a bare TRL ``GRPOTrainer`` built from ``build_trl_args`` + ``to_trl`` (HF generate);
 - ``grpo_hf``, ``grpo_compiled``: ``python -m engine train``, GRPO, ``generation.backend`` hf /
   compiled;
-- ``ppo_compiled``: ``python -m engine train``, PPO with the compiled backend.
+- ``ppo_compiled``: ``python -m engine train``, PPO with the compiled backend;
+- ``ppo_default``: the same with the config's default micro-batch instead of ``--micro-batch``.
 
 The first step of each (graph capture, allocator warm-up) is left out of the medians.
 
@@ -41,7 +42,7 @@ from engine.config import RunConfig
 
 logger = logging.getLogger("gpu_throughput")
 
-VARIANTS = ("anchor", "grpo_hf", "grpo_compiled", "ppo_compiled")
+VARIANTS = ("anchor", "grpo_hf", "grpo_compiled", "ppo_compiled", "ppo_default")
 VOCAB = 151_936
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "[UNK]"]
 CHAT_TEMPLATE = (
@@ -174,7 +175,7 @@ def run_config(variant: str, args: argparse.Namespace, model_dir: Path, data: Pa
         "logging_steps": 1,
         "samples_per_log": 0,
     }
-    if args.micro_batch:
+    if args.micro_batch and variant != "ppo_default":
         training["micro_batch_size"] = args.micro_batch
     return RunConfig.from_dict(
         {

@@ -8,7 +8,11 @@ Per call (one training step's rollout):
    and the decode graph captured for it, repeat from step to step.
 3. Each decode step is one replay of a CUDA graph of :meth:`StaticDecoder.decode` (on CUDA;
    eager elsewhere), followed by sampling on the device. Finished rows emit padding; the loop
-   stops as soon as every row has finished.
+   stops as soon as every row has finished. Before capture the step is compiled by
+   ``torch.compile`` (inductor fuses the norms, rotary and gated-MLP element-wise work that
+   otherwise costs a kernel each: gpt-fast's recipe), and the graph is recorded over the
+   compiled kernels, as vLLM does. The cache keeps the widest prompt bucket seen, so a
+   narrower step reuses it (and its graph) instead of compiling again.
 
 CUDA graphs record device addresses: weights updated in place by the optimizer (full or LoRA)
 are seen by the next replay; if any parameter is re-allocated the graphs are captured again.
@@ -17,6 +21,7 @@ are seen by the next replay; if any parameter is re-allocated the graphs are cap
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,7 +70,9 @@ def distinct_prompts(prompts: Sequence[Sequence[int]]) -> tuple[list[list[int]],
 class _DecodeGraph:
     """Static inputs, the captured decode step and its output buffer for one cache shape."""
 
-    def __init__(self, decoder: StaticDecoder, cache: StaticKVCache, use_graph: bool) -> None:
+    def __init__(
+        self, decoder: StaticDecoder, cache: StaticKVCache, use_graph: bool, compile_step: bool
+    ) -> None:
         device = cache.keys[0].device
         n, length = cache.num_rows, cache.max_len
         self.decoder, self.cache = decoder, cache
@@ -75,24 +82,40 @@ class _DecodeGraph:
         self.valid = torch.zeros(n, length, dtype=torch.bool, device=device)
         self.graph: torch.cuda.CUDAGraph | None = None
         self.logits: torch.Tensor | None = None
+        self._compiled = torch.compile(self._step, dynamic=False) if compile_step else None
         if use_graph:
             self._capture()
 
     def _step(self) -> torch.Tensor:
         return self.decoder.decode(self.cache, self.tokens, self.positions, self.slot, self.valid)
 
+    def _fused_step(self) -> torch.Tensor:
+        if self._compiled is not None:
+            try:
+                return self._compiled()
+            except Exception as exc:  # no compiler toolchain, an op inductor cannot lower...
+                logger.warning("torch.compile of the decode step failed (%s); running eager", exc)
+                self._compiled = None
+        return self._step()
+
     def _capture(self) -> None:
         # Warm up on a side stream (lazy kernel and workspace set-up), then record one step.
         # The garbage these steps write to the cache is overwritten before it is ever read.
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
+        started = time.perf_counter()
         with torch.cuda.stream(stream):
-            for _ in range(2):
-                self._step()
+            for _ in range(3):
+                self._fused_step()
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
-            self.logits = self._step()
+            self.logits = self._compiled() if self._compiled is not None else self._step()
+        logger.info(
+            "Captured the decode step (%s) in %.1f s",
+            "compiled" if self._compiled is not None else "eager",
+            time.perf_counter() - started,
+        )
 
     def run(self) -> torch.Tensor:
         if self.graph is None:
@@ -105,11 +128,14 @@ class GenerationRunner:
     """Samples completions from ``model`` with a static cache; keeps cache and graphs between
     calls while their shape and the model's weights' addresses stay the same."""
 
-    def __init__(self, model: Any, use_graphs: bool | None = None) -> None:
+    def __init__(
+        self, model: Any, use_graphs: bool | None = None, compile_step: bool | None = None
+    ) -> None:
         self.model = model
         self.decoder = StaticDecoder(model)
         self.device = next(base_model_of(model).parameters()).device
         self.use_graphs = self.device.type == "cuda" if use_graphs is None else use_graphs
+        self.compile_step = self.use_graphs if compile_step is None else compile_step
         self._graph: _DecodeGraph | None = None
         self._weights_key: tuple[int, ...] = ()
 
@@ -126,7 +152,7 @@ class GenerationRunner:
             cache = StaticKVCache(
                 s.num_layers, rows, s.kv_heads, length, s.head_dim, dtype, self.device
             )
-            self._graph = _DecodeGraph(self.decoder, cache, self.use_graphs)
+            self._graph = _DecodeGraph(self.decoder, cache, self.use_graphs, self.compile_step)
             self._weights_key = weights_key
             logger.info(
                 "Decode %s for %d rows x %d positions",
@@ -166,7 +192,11 @@ class GenerationRunner:
         device = self.device
         distinct, sources = distinct_prompts(prompts)
         width = bucket(max(len(p) for p in distinct))
-        dtype = self.decoder.lm_head.weight.dtype
+        dtype = self.decoder.body.embed_tokens.weight.dtype  # that of the hidden states
+        old = self._graph
+        if old is not None and old.cache.num_rows == len(prompts):
+            # A narrower prompt bucket reuses the wider cache (and its compiled graph).
+            width = max(width, old.cache.max_len - max_new_tokens)
         g = self._decode_graph(len(prompts), width + max_new_tokens, dtype)
         n = len(prompts)
 
@@ -201,7 +231,9 @@ class GenerationRunner:
         done = torch.zeros(n, dtype=torch.bool, device=device)
         steps = 0
         for t in range(max_new_tokens):
-            tokens, logprobs = sample_tokens(logits, temperature, top_p, generator)
+            tokens, logprobs = sample_tokens(
+                logits, temperature, top_p, generator, fused=self.compile_step
+            )
             tokens = tokens.masked_fill(done, pad_id)
             out_tokens[:, t] = tokens
             out_logprobs[:, t] = logprobs.masked_fill(done, 0.0)

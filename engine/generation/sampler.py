@@ -9,6 +9,8 @@ al. 2020, "The Curious Case of Neural Text Degeneration", §3.1).
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 
@@ -25,11 +27,26 @@ def nucleus_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     return torch.zeros_like(probs).scatter_(-1, order, sorted_probs)
 
 
+def _race(
+    logits: torch.Tensor, race: torch.Tensor, temperature: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    logp = torch.log_softmax(logits.float() / temperature, dim=-1)  # (N, V)
+    tokens = (logp.exp() / race).argmax(dim=-1)
+    return tokens, logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+
+
+@functools.cache
+def _fused_race():
+    """:func:`_race` compiled: two passes over the logits instead of one kernel per operation."""
+    return torch.compile(_race, dynamic=False)
+
+
 def sample_tokens(
     logits: torch.Tensor,
     temperature: float,
     top_p: float = 1.0,
     generator: torch.Generator | None = None,
+    fused: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample one token per row of ``logits`` (N, V).
 
@@ -37,8 +54,12 @@ def sample_tokens(
         ``(tokens, logprobs)``, both (N,): the tokens, and their log-probabilities under
         ``log_softmax(logits / temperature)`` (before the nucleus cut), which is what the
         trainer recomputes, so the two can be compared. ``temperature == 0`` is greedy, with
-        log-probabilities at temperature 1.
+        log-probabilities at temperature 1. ``fused`` runs plain temperature sampling through
+        ``torch.compile`` (for the GPU decode loop; the same draws as unfused).
     """
+    if fused and temperature > 0 and top_p >= 1.0:
+        race = torch.empty(logits.shape, dtype=torch.float32, device=logits.device)
+        return _fused_race()(logits, race.exponential_(1.0, generator=generator), temperature)
     scaled = logits.float()
     if temperature > 0:
         scaled = scaled / temperature

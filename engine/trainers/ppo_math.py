@@ -231,15 +231,21 @@ def logprobs_from_logits(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Te
 CHUNK_ELEMENTS = 1 << 26
 
 
+ENTROPY_MODES = ("grad", "detached", "skip")
+
+
 def _chunk_logprobs_entropy(
-    logits: torch.Tensor, tokens: torch.Tensor, temperature: float
+    logits: torch.Tensor, tokens: torch.Tensor, temperature: float, entropy: str
 ) -> tuple[torch.Tensor, torch.Tensor]:
     x = logits.float() / temperature  # (b, T, V), one chunk only
     lse = torch.logsumexp(x, dim=-1)  # (b, T)
     logp = torch.gather(x, 2, tokens.unsqueeze(-1)).squeeze(-1) - lse
+    if entropy == "skip":
+        return logp, torch.zeros_like(logp)
     # H = -sum p log p = lse - sum p x, with p = softmax(x)
-    entropy = lse - (torch.softmax(x, dim=-1) * x).sum(dim=-1)
-    return logp, entropy
+    with torch.set_grad_enabled(entropy == "grad" and torch.is_grad_enabled()):
+        h = lse - (torch.softmax(x, dim=-1) * x).sum(dim=-1)
+    return logp, h
 
 
 def chunked_logprobs_entropy(
@@ -247,6 +253,7 @@ def chunked_logprobs_entropy(
     tokens: torch.Tensor,
     temperature: float = 1.0,
     chunk_elements: int | None = None,
+    entropy: str = "grad",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`logprobs_from_logits` and :func:`entropy_from_logits` of ``logits / temperature``
     without a float32 copy of the whole (B, T, V) tensor.
@@ -256,9 +263,14 @@ def chunked_logprobs_entropy(
     Under autograd each chunk is recomputed in the backward pass (activation checkpointing), so
     the float32 intermediates of only one chunk are ever alive.
 
+    ``entropy``: ``grad`` (for an entropy bonus), ``detached`` (for a metric only: no backward
+    through the softmax) or ``skip`` (zeros).
+
     Returns:
         ``(logprobs, entropy)``, each (B, T), float32.
     """
+    if entropy not in ENTROPY_MODES:
+        raise ValueError(f"entropy must be one of {ENTROPY_MODES}, got {entropy!r}")
     chunk_elements = chunk_elements or CHUNK_ELEMENTS
     _, T, V = logits.shape
     rows = max(1, chunk_elements // max(1, T * V))  # batch rows per chunk
@@ -277,11 +289,12 @@ def chunked_logprobs_entropy(
                         chunk,
                         chunk_tokens,
                         temperature,
+                        entropy,
                         use_reentrant=False,
                     )
                 )
             else:
-                parts.append(_chunk_logprobs_entropy(chunk, chunk_tokens, temperature))
+                parts.append(_chunk_logprobs_entropy(chunk, chunk_tokens, temperature, entropy))
         logps.append(torch.cat([lp for lp, _ in parts], dim=1))
         entropies.append(torch.cat([ent for _, ent in parts], dim=1))
     return torch.cat(logps), torch.cat(entropies)

@@ -225,3 +225,38 @@ def test_sample_completions_with_a_runner_carries_logprobs(default_model):
         assert len(s.logprobs) == len(s.token_ids)
         assert all(lp <= 0 and math.isfinite(lp) for lp in s.logprobs)
         assert s.text == tok.decode(s.token_ids, skip_special_tokens=True)
+
+
+def test_a_narrower_prompt_bucket_reuses_the_wider_cache():
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
+    model = Qwen2ForCausalLM(config).eval()
+    runner = GenerationRunner(model)
+    kwargs = dict(max_new_tokens=6, temperature=0, top_p=1.0, eos_ids=[], pad_id=0)
+    long = [[2 + i % 60 for i in range(70)], list(range(3, 40))]  # a 128-token bucket
+    runner.generate(long, **kwargs)
+    graph = runner._graph
+    short = [[5, 6, 7], [9, 10]]
+    out = runner.generate(short, **kwargs)
+    assert runner._graph is graph and graph.cache.max_len == 128 + 6
+    for p, c in zip(short, out.completion_ids, strict=True):
+        ref = model.generate(input_ids=torch.tensor([p]), max_new_tokens=6, do_sample=False)
+        assert c == ref[0, len(p) :].tolist()
+
+
+def test_the_fused_sampler_math_draws_what_the_unfused_one_draws():
+    from engine.generation.sampler import _race
+
+    logits = torch.randn(64, 50)
+    unfused = sample_tokens(logits, 0.7, 1.0, torch.Generator().manual_seed(4))
+    race = torch.empty(64, 50).exponential_(1.0, generator=torch.Generator().manual_seed(4))
+    fused = _race(logits, race, 0.7)
+    assert torch.equal(fused[0], unfused[0])
+    torch.testing.assert_close(fused[1], unfused[1])

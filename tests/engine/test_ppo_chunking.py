@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from engine.trainers import ppo
 from engine.trainers.ppo import completion_forward
 from engine.trainers.ppo_math import (
     chunked_logprobs_entropy,
@@ -12,6 +13,11 @@ from engine.trainers.ppo_math import (
     logprobs_from_logits,
 )
 from engine.trainers.value_head import PolicyWithValue
+from tests.engine.test_ppo_trainer import (  # noqa: F401 (tiny_model_dir is a fixture)
+    make_trainer,
+    tiny_model_dir,
+    tiny_run_config,
+)
 
 
 def _reference(logits: torch.Tensor, tokens: torch.Tensor, temperature: float):
@@ -77,3 +83,37 @@ def test_completion_forward_matches_full_vocabulary_float32(monkeypatch):
     torch.testing.assert_close(logprobs, logprobs_from_logits(full, input_ids[:, P:]))
     torch.testing.assert_close(entropy, entropy_from_logits(full))
     torch.testing.assert_close(values, ref_values[:, :-1].float())
+
+
+def test_entropy_modes_give_the_same_numbers_and_only_grad_backpropagates():
+    torch.manual_seed(3)
+    logits = torch.randn(2, 3, 11, requires_grad=True)
+    tokens = torch.randint(11, (2, 3))
+    lp, ent = chunked_logprobs_entropy(logits, tokens, 1.0, entropy="grad")
+    lp_d, ent_d = chunked_logprobs_entropy(logits, tokens, 1.0, entropy="detached")
+    lp_s, ent_s = chunked_logprobs_entropy(logits, tokens, 1.0, entropy="skip")
+    torch.testing.assert_close(lp_d, lp)
+    torch.testing.assert_close(lp_s, lp)
+    torch.testing.assert_close(ent_d, ent)
+    assert ent.requires_grad and not ent_d.requires_grad
+    assert torch.equal(ent_s, torch.zeros_like(ent))
+    with pytest.raises(ValueError, match="entropy must be one of"):
+        chunked_logprobs_entropy(logits, tokens, 1.0, entropy="some")
+
+
+def test_no_grad_passes_split_by_their_logits_size(tiny_model_dir, tmp_path, monkeypatch):  # noqa: F811
+    """The rollout and reference forwards are cut into row chunks bounded by their logits,
+    whatever the micro-batch, with the same numbers as one forward over every row."""
+    config = tiny_run_config(tiny_model_dir, ppo_epochs=2, num_minibatches=1, kl_coef=0.1)
+    trainer = make_trainer(config, tmp_path)
+    rollout = trainer.generate(1)
+    n, T = rollout.response_mask.shape
+    whole_ref, _ = trainer.evaluate_rollout(rollout)
+    whole_logprobs = rollout.logprobs.clone()
+
+    vocab = trainer.policy.get_output_embeddings().weight.shape[0]
+    monkeypatch.setattr(ppo, "INFERENCE_LOGITS_ELEMENTS", 2 * (T + 1) * vocab)
+    assert trainer._inference_size(rollout) == 2 < n
+    split_ref, _ = trainer.evaluate_rollout(rollout)
+    torch.testing.assert_close(split_ref, whole_ref)
+    torch.testing.assert_close(rollout.logprobs, whole_logprobs)
