@@ -179,7 +179,7 @@ def _build_slot(parts: FormParts, slot: Slot, values: FormValues) -> None:
         gr.Markdown(f"<small>Source: {escape(slot.info.source)}</small>", padding=True)
 
 
-def _build_form(
+def build_form_parts(
     form: SpecForm, initial_spec: RewardSpec
 ) -> tuple[gr.Dropdown, gr.Button, FormParts]:
     """The preset picker, the summary line and one input per form key."""
@@ -387,7 +387,7 @@ def build_design(ctx: AppContext) -> DesignHandles:
     spec_state = gr.State(initial_spec.to_dict())
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
-            preset, load_preset, parts = _build_form(form, initial_spec)
+            preset, load_preset, parts = build_form_parts(form, initial_spec)
         with gr.Column(scale=2):
             try_parts = _build_try(initial_spec)
             io = _build_spec_io(initial_spec)

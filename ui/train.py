@@ -237,7 +237,7 @@ def _build_sections(
     return groups
 
 
-def _build_form(ctx: AppContext, design: DesignHandles) -> TrainParts:
+def build_train_parts(ctx: AppContext, design: DesignHandles) -> TrainParts:
     """Name, algorithm, reward line, model, data and the hyperparameter sections."""
     algos = train_form.algorithms()
     fields = train_form.form_fields()
@@ -436,7 +436,7 @@ def _wire_start(
 def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
-            parts = _build_form(ctx, design)
+            parts = build_train_parts(ctx, design)
             summary = gr.Markdown(run_summary(RunConfig()), elem_id="train-summary")
             start = gr.Button("Start training", variant="primary", elem_id="train-start")
             start_msg = gr.Markdown(elem_id="train-message")
