@@ -23,6 +23,7 @@ from rewards.spec import DEFAULT_PRESET, PRESETS, RewardSpec
 from ui import spec_io
 from ui.context import AppContext
 from ui.messages import escape, hint, warn
+from ui.named import Updates, Values, error_line
 from ui.spec_form import (
     DESCRIPTION,
     GENERAL,
@@ -39,9 +40,6 @@ TRY_COMPLETION = "<think>17 + 25: 7+5=12, carry 1; 1+2+1=4; so 42</think><answer
 TRY_ANSWER = "42"
 TRACE_HEADERS = ["component", "raw score", "weight", "contribution", "why"]
 TRACE_WIDTHS = ["20%", "11%", "10%", "13%", "46%"]
-
-
-Updates = dict[gr.components.Component, Any]  # what a handler returns: component -> new value
 
 
 @dataclass
@@ -91,7 +89,7 @@ class FormParts:
     errors: dict[str, gr.Markdown]
     status: gr.Markdown
 
-    def read(self, raw: dict[gr.components.Component, Any]) -> FormValues:
+    def read(self, raw: Values) -> FormValues:
         """The form values, by input key, out of what Gradio passes for a set of inputs."""
         return {key: raw[comp] for key, comp in self.inputs.items()}
 
@@ -136,9 +134,7 @@ class SpecIoParts:
 
 
 def _error_md(parts: FormParts, key: str) -> None:
-    parts.errors[key] = gr.Markdown(
-        "", visible=False, elem_classes="field-error", elem_id=f"error-{elem_key(key)}"
-    )
+    parts.errors[key] = error_line(f"error-{elem_key(key)}")
 
 
 def _build_slot(parts: FormParts, slot: Slot, values: FormValues) -> None:
@@ -275,7 +271,7 @@ def _wire_form(
             updates[io.code] = spec_io.spec_text(check.spec, fmt_name)
         return updates
 
-    def on_edit(raw: dict[gr.components.Component, Any]) -> Updates:
+    def on_edit(raw: Values) -> Updates:
         return render_check(form.check(parts.read(raw)), raw[io.export_format])
 
     gr.on(

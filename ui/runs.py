@@ -22,6 +22,7 @@ from ui import charts, run_actions
 from ui.context import AppContext
 from ui.identity import Viewer, viewer_for
 from ui.messages import escape, ok, warn
+from ui.named import Updates, Values
 from ui.plots import plot_value
 from ui.run_poll import RUN_COLUMNS, RunsUpdate, default_selection, poll, run_choices
 from ui.run_state import RunView
@@ -37,9 +38,6 @@ class RunsHandles:
     run_select: gr.Dropdown
     view: gr.State
     timer: gr.Timer
-
-
-Updates = dict[gr.components.Component, Any]  # what a handler returns: component -> new value
 
 
 @dataclass
@@ -248,18 +246,18 @@ def build_runs_parts() -> RunsParts:
 def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
     """Each tick (and each new selection) redraws only what changed."""
 
-    def refresh(raw: dict, request: gr.Request, profile: gr.OAuthProfile | None, force: bool):
+    def refresh(raw: Values, request: gr.Request, profile: gr.OAuthProfile | None, force: bool):
         state: RunView = raw[parts.view]
         viewer = viewer_for(request, profile)
         selected = raw[parts.run_select] or None
         update = poll(ctx.db, state, selected, owner=viewer.scope, force=force)
         return poll_updates(parts, state, update, raw[parts.step_select])
 
-    def tick(raw: dict, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Updates:
+    def tick(raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Updates:
         return refresh(raw, request, profile, False)
 
     def on_select(
-        raw: dict, request: gr.Request, profile: gr.OAuthProfile | None = None
+        raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None
     ) -> Updates:
         return refresh(raw, request, profile, True)
 

@@ -24,6 +24,7 @@ from ui.data_inputs import DataInputs, build_data_inputs, data_spec
 from ui.design import DesignHandles, elem_key
 from ui.identity import viewer_for
 from ui.messages import escape, ok, warn
+from ui.named import Updates, Values, error_line
 from ui.preview_run import CUSTOM, PreviewError, resolve_model
 from ui.train_form import FormField, TrainInputs
 
@@ -36,9 +37,6 @@ SECTION_TITLES = {
     "rloo": "RLOO",
     "ppo": "PPO",
 }
-
-
-Updates = dict[gr.components.Component, Any]  # what a handler returns: component -> new value
 
 
 @dataclass
@@ -180,9 +178,7 @@ class TrainParts:
 
 
 def _error_md(errors: dict[str, gr.Markdown], key: str) -> None:
-    errors[key] = gr.Markdown(
-        "", visible=False, elem_classes="field-error", elem_id=f"train-error-{elem_key(key)}"
-    )
+    errors[key] = error_line(f"train-error-{elem_key(key)}")
 
 
 def _build_model(models: list[tuple[str, str]]) -> ModelParts:
@@ -302,7 +298,7 @@ def _build_config_column() -> ConfigParts:
     return ConfigParts(code, download_btn, download)
 
 
-def collect(ctx: AppContext, parts: TrainParts, spec_dict: dict | None, raw: dict) -> RunConfig:
+def collect(ctx: AppContext, parts: TrainParts, spec_dict: dict | None, raw: Values) -> RunConfig:
     """The run config of the form; ``raw`` is what Gradio passes for a set of inputs
     (component -> value). Raises ``ConfigError`` naming the field."""
     if spec_dict is None:
@@ -332,7 +328,7 @@ def _wire_config_view(
 ) -> None:
     """Rebuild the config file and the summary on every edit; show a bad value on its field."""
 
-    def on_change(raw: dict) -> Updates:
+    def on_change(raw: Values) -> Updates:
         try:
             config = collect(ctx, parts, raw[spec], raw)
         except ConfigError as exc:
@@ -411,7 +407,9 @@ def _wire_start(
 ) -> None:
     """Start the run under the signed-in viewer; a refused config shows on its field."""
 
-    def on_start(raw: dict, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Updates:
+    def on_start(
+        raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> Updates:
         viewer = viewer_for(request, profile)  # the run's owner comes from the server side
         try:
             config = collect(ctx, parts, raw[spec], raw)
