@@ -23,7 +23,16 @@ from rewards.spec import DEFAULT_PRESET, PRESETS, RewardSpec
 from ui import spec_io
 from ui.context import AppContext
 from ui.messages import escape, hint, warn
-from ui.spec_form import DESCRIPTION, GENERAL, FormCheck, Slot, SpecDoesNotFit, SpecForm
+from ui.named import Updates, Values, error_line
+from ui.spec_form import (
+    DESCRIPTION,
+    GENERAL,
+    FormCheck,
+    FormValues,
+    Slot,
+    SpecDoesNotFit,
+    SpecForm,
+)
 from ui.trace_view import fmt
 
 TRY_PROMPT = "What is 17 + 25?"
@@ -72,196 +81,236 @@ def trace_rows(spec: RewardSpec, prompt: str, completion: str, answer: str) -> t
     return rows, f"**Total reward: {fmt(scored.total, 4)}**"
 
 
-def build_design(ctx: AppContext) -> DesignHandles:
-    form = SpecForm()
-    initial_spec = PRESETS.get(DEFAULT_PRESET) or next(iter(PRESETS.values()))
-    initial = form.values_from_spec(initial_spec)
-    spec_state = gr.State(initial_spec.to_dict())
+@dataclass
+class FormParts:
+    """The form's inputs and error lines, each keyed by input key (``"format.weight"``)."""
 
-    inputs: list[gr.components.Component] = []
-    errors: dict[str, gr.Markdown] = {}
+    inputs: dict[str, gr.components.Component]
+    errors: dict[str, gr.Markdown]
+    status: gr.Markdown
 
-    def error_md(key: str) -> gr.Markdown:
-        errors[key] = gr.Markdown(
-            "", visible=False, elem_classes="field-error", elem_id=f"error-{elem_key(key)}"
+    def read(self, raw: Values) -> FormValues:
+        """The form values, by input key, out of what Gradio passes for a set of inputs."""
+        return {key: raw[comp] for key, comp in self.inputs.items()}
+
+    def show(self, values: FormValues) -> Updates:
+        """Updates that put ``values`` into the inputs."""
+        return {self.inputs[key]: value for key, value in values.items()}
+
+    def show_errors(self, check: FormCheck) -> Updates:
+        """Updates that show each error under its input and hide the others, plus the summary."""
+        updates: Updates = {
+            md: gr.Markdown(
+                value=warn(escape(check.errors.get(key, ""))), visible=key in check.errors
+            )
+            for key, md in self.errors.items()
+        }
+        updates[self.status] = check.summary()
+        return updates
+
+
+@dataclass
+class TryParts:
+    """The "Try it" column: one hand-written completion scored with the current spec."""
+
+    prompt: gr.Textbox
+    completion: gr.Textbox
+    answer: gr.Textbox
+    total: gr.Markdown
+    table: gr.Dataframe
+
+
+@dataclass
+class SpecIoParts:
+    """Import and export of the spec as text and files."""
+
+    export_format: gr.Radio
+    code: gr.Code
+    apply: gr.Button
+    upload: gr.UploadButton
+    export: gr.Button
+    message: gr.Markdown
+    downloads: gr.File
+
+
+def _error_md(parts: FormParts, key: str) -> None:
+    parts.errors[key] = error_line(f"error-{elem_key(key)}")
+
+
+def _build_slot(parts: FormParts, slot: Slot, values: FormValues) -> None:
+    """One component's accordion: enable switch, weight, metric name and its parameters."""
+    at = f"{slot.key}."
+    enabled = bool(values[at + "enabled"])
+    with gr.Accordion(slot.label, open=enabled), gr.Group():
+        gr.Markdown(escape(slot.info.description), padding=True)
+        with gr.Row():
+            parts.inputs[at + "enabled"] = gr.Checkbox(
+                value=enabled,
+                label=f"use {slot.label}",
+                elem_id=elem_key(at + "enabled"),
+                scale=1,
+                min_width=120,
+            )
+            with gr.Column(scale=2, min_width=140):
+                parts.inputs[at + "weight"] = gr.Number(
+                    value=values[at + "weight"], label="weight", elem_id=elem_key(at + "weight")
+                )
+                _error_md(parts, at + "weight")
+            with gr.Column(scale=3, min_width=180):
+                parts.inputs[at + "label"] = gr.Textbox(
+                    value=values[at + "label"],
+                    label="metric name in charts",
+                    placeholder=f"default: {slot.default_metric_name}",
+                    max_lines=1,
+                    elem_id=elem_key(at + "label"),
+                )
+                _error_md(parts, at + "label")
+        params = slot.info.params
+        for start in range(0, len(params), 3):
+            with gr.Row():
+                for p in params[start : start + 3]:
+                    with gr.Column(min_width=200):
+                        parts.inputs[at + p.name] = _param_input(slot, p, values[at + p.name])
+                        _error_md(parts, at + p.name)
+        gr.Markdown(f"<small>Source: {escape(slot.info.source)}</small>", padding=True)
+
+
+def build_form_parts(
+    form: SpecForm, initial_spec: RewardSpec
+) -> tuple[gr.Dropdown, gr.Button, FormParts]:
+    """The preset picker, the summary line and one input per form key."""
+    values = form.values_from_spec(initial_spec)
+    with gr.Row():
+        preset = gr.Dropdown(
+            label="Preset",
+            choices=list(PRESETS),
+            value=DEFAULT_PRESET if DEFAULT_PRESET in PRESETS else None,
+            scale=3,
+            elem_id="preset",
         )
-        return errors[key]
+        load_preset = gr.Button("Load preset", scale=1, elem_id="load-preset")
+    status = gr.Markdown(FormCheck(initial_spec).summary(), elem_id="spec-status")
+    parts = FormParts(inputs={}, errors={}, status=status)
+    _error_md(parts, GENERAL)
+    parts.inputs[DESCRIPTION] = gr.Textbox(
+        value=values[DESCRIPTION],
+        label="Description",
+        placeholder="optional: what this reward is for",
+        lines=1,
+        max_lines=4,
+        elem_id=elem_key(DESCRIPTION),
+    )
+    _error_md(parts, DESCRIPTION)
+    for slot in form.slots:
+        _build_slot(parts, slot, values)
+    return preset, load_preset, parts
 
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=3):
-            with gr.Row():
-                preset = gr.Dropdown(
-                    label="Preset",
-                    choices=list(PRESETS),
-                    value=DEFAULT_PRESET if DEFAULT_PRESET in PRESETS else None,
-                    scale=3,
-                    elem_id="preset",
-                )
-                load_preset = gr.Button("Load preset", scale=1, elem_id="load-preset")
-            status = gr.Markdown(FormCheck(initial_spec).summary(), elem_id="spec-status")
-            error_md(GENERAL)
-            inputs.append(
-                gr.Textbox(
-                    value=initial[0],
-                    label="Description",
-                    placeholder="optional: what this reward is for",
-                    lines=1,
-                    max_lines=4,
-                    elem_id=elem_key(DESCRIPTION),
-                )
-            )
-            error_md(DESCRIPTION)
-            at = 1
-            for slot in form.slots:
-                values = initial[at : at + slot.size]
-                at += slot.size
-                with (
-                    gr.Accordion(slot.label, open=bool(values[0])),
-                    gr.Group(),
-                ):
-                    gr.Markdown(escape(slot.info.description), padding=True)
-                    with gr.Row():
-                        inputs.append(
-                            gr.Checkbox(
-                                value=bool(values[0]),
-                                label=f"use {slot.label}",
-                                elem_id=elem_key(f"{slot.key}.enabled"),
-                                scale=1,
-                                min_width=120,
-                            )
-                        )
-                        with gr.Column(scale=2, min_width=140):
-                            inputs.append(
-                                gr.Number(
-                                    value=values[1],
-                                    label="weight",
-                                    elem_id=elem_key(f"{slot.key}.weight"),
-                                )
-                            )
-                            error_md(f"{slot.key}.weight")
-                        with gr.Column(scale=3, min_width=180):
-                            inputs.append(
-                                gr.Textbox(
-                                    value=values[2],
-                                    label="metric name in charts",
-                                    placeholder=f"default: {slot.default_metric_name}",
-                                    max_lines=1,
-                                    elem_id=elem_key(f"{slot.key}.label"),
-                                )
-                            )
-                            error_md(f"{slot.key}.label")
-                    params = list(zip(slot.info.params, values[3:], strict=True))
-                    for start in range(0, len(params), 3):
-                        with gr.Row():
-                            for p, value in params[start : start + 3]:
-                                with gr.Column(min_width=200):
-                                    inputs.append(_param_input(slot, p, value))
-                                    error_md(f"{slot.key}.{p.name}")
-                    gr.Markdown(f"<small>Source: {escape(slot.info.source)}</small>", padding=True)
-        with gr.Column(scale=2):
-            gr.Markdown("### Try it on one completion")
-            try_prompt = gr.Textbox(label="Prompt", value=TRY_PROMPT, lines=1)
-            try_completion = gr.Textbox(
-                label="Completion", value=TRY_COMPLETION, lines=4, elem_id="try-completion"
-            )
-            try_answer = gr.Textbox(label="Gold answer", value=TRY_ANSWER, lines=1)
-            first_rows, first_total = trace_rows(
-                initial_spec, TRY_PROMPT, TRY_COMPLETION, TRY_ANSWER
-            )
-            try_total = gr.Markdown(first_total, elem_id="try-total")
-            try_table = gr.Dataframe(
-                headers=TRACE_HEADERS,
-                value=first_rows,
-                interactive=False,
-                wrap=True,
-                elem_id="try-trace",
-                column_widths=TRACE_WIDTHS,
-            )
-            gr.Markdown("### Import / export")
-            export_format = gr.Radio(list(spec_io.FORMATS), value="json", label="Format")
-            spec_code = gr.Code(
-                value=spec_io.spec_text(initial_spec),
-                language="json",
-                label="Spec (edit and apply, or paste one)",
-                interactive=True,
-                elem_id="spec-code",
-            )
-            with gr.Row():
-                apply_code = gr.Button("Apply this spec", size="sm")
-                upload = gr.UploadButton(
-                    "Import file", file_types=[".json", ".yaml", ".yml"], size="sm"
-                )
-                export_btn = gr.Button("Prepare downloads", size="sm", elem_id="export-spec")
-            import_msg = gr.Markdown(elem_id="import-message")
-            downloads = gr.File(
-                label="spec JSON, spec YAML, standalone TRL reward module",
-                file_count="multiple",
-                visible=False,
-                interactive=False,
-            )
 
-    error_keys = list(errors)
-    error_outputs = [errors[k] for k in error_keys]
+def _build_try(initial_spec: RewardSpec) -> TryParts:
+    gr.Markdown("### Try it on one completion")
+    prompt = gr.Textbox(label="Prompt", value=TRY_PROMPT, lines=1)
+    completion = gr.Textbox(
+        label="Completion", value=TRY_COMPLETION, lines=4, elem_id="try-completion"
+    )
+    answer = gr.Textbox(label="Gold answer", value=TRY_ANSWER, lines=1)
+    first_rows, first_total = trace_rows(initial_spec, TRY_PROMPT, TRY_COMPLETION, TRY_ANSWER)
+    total = gr.Markdown(first_total, elem_id="try-total")
+    table = gr.Dataframe(
+        headers=TRACE_HEADERS,
+        value=first_rows,
+        interactive=False,
+        wrap=True,
+        elem_id="try-trace",
+        column_widths=TRACE_WIDTHS,
+    )
+    return TryParts(prompt, completion, answer, total, table)
 
-    def render_check(check: FormCheck, fmt_name: str):
+
+def _build_spec_io(initial_spec: RewardSpec) -> SpecIoParts:
+    gr.Markdown("### Import / export")
+    export_format = gr.Radio(list(spec_io.FORMATS), value="json", label="Format")
+    code = gr.Code(
+        value=spec_io.spec_text(initial_spec),
+        language="json",
+        label="Spec (edit and apply, or paste one)",
+        interactive=True,
+        elem_id="spec-code",
+    )
+    with gr.Row():
+        apply = gr.Button("Apply this spec", size="sm")
+        upload = gr.UploadButton("Import file", file_types=[".json", ".yaml", ".yml"], size="sm")
+        export = gr.Button("Prepare downloads", size="sm", elem_id="export-spec")
+    message = gr.Markdown(elem_id="import-message")
+    downloads = gr.File(
+        label="spec JSON, spec YAML, standalone TRL reward module",
+        file_count="multiple",
+        visible=False,
+        interactive=False,
+    )
+    return SpecIoParts(export_format, code, apply, upload, export, message, downloads)
+
+
+def _wire_form(
+    form: SpecForm,
+    parts: FormParts,
+    io: SpecIoParts,
+    spec_state: gr.State,
+    preset: gr.Dropdown,
+    load_preset: gr.Button,
+) -> None:
+    """Validate on every edit; load presets, pasted specs and files into the form."""
+    check_outputs = [spec_state, parts.status, io.code, *parts.errors.values()]
+    load_outputs = [*parts.inputs.values(), *check_outputs, io.message]
+
+    def render_check(check: FormCheck, fmt_name: str) -> Updates:
         # While any field is wrong the shared spec is None: Preview keeps its last scores and
         # Train refuses to start, instead of silently using an older reward.
-        spec_dict = check.spec.to_dict() if check.ok else None
-        code = spec_io.spec_text(check.spec, fmt_name) if check.ok else gr.skip()
-        errs = [
-            gr.Markdown(value=warn(escape(check.errors.get(k, ""))), visible=k in check.errors)
-            for k in error_keys
-        ]
-        return (spec_dict, check.summary(), code, *errs)
+        updates = parts.show_errors(check)
+        updates[spec_state] = check.spec.to_dict() if check.ok else None
+        if check.ok:
+            updates[io.code] = spec_io.spec_text(check.spec, fmt_name)
+        return updates
 
-    def on_edit(fmt_name: str, *values):
-        return render_check(form.check(values), fmt_name)
+    def on_edit(raw: Values) -> Updates:
+        return render_check(form.check(parts.read(raw)), raw[io.export_format])
 
-    check_outputs = [spec_state, status, spec_code, *error_outputs]
     gr.on(
-        [c.input for c in inputs] + [c.blur for c in inputs if isinstance(c, gr.Number)],
+        [c.input for c in parts.inputs.values()]
+        + [c.blur for c in parts.inputs.values() if isinstance(c, gr.Number)],
         on_edit,
-        inputs=[export_format, *inputs],
+        inputs={io.export_format, *parts.inputs.values()},
         outputs=check_outputs,
         trigger_mode="always_last",
         show_progress="hidden",
         api_visibility="private",
     )
 
-    load_outputs = [*inputs, *check_outputs, import_msg]
+    def refuse(message: str) -> Updates:
+        return {io.message: warn(message)}
 
-    def refuse(message: str):
-        return (*[gr.skip()] * (len(load_outputs) - 1), warn(message))
-
-    def show_spec(spec: RewardSpec, fmt_name: str, message: str, refused: str):
+    def show_spec(spec: RewardSpec, fmt_name: str, message: str, refused: str) -> Updates:
         try:
             values = form.values_from_spec(spec)
         except SpecDoesNotFit as exc:
             return refuse(f"{refused}: {escape(exc)}")
         notes = [hint(escape(note)) for note in form.load_notes(spec)]
-        check = form.check(values)
-        return (*values, *render_check(check, fmt_name), "\n\n".join([message, *notes]))
+        updates = {**parts.show(values), **render_check(form.check(values), fmt_name)}
+        updates[io.message] = "\n\n".join([message, *notes])
+        return updates
 
-    def on_preset(name: str, fmt_name: str):
+    def on_preset(name: str, fmt_name: str) -> Updates:
         if name not in PRESETS:
             return refuse("Pick a preset first.")
         return show_spec(PRESETS[name], fmt_name, f"Loaded preset **{name}**.", "Not loaded")
 
-    load_preset.click(
-        on_preset,
-        inputs=[preset, export_format],
-        outputs=load_outputs,
-        api_visibility="private",
-    )
-
-    def on_import_text(text: str, fmt_name: str):
+    def on_import_text(text: str, fmt_name: str) -> Updates:
         try:
             spec = spec_io.parse_spec(text or "")
         except RewardSpecError as exc:
             return refuse(f"Not applied: {escape(exc)}")
         return show_spec(spec, fmt_name, "Applied the spec.", "Not applied")
 
-    def on_import_file(file: Any, fmt_name: str):
+    def on_import_file(file: Any, fmt_name: str) -> Updates:
         path = getattr(file, "name", file)
         try:
             spec = spec_io.read_spec_file(path)
@@ -269,18 +318,21 @@ def build_design(ctx: AppContext) -> DesignHandles:
             return refuse(f"Not imported: {escape(exc)}")
         return show_spec(spec, fmt_name, "Imported the spec file.", "Not imported")
 
-    apply_code.click(
-        on_import_text,
-        inputs=[spec_code, export_format],
-        outputs=load_outputs,
-        api_visibility="private",
-    )
-    upload.upload(
-        on_import_file,
-        inputs=[upload, export_format],
-        outputs=load_outputs,
-        api_visibility="private",
-    )
+    for trigger, handler, source in (
+        (load_preset.click, on_preset, preset),
+        (io.apply.click, on_import_text, io.code),
+        (io.upload.upload, on_import_file, io.upload),
+    ):
+        trigger(
+            handler,
+            inputs=[source, io.export_format],
+            outputs=load_outputs,
+            api_visibility="private",
+        )
+
+
+def _wire_spec_io(io: SpecIoParts, spec_state: gr.State) -> None:
+    """Show the spec in the chosen format; build the download files."""
 
     def on_format(spec_dict: dict | None, fmt_name: str):
         if spec_dict is None:
@@ -288,8 +340,8 @@ def build_design(ctx: AppContext) -> DesignHandles:
         spec = RewardSpec.from_dict(spec_dict)
         return gr.Code(value=spec_io.spec_text(spec, fmt_name), language=fmt_name)
 
-    export_format.change(
-        on_format, inputs=[spec_state, export_format], outputs=spec_code, api_visibility="private"
+    io.export_format.change(
+        on_format, inputs=[spec_state, io.export_format], outputs=io.code, api_visibility="private"
     )
 
     def on_export(spec_dict: dict | None):
@@ -298,9 +350,16 @@ def build_design(ctx: AppContext) -> DesignHandles:
         paths = spec_io.export_files(RewardSpec.from_dict(spec_dict))
         return gr.File(value=list(paths), visible=True), ""
 
-    export_btn.click(
-        on_export, inputs=spec_state, outputs=[downloads, import_msg], api_visibility="private"
+    io.export.click(
+        on_export,
+        inputs=spec_state,
+        outputs=[io.downloads, io.message],
+        api_visibility="private",
     )
+
+
+def _wire_try(parts: TryParts, spec_state: gr.State) -> None:
+    """Score the hand-written completion again whenever it or the spec changes."""
 
     def on_try(spec_dict: dict | None, prompt: str, completion: str, answer: str):
         if spec_dict is None:
@@ -308,12 +367,27 @@ def build_design(ctx: AppContext) -> DesignHandles:
         return trace_rows(RewardSpec.from_dict(spec_dict), prompt, completion, answer)
 
     gr.on(
-        [spec_state.change, try_prompt.input, try_completion.input, try_answer.input],
+        [spec_state.change, parts.prompt.input, parts.completion.input, parts.answer.input],
         on_try,
-        inputs=[spec_state, try_prompt, try_completion, try_answer],
-        outputs=[try_table, try_total],
+        inputs=[spec_state, parts.prompt, parts.completion, parts.answer],
+        outputs=[parts.table, parts.total],
         trigger_mode="always_last",
         show_progress="hidden",
         api_visibility="private",
     )
+
+
+def build_design(ctx: AppContext) -> DesignHandles:
+    form = SpecForm()
+    initial_spec = PRESETS.get(DEFAULT_PRESET) or next(iter(PRESETS.values()))
+    spec_state = gr.State(initial_spec.to_dict())
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            preset, load_preset, parts = build_form_parts(form, initial_spec)
+        with gr.Column(scale=2):
+            try_parts = _build_try(initial_spec)
+            io = _build_spec_io(initial_spec)
+    _wire_form(form, parts, io, spec_state, preset, load_preset)
+    _wire_spec_io(io, spec_state)
+    _wire_try(try_parts, spec_state)
     return DesignHandles(spec_state=spec_state, form=form)

@@ -10,6 +10,7 @@ row shows that sample's trace and the reward-hacking probes.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -19,9 +20,10 @@ from rewards.probes import run_probes
 from rewards.spec import RewardSpec
 from ui import charts, hints
 from ui.context import AppContext
-from ui.data_inputs import build_data_inputs, data_spec
+from ui.data_inputs import DataInputs, build_data_inputs, data_spec
 from ui.design import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
 from ui.messages import escape, warn
+from ui.named import error_line
 from ui.plots import plot_value
 from ui.preview_run import (
     CUSTOM,
@@ -107,94 +109,155 @@ def probe_rows(
     return rows
 
 
-def build_preview(ctx: AppContext, design: DesignHandles) -> None:
+@dataclass
+class PreviewControls:
+    """The left column: model, data and sampling inputs, each with its error line."""
+
+    model_key: gr.Dropdown
+    custom_model: gr.Textbox
+    refresh_models: gr.Button
+    data: DataInputs
+    num_prompts: gr.Number
+    samples: gr.Number
+    temperature: gr.Number
+    max_tokens: gr.Number
+    seed: gr.Number
+    generate: gr.Button
+    errors: dict[str, gr.Markdown]  # PreviewError field -> its error line
+
+
+@dataclass
+class PreviewResults:
+    """The right column: scores of the generated samples, one sample's trace and probes."""
+
+    summary: gr.Markdown
+    table: gr.Dataframe
+    contrib: gr.Plot
+    diagnostics: gr.Markdown
+    trace: gr.Dataframe
+    probes: gr.Dataframe
+
+
+def _build_controls(ctx: AppContext) -> PreviewControls:
     gen = GenerationSettings()
-    cache_state = gr.State(PreviewCache())
     errors: dict[str, gr.Markdown] = {}
 
-    def error_md(name: str) -> gr.Markdown:
-        errors[name] = gr.Markdown(
-            "", visible=False, elem_classes="field-error", elem_id=f"preview-error-{name}"
-        )
-        return errors[name]
+    def error_md(name: str) -> None:
+        errors[name] = error_line(f"preview-error-{name}")
 
+    gr.Markdown("### Model")
+    choices = model_choices(ctx)
+    model_key = gr.Dropdown(
+        label="Model", choices=choices, value=choices[0][1], elem_id="preview-model"
+    )
+    custom_model = gr.Textbox(
+        label="Hugging Face id or local folder",
+        visible=False,
+        placeholder="Qwen/Qwen2.5-0.5B-Instruct or /path/to/model",
+    )
+    refresh_models = gr.Button("Refresh model list (run checkpoints)", size="sm")
+    note = unavailable_models_note()
+    if note:
+        gr.Markdown(f"<small>{note}</small>")
+    error_md("model")
+    gr.Markdown("### Data")
+    data = build_data_inputs("heldout", "preview")
+    error_md("data")
+    gr.Markdown("### Sampling")
+    with gr.Row():
+        num_prompts = gr.Number(label="Prompts", value=4, precision=0, elem_id="preview-prompts")
+        samples = gr.Number(
+            label="Samples per prompt", value=4, precision=0, elem_id="preview-samples"
+        )
+    with gr.Row():
+        temperature = gr.Number(label="Temperature", value=gen.temperature)
+        max_tokens = gr.Number(label="Max new tokens", value=gen.max_completion_length, precision=0)
+    seed = gr.Number(label="Seed", value=0, precision=0)
+    for name in ("num_prompts", "samples_per_prompt", "temperature", "max_new_tokens"):
+        error_md(name)
+    generate = gr.Button("Generate", variant="primary", elem_id="preview-generate")
+    return PreviewControls(
+        model_key=model_key,
+        custom_model=custom_model,
+        refresh_models=refresh_models,
+        data=data,
+        num_prompts=num_prompts,
+        samples=samples,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        seed=seed,
+        generate=generate,
+        errors=errors,
+    )
+
+
+def _build_results() -> PreviewResults:
+    summary = gr.Markdown(
+        "Generate completions to preview the reward on them.", elem_id="preview-summary"
+    )
+    table = gr.Dataframe(
+        value=[],
+        headers=["#", "completion", "total"],
+        interactive=False,
+        wrap=True,
+        max_height=520,
+        elem_id="preview-table",
+    )
+    contrib = gr.Plot(show_label=False, elem_id="preview-contributions")
+    diagnostics = gr.Markdown(elem_id="preview-diagnostics")
+    gr.Markdown("### Selected sample (click a row)")
+    trace = gr.Dataframe(
+        headers=TRACE_HEADERS,
+        value=[],
+        interactive=False,
+        wrap=True,
+        elem_id="preview-trace",
+        column_widths=TRACE_WIDTHS,
+    )
+    probes = gr.Dataframe(
+        headers=PROBE_HEADERS,
+        value=[],
+        interactive=False,
+        wrap=True,
+        label="Reward-hacking probes: what cheap edits the reward pays for",
+        elem_id="preview-probes",
+    )
+    return PreviewResults(summary, table, contrib, diagnostics, trace, probes)
+
+
+def build_preview(ctx: AppContext, design: DesignHandles) -> None:
+    cache_state = gr.State(PreviewCache())
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
-            gr.Markdown("### Model")
-            choices = model_choices(ctx)
-            model_key = gr.Dropdown(
-                label="Model", choices=choices, value=choices[0][1], elem_id="preview-model"
-            )
-            custom_model = gr.Textbox(
-                label="Hugging Face id or local folder",
-                visible=False,
-                placeholder="Qwen/Qwen2.5-0.5B-Instruct or /path/to/model",
-            )
-            refresh_models = gr.Button("Refresh model list (run checkpoints)", size="sm")
-            note = unavailable_models_note()
-            if note:
-                gr.Markdown(f"<small>{note}</small>")
-            error_md("model")
-            gr.Markdown("### Data")
-            data = build_data_inputs("heldout", "preview")
-            error_md("data")
-            gr.Markdown("### Sampling")
-            with gr.Row():
-                num_prompts = gr.Number(
-                    label="Prompts", value=4, precision=0, elem_id="preview-prompts"
-                )
-                samples = gr.Number(
-                    label="Samples per prompt", value=4, precision=0, elem_id="preview-samples"
-                )
-            with gr.Row():
-                temperature = gr.Number(label="Temperature", value=gen.temperature)
-                max_tokens = gr.Number(
-                    label="Max new tokens", value=gen.max_completion_length, precision=0
-                )
-            seed = gr.Number(label="Seed", value=0, precision=0)
-            for name in ("num_prompts", "samples_per_prompt", "temperature", "max_new_tokens"):
-                error_md(name)
-            generate = gr.Button("Generate", variant="primary", elem_id="preview-generate")
+            controls = _build_controls(ctx)
         with gr.Column(scale=3, min_width=500):
-            summary = gr.Markdown(
-                "Generate completions to preview the reward on them.", elem_id="preview-summary"
-            )
-            table = gr.Dataframe(
-                value=[],
-                headers=["#", "completion", "total"],
-                interactive=False,
-                wrap=True,
-                max_height=520,
-                elem_id="preview-table",
-            )
-            contrib = gr.Plot(show_label=False, elem_id="preview-contributions")
-            diagnostics = gr.Markdown(elem_id="preview-diagnostics")
-            gr.Markdown("### Selected sample (click a row)")
-            trace = gr.Dataframe(
-                headers=TRACE_HEADERS,
-                value=[],
-                interactive=False,
-                wrap=True,
-                elem_id="preview-trace",
-                column_widths=TRACE_WIDTHS,
-            )
-            probes = gr.Dataframe(
-                headers=PROBE_HEADERS,
-                value=[],
-                interactive=False,
-                wrap=True,
-                label="Reward-hacking probes: what cheap edits the reward pays for",
-                elem_id="preview-probes",
-            )
+            results = _build_results()
+    _wire_model_picker(ctx, controls)
+    _wire_scores(ctx, design, controls, results, cache_state)
+
+
+def _wire_model_picker(ctx: AppContext, controls: PreviewControls) -> None:
+    model_key, custom_model = controls.model_key, controls.custom_model
 
     def on_model(key: str):
         return gr.Textbox(visible=key == CUSTOM)
 
     model_key.change(on_model, model_key, custom_model, api_visibility="private")
-    refresh_models.click(
+    controls.refresh_models.click(
         lambda: gr.Dropdown(choices=model_choices(ctx)), outputs=model_key, api_visibility="private"
     )
 
+
+def _wire_scores(
+    ctx: AppContext,
+    design: DesignHandles,
+    controls: PreviewControls,
+    results: PreviewResults,
+    cache_state: gr.State,
+) -> None:
+    """Generate into the session's cache; re-score it on every reward change; trace and probe
+    the clicked sample."""
+    errors = controls.errors
     error_names = list(errors)
 
     def show(cache: PreviewCache, spec_dict: dict | None):
@@ -222,7 +285,7 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
             diagnostics_markdown(scores),
         )
 
-    shown = [summary, table, contrib, diagnostics]
+    shown = [results.summary, results.table, results.contrib, results.diagnostics]
 
     def on_generate(
         cache,
@@ -269,19 +332,20 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
             return (cache, *[gr.skip()] * len(shown), *errs)
         return (cache, *show(cache, spec_dict), *hidden)
 
-    generate.click(
+    c = controls
+    c.generate.click(
         on_generate,
         inputs=[
             cache_state,
             design.spec_state,
-            model_key,
-            custom_model,
-            *data.all,
-            num_prompts,
-            samples,
-            temperature,
-            max_tokens,
-            seed,
+            c.model_key,
+            c.custom_model,
+            *c.data.all,
+            c.num_prompts,
+            c.samples,
+            c.temperature,
+            c.max_tokens,
+            c.seed,
         ],
         outputs=[cache_state, *shown, *[errors[n] for n in error_names]],
         concurrency_limit=1,
@@ -306,9 +370,9 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
         rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
         return sample_trace(scores, index), rows
 
-    table.select(
+    results.table.select(
         on_select,
         inputs=[cache_state, design.spec_state],
-        outputs=[trace, probes],
+        outputs=[results.trace, results.probes],
         api_visibility="private",
     )

@@ -12,6 +12,7 @@ on that viewer's runs only, so a queue call replayed from another session is ref
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
 
@@ -21,11 +22,13 @@ from ui import charts, run_actions
 from ui.context import AppContext
 from ui.identity import Viewer, viewer_for
 from ui.messages import escape, ok, warn
+from ui.named import Updates, Values
 from ui.plots import plot_value
-from ui.run_poll import RUN_COLUMNS, default_selection, poll, run_choices
+from ui.run_poll import RUN_COLUMNS, RunsUpdate, default_selection, poll, run_choices
 from ui.run_state import RunView
 
 POLL_SECONDS = 1.0
+_PANELS = {p.key: p for p in charts.PANELS}
 
 
 @dataclass
@@ -37,25 +40,103 @@ class RunsHandles:
     timer: gr.Timer
 
 
-def _skip_or(value):
-    return gr.skip() if value is None else value
+@dataclass
+class RunsParts:
+    """The Runs tab's named parts."""
+
+    view: gr.State
+    run_select: gr.Dropdown
+    table: gr.Dataframe
+    status_md: gr.Markdown
+    stop: gr.Button
+    resume: gr.Button
+    delete: gr.Button
+    config: gr.Button
+    checkpoint: gr.Button
+    data: gr.Button
+    action_md: gr.Markdown
+    download: gr.File
+    error_box: gr.Code
+    hints_md: gr.Markdown
+    repo: gr.Textbox
+    token: gr.Textbox
+    push: gr.Button
+    plots: dict[str, gr.Plot]  # panel key -> chart
+    panel_columns: dict[str, gr.Column]  # panel key -> column, for panels of some algorithms
+    step_select: gr.Dropdown
+    samples: gr.Dataframe
+    logs: gr.Code
+
+    @property
+    def poll_outputs(self) -> list[gr.components.Component]:
+        """Everything a tick may redraw."""
+        return [
+            self.view,
+            self.table,
+            self.run_select,
+            self.status_md,
+            self.error_box,
+            self.hints_md,
+            *self.plots.values(),
+            self.logs,
+            self.step_select,
+            self.stop,
+            self.resume,
+            self.delete,
+            *self.panel_columns.values(),
+        ]
 
 
-def action_buttons(status: str | None) -> list:
-    """Stop, Resume and Delete, enabled for the statuses where they apply."""
+def action_buttons(parts: RunsParts, status: str | None) -> Updates:
+    """Stop, Resume and Delete, enabled for the statuses where they apply (no update when the
+    status did not change)."""
     if status is None:
-        return [gr.skip()] * 3
+        return {}
     active = status in ("queued", "running")
-    return [
-        gr.Button(interactive=active),
-        gr.Button(interactive=status in RESUMABLE),
-        gr.Button(interactive=bool(status) and not active),
-    ]
+    return {
+        parts.stop: gr.Button(interactive=active),
+        parts.resume: gr.Button(interactive=status in RESUMABLE),
+        parts.delete: gr.Button(interactive=bool(status) and not active),
+    }
 
 
-def build_runs(ctx: AppContext) -> RunsHandles:
-    view = gr.State(RunView())
-    timer = gr.Timer(POLL_SECONDS)
+def poll_updates(
+    parts: RunsParts, state: RunView, update: RunsUpdate, current_step: Any
+) -> Updates:
+    """The page updates of one poll: only what ``update`` says changed (a quiet tick updates
+    nothing but the view state)."""
+    out: Updates = {parts.view: state}
+    for comp, value in (
+        (parts.table, update.runs_table),
+        (parts.status_md, update.status_md),
+        (parts.hints_md, update.hints_md),
+        (parts.logs, update.logs),
+    ):
+        if value is not None:
+            out[comp] = value
+    if update.error is not None:
+        out[parts.error_box] = gr.Code(value=update.error, visible=bool(update.error))
+    if update.run_choices is not None:
+        listed = any(run_id == state.run_id for _, run_id in update.run_choices)
+        out[parts.run_select] = gr.Dropdown(
+            choices=update.run_choices, value=state.run_id if listed else None
+        )
+    for key, figure in update.figures.items():
+        out[parts.plots[key]] = plot_value(figure)
+    if update.sample_steps is not None:
+        keep = current_step if current_step in update.sample_steps else None
+        latest = update.sample_steps[-1] if update.sample_steps else None
+        out[parts.step_select] = gr.Dropdown(choices=update.sample_steps, value=keep or latest)
+    out.update(action_buttons(parts, update.status))
+    if update.algorithm is not None:
+        for key, column in parts.panel_columns.items():
+            out[column] = gr.Column(visible=_PANELS[key].shown_for(update.algorithm))
+    return out
+
+
+def _build_header() -> dict[str, Any]:
+    """Run picker and list on the left; status, actions, error, hints and Hub push on the
+    right."""
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=380):
             run_select = gr.Dropdown(
@@ -73,12 +154,12 @@ def build_runs(ctx: AppContext) -> RunsHandles:
         with gr.Column(scale=1, min_width=420):
             status_md = gr.Markdown(elem_id="run-status")
             with gr.Row():
-                stop_btn = gr.Button("Stop", variant="stop", size="sm", elem_id="run-stop")
-                resume_btn = gr.Button("Resume", size="sm", elem_id="run-resume")
-                delete_btn = gr.Button("Delete", size="sm", elem_id="run-delete")
-                config_btn = gr.Button("Config file", size="sm", elem_id="run-config")
-                ckpt_btn = gr.Button("Checkpoint (zip)", size="sm")
-                data_btn = gr.Button("Metrics & samples (zip)", size="sm", elem_id="run-data")
+                stop = gr.Button("Stop", variant="stop", size="sm", elem_id="run-stop")
+                resume = gr.Button("Resume", size="sm", elem_id="run-resume")
+                delete = gr.Button("Delete", size="sm", elem_id="run-delete")
+                config = gr.Button("Config file", size="sm", elem_id="run-config")
+                checkpoint = gr.Button("Checkpoint (zip)", size="sm")
+                data = gr.Button("Metrics & samples (zip)", size="sm", elem_id="run-data")
             action_md = gr.Markdown(elem_id="run-action-message")
             download = gr.File(label="Download", visible=False, interactive=False)
             error_box = gr.Code(
@@ -90,26 +171,54 @@ def build_runs(ctx: AppContext) -> RunsHandles:
             )
             hints_md = gr.Markdown(elem_id="run-hints")
             with gr.Accordion("Push to the Hugging Face Hub", open=False):
-                repo_box = gr.Textbox(label="Repo (owner/name)", placeholder="alice/my-grpo-model")
-                token_box = gr.Textbox(
-                    label="Write token (used once, never stored)", type="password"
-                )
-                push_btn = gr.Button("Push final model (or newest checkpoint)", size="sm")
+                repo = gr.Textbox(label="Repo (owner/name)", placeholder="alice/my-grpo-model")
+                token = gr.Textbox(label="Write token (used once, never stored)", type="password")
+                push = gr.Button("Push final model (or newest checkpoint)", size="sm")
+    return dict(
+        run_select=run_select,
+        table=table,
+        status_md=status_md,
+        stop=stop,
+        resume=resume,
+        delete=delete,
+        config=config,
+        checkpoint=checkpoint,
+        data=data,
+        action_md=action_md,
+        download=download,
+        error_box=error_box,
+        hints_md=hints_md,
+        repo=repo,
+        token=token,
+        push=push,
+    )
 
+
+def _build_charts() -> tuple[dict[str, gr.Plot], dict[str, gr.Column]]:
+    """One chart per panel, three to a row; the columns of panels that only some algorithms
+    log, to show or hide when the selection changes."""
     plots: dict[str, gr.Plot] = {}
+    columns: dict[str, gr.Column] = {}
     panels = list(charts.PANELS)
-    panel_columns: dict[str, gr.Column] = {}
     for start in range(0, len(panels), 3):
         with gr.Row():
             for panel in panels[start : start + 3]:
                 with gr.Column(min_width=300, visible=panel.shown_for(None)) as column:
-                    panel_columns[panel.key] = column
+                    if panel.only_for:
+                        columns[panel.key] = column
                     plots[panel.key] = gr.Plot(
                         show_label=False, elem_id=f"chart-{panel.key}", elem_classes="run-chart"
                     )
                     if panel.note:
                         gr.Markdown(f"<small>{panel.note}</small>")
+    return plots, columns
 
+
+def build_runs_parts() -> RunsParts:
+    """Every part of the Runs tab, laid out; nothing wired yet."""
+    view = gr.State(RunView())
+    header = _build_header()
+    plots, panel_columns = _build_charts()
     with gr.Accordion("Samples by step, with each component's score", open=True):
         step_select = gr.Dropdown(label="Step", choices=[], value=None, elem_id="sample-step")
         samples = gr.Dataframe(
@@ -123,86 +232,49 @@ def build_runs(ctx: AppContext) -> RunsHandles:
         )
     with gr.Accordion("Worker log", open=False):
         logs = gr.Code(label="Log", language=None, max_lines=30, elem_id="run-logs")
+    return RunsParts(
+        view=view,
+        **header,
+        plots=plots,
+        panel_columns=panel_columns,
+        step_select=step_select,
+        samples=samples,
+        logs=logs,
+    )
 
-    plot_list = [plots[p.key] for p in panels]
-    buttons = [stop_btn, resume_btn, delete_btn]
-    outputs = [view, table, run_select, status_md, error_box, hints_md, *plot_list, logs]
-    outputs += [step_select, *buttons]
-    optional_panels = [p for p in panels if p.only_for]
-    outputs += [panel_columns[p.key] for p in optional_panels]
 
-    def refresh(state: RunView, selected: str | None, current_step, viewer: Viewer, force: bool):
-        update = poll(ctx.db, state, selected or None, owner=viewer.scope, force=force)
-        error = (
-            gr.skip()
-            if update.error is None
-            else gr.Code(value=update.error, visible=bool(update.error))
-        )
-        choices = gr.skip()
-        if update.run_choices is not None:
-            listed = any(run_id == state.run_id for _, run_id in update.run_choices)
-            choices = gr.Dropdown(
-                choices=update.run_choices, value=state.run_id if listed else None
-            )
-        figures = [
-            gr.skip() if p.key not in update.figures else plot_value(update.figures[p.key])
-            for p in panels
-        ]
-        steps = gr.skip()
-        if update.sample_steps is not None:
-            keep = current_step if current_step in update.sample_steps else None
-            latest = update.sample_steps[-1] if update.sample_steps else None
-            steps = gr.Dropdown(choices=update.sample_steps, value=keep or latest)
-        return (
-            state,
-            _skip_or(update.runs_table),
-            choices,
-            _skip_or(update.status_md),
-            error,
-            _skip_or(update.hints_md),
-            *figures,
-            _skip_or(update.logs),
-            steps,
-            *action_buttons(update.status),
-            *[
-                gr.skip()
-                if update.algorithm is None
-                else gr.Column(visible=p.shown_for(update.algorithm))
-                for p in optional_panels
-            ],
-        )
+def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
+    """Each tick (and each new selection) redraws only what changed."""
 
-    def tick(
-        state: RunView,
-        selected: str | None,
-        current_step,
-        request: gr.Request,
-        profile: gr.OAuthProfile | None = None,
-    ):
-        return refresh(state, selected, current_step, viewer_for(request, profile), False)
+    def refresh(raw: Values, request: gr.Request, profile: gr.OAuthProfile | None, force: bool):
+        state: RunView = raw[parts.view]
+        viewer = viewer_for(request, profile)
+        selected = raw[parts.run_select] or None
+        update = poll(ctx.db, state, selected, owner=viewer.scope, force=force)
+        return poll_updates(parts, state, update, raw[parts.step_select])
+
+    def tick(raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Updates:
+        return refresh(raw, request, profile, False)
 
     def on_select(
-        state: RunView,
-        selected: str | None,
-        current_step,
-        request: gr.Request,
-        profile: gr.OAuthProfile | None = None,
-    ):
-        return refresh(state, selected, current_step, viewer_for(request, profile), True)
+        raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> Updates:
+        return refresh(raw, request, profile, True)
 
+    inputs = {parts.view, parts.run_select, parts.step_select}
     timer.tick(
         tick,
-        inputs=[view, run_select, step_select],
-        outputs=outputs,
+        inputs=inputs,
+        outputs=parts.poll_outputs,
         show_progress="hidden",
         api_visibility="private",
         trigger_mode="always_last",
         concurrency_limit=None,  # one cheap query; never wait behind other sessions' events
     )
-    run_select.change(
+    parts.run_select.change(
         on_select,
-        inputs=[view, run_select, step_select],
-        outputs=outputs,
+        inputs=inputs,
+        outputs=parts.poll_outputs,
         show_progress="hidden",
         api_visibility="private",
     )
@@ -211,7 +283,11 @@ def build_runs(ctx: AppContext) -> RunsHandles:
         row = evt.row_value if getattr(evt, "row_value", None) else None
         return row[0] if row else gr.skip()
 
-    table.select(on_row, outputs=run_select, api_visibility="private")
+    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private")
+
+
+def _wire_samples(ctx: AppContext, parts: RunsParts) -> None:
+    """The chosen step's samples, one column per reward component."""
 
     def show_samples(
         run_id: str | None, step, request: gr.Request, profile: gr.OAuthProfile | None = None
@@ -227,9 +303,16 @@ def build_runs(ctx: AppContext) -> RunsHandles:
             return gr.Dataframe(value=rows, headers=headers)
         return gr.Dataframe(value=rows, headers=headers, datatype=datatypes, column_widths=widths)
 
-    step_select.change(
-        show_samples, inputs=[run_select, step_select], outputs=samples, api_visibility="private"
+    parts.step_select.change(
+        show_samples,
+        inputs=[parts.run_select, parts.step_select],
+        outputs=parts.samples,
+        api_visibility="private",
     )
+
+
+def _wire_actions(ctx: AppContext, parts: RunsParts) -> None:
+    """Stop, resume, delete, downloads and the Hub push, each for the viewer's own runs."""
 
     def act(fn):
         def handler(
@@ -243,11 +326,13 @@ def build_runs(ctx: AppContext) -> RunsHandles:
         return handler
 
     for button, fn in (
-        (stop_btn, run_actions.stop_run),
-        (resume_btn, run_actions.resume_run),
-        (delete_btn, run_actions.delete_run),
+        (parts.stop, run_actions.stop_run),
+        (parts.resume, run_actions.resume_run),
+        (parts.delete, run_actions.delete_run),
     ):
-        button.click(act(fn), inputs=run_select, outputs=action_md, api_visibility="private")
+        button.click(
+            act(fn), inputs=parts.run_select, outputs=parts.action_md, api_visibility="private"
+        )
 
     def download_with(fn):
         def handler(
@@ -261,24 +346,17 @@ def build_runs(ctx: AppContext) -> RunsHandles:
 
         return handler
 
-    config_btn.click(
-        download_with(run_actions.config_file),
-        inputs=run_select,
-        outputs=[download, action_md],
-        api_visibility="private",
-    )
-    ckpt_btn.click(
-        download_with(run_actions.checkpoint_archive),
-        inputs=run_select,
-        outputs=[download, action_md],
-        api_visibility="private",
-    )
-    data_btn.click(
-        download_with(run_actions.run_data_archive),
-        inputs=run_select,
-        outputs=[download, action_md],
-        api_visibility="private",
-    )
+    for button, fn in (
+        (parts.config, run_actions.config_file),
+        (parts.checkpoint, run_actions.checkpoint_archive),
+        (parts.data, run_actions.run_data_archive),
+    ):
+        button.click(
+            download_with(fn),
+            inputs=parts.run_select,
+            outputs=[parts.download, parts.action_md],
+            api_visibility="private",
+        )
 
     def push(
         run_id: str | None,
@@ -294,13 +372,21 @@ def build_runs(ctx: AppContext) -> RunsHandles:
             message = warn(escape(exc))
         return message, ""  # the token box is cleared either way
 
-    push_btn.click(
+    parts.push.click(
         push,
-        inputs=[run_select, repo_box, token_box],
-        outputs=[action_md, token_box],
+        inputs=[parts.run_select, parts.repo, parts.token],
+        outputs=[parts.action_md, parts.token],
         api_visibility="private",
     )
-    return RunsHandles(run_select=run_select, view=view, timer=timer)
+
+
+def build_runs(ctx: AppContext) -> RunsHandles:
+    timer = gr.Timer(POLL_SECONDS)
+    parts = build_runs_parts()
+    _wire_poll(ctx, parts, timer)
+    _wire_samples(ctx, parts)
+    _wire_actions(ctx, parts)
+    return RunsHandles(run_select=parts.run_select, view=parts.view, timer=timer)
 
 
 def initial_selection(

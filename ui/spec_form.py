@@ -3,9 +3,12 @@
 The form holds the spec's description and one *slot* per registry component (several for
 components that allow more than one instance, such as ``rule``); each slot has an enable switch,
 a weight, an optional metric name (the component's ``label``) and one input per
-:class:`~rewards.params.ParamSpec`. :class:`SpecForm` maps the form's flat list of values to a
-``RewardSpec`` and back, and :meth:`SpecForm.check` validates them, putting each message on the
-input it is about (``"correctness.mode"``, ``"rule#2.weight"``), so the tab can show it there.
+:class:`~rewards.params.ParamSpec`. Values travel **by name**: a dict keyed by input key
+(``"description"``, ``"correctness.weight"``, ``"rule#2.pattern"``), never by position.
+:class:`SpecForm` maps such a dict to a ``RewardSpec`` and back, and :meth:`SpecForm.check`
+validates it, putting each message on the input it is about (``"correctness.mode"``,
+``"rule#2.weight"``), so the tab can show it there. :meth:`SpecForm.target` names the spec field
+or :class:`~rewards.params.ParamSpec` behind each key.
 
 Loading a spec never drops part of it without a word: a spec with more instances of a component
 than the form has slots is refused (:class:`SpecDoesNotFit`), and :meth:`SpecForm.load_notes`
@@ -33,6 +36,8 @@ MULTI_SLOTS = 5  # instances offered for components that allow several (e.g. rul
 GENERAL = ""  # error key of messages about the spec as a whole
 DESCRIPTION = "description"  # input key of the spec's description
 _COMPONENT_REF = re.compile(r"components\[(\d+)\]")
+SLOT_FIELDS = ("enabled", "weight", "label")  # ComponentSpec fields every slot has an input for
+FormValues = dict[str, Any]  # input key -> value, in :meth:`SpecForm.input_keys` order
 
 
 class SpecDoesNotFit(ValueError):
@@ -153,6 +158,8 @@ class SpecForm:
         for info in registry.values():
             count = multi_slots if info.allow_multiple else 1
             self.slots.extend(Slot(info, i + 1) for i in range(count))
+        self._slots_by_key = {slot.key: slot for slot in self.slots}
+        self._keys = frozenset(self.input_keys())
 
     @property
     def size(self) -> int:
@@ -163,27 +170,52 @@ class SpecForm:
         ``"format.weight"``, ``"format.label"``, ``"format.mode"``, ...)."""
         keys = [DESCRIPTION]
         for slot in self.slots:
-            keys += [f"{slot.key}.enabled", f"{slot.key}.weight", f"{slot.key}.label"]
-            keys += [f"{slot.key}.{p.name}" for p in slot.info.params]
+            keys += self.slot_keys(slot)
         return keys
 
-    def split(self, values: Sequence[Any]) -> tuple[str, list[SlotValues]]:
-        """The description and each slot's values from the flat values."""
-        if len(values) != self.size:
-            raise ValueError(f"expected {self.size} form values, got {len(values)}")
-        description = str(values[0] or "").strip()
-        out, at = [], 1
+    def slot_keys(self, slot: Slot) -> list[str]:
+        """The input keys of one slot: its spec fields, then one per parameter."""
+        return [
+            f"{slot.key}.{name}" for name in (*SLOT_FIELDS, *(p.name for p in slot.info.params))
+        ]
+
+    def target(self, key: str) -> tuple[Slot | None, str, ParamSpec | None]:
+        """What input ``key`` sets: ``(slot, field, param)``; ``slot`` is None for the spec's
+        description and ``param`` is None for a slot's own field (enabled, weight, label).
+
+        Raises:
+            KeyError: ``key`` is no input of this form.
+        """
+        if key == DESCRIPTION:
+            return None, DESCRIPTION, None
+        slot_key, _, name = key.rpartition(".")
+        slot = self._slots_by_key.get(slot_key)
+        if slot is not None:
+            if name in SLOT_FIELDS:
+                return slot, name, None
+            for p in slot.info.params:
+                if p.name == name:
+                    return slot, name, p
+        raise KeyError(f"no form input named {key!r}")
+
+    def split(self, values: Mapping[str, Any]) -> tuple[str, list[SlotValues]]:
+        """The description and each slot's values from the values keyed by input key."""
+        missing = [k for k in self.input_keys() if k not in values]
+        unknown = [k for k in values if k not in self._keys]
+        if missing or unknown:
+            raise ValueError(f"form values: missing {missing[:5]}, unknown {unknown[:5]}")
+        description = str(values[DESCRIPTION] or "").strip()
+        out = []
         for slot in self.slots:
-            enabled, weight, label = bool(values[at]), values[at + 1], values[at + 2]
-            raw = values[at + 3 : at + slot.size]
-            params = {
-                p.name: param_from_form(p, v) for p, v in zip(slot.info.params, raw, strict=True)
-            }
-            out.append(SlotValues(slot, enabled, weight, label_from_form(label), params))
-            at += slot.size
+            at = f"{slot.key}."
+            params = {p.name: param_from_form(p, values[at + p.name]) for p in slot.info.params}
+            label = label_from_form(values[at + "label"])
+            out.append(
+                SlotValues(slot, bool(values[at + "enabled"]), values[at + "weight"], label, params)
+            )
         return description, out
 
-    def check(self, values: Sequence[Any]) -> FormCheck:
+    def check(self, values: Mapping[str, Any]) -> FormCheck:
         """Validate every slot's weight, metric name and parameters, then the spec as a whole."""
         errors: dict[str, str] = {}
         components: list[dict[str, Any]] = []
@@ -271,22 +303,25 @@ class SpecForm:
                 )
         return by_name
 
-    def values_from_spec(self, spec: RewardSpec) -> list[Any]:
-        """Form values showing ``spec``: its components fill the matching slots in order.
+    def values_from_spec(self, spec: RewardSpec) -> FormValues:
+        """Form values showing ``spec``, keyed by input key: its components fill the matching
+        slots in order.
 
         Raises:
             SpecDoesNotFit: a component has more instances than the form has slots for it.
         """
         by_name = self._by_name(spec)
-        values: list[Any] = [spec.description]
+        values: FormValues = {DESCRIPTION: spec.description}
         for slot in self.slots:
             present = by_name.get(slot.info.name, [])
             comp = present[slot.instance - 1] if len(present) >= slot.instance else None
             params = {**slot.info.defaults(), **(dict(comp.params) if comp else {})}
-            values.append(comp is not None and comp.enabled)
-            values.append(float(comp.weight) if comp is not None else 1.0)
-            values.append((comp.label or "") if comp is not None else "")
-            values.extend(param_to_form(p, params[p.name]) for p in slot.info.params)
+            at = f"{slot.key}."
+            values[at + "enabled"] = comp is not None and comp.enabled
+            values[at + "weight"] = float(comp.weight) if comp is not None else 1.0
+            values[at + "label"] = (comp.label or "") if comp is not None else ""
+            for p in slot.info.params:
+                values[at + p.name] = param_to_form(p, params[p.name])
         return values
 
     def load_notes(self, spec: RewardSpec) -> list[str]:

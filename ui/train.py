@@ -20,10 +20,11 @@ from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec, a
 from rewards.spec import RewardSpec
 from ui import spec_io, train_form
 from ui.context import AppContext
-from ui.data_inputs import build_data_inputs, data_spec
+from ui.data_inputs import DataInputs, build_data_inputs, data_spec
 from ui.design import DesignHandles, elem_key
 from ui.identity import viewer_for
 from ui.messages import escape, ok, warn
+from ui.named import Updates, Values, error_line
 from ui.preview_run import CUSTOM, PreviewError, resolve_model
 from ui.train_form import FormField, TrainInputs
 
@@ -121,210 +122,229 @@ def run_summary(config: RunConfig) -> str:
     )
 
 
-def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
-    fields = train_form.form_fields()
-    algos = train_form.algorithms()
-    inputs: list[gr.components.Component] = []
-    input_fields: list[FormField] = []  # the field of each input, in input order
-    errors: dict[str, gr.Markdown] = {}
-    sections: dict[str, list[gr.Group]] = {}
+@dataclass
+class ModelParts:
+    """The model picker and its LoRA switch."""
 
-    def error_md(key: str) -> None:
-        errors[key] = gr.Markdown(
-            "", visible=False, elem_classes="field-error", elem_id=f"train-error-{elem_key(key)}"
-        )
+    key: gr.Dropdown
+    custom: gr.Textbox
+    lora: gr.Checkbox
+    lora_r: gr.Number
+    lora_alpha: gr.Number
+    note: gr.Markdown
 
-    def field_block(group_fields: list[FormField]) -> None:
-        for start in range(0, len(group_fields), 3):
-            with gr.Row():
-                for f in group_fields[start : start + 3]:
-                    with gr.Column(min_width=220):
-                        inputs.append(_field_input(f))
-                        input_fields.append(f)
-                        error_md(f.path)
+    @property
+    def all(self) -> list[gr.components.Component]:
+        """The inputs, in :func:`model_dict` argument order."""
+        return [self.key, self.custom, self.lora, self.lora_r, self.lora_alpha]
 
-    model_options = training_models(ctx)
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=3):
-            with gr.Row():
-                name = gr.Textbox(label="Run name", placeholder="optional", elem_id="train-name")
-                algorithm = gr.Radio(
-                    [(a.upper(), a) for a in algos],
-                    value=algos[0],
-                    label="Algorithm",
-                    elem_id="train-algorithm",
-                )
-            error_md("name")
-            reward_md = gr.Markdown(reward_summary(design.spec_state.value), elem_id="train-reward")
-            error_md("reward")
-            with gr.Accordion("Model", open=True):
-                with gr.Row():
-                    model_key = gr.Dropdown(
-                        label="Model",
-                        choices=model_options,
-                        value=model_options[0][1],
-                        elem_id="train-model",
-                    )
-                    custom_model = gr.Textbox(
-                        label="Hugging Face id or local folder",
-                        visible=False,
-                        elem_id="train-custom-model",
-                    )
-                with gr.Row():
-                    lora = gr.Checkbox(
-                        label="LoRA adapter (train few parameters)",
-                        value=False,
-                        elem_id="train-lora",
-                    )
-                    lora_r = gr.Number(label="LoRA rank r", value=16, precision=0)
-                    lora_alpha = gr.Number(label="LoRA alpha", value=32, precision=0)
-                model_note = gr.Markdown(elem_id="train-model-note")
-                error_md("model")
-            with gr.Accordion("Training data", open=False):
-                data = build_data_inputs("train", "train")
-            error_md("data")  # outside the accordion, so it shows while the accordion is shut
-            for section in (*train_form.HYPER_SECTIONS, *algos):
-                section_fields = [f for f in fields if f.section == section]
-                key_fields = [f for f in section_fields if f.key]
-                rest = [f for f in section_fields if not f.key]
-                visible = section in train_form.HYPER_SECTIONS or section == algos[0]
-                with gr.Group(visible=visible) as group:
-                    gr.Markdown(f"#### {SECTION_TITLES.get(section, section)}")
-                    field_block(key_fields)
-                    if rest:
-                        with gr.Accordion("Advanced", open=False):
-                            field_block(rest)
-                sections.setdefault(section, []).append(group)
-            summary = gr.Markdown(run_summary(RunConfig()), elem_id="train-summary")
-            start = gr.Button("Start training", variant="primary", elem_id="train-start")
-            start_msg = gr.Markdown(elem_id="train-message")
-            error_md(GENERAL)
-        with gr.Column(scale=2):
-            gr.Markdown(
-                "### Same run from the command line\nSave the config below and run it "
-                "headless; CLI runs show up in the Runs tab too."
-            )
-            gr.Code(
-                value=train_form.cli_command(),
-                language="shell",
-                label="Command",
-                elem_id="train-cli",
-            )
-            config_code = gr.Code(
-                value=documented_yaml(),
-                language="yaml",
-                label="Config file",
-                elem_id="train-yaml",
-                max_lines=45,
-            )
-            download_btn = gr.Button("Download config file", size="sm")
-            download = gr.File(label="Config", visible=False, interactive=False)
-            run_id = gr.Textbox(visible=False, elem_id="train-run-id")
 
-    error_keys = list(errors)
-    form_inputs = [name, algorithm, model_key, custom_model, lora, lora_r, lora_alpha, *data.all]
+@dataclass
+class TrainParts:
+    """The Train form's named parts: hyperparameter inputs keyed by dotted field path
+    (``"training.steps"``) and error lines keyed by the config field they are about."""
 
-    def collect(spec_dict: dict | None, values: tuple) -> RunConfig:
-        if spec_dict is None:
-            raise ConfigError("reward", "the reward in the Design tab has fields to fix")
-        (nm, algo, key, custom, use_lora, r, alpha, *rest) = values
-        data_values, hyper = rest[: len(data.all)], rest[len(data.all) :]
-        inputs_ = TrainInputs(
-            name=nm or "",
-            algorithm=algo,
-            model=model_dict(ctx, key, custom, use_lora, r, alpha),
-            data=data_spec(*data_values),
-            reward=spec_dict,
-        )
-        return train_form.build_config(inputs_, input_fields, hyper, max_steps=ctx.demo.max_steps)
+    name: gr.Textbox
+    algorithm: gr.Radio
+    reward: gr.Markdown
+    model: ModelParts
+    data: DataInputs
+    hyper: dict[str, gr.components.Component]
+    fields: dict[str, FormField]  # the field behind each hyperparameter input
+    sections: dict[str, gr.Group]
+    errors: dict[str, gr.Markdown]
 
-    def locate(exc: ConfigError) -> str:
+    @property
+    def inputs(self) -> list[gr.components.Component]:
+        """Every input the config is built from."""
+        return [self.name, self.algorithm, *self.model.all, *self.data.all, *self.hyper.values()]
+
+    def locate(self, exc: ConfigError) -> str:
+        """The error line of ``exc``'s field, or of the nearest section that has one."""
         field = exc.field or GENERAL
-        while field and field not in errors:
+        while field and field not in self.errors:
             field = field.rsplit(".", 1)[0] if "." in field else GENERAL
         return field
 
-    def show_errors(exc: ConfigError | None):
-        where = None if exc is None else locate(exc)
-        return [
-            gr.Markdown(value=warn(escape(exc)), visible=True)
-            if k == where
+    def show_errors(self, exc: ConfigError | None) -> Updates:
+        """Updates that show ``exc`` on its field and hide every other error line."""
+        where = None if exc is None else self.locate(exc)
+        return {
+            md: gr.Markdown(value=warn(escape(exc)), visible=True)
+            if key == where
             else gr.Markdown(visible=False)
-            for k in error_keys
-        ]
+            for key, md in self.errors.items()
+        }
 
-    def on_change(spec_dict: dict, *values):
+
+def _error_md(errors: dict[str, gr.Markdown], key: str) -> None:
+    errors[key] = error_line(f"train-error-{elem_key(key)}")
+
+
+def _build_model(models: list[tuple[str, str]]) -> ModelParts:
+    with gr.Row():
+        key = gr.Dropdown(label="Model", choices=models, value=models[0][1], elem_id="train-model")
+        custom = gr.Textbox(
+            label="Hugging Face id or local folder", visible=False, elem_id="train-custom-model"
+        )
+    with gr.Row():
+        lora = gr.Checkbox(
+            label="LoRA adapter (train few parameters)", value=False, elem_id="train-lora"
+        )
+        lora_r = gr.Number(label="LoRA rank r", value=16, precision=0)
+        lora_alpha = gr.Number(label="LoRA alpha", value=32, precision=0)
+    note = gr.Markdown(elem_id="train-model-note")
+    return ModelParts(key, custom, lora, lora_r, lora_alpha, note)
+
+
+def _build_fields(
+    fields: list[FormField],
+    hyper: dict[str, gr.components.Component],
+    errors: dict[str, gr.Markdown],
+) -> None:
+    """Inputs for ``fields``, three to a row, each with its error line, keyed by field path."""
+    for start in range(0, len(fields), 3):
+        with gr.Row():
+            for f in fields[start : start + 3]:
+                with gr.Column(min_width=220):
+                    hyper[f.path] = _field_input(f)
+                    _error_md(errors, f.path)
+
+
+def _build_sections(
+    fields: list[FormField],
+    algos: list[str],
+    hyper: dict[str, gr.components.Component],
+    errors: dict[str, gr.Markdown],
+) -> dict[str, gr.Group]:
+    """One group per config section: key fields up front, the rest under "Advanced"; of the
+    algorithm sections only the chosen one is visible."""
+    groups = {}
+    for section in (*train_form.HYPER_SECTIONS, *algos):
+        in_section = [f for f in fields if f.section == section]
+        rest = [f for f in in_section if not f.key]
+        visible = section in train_form.HYPER_SECTIONS or section == algos[0]
+        with gr.Group(visible=visible) as groups[section]:
+            gr.Markdown(f"#### {SECTION_TITLES.get(section, section)}")
+            _build_fields([f for f in in_section if f.key], hyper, errors)
+            if rest:
+                with gr.Accordion("Advanced", open=False):
+                    _build_fields(rest, hyper, errors)
+    return groups
+
+
+def build_train_parts(ctx: AppContext, design: DesignHandles) -> TrainParts:
+    """Name, algorithm, reward line, model, data and the hyperparameter sections."""
+    algos = train_form.algorithms()
+    fields = train_form.form_fields()
+    errors: dict[str, gr.Markdown] = {}
+    hyper: dict[str, gr.components.Component] = {}
+    with gr.Row():
+        name = gr.Textbox(label="Run name", placeholder="optional", elem_id="train-name")
+        algorithm = gr.Radio(
+            [(a.upper(), a) for a in algos],
+            value=algos[0],
+            label="Algorithm",
+            elem_id="train-algorithm",
+        )
+    _error_md(errors, "name")
+    reward = gr.Markdown(reward_summary(design.spec_state.value), elem_id="train-reward")
+    _error_md(errors, "reward")
+    with gr.Accordion("Model", open=True):
+        model = _build_model(training_models(ctx))
+        _error_md(errors, "model")
+    with gr.Accordion("Training data", open=False):
+        data = build_data_inputs("train", "train")
+    _error_md(errors, "data")  # outside the accordion, so it shows while the accordion is shut
+    sections = _build_sections(fields, algos, hyper, errors)
+    by_path = {f.path: f for f in fields}
+    return TrainParts(
+        name=name,
+        algorithm=algorithm,
+        reward=reward,
+        model=model,
+        data=data,
+        hyper=hyper,
+        fields={path: by_path[path] for path in hyper},
+        sections=sections,
+        errors=errors,
+    )
+
+
+@dataclass
+class ConfigParts:
+    """The config file view, its download and the CLI command."""
+
+    code: gr.Code
+    download_btn: gr.Button
+    download: gr.File
+
+
+def _build_config_column() -> ConfigParts:
+    gr.Markdown(
+        "### Same run from the command line\nSave the config below and run it "
+        "headless; CLI runs show up in the Runs tab too."
+    )
+    gr.Code(value=train_form.cli_command(), language="shell", label="Command", elem_id="train-cli")
+    code = gr.Code(
+        value=documented_yaml(),
+        language="yaml",
+        label="Config file",
+        elem_id="train-yaml",
+        max_lines=45,
+    )
+    download_btn = gr.Button("Download config file", size="sm")
+    download = gr.File(label="Config", visible=False, interactive=False)
+    return ConfigParts(code, download_btn, download)
+
+
+def collect(ctx: AppContext, parts: TrainParts, spec_dict: dict | None, raw: Values) -> RunConfig:
+    """The run config of the form; ``raw`` is what Gradio passes for a set of inputs
+    (component -> value). Raises ``ConfigError`` naming the field."""
+    if spec_dict is None:
+        raise ConfigError("reward", "the reward in the Design tab has fields to fix")
+    inputs = TrainInputs(
+        name=raw[parts.name] or "",
+        algorithm=raw[parts.algorithm],
+        model=model_dict(ctx, *(raw[c] for c in parts.model.all)),
+        data=data_spec(*(raw[c] for c in parts.data.all)),
+        reward=spec_dict,
+    )
+    values = {path: raw[comp] for path, comp in parts.hyper.items()}
+    return train_form.build_config(
+        inputs, list(parts.fields.values()), values, max_steps=ctx.demo.max_steps
+    )
+
+
+def _input_value(field: FormField, value: Any) -> Any:
+    """A config value as its input shows it (optional numbers are text; empty means none)."""
+    if field.optional and field.kind in ("int", "float"):
+        return "" if value is None else str(value)
+    return value
+
+
+def _wire_config_view(
+    ctx: AppContext, parts: TrainParts, view: ConfigParts, summary: gr.Markdown, spec: gr.State
+) -> None:
+    """Rebuild the config file and the summary on every edit; show a bad value on its field."""
+
+    def on_change(raw: Values) -> Updates:
         try:
-            config = collect(spec_dict, values)
+            config = collect(ctx, parts, raw[spec], raw)
         except ConfigError as exc:
-            return (gr.skip(), gr.skip(), *show_errors(exc))
-        return (documented_yaml(config), run_summary(config), *show_errors(None))
+            return parts.show_errors(exc)
+        updates = parts.show_errors(None)
+        updates[view.code] = documented_yaml(config)
+        updates[summary] = run_summary(config)
+        return updates
 
-    all_inputs = [*form_inputs, *inputs]
     gr.on(
-        [c.change for c in all_inputs] + [design.spec_state.change],
+        [c.change for c in parts.inputs] + [spec.change],
         on_change,
-        inputs=[design.spec_state, *all_inputs],
-        outputs=[config_code, summary, *[errors[k] for k in error_keys]],
+        inputs={spec, *parts.inputs},
+        outputs=[view.code, summary, *parts.errors.values()],
         trigger_mode="always_last",
         show_progress="hidden",
-        api_visibility="private",
-    )
-    design.spec_state.change(reward_summary, design.spec_state, reward_md, api_visibility="private")
-
-    def on_algorithm(algo: str):
-        return [gr.Group(visible=section == algo) for section in algos for _ in sections[section]]
-
-    algorithm.change(
-        on_algorithm,
-        algorithm,
-        [g for section in algos for g in sections[section]],
-        api_visibility="private",
-    )
-    suggested_paths = list(train_form.suggested_values(input_fields, True))
-    suggested_inputs = [
-        inputs[input_fields.index(f)] for f in input_fields if f.path in suggested_paths
-    ]
-    suggested_order = [f for f in input_fields if f.path in suggested_paths]
-
-    def on_model(key: str):
-        pretrained = key != DEFAULT_MODEL_ALIAS
-        values = train_form.suggested_values(input_fields, pretrained)
-        updates = []
-        for f in suggested_order:
-            value = values[f.path]
-            text = f.optional and f.kind in ("int", "float")
-            updates.append("" if text and value is None else (str(value) if text else value))
-        note = (
-            f"Suggested for a pretrained model: {pretrained_summary()}. Adjust to your memory "
-            "and time."
-            if pretrained
-            else ""
-        )
-        return (gr.Textbox(visible=key == CUSTOM), pretrained, note, *updates)
-
-    model_key.change(
-        on_model,
-        model_key,
-        [custom_model, lora, model_note, *suggested_inputs],
-        api_visibility="private",
-    )
-
-    def on_start(request: gr.Request, profile: gr.OAuthProfile | None, spec_dict: dict, *values):
-        viewer = viewer_for(request, profile)  # the run's owner comes from the server side
-        try:
-            config = collect(spec_dict, values)
-            new_id = ctx.start_run(config, viewer.owner, viewer.caps)
-        except ConfigError as exc:
-            return (gr.skip(), warn("Not started: fix the field marked below."), *show_errors(exc))
-        except Exception as exc:  # launcher refused (e.g. cannot write the data dir)
-            return (gr.skip(), warn(f"Not started: {escape(exc)}"), *show_errors(None))
-        return (new_id, ok(f"Started **{new_id}**."), *show_errors(None))
-
-    start.click(
-        on_start,
-        inputs=[design.spec_state, *all_inputs],
-        outputs=[run_id, start_msg, *[errors[k] for k in error_keys]],
         api_visibility="private",
     )
 
@@ -332,5 +352,97 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
         path = spec_io.write_download(yaml_text, train_form.CONFIG_FILE_NAME)
         return gr.File(value=path, visible=True)
 
-    download_btn.click(on_download, config_code, download, api_visibility="private")
+    view.download_btn.click(on_download, view.code, view.download, api_visibility="private")
+
+
+def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
+    """The reward line follows the Design tab; the algorithm picks its section; a model change
+    suggests settings for it."""
+    spec.change(reward_summary, spec, parts.reward, api_visibility="private")
+    algo_groups = {a: g for a, g in parts.sections.items() if a in train_form.algorithms()}
+
+    def on_algorithm(algo: str) -> Updates:
+        return {group: gr.Group(visible=a == algo) for a, group in algo_groups.items()}
+
+    parts.algorithm.change(
+        on_algorithm, parts.algorithm, list(algo_groups.values()), api_visibility="private"
+    )
+    suggested = {
+        path: parts.hyper[path]
+        for path in train_form.suggested_values(list(parts.fields.values()), True)
+    }
+
+    def on_model(key: str) -> Updates:
+        pretrained = key != DEFAULT_MODEL_ALIAS
+        values = train_form.suggested_values(list(parts.fields.values()), pretrained)
+        updates: Updates = {
+            comp: _input_value(parts.fields[path], values[path]) for path, comp in suggested.items()
+        }
+        updates[parts.model.custom] = gr.Textbox(visible=key == CUSTOM)
+        updates[parts.model.lora] = pretrained
+        updates[parts.model.note] = (
+            f"Suggested for a pretrained model: {pretrained_summary()}. Adjust to your memory "
+            "and time."
+            if pretrained
+            else ""
+        )
+        return updates
+
+    m = parts.model
+    m.key.change(
+        on_model,
+        m.key,
+        [m.custom, m.lora, m.note, *suggested.values()],
+        api_visibility="private",
+    )
+
+
+def _wire_start(
+    ctx: AppContext,
+    parts: TrainParts,
+    spec: gr.State,
+    start: gr.Button,
+    message: gr.Markdown,
+    run_id: gr.Textbox,
+) -> None:
+    """Start the run under the signed-in viewer; a refused config shows on its field."""
+
+    def on_start(
+        raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> Updates:
+        viewer = viewer_for(request, profile)  # the run's owner comes from the server side
+        try:
+            config = collect(ctx, parts, raw[spec], raw)
+            new_id = ctx.start_run(config, viewer.owner, viewer.caps)
+        except ConfigError as exc:
+            return {
+                message: warn("Not started: fix the field marked below."),
+                **parts.show_errors(exc),
+            }
+        except Exception as exc:  # launcher refused (e.g. cannot write the data dir)
+            return {message: warn(f"Not started: {escape(exc)}"), **parts.show_errors(None)}
+        return {run_id: new_id, message: ok(f"Started **{new_id}**."), **parts.show_errors(None)}
+
+    start.click(
+        on_start,
+        inputs={spec, *parts.inputs},
+        outputs=[run_id, message, *parts.errors.values()],
+        api_visibility="private",
+    )
+
+
+def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            parts = build_train_parts(ctx, design)
+            summary = gr.Markdown(run_summary(RunConfig()), elem_id="train-summary")
+            start = gr.Button("Start training", variant="primary", elem_id="train-start")
+            start_msg = gr.Markdown(elem_id="train-message")
+            _error_md(parts.errors, GENERAL)
+        with gr.Column(scale=2):
+            view = _build_config_column()
+            run_id = gr.Textbox(visible=False, elem_id="train-run-id")
+    _wire_config_view(ctx, parts, view, summary, design.spec_state)
+    _wire_choices(parts, design.spec_state)
+    _wire_start(ctx, parts, design.spec_state, start, start_msg, run_id)
     return TrainHandles(run_id=run_id)

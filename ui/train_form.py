@@ -3,7 +3,8 @@
 Every hyperparameter the form shows is a field of a ``RunConfig`` section (``generation``,
 ``training``, ``grpo``, ``rloo``, and ``ppo`` once the config has it), with its type, default and
 ``help`` text read from the dataclass, so the form, the CLI and the worker share one definition.
-:func:`build_config` turns the form's values into a validated ``RunConfig`` and reports a bad
+Values travel **by name**: a dict keyed by dotted field path (``"training.steps"``), never by
+position. :func:`build_config` turns such a dict into a validated ``RunConfig`` and reports a bad
 value with the dotted field name, which the tab shows next to that input.
 """
 
@@ -20,6 +21,7 @@ from engine import config as run_config
 from engine.config import RunConfig
 from engine.dataclass_io import ConfigError
 
+FormValues = dict[str, Any]  # dotted field path -> the input's value
 # Sections of RunConfig that hold plain hyperparameters, in form order.
 HYPER_SECTIONS = ("generation", "training")
 # The most-used knobs, shown up front; every other field sits under "Advanced".
@@ -41,7 +43,7 @@ KEY_FIELDS = frozenset(
         "grpo.epsilon_high",
         "rloo.beta",
         "rloo.epsilon",
-        "ppo.beta",
+        "ppo.kl_coef",
         "ppo.gamma",
         "ppo.lam",
         "ppo.vf_coef",
@@ -162,11 +164,15 @@ class TrainInputs:
 
 
 def config_dict(
-    inputs: TrainInputs, fields: Sequence[FormField], values: Sequence[Any]
+    inputs: TrainInputs, fields: Sequence[FormField], values: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The plain config dict of the form (only the chosen algorithm's section)."""
-    if len(fields) != len(values):
-        raise ValueError(f"{len(values)} values for {len(fields)} fields")
+    """The plain config dict of the form (only the chosen algorithm's section); ``values`` holds
+    one value per field, keyed by its path."""
+    paths = {f.path for f in fields}
+    missing = sorted(paths - set(values))
+    unknown = sorted(set(values) - paths)
+    if missing or unknown:
+        raise ValueError(f"form values: missing {missing[:5]}, unknown {unknown[:5]}")
     data: dict[str, Any] = {
         "name": inputs.name.strip(),
         "algorithm": inputs.algorithm,
@@ -174,16 +180,16 @@ def config_dict(
         "data": dict(inputs.data),
         "reward": dict(inputs.reward),
     }
-    for field, raw in zip(fields, values, strict=True):
+    for field in fields:
         if field.section in HYPER_SECTIONS or field.section == inputs.algorithm:
-            data.setdefault(field.section, {})[field.name] = _value(field, raw)
+            data.setdefault(field.section, {})[field.name] = _value(field, values[field.path])
     return data
 
 
 def build_config(
     inputs: TrainInputs,
     fields: Sequence[FormField],
-    values: Sequence[Any],
+    values: Mapping[str, Any],
     *,
     max_steps: int | None = None,
 ) -> RunConfig:
@@ -200,13 +206,13 @@ def build_config(
     return config
 
 
-def values_from_config(config: RunConfig, fields: Sequence[FormField]) -> list[Any]:
-    """The form values that reproduce ``config`` (to load a run's config into the form)."""
-    out = []
+def values_from_config(config: RunConfig, fields: Sequence[FormField]) -> FormValues:
+    """The form values, by field path, that reproduce ``config`` (to load a run's config)."""
+    out: FormValues = {}
     for field in fields:
         section = getattr(config, field.section, None)
         value = getattr(section, field.name, field.default) if section is not None else None
-        out.append(list(value) if isinstance(value, (list, tuple)) else value)
+        out[field.path] = list(value) if isinstance(value, (list, tuple)) else value
     return out
 
 

@@ -8,7 +8,7 @@ from storage.metrics import MetricWriter
 from storage.paths import db_path
 from storage.schema import RunStatus
 from ui.charts import PANELS
-from ui.run_poll import poll, runs_table
+from ui.run_poll import RunsUpdate, poll, runs_table
 from ui.run_state import RunView
 
 
@@ -134,3 +134,39 @@ def test_runs_table_formats_duration():
     row = runs_table([run], now=5000.0)[0]
     assert row[3] == "5"
     assert row[5] == "1:02:05"  # ended_at - started_at, not "now"
+
+
+@pytest.fixture
+def parts():
+    import gradio as gr
+
+    from ui.runs import build_runs_parts
+
+    with gr.Blocks():
+        return build_runs_parts()
+
+
+def test_a_quiet_tick_updates_only_the_view_state(db, parts):
+    from ui.runs import poll_updates
+
+    view = RunView()
+    assert poll_updates(parts, view, RunsUpdate(), None) == {parts.view: view}
+
+
+def test_each_change_goes_to_its_own_component(db, parts):
+    from ui.runs import poll_updates
+
+    rid = make_run(db)
+    log_step(db, rid, 1, {"reward/total": 0.5})
+    view = RunView()
+    update = poll(db, view, rid)
+    updates = poll_updates(parts, view, update, None)
+    assert set(updates) <= set(parts.poll_outputs)
+    assert updates[parts.table] == update.runs_table
+    assert updates[parts.status_md] == update.status_md
+    assert updates[parts.hints_md] == update.hints_md
+    assert {parts.plots[key] for key in update.figures} <= set(updates)
+    assert updates[parts.stop].interactive and not updates[parts.delete].interactive
+    assert updates[parts.run_select].value == rid
+    ppo_only = [key for key, p in {p.key: p for p in PANELS}.items() if p.only_for == ("ppo",)]
+    assert ppo_only and all(not updates[parts.panel_columns[k]].visible for k in ppo_only)

@@ -1,3 +1,4 @@
+import dataclasses
 import math
 
 import pytest
@@ -50,24 +51,24 @@ def test_spec_round_trips_through_the_form(form):
 def test_disabled_slots_are_left_out(form):
     spec = spec_of(("correctness", 1.0), ("format", 0.5))
     values = form.values_from_spec(spec)
-    values[form.input_keys().index("format.enabled")] = False
+    values["format.enabled"] = False
     check = form.check(values)
     assert [c.name for c in check.spec.components] == ["correctness"]
 
 
 def test_a_bad_weight_is_reported_on_that_weight(form):
     values = form.values_from_spec(spec_of(("correctness", 1.0), ("format", 0.5)))
-    values[form.input_keys().index("format.weight")] = math.inf
+    values["format.weight"] = math.inf
     check = form.check(values)
     assert check.spec is None
     assert "finite" in check.errors["format.weight"]
-    values[form.input_keys().index("format.weight")] = None
+    values["format.weight"] = None
     assert form.check(values).errors == {"format.weight": "must be a number"}
 
 
 def test_a_bad_parameter_is_reported_on_that_parameter(form):
     values = form.values_from_spec(spec_of(("format", 1.0)))
-    values[form.input_keys().index("format.mode")] = "loose"
+    values["format.mode"] = "loose"
     check = form.check(values)
     assert set(check.errors) == {"format.mode"}
     assert "strict" in check.errors["format.mode"]  # the allowed values are listed
@@ -79,7 +80,7 @@ def test_numeric_parameters_out_of_range_name_their_input(form):
         for p in slot.info.params:
             if p.type in ("int", "float") and p.max is not None and slot.instance == 1:
                 values = form.values_from_spec(spec_of((slot.info.name, 1.0)))
-                values[form.input_keys().index(f"{slot.key}.{p.name}")] = p.max + 1
+                values[f"{slot.key}.{p.name}"] = p.max + 1
                 assert f"{slot.key}.{p.name}" in form.check(values).errors
                 checked += 1
     assert checked > 0
@@ -87,7 +88,7 @@ def test_numeric_parameters_out_of_range_name_their_input(form):
 
 def test_whole_spec_errors_go_to_the_general_slot(form):
     values = form.values_from_spec(spec_of(("correctness", 1.0)))
-    values[form.input_keys().index("correctness.weight")] = 0.0
+    values["correctness.weight"] = 0.0
     check = form.check(values)
     assert GENERAL in check.errors and "zero" in check.errors[GENERAL]
     assert "1 field to fix" in check.summary()
@@ -95,7 +96,7 @@ def test_whole_spec_errors_go_to_the_general_slot(form):
 
 def test_nothing_enabled_is_an_error(form):
     values = form.values_from_spec(spec_of(("correctness", 1.0)))
-    values[form.input_keys().index("correctness.enabled")] = False
+    values["correctness.enabled"] = False
     assert form.check(values).errors == {GENERAL: "enable at least one component"}
 
 
@@ -117,8 +118,8 @@ def test_labels_round_trip_through_the_form(form):
         ("rule", 0.2, {"pattern": "Step"}),
     )
     values = form.values_from_spec(spec)
-    assert values[form.input_keys().index("correctness.label")] == "answer_ok"
-    assert values[form.input_keys().index("rule#2.label")] == ""
+    assert values["correctness.label"] == "answer_ok"
+    assert values["rule#2.label"] == ""
     check = form.check(values)
     assert check.ok, check.errors
     assert [c.label for c in check.spec.components] == ["answer_ok", "no_apology", None]
@@ -127,15 +128,15 @@ def test_labels_round_trip_through_the_form(form):
 
 def test_an_empty_metric_name_is_the_default_and_spaces_are_trimmed(form):
     values = form.values_from_spec(spec_of(("format", 1.0)))
-    values[form.input_keys().index("format.label")] = "  tags  "
+    values["format.label"] = "  tags  "
     assert form.check(values).spec.components[0].label == "tags"
-    values[form.input_keys().index("format.label")] = "   "
+    values["format.label"] = "   "
     assert form.check(values).spec.components[0].label is None
 
 
 def test_a_bad_metric_name_is_reported_on_that_input(form):
     values = form.values_from_spec(spec_of(("correctness", 1.0), ("format", 0.5)))
-    values[form.input_keys().index("format.label")] = "Tag Check"
+    values["format.label"] = "Tag Check"
     check = form.check(values)
     assert set(check.errors) == {"format.label"}
     assert "lower-case letters" in check.errors["format.label"]
@@ -143,7 +144,7 @@ def test_a_bad_metric_name_is_reported_on_that_input(form):
 
 def test_a_metric_name_used_twice_names_the_other_component(form):
     values = form.values_from_spec(spec_of(("correctness", 1.0), ("format", 0.5)))
-    values[form.input_keys().index("correctness.label")] = "format"
+    values["correctness.label"] = "format"
     check = form.check(values)
     assert check.errors == {"format.label": "metric name 'format' is already used by correctness"}
 
@@ -185,8 +186,8 @@ def test_disabled_components_are_named_when_loaded(form):
         "1 disabled component is shown unticked (format); it stays out of the spec until ticked."
     ]
     values = form.values_from_spec(spec)
-    assert values[form.input_keys().index("format.enabled")] is False
-    assert values[form.input_keys().index("rule#2.pattern")] == "b"
+    assert values["format.enabled"] is False
+    assert values["rule#2.pattern"] == "b"
 
 
 def test_only_order_and_disabled_components_change_on_a_round_trip(form):
@@ -214,11 +215,38 @@ def test_unticking_a_slot_does_not_rename_the_next_one(form):
     spec = spec_of(("rule", 1.0, {"pattern": "a"}), ("rule", 1.0, {"pattern": "b"}))
     values = form.values_from_spec(spec)
     assert form.check(values).spec.metric_names() == ["rule", "rule_2"]
-    values[form.input_keys().index("rule.enabled")] = False
+    values["rule.enabled"] = False
     assert form.check(values).spec.metric_names() == ["rule_2"]
 
 
 def test_a_too_long_description_is_reported_on_it(form):
     values = form.values_from_spec(spec_of(("format", 1.0)))
-    values[form.input_keys().index(DESCRIPTION)] = "x" * 2001
+    values[DESCRIPTION] = "x" * 2001
     assert set(form.check(values).errors) == {DESCRIPTION}
+
+
+def test_every_form_key_names_a_real_spec_field_or_parameter(form):
+    component_fields = {f.name for f in dataclasses.fields(ComponentSpec)}
+    spec_fields = {f.name for f in dataclasses.fields(RewardSpec)}
+    shown = set()
+    for key in form.values_from_spec(spec_of(("format", 1.0))):
+        slot, name, param = form.target(key)
+        if slot is None:
+            assert name in spec_fields
+        elif param is None:
+            assert name in component_fields
+        else:
+            assert REGISTRY[slot.info.name].param(name) is param
+            shown.add((slot.info.name, name))
+    assert shown == {(n, p.name) for n, info in REGISTRY.items() for p in info.params}
+
+
+def test_values_with_a_missing_or_unknown_key_are_refused(form):
+    values = form.values_from_spec(spec_of(("format", 1.0)))
+    with pytest.raises(KeyError):
+        form.target("format.no_such_param")
+    with pytest.raises(ValueError, match="unknown"):
+        form.check({**values, "format.no_such_param": 1})
+    del values["format.weight"]
+    with pytest.raises(ValueError, match="missing"):
+        form.check(values)

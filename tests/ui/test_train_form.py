@@ -25,7 +25,7 @@ def inputs(algorithm="grpo", name="t"):
 
 
 def defaults(fields):
-    return [list(f.default) if f.kind == "multi" else f.default for f in fields]
+    return {f.path: list(f.default) if f.kind == "multi" else f.default for f in fields}
 
 
 def test_every_config_field_of_every_section_has_an_input(fields):
@@ -35,6 +35,20 @@ def test_every_config_field_of_every_section_has_an_input(fields):
         for f in dataclasses.fields(cls):
             assert f"{section}.{f.name}" in paths
     assert all(f.help for f in fields), "every input carries the config's help text"
+
+
+def test_key_fields_are_real_config_fields(fields):
+    # A key field that names no config field (ppo.beta once) silently drops out of the form.
+    assert {f.path for f in fields if f.key} == train_form.KEY_FIELDS
+
+
+def test_values_with_a_missing_or_unknown_path_are_refused(fields):
+    values = defaults(fields)
+    with pytest.raises(ValueError, match="unknown"):
+        build_config(inputs(), fields, {**values, "training.no_such_knob": 1})
+    del values["training.steps"]
+    with pytest.raises(ValueError, match="missing"):
+        build_config(inputs(), fields, values)
 
 
 def test_fields_with_a_fixed_set_of_values_are_choices(fields):
@@ -63,7 +77,7 @@ def test_defaults_build_the_default_config(fields):
 
 def test_a_bad_value_names_its_field(fields):
     values = defaults(fields)
-    values[[f.path for f in fields].index("training.steps")] = 0
+    values["training.steps"] = 0
     with pytest.raises(ConfigError) as err:
         build_config(inputs(), fields, values)
     assert err.value.field == "training.steps"
@@ -71,8 +85,7 @@ def test_a_bad_value_names_its_field(fields):
 
 def test_batch_rule_is_explained_on_its_field(fields):
     values = defaults(fields)
-    paths = [f.path for f in fields]
-    values[paths.index("training.micro_batch_size")] = "7"
+    values["training.micro_batch_size"] = "7"
     with pytest.raises(ConfigError) as err:
         build_config(inputs(), fields, values)
     assert err.value.field == "training.micro_batch_size"
@@ -80,13 +93,12 @@ def test_batch_rule_is_explained_on_its_field(fields):
 
 
 def test_optional_numbers_typed_as_text(fields):
-    paths = [f.path for f in fields]
     values = defaults(fields)
-    values[paths.index("grpo.epsilon_high")] = "0.28"
+    values["grpo.epsilon_high"] = "0.28"
     assert build_config(inputs(), fields, values).grpo.epsilon_high == 0.28
-    values[paths.index("grpo.epsilon_high")] = "  "
+    values["grpo.epsilon_high"] = "  "
     assert build_config(inputs(), fields, values).grpo.epsilon_high is None
-    values[paths.index("grpo.epsilon_high")] = "lots"
+    values["grpo.epsilon_high"] = "lots"
     with pytest.raises(ConfigError) as err:
         build_config(inputs(), fields, values)
     assert err.value.field == "grpo.epsilon_high"
@@ -100,9 +112,8 @@ def test_demo_cap_on_steps(fields):
 
 
 def test_only_the_chosen_algorithm_section_is_used(fields):
-    paths = [f.path for f in fields]
     values = defaults(fields)
-    values[paths.index("grpo.beta")] = -5  # invalid, but not used by an RLOO run
+    values["grpo.beta"] = -5  # invalid, but not used by an RLOO run
     config = build_config(inputs("rloo"), fields, values)
     assert config.algorithm == "rloo"
 
@@ -124,10 +135,9 @@ def test_suggestions_follow_the_model(fields):
     tiny = train_form.suggested_values(fields, pretrained=False)
     assert tiny["training.learning_rate"] == RunConfig().training.learning_rate
     assert tiny["training.micro_batch_size"] is None
-    paths = [f.path for f in fields]
     values = defaults(fields)
     for path, value in pretrained.items():
-        values[paths.index(path)] = value
+        values[path] = value
     config = build_config(inputs(), fields, values)  # the suggestions form a valid config
     assert config.generation.max_completion_length == 256
 
@@ -136,7 +146,7 @@ def test_summary_shows_the_memory_estimate_and_follows_the_micro_batch(fields):
     from ui.train import run_summary
 
     values = defaults(fields)
-    micro = [f.path for f in fields].index("training.micro_batch_size")
+    micro = "training.micro_batch_size"
     whole = run_summary(build_config(inputs(), fields, values))
     values[micro] = "8"
     smaller = run_summary(build_config(inputs(), fields, values))

@@ -1,0 +1,65 @@
+"""The Design and Train tabs' inputs, built for real in a Gradio Blocks, are keyed by name:
+every key is a real spec/config field and every field the form should show has an input."""
+
+import dataclasses
+import typing
+
+import gradio as gr
+import pytest
+
+from engine.config import RunConfig
+from rewards.spec import DEFAULT_PRESET, PRESETS
+from ui import train_form
+from ui.context import AppContext
+from ui.design import DesignHandles, build_form_parts
+from ui.spec_form import DESCRIPTION, GENERAL, SpecForm
+from ui.train import build_train_parts, collect
+
+
+@pytest.fixture
+def ctx(data_dir):
+    context = AppContext(data_dir)
+    yield context
+    context.close()
+
+
+def config_field(path: str) -> dataclasses.Field:
+    """The ``RunConfig`` dataclass field at a dotted path (KeyError when there is none)."""
+    cls, field = RunConfig, None
+    for name in path.split("."):
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        field = fields[name]
+        cls = typing.get_type_hints(cls)[name]
+    return field
+
+
+def test_design_inputs_are_the_form_keys_in_order():
+    form = SpecForm()
+    with gr.Blocks():
+        _, _, parts = build_form_parts(form, PRESETS[DEFAULT_PRESET])
+    assert list(parts.inputs) == form.input_keys()
+    for key in parts.inputs:
+        form.target(key)  # raises on a key that is no spec field or parameter
+    enabled = {f"{slot.key}.enabled" for slot in form.slots}  # a switch cannot be wrong
+    assert set(parts.errors) == {GENERAL, *parts.inputs} - enabled
+    values = form.values_from_spec(PRESETS[DEFAULT_PRESET])
+    raw = {comp: comp.value for comp in parts.inputs.values()}
+    assert parts.read(raw) == values
+    assert set(parts.show(values)) == set(parts.inputs.values())
+    assert parts.inputs[DESCRIPTION].value == values[DESCRIPTION]
+
+
+def test_train_inputs_are_config_fields_and_build_the_default_config(ctx):
+    spec = PRESETS[DEFAULT_PRESET].to_dict()
+    with gr.Blocks():
+        design = DesignHandles(spec_state=gr.State(spec), form=SpecForm())
+        parts = build_train_parts(ctx, design)
+    assert set(parts.hyper) == {f.path for f in train_form.form_fields()}
+    for path in parts.hyper:
+        assert config_field(path).metadata.get("help"), path
+    assert set(parts.errors) - set(parts.hyper) == {"name", "reward", "model", "data"}
+    raw = {comp: comp.value for comp in parts.inputs}
+    config = collect(ctx, parts, spec, raw)
+    default = RunConfig()
+    for section in ("generation", "training", "grpo"):
+        assert getattr(config, section) == getattr(default, section)

@@ -1,0 +1,21 @@
+"""Gradio values carried by name: the types of handlers that take and return dicts.
+
+Gradio passes a dict (component -> value) to a handler whose ``inputs`` is a set of components,
+and accepts a dict of updates (component -> new value or ``gr.update``) as its return, leaving
+every output not in the dict as it is. Tabs use these instead of positional tuples, so adding an
+input never shifts another one's value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+Values = dict[gr.components.Component, Any]  # what a handler gets for a set of inputs
+Updates = dict[gr.components.Component, Any]  # what a handler returns: component -> new value
+
+
+def error_line(elem_id: str) -> gr.Markdown:
+    """The hidden line under an input where its validation message shows."""
+    return gr.Markdown("", visible=False, elem_classes="field-error", elem_id=elem_id)
