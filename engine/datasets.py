@@ -127,13 +127,13 @@ class DataSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataSpec:
-        known = set(cls.__dataclass_fields__)
-        unknown = set(data) - known
-        if unknown:
-            raise DatasetError(
-                f"unknown field; allowed: {', '.join(sorted(known))}", sorted(unknown)[0]
-            )
-        return cls(**data)
+        """Checked field by field (type, size, text) by :func:`engine.dataclass_io.from_dict`."""
+        from engine.dataclass_io import ConfigError, from_dict
+
+        try:
+            return from_dict(cls, data)
+        except ConfigError as exc:
+            raise DatasetError(exc.reason, exc.field) from None
 
 
 def parse_gold(answer: Any, answer_format: str = "auto") -> str:

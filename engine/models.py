@@ -113,11 +113,10 @@ class ModelSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelSpec:
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown model fields {sorted(unknown)}; allowed: {sorted(known)}")
-        return cls(**data)
+        """Checked field by field (type, size, text) by :func:`engine.dataclass_io.from_dict`."""
+        from engine.dataclass_io import from_dict
+
+        return from_dict(cls, data)
 
 
 @dataclass(frozen=True)
