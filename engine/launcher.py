@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 
 from engine.config import RunConfig
+from engine.input_policy import InputPolicy
 from engine.preflight import check_inputs
 from engine.worker import latest_checkpoint
 from storage import runs as run_store
@@ -89,8 +90,15 @@ def process_alive(pid: int | None, started_at: float | None = None) -> bool:
 class Launcher:
     """Owns the lifecycle of worker processes for one data dir."""
 
-    def __init__(self, data_dir: str | Path, *, max_concurrent: int | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        max_concurrent: int | None = None,
+        policy: InputPolicy | None = None,
+    ) -> None:
         self.data_dir = Path(data_dir)
+        self.policy = policy  # set for the web app: what visitors' runs may read, hub token
         self.max_concurrent = max_concurrent or int(
             os.environ.get("STUDIO_MAX_CONCURRENT_RUNS", "1")
         )
@@ -110,7 +118,7 @@ class Launcher:
         Raises ``ConfigError`` (naming the field) when the model or data cannot be used, before
         anything is written.
         """
-        check_inputs(config)
+        check_inputs(config, self.policy)
         run_id = run_store.new_run_id(config.algorithm)
         run_dir = self.run_dir(run_id)
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -154,6 +162,8 @@ class Launcher:
         config = RunConfig.load(run_dir / CONFIG_FILE)
         cmd = worker_command(run_dir / CONFIG_FILE, run_id, self.data_dir, config.training.num_gpus)
         env = {**os.environ, "STUDIO_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1"}
+        if self.policy is not None:
+            env = self.policy.worker_env(env)
         with open(run_dir / WORKER_LOG, "ab") as log:
             proc = subprocess.Popen(
                 cmd,

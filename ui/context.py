@@ -140,10 +140,17 @@ class AppContext:
         return Database(db_path(self.data_dir))
 
     @cached_property
+    def input_policy(self) -> Any:
+        """What visitors' runs and previews may read (``engine.input_policy.InputPolicy``)."""
+        from engine.input_policy import InputPolicy
+
+        return InputPolicy.for_web(self.data_dir)
+
+    @cached_property
     def launcher(self) -> Any:
         from engine.launcher import Launcher
 
-        return Launcher(self.data_dir)
+        return Launcher(self.data_dir, policy=self.input_policy)
 
     def runs_root(self) -> Path:
         from storage.paths import runs_dir
@@ -183,6 +190,7 @@ class AppContext:
         Raises:
             ConfigError: a field the run cannot start with (model size, model, data).
         """
+        self.input_policy.check_model(config.model)  # before its size is read from a path
         self.check_model_size(config.model)
         return self.launcher.start(config)
 

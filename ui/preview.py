@@ -15,6 +15,7 @@ from typing import Any
 import gradio as gr
 
 from engine.config import GenerationSettings
+from engine.dataclass_io import ConfigError
 from rewards.probes import run_probes
 from rewards.spec import RewardSpec
 from ui import charts, hints
@@ -244,18 +245,24 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
         seed_v,
         progress=gr.Progress(),  # noqa: B008 (how Gradio injects a progress bar)
     ):
-        request = PreviewRequest(
-            model_key=key,
-            custom_model=custom or "",
-            data=data_spec(src, split_v, file, hid, hcfg, pcol, acol, scol),
-            num_prompts=n,
-            samples_per_prompt=k,
-            temperature=temp,
-            max_new_tokens=max_new,
-            seed=seed_v or 0,
-        )
         hidden = [gr.Markdown(visible=False) for _ in error_names]
         try:
+            try:
+                data = data_spec(
+                    src, split_v, file, hid, hcfg, pcol, acol, scol, policy=ctx.input_policy
+                )
+            except ConfigError as exc:  # an upload of a type the data picker does not read
+                raise PreviewError("data", str(exc)) from None
+            request = PreviewRequest(
+                model_key=key,
+                custom_model=custom or "",
+                data=data,
+                num_prompts=n,
+                samples_per_prompt=k,
+                temperature=temp,
+                max_new_tokens=max_new,
+                seed=seed_v or 0,
+            )
             cache = generate_preview(ctx, request, lambda f, text: progress(f, desc=text))
         except Exception as exc:  # shown next to the input it is about, never as a trace
             if not isinstance(exc, PreviewError):

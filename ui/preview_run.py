@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.datasets import DatasetError, DataSpec, load_rows
+from engine.dataclass_io import ConfigError
+from engine.datasets import DatasetError, DataSpec
+from engine.input_policy import InputPolicy
 from engine.models import ModelLoadError, ModelSpec, available_models
+from engine.preflight import check_data
 from engine.sampling import sample_completions
 from engine.worker import latest_model_dir
 from ui.context import AppContext
@@ -65,7 +68,12 @@ def resolve_model(ctx: AppContext, key: str, custom: str = "") -> ModelSpec:
     if key == CUSTOM:
         if not custom.strip():
             raise PreviewError("model", "type a Hugging Face id or a local folder path")
-        return ModelSpec(name_or_path=custom.strip())
+        spec = ModelSpec(name_or_path=custom.strip())
+        try:
+            ctx.input_policy.check_model(spec)
+        except ConfigError as exc:
+            raise PreviewError("model", exc.reason) from None
+        return spec
     if key.startswith(RUN_PREFIX):
         run_id = key.removeprefix(RUN_PREFIX)
         run = next((r for r in ctx.launcher.list() if r.id == run_id), None)
@@ -124,10 +132,21 @@ def prompt_text(prompt: Any) -> str:
     return users[-1] if users else "\n".join(m.get("content", "") for m in prompt)
 
 
-def load_prompts(data: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    """The first ``n`` rows of the data spec (``DatasetError`` names what is wrong)."""
-    spec = DataSpec.from_dict({**data, "max_rows": n})
-    return load_rows(spec)[:n]
+def load_prompts(
+    data: dict[str, Any], n: int, policy: InputPolicy | None = None
+) -> list[dict[str, Any]]:
+    """The first ``n`` rows of the data spec, within ``policy`` (what a web visitor may read).
+
+    Raises:
+        PreviewError: on ``data``, saying what is wrong (never quoting the file's values).
+    """
+    try:
+        spec = DataSpec.from_dict({**data, "max_rows": n})
+        if policy is not None:
+            policy.check_data(spec)
+        return check_data(spec, policy)[:n]
+    except (DatasetError, ConfigError) as exc:
+        raise PreviewError("data", str(exc)) from None
 
 
 def generate_preview(
@@ -136,10 +155,7 @@ def generate_preview(
     """Load the model and the prompts, sample completions, and return them cached."""
     progress = progress or (lambda fraction, text: None)
     request.check(ctx.demo.max_preview_samples)
-    try:
-        rows = load_prompts(request.data, int(request.num_prompts))
-    except DatasetError as exc:
-        raise PreviewError("data", str(exc)) from None
+    rows = load_prompts(request.data, int(request.num_prompts), ctx.input_policy)
     spec = resolve_model(ctx, request.model_key, request.custom_model)
     progress(0.05, f"Loading {spec.name_or_path}")
     try:

@@ -231,7 +231,7 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
             name=nm or "",
             algorithm=algo,
             model=model_dict(ctx, key, custom, use_lora, r, alpha),
-            data=data_spec(*data_values),
+            data=data_spec(*data_values, policy=ctx.input_policy),
             reward=spec_dict,
         )
         return train_form.build_config(inputs_, input_fields, hyper, max_steps=ctx.demo.max_steps)

@@ -77,8 +77,12 @@ def test_json_numbers_in_exponent_form_stay_numbers(ctx):
     assert api.score_preview(ctx, spec, ["<answer>4</answer>"], answers=["4"])["totals"] == [1.0]
 
 
-def test_a_model_size_cap_is_checked_from_the_config_before_any_download(data_dir, tmp_path):
+def test_a_model_size_cap_is_checked_from_the_config_before_any_download(
+    data_dir, tmp_path, monkeypatch
+):
     from engine.models import DEFAULT_MODEL_DIR
+
+    monkeypatch.setenv("STUDIO_MODEL_ROOTS", str(tmp_path))  # where the web may load folders
 
     big = tmp_path / "big-model"  # a config of 2M+ parameters and no weights at all
     big.mkdir()
