@@ -23,6 +23,8 @@ from engine.config import RunConfig
 from engine.dataclass_io import ConfigError
 from rewards.composer import score
 from rewards.errors import RewardSpecError
+from rewards.mathpool import INTERACTIVE_DEADLINE_S, call_deadline
+from rewards.params import describe_value
 from rewards.spec import RewardSpec
 from storage import metrics as metric_store
 from storage import runs as run_store
@@ -31,7 +33,21 @@ from ui.context import AppContext
 from ui.spec_io import load_text
 
 MAX_API_COMPLETIONS = 1000
+#: Longest completion (and prompt, and answer) one scoring call accepts, in characters.
+MAX_API_TEXT_CHARS = 20_000
+#: Most characters of completions, prompts and answers together in one scoring call: about 1 s
+#: of language identification and 50 MB of traces on the reference machine.
+MAX_API_TOTAL_CHARS = 1_000_000
 MAX_METRIC_ROWS = 10_000
+#: Requests each endpoint serves at once; more wait in Gradio's queue. Scoring and starting
+#: runs are the heavy ones.
+CONCURRENCY = {
+    "score_preview": 2,
+    "start_run": 2,
+    "run_status": 8,
+    "run_metrics": 8,
+    "list_runs": 8,
+}
 
 
 class ApiError(ValueError):
@@ -61,19 +77,47 @@ def score_preview(
 ) -> dict[str, Any]:
     """Totals and traces of ``completions`` under ``spec``."""
     reward = _spec(spec)
-    if not isinstance(completions, list) or not all(isinstance(c, str) for c in completions):
-        raise ApiError("completions: must be a list of strings")
+    _check_texts(
+        "completions", completions, len(completions) if isinstance(completions, list) else 0
+    )
     if len(completions) > MAX_API_COMPLETIONS:
         raise ApiError(f"completions: at most {MAX_API_COMPLETIONS} per call")
+    total = sum(map(len, completions))
     for name, values in (("prompts", prompts), ("answers", answers)):
-        if values is not None and len(values) != len(completions):
-            raise ApiError(f"{name}: {len(values)} values for {len(completions)} completions")
-    scored = score(reward, prompts or [""] * len(completions), completions, answers=answers)
+        if values is not None:
+            _check_texts(name, values, len(completions), allow_none=name == "answers")
+            total += sum(len(v) for v in values if v is not None)
+    if total > MAX_API_TOTAL_CHARS:
+        raise ApiError(
+            f"completions: {total:,} characters of completions, prompts and answers in one "
+            f"call; at most {MAX_API_TOTAL_CHARS:,} (send fewer or shorter completions)"
+        )
+    with call_deadline(INTERACTIVE_DEADLINE_S):  # answers math-verify cannot settle in time
+        scored = score(reward, prompts or [""] * len(completions), completions, answers=answers)
     return {
         "components": reward.metric_names(),
         "totals": [s.total for s in scored],
         "samples": [s.to_dict() for s in scored],
     }
+
+
+def _check_texts(name: str, values: Any, count: int, allow_none: bool = False) -> None:
+    """``values`` is a list of ``count`` strings (or None, where allowed), each within the
+    per-text cap and storable as text."""
+    kind = "strings or nulls" if allow_none else "strings"
+    if not isinstance(values, list):
+        raise ApiError(f"{name}: must be a list of {kind}")
+    if len(values) != count:
+        raise ApiError(f"{name}: {len(values)} values for {count} completions")
+    for i, value in enumerate(values):
+        if value is None and allow_none:
+            continue
+        if not isinstance(value, str):
+            raise ApiError(f"{name}[{i}]: must be a string, got {describe_value(value)}")
+        if len(value) > MAX_API_TEXT_CHARS:
+            raise ApiError(
+                f"{name}[{i}]: {len(value):,} characters; at most {MAX_API_TEXT_CHARS:,} each"
+            )
 
 
 def _config(config: dict | str) -> RunConfig:
@@ -207,4 +251,4 @@ def build_api(ctx: AppContext) -> None:
         (run_metrics_endpoint, "run_metrics"),
         (list_runs_endpoint, "list_runs"),
     ):
-        gr.api(fn, api_name=name, concurrency_limit=None)
+        gr.api(fn, api_name=name, concurrency_limit=CONCURRENCY[name], concurrency_id=name)

@@ -16,6 +16,7 @@ import gradio as gr
 
 from engine.config import GenerationSettings
 from engine.dataclass_io import ConfigError
+from rewards.mathpool import INTERACTIVE_DEADLINE_S, call_deadline
 from rewards.probes import run_probes
 from rewards.spec import RewardSpec
 from ui import charts, hints
@@ -201,7 +202,8 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
     def show(cache: PreviewCache, spec_dict: dict | None):
         if spec_dict is None:  # the Design tab has fields to fix: keep the last scores
             return (gr.skip(),) * len(shown)
-        scores = cache.rescore(RewardSpec.from_dict(spec_dict))
+        with call_deadline(INTERACTIVE_DEADLINE_S):  # math-verify on hostile answers
+            scores = cache.rescore(RewardSpec.from_dict(spec_dict))
         n = len(scores.components)
         datatypes = ["number", "number", "str", "html", "str", "str", *["number"] * (n + 1)]
         share = max(4, 24 // max(1, n + 1))
@@ -309,8 +311,9 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
             return gr.skip(), gr.skip()
         index = int(evt.index[0])
         spec = RewardSpec.from_dict(spec_dict)
-        scores = cache.rescore(spec)
-        rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
+        with call_deadline(INTERACTIVE_DEADLINE_S):
+            scores = cache.rescore(spec)
+            rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
         return sample_trace(scores, index), rows
 
     table.select(

@@ -32,6 +32,9 @@ MAX_PROMPTS = 64
 MAX_SAMPLES = 16
 MAX_COMPLETIONS = 512
 MAX_NEW_TOKENS = 2048
+#: Most new tokens one preview may generate in all (completions x max_new_tokens): what bounds
+#: its generation time and the characters every re-score of it reads.
+MAX_PREVIEW_TOKENS = 131_072
 
 Progress = Callable[[float, str], None]
 
@@ -121,6 +124,13 @@ class PreviewRequest:
                 "samples_per_prompt",
                 f"{self.num_prompts} prompts x {self.samples_per_prompt} samples = {total} "
                 f"completions; at most {cap} per preview here",
+            )
+        tokens = total * int(self.max_new_tokens)
+        if tokens > MAX_PREVIEW_TOKENS:
+            raise PreviewError(
+                "max_new_tokens",
+                f"{total} completions x {self.max_new_tokens} new tokens = {tokens:,}; at most "
+                f"{MAX_PREVIEW_TOKENS:,} per preview (fewer samples or fewer tokens)",
             )
 
 

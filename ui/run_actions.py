@@ -25,7 +25,6 @@ from ui.trace_view import completion_html, fmt, trace_columns
 logger = logging.getLogger(__name__)
 
 
-
 class RunActionError(RuntimeError):
     """An action on a run cannot be done; the message says why and what to do."""
 

@@ -101,3 +101,46 @@ def test_a_model_size_cap_is_checked_from_the_config_before_any_download(
         ctx.check_model_size(RunConfig().model)  # 0.68M parameters: fits
     finally:
         ctx.close()
+
+
+def test_score_preview_caps_request_size_naming_the_field_and_the_cap(ctx):
+    from ui.api import MAX_API_TEXT_CHARS, MAX_API_TOTAL_CHARS
+
+    long = "word " * (MAX_API_TEXT_CHARS // 5 + 1)
+    with pytest.raises(ApiError, match=r"completions\[1\]: [\d,]+ characters; at most 20,000"):
+        api.score_preview(ctx, SPEC, ["ok", long])
+    with pytest.raises(ApiError, match=r"answers\[0\]: [\d,]+ characters; at most 20,000"):
+        api.score_preview(ctx, SPEC, ["ok"], answers=[long])
+    many = ["x" * MAX_API_TEXT_CHARS] * (MAX_API_TOTAL_CHARS // MAX_API_TEXT_CHARS + 1)
+    with pytest.raises(ApiError, match=r"completions: [\d,]+ characters .* at most 1,000,000"):
+        api.score_preview(ctx, SPEC, many)
+    with pytest.raises(ApiError, match=r"completions: at most 1000 per call"):
+        api.score_preview(ctx, SPEC, ["x"] * 1001)
+    with pytest.raises(ApiError, match=r"prompts\[0\]: must be a string, got 5"):
+        api.score_preview(ctx, SPEC, ["x"], prompts=[5])
+    with pytest.raises(ApiError, match=r"completions: must be a list of strings"):
+        api.score_preview(ctx, SPEC, "x")
+
+
+def test_slow_math_answers_are_cut_off_by_the_call_deadline(ctx, monkeypatch):
+    from rewards import mathpool
+
+    # Each check alone may now take minutes (sympy builds 10^(10^n) exactly); only the call's
+    # deadline can end the request.
+    monkeypatch.setattr(mathpool.get_checker(), "timeout_s", 600.0)
+    monkeypatch.setattr(api, "INTERACTIVE_DEADLINE_S", 3.0)
+    towers = [f"<answer>$10^{{10^{{{n}}}}}$</answer>" for n in range(10, 30)]
+    out = api.score_preview(ctx, SPEC, towers, answers=["24"] * len(towers))
+    correctness = [s["trace"][0] for s in out["samples"]]
+    assert all("could not be verified in time" in t["explanation"] for t in correctness)
+    assert api.score_preview(ctx, SPEC, ["<answer>2</answer>"], answers=["2"])["totals"][0] >= 1.0
+
+
+def test_each_endpoint_has_a_concurrency_limit(ctx):
+    from ui.app import build_app
+
+    demo = build_app(ctx)
+    limits = {f.api_name: f.concurrency_limit for f in demo.fns.values()}
+    for name, limit in api.CONCURRENCY.items():
+        assert limits[name] == limit
+    assert limits["score_preview"] <= 2 and limits["start_run"] <= 2
