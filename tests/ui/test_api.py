@@ -144,3 +144,40 @@ def test_each_endpoint_has_a_concurrency_limit(ctx):
     for name, limit in api.CONCURRENCY.items():
         assert limits[name] == limit
     assert limits["score_preview"] <= 2 and limits["start_run"] <= 2
+
+
+def test_demo_caps_every_size_field_of_a_run(data_dir):
+    from ui.context import DEMO_SIZE_CAPS
+
+    demo = DemoLimits.from_env({"STUDIO_DEMO_MAX_STEPS": "5", "STUDIO_DEMO_MAX_ROWS": "50"})
+    assert demo.max_steps == 5 and demo.sizes["data.max_rows"] == 50
+    assert set(demo.sizes) == set(DEMO_SIZE_CAPS)  # the rest take their public defaults
+    ctx = AppContext(data_dir, demo=demo)
+    huge = {
+        "training.prompts_per_step": 4096,
+        "generation.num_generations": 64,
+        "generation.max_completion_length": 32768,
+        "training.eval_samples": 100_000,
+        "training.samples_per_log": 4096,
+        "data.max_rows": 51,
+        "training.steps": 6,
+    }
+    try:
+        for path, value in huge.items():
+            section, name = path.split(".")
+            config = {"training": {"steps": 5, "prompts_per_step": 1}}
+            config.setdefault(section, {})[name] = value
+            with pytest.raises(ApiError, match=rf"^config\.{path}: this demo allows at most"):
+                api.start_run(ctx, config)
+        assert api.list_runs(ctx) == []
+        config = RunConfig.from_dict({"training": {"steps": 5}})
+        demo.check_config(config)  # an unset row cap takes the demo's
+        assert config.data.max_rows == 50
+        assert "dataset rows up to 50" in demo.describe()
+    finally:
+        ctx.close()
+
+
+def test_a_private_app_has_no_size_caps():
+    assert DemoLimits.from_env({}).sizes == {}
+    assert DemoLimits.from_env({"SPACE_ID": "alice/studio"}).max_steps == 200
