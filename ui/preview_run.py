@@ -21,6 +21,7 @@ from engine.models import ModelLoadError, ModelSpec, available_models
 from engine.preflight import check_data
 from engine.sampling import sample_completions
 from engine.worker import latest_model_dir
+from rewards.params import describe_value
 from ui.context import AppContext
 from ui.preview_state import PreviewCache
 
@@ -111,12 +112,15 @@ class PreviewRequest:
             ("num_prompts", self.num_prompts, 1, MAX_PROMPTS),
             ("samples_per_prompt", self.samples_per_prompt, 1, MAX_SAMPLES),
             ("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS),
+            ("seed", self.seed, 0, 2**31 - 1),
         ]
         for name, value, lo, hi in checks:
-            if value is None or not float(value).is_integer() or not lo <= value <= hi:
-                raise PreviewError(name, f"must be a whole number in [{lo}, {hi}], got {value}")
-        if self.temperature is None or not 0 <= self.temperature <= 2:
-            raise PreviewError("temperature", f"must be in [0, 2], got {self.temperature}")
+            if not _number_in(value, lo, hi) or not float(value).is_integer():
+                shown = describe_value(value)
+                raise PreviewError(name, f"must be a whole number in [{lo}, {hi}], got {shown}")
+        if not _number_in(self.temperature, 0, 2):
+            shown = describe_value(self.temperature)
+            raise PreviewError("temperature", f"must be in [0, 2], got {shown}")
         cap = min(MAX_COMPLETIONS, max_completions or MAX_COMPLETIONS)
         total = int(self.num_prompts) * int(self.samples_per_prompt)
         if total > cap:
@@ -132,6 +136,13 @@ class PreviewRequest:
                 f"{total} completions x {self.max_new_tokens} new tokens = {tokens:,}; at most "
                 f"{MAX_PREVIEW_TOKENS:,} per preview (fewer samples or fewer tokens)",
             )
+
+
+def _number_in(value: Any, lo: float, hi: float) -> bool:
+    """A real number (not a bool, not text) within [lo, hi]; NaN is not."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return lo <= value <= hi
 
 
 def prompt_text(prompt: Any) -> str:

@@ -7,13 +7,17 @@ field of an otherwise valid document, so validation is reached field by field.
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+#: Cases per target; FUZZ_MAX_EXAMPLES lowers it for a quick local pass.
+MAX_EXAMPLES = int(os.environ.get("FUZZ_MAX_EXAMPLES", "10000"))
 FUZZ_SETTINGS = settings(
-    max_examples=10_000,
+    max_examples=MAX_EXAMPLES,
     deadline=None,
     database=None,
     derandomize=True,  # the same cases on every run: a CI failure reproduces locally
@@ -113,10 +117,10 @@ def _shallow(container: Any) -> Any:
 
 
 def as_text(value: Any) -> str:
-    """``repr`` of a fuzzed value (YAML reads most of it back), or a 5,000-digit number where
-    the value holds one that Python refuses to print."""
+    """A fuzzed value as JSON text (what API clients send; NaN and Infinity included), or a
+    5,000-digit number where the value holds one that Python refuses to print."""
     try:
-        return repr(value)
+        return json.dumps(value, ensure_ascii=False)
     except ValueError:
         return "9" * 5000
 
