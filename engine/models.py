@@ -219,25 +219,28 @@ def resolve_spec(spec: ModelSpec) -> ModelSpec:
     return spec
 
 
-def parameter_count(spec: ModelSpec) -> int | None:
+def parameter_count(spec: ModelSpec, token: bool | None = None) -> int | None:
     """Parameters of the model ``spec`` names, from its config alone: the weights are neither
     downloaded nor loaded. ``None`` when its config cannot be read from here.
 
-    LoRA adapters are not counted: a size cap is about the base model in memory.
+    LoRA adapters are not counted: a size cap is about the base model in memory. ``token``:
+    huggingface_hub's, ``False`` to download without the server's token (for visitors).
     """
     resolved = resolve_spec(spec)
     try:
-        return _count_from_config(resolved.name_or_path.strip(), resolved.gguf_file)
+        return _count_from_config(resolved.name_or_path.strip(), resolved.gguf_file, token)
     except (OSError, ValueError, ImportError):  # not cached: the model may appear later
         return None
 
 
 @functools.lru_cache(maxsize=32)
-def _count_from_config(name_or_path: str, gguf_file: str | None) -> int:
+def _count_from_config(name_or_path: str, gguf_file: str | None, token: bool | None) -> int:
     from accelerate import init_empty_weights
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
+    if token is not None:
+        kwargs["token"] = token
     config = AutoConfig.from_pretrained(name_or_path, **kwargs)
     with init_empty_weights():  # parameters on the meta device: shapes, no memory
         model = AutoModelForCausalLM.from_config(config)
@@ -291,12 +294,14 @@ def _unavailable(name: str, cause: BaseException) -> ModelUnavailableError:
     )
 
 
-def load_tokenizer(spec: ModelSpec) -> Any:
+def load_tokenizer(spec: ModelSpec, token: bool | None = None) -> Any:
     """The tokenizer of ``spec``, with a pad token and left padding for batched generation."""
     from transformers import AutoTokenizer
 
     spec = resolve_spec(spec)
     kwargs: dict[str, Any] = {"gguf_file": spec.gguf_file} if spec.gguf_file else {}
+    if token is not None:
+        kwargs["token"] = token
     try:
         tokenizer = AutoTokenizer.from_pretrained(spec.name_or_path, **kwargs)
     except (OSError, ValueError) as exc:
@@ -308,9 +313,12 @@ def load_tokenizer(spec: ModelSpec) -> Any:
 
 
 def load_model_and_tokenizer(
-    spec: ModelSpec | None = None, device: str | torch.device | None = None
+    spec: ModelSpec | None = None,
+    device: str | torch.device | None = None,
+    token: bool | None = None,
 ) -> tuple[Any, Any]:
-    """Load ``spec`` onto ``device`` (default: GPU if present, else CPU).
+    """Load ``spec`` onto ``device`` (default: GPU if present, else CPU). ``token``:
+    huggingface_hub's; ``False`` downloads without the server's token (a visitor's preview).
 
     Raises:
         ModelUnavailableError: not on this machine and not downloadable now.
@@ -322,6 +330,8 @@ def load_model_and_tokenizer(
     dev = pick_device(device)
     dtype = pick_dtype(spec.dtype, dev)
     kwargs: dict[str, Any] = {"dtype": dtype}
+    if token is not None:
+        kwargs["token"] = token
     if spec.load_in_4bit:
         kwargs.update(_four_bit_kwargs(dev, dtype))
     if spec.gguf_file:
@@ -331,7 +341,7 @@ def load_model_and_tokenizer(
                 "needs the gguf package: pip install gguf"
             )
         kwargs["gguf_file"] = spec.gguf_file
-    tokenizer = load_tokenizer(spec)
+    tokenizer = load_tokenizer(spec, token)
     try:
         model = AutoModelForCausalLM.from_pretrained(spec.name_or_path, **kwargs)
     except (OSError, ValueError) as exc:

@@ -236,7 +236,7 @@ class AppContext:
             if key not in self._models:
                 self.check_model_size(spec)
                 self._models.clear()
-                self._models[key] = load_model_and_tokenizer(spec)
+                self._models[key] = load_model_and_tokenizer(spec, token=self._hub_token())
             return self._models[key]
 
     def cached_tokenizer(self, key: str) -> Any:
@@ -260,6 +260,11 @@ class AppContext:
         self.check_model_size(config.model)
         return self.launcher.start(config)
 
+    def _hub_token(self) -> bool | None:
+        """Hub downloads for visitors go without the server's token unless the operator allows
+        it (``STUDIO_VISITOR_HUB_TOKEN``): ``False`` is huggingface_hub's "no token"."""
+        return None if self.input_policy.hub_token else False
+
     def check_model_size(self, spec: Any) -> None:
         """Refuse a model over the demo's size cap before anything is downloaded or loaded.
 
@@ -272,7 +277,7 @@ class AppContext:
         from engine.dataclass_io import ConfigError
         from engine.models import parameter_count
 
-        params = parameter_count(spec)
+        params = parameter_count(spec, token=self._hub_token())
         if params is None:
             raise ConfigError(
                 "model.name_or_path",

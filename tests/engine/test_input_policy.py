@@ -181,3 +181,23 @@ def test_visitor_runs_get_no_server_hub_token_unless_the_operator_allows_it(data
     finally:
         ctx.close()
     assert env["HF_TOKEN"] == "hf_server_secret" and "HF_HUB_DISABLE_IMPLICIT_TOKEN" not in env
+
+
+def test_the_web_process_reads_models_without_the_server_token(data_dir, monkeypatch):
+    from engine.models import ModelSpec, parameter_count
+
+    monkeypatch.delenv("STUDIO_VISITOR_HUB_TOKEN", raising=False)
+    ctx = AppContext(data_dir)
+    try:
+        assert ctx._hub_token() is False  # huggingface_hub's "send no token"
+        assert parameter_count(ModelSpec(), token=False) > 0
+        model, _tokenizer = ctx.model(ModelSpec())  # the preview's load, token=False
+        assert model is not None
+    finally:
+        ctx.close()
+    monkeypatch.setenv("STUDIO_VISITOR_HUB_TOKEN", "1")
+    ctx = AppContext(data_dir)
+    try:
+        assert ctx._hub_token() is None  # the server's own token, as the operator allowed
+    finally:
+        ctx.close()
