@@ -20,7 +20,7 @@ import gradio as gr
 import yaml
 
 from engine.config import RunConfig
-from engine.dataclass_io import ConfigError
+from engine.dataclass_io import MAX_CONFIG_CHARS, ConfigError
 from rewards.composer import score
 from rewards.errors import RewardSpecError
 from rewards.mathpool import INTERACTIVE_DEADLINE_S, call_deadline
@@ -30,7 +30,7 @@ from storage import metrics as metric_store
 from storage import runs as run_store
 from storage.runs import RunInfo
 from ui.context import AppContext
-from ui.spec_io import load_text
+from ui.spec_io import MAX_IMPORT_BYTES, load_text
 
 MAX_API_COMPLETIONS = 1000
 #: Longest completion (and prompt, and answer) one scoring call accepts, in characters.
@@ -57,6 +57,8 @@ class ApiError(ValueError):
 def _spec(spec: dict | str) -> RewardSpec:
     try:
         if isinstance(spec, str):
+            if len(spec) > MAX_IMPORT_BYTES:
+                raise ApiError(f"spec: at most {MAX_IMPORT_BYTES:,} characters")
             data = load_text(spec)
             if not isinstance(data, dict):
                 raise ApiError("spec: must be a reward spec mapping (JSON or YAML)")
@@ -123,6 +125,8 @@ def _check_texts(name: str, values: Any, count: int, allow_none: bool = False) -
 def _config(config: dict | str) -> RunConfig:
     try:
         if isinstance(config, str):
+            if len(config) > MAX_CONFIG_CHARS:
+                raise ApiError(f"config: at most {MAX_CONFIG_CHARS:,} characters")
             data = load_text(config) if config.strip() else {}
             if not isinstance(data, dict):
                 raise ApiError("config: must be a run config mapping (YAML or JSON)")

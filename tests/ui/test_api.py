@@ -120,6 +120,10 @@ def test_score_preview_caps_request_size_naming_the_field_and_the_cap(ctx):
         api.score_preview(ctx, SPEC, ["x"], prompts=[5])
     with pytest.raises(ApiError, match=r"completions: must be a list of strings"):
         api.score_preview(ctx, SPEC, "x")
+    with pytest.raises(ApiError, match=r"^spec: at most 1,000,000 characters"):
+        api.score_preview(ctx, " " * 1_000_001, ["x"])
+    with pytest.raises(ApiError, match=r"^config: at most 1,000,000 characters"):
+        api.start_run(ctx, " " * 1_000_001)
 
 
 def test_slow_math_answers_are_cut_off_by_the_call_deadline(ctx, monkeypatch):
