@@ -113,7 +113,6 @@ def main() -> None:
         "before_towers_s": round(before_towers[0], 2),
         "after_towers_s": round(after_towers[0], 2),
         "towers_speedup_x": round(before_towers[0] / max(after_towers[0], 1e-9), 2),
-        "language_speedup_x": round(before_big[0] / max(after_big[0], 1e-9), 1),
     }
     print(json.dumps(result))
 
