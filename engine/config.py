@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from engine.dataclass_io import ConfigError, from_dict, to_dict, to_plain
+from engine.dataclass_io import ConfigError, from_dict, parse_yaml, to_dict, to_plain
 from engine.datasets import DataSpec
 from engine.generation.backend import check_available
 from engine.models import DEFAULT_MODEL_ALIAS, ModelSpec
@@ -472,11 +472,7 @@ class RunConfig:
 
     @classmethod
     def from_yaml(cls, text: str) -> RunConfig:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError("", f"the file is not valid YAML: {exc}") from exc
-        return cls.from_dict(data or {})
+        return cls.from_dict(parse_yaml(text) or {})
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)

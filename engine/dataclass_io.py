@@ -7,11 +7,27 @@ in a config file reads as ``training.stepz: unknown field; allowed: steps, ...``
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import types
 import typing
 from typing import Any, TypeVar
 
+import yaml
+
+from rewards.params import (
+    MAX_ABS_INT,
+    MAX_NESTING,
+    describe_value,
+    key_name,
+    text_problem,
+    too_deep,
+)
+
 T = TypeVar("T")
+
+#: Longest text any single config value may hold (paths, names, prompts are far shorter).
+MAX_TEXT_CHARS = 10_000
 
 
 class ConfigError(ValueError):
@@ -21,6 +37,30 @@ class ConfigError(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
         self.reason = message
+
+
+#: Largest config text (YAML or JSON) accepted; a full documented config is about 10 kB.
+MAX_CONFIG_CHARS = 1_000_000
+
+
+def parse_yaml(text: str) -> Any:
+    """YAML (or JSON) text as plain data; every failure is a ``ConfigError``.
+
+    Besides syntax errors, this covers text too large to be a config and nesting so deep that
+    the parser runs out of recursion (``"[" * 100000``).
+    """
+    if len(text) > MAX_CONFIG_CHARS:
+        raise ConfigError("", f"the config is over {MAX_CONFIG_CHARS:,} characters")
+    if too_deep(text):
+        raise ConfigError("", f"the file nests lists or mappings deeper than {MAX_NESTING} levels")
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError("", f"the file is not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError("", "the file nests lists or mappings too deeply") from None
+    except ValueError:  # an integer literal over Python's 4,300-digit limit
+        raise ConfigError("", "the file holds a number with too many digits") from None
 
 
 def to_dict(obj: Any) -> dict[str, Any]:
@@ -45,11 +85,12 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     """Build dataclass ``cls`` from ``data``, checking keys and scalar types field by field."""
     if not isinstance(data, dict):
         raise ConfigError(path, f"must be a mapping, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    unknown = sorted(set(data) - set(fields))
+    unknown = [key for key in data if not isinstance(key, str) or key not in fields]
     if unknown:
-        where = _join(path, unknown[0])
+        key = unknown[0]
+        where = _join(path, key_name(key))
         raise ConfigError(where, f"unknown field; allowed: {', '.join(fields)}")
     kwargs = {name: _convert(hints[name], value, _join(path, name)) for name, value in data.items()}
     try:
@@ -60,7 +101,13 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
         raise
     except ValueError as exc:
         sub = getattr(exc, "field", "")
-        raise ConfigError(_join(path, sub) if sub else path, str(exc)) from exc
+        reason = getattr(exc, "reason", str(exc))
+        raise ConfigError(_join(path, sub) if sub else path, reason) from exc
+
+
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)  # slow (it evaluates annotations): once per class
 
 
 def _join(path: str, name: str) -> str:
@@ -82,8 +129,9 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
                 errors.append(exc)
         raise errors[-1]
     if origin is typing.Literal:
-        if value not in args:
-            raise ConfigError(path, f"must be one of {', '.join(map(str, args))}, got {value!r}")
+        if not any(value == a and type(value) is type(a) for a in args):
+            allowed = ", ".join(map(str, args))
+            raise ConfigError(path, f"must be one of {allowed}, got {describe_value(value)}")
         return value
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):
@@ -96,6 +144,8 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
             raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
         return dict(value)
     if hasattr(tp, "from_dict"):  # a nested spec that owns its parsing and validation
+        if not isinstance(value, dict):
+            raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
         try:
             return tp.from_dict(value)
         except ValueError as exc:
@@ -108,25 +158,55 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
         return value
     if tp is bool:
         if not isinstance(value, bool):
-            raise ConfigError(path, f"must be true or false, got {value!r}")
+            raise ConfigError(path, f"must be true or false, got {describe_value(value)}")
         return value
     if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise ConfigError(path, f"must be an integer, got {value!r}")
-        return value
+        return _to_int(value, path)
     if tp is float:
-        if isinstance(value, str):  # YAML 1.1 reads "5e-5" (no dot) as text
-            try:
-                return float(value)
-            except ValueError:
-                raise ConfigError(path, f"must be a number, got {value!r}") from None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(path, f"must be a number, got {value!r}")
-        return float(value)
+        return _to_float(value, path)
     if tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(path, f"must be text, got {value!r}")
-        return value
+        return _to_text(value, path)
+    return value
+
+
+def _to_int(value: Any, path: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, f"must be an integer, got {describe_value(value)}")
+    if abs(value) > MAX_ABS_INT:
+        raise ConfigError(
+            path, f"must be an integer of at most 18 digits, got {describe_value(value)}"
+        )
+    return value
+
+
+def _to_float(value: Any, path: str) -> float:
+    number = value
+    if isinstance(value, str):  # YAML 1.1 reads "5e-5" (no dot) as text
+        try:
+            number = float(value) if len(value) <= 100 else None
+        except ValueError:
+            number = None
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        number = None
+    elif isinstance(value, int):
+        number = float(value) if abs(value) <= MAX_ABS_INT else None
+    if number is None:
+        raise ConfigError(path, f"must be a number, got {describe_value(value)}")
+    if not math.isfinite(number):
+        raise ConfigError(path, f"must be a finite number, got {describe_value(value)}")
+    return float(number)
+
+
+def _to_text(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(path, f"must be text, got {describe_value(value)}")
+    if len(value) > MAX_TEXT_CHARS:
+        raise ConfigError(
+            path, f"must be at most {MAX_TEXT_CHARS:,} characters, got {len(value):,}"
+        )
+    problem = text_problem(value)
+    if problem:
+        raise ConfigError(path, problem)
     return value

@@ -51,6 +51,19 @@ class DatasetError(ValueError):
         self.reason = message
 
 
+class MissingColumnError(DatasetError):
+    """A mapped column is not in the data; ``columns`` are the ones it has (names only)."""
+
+    def __init__(self, column: str, field: str, columns: list[str]) -> None:
+        super().__init__(
+            f"column {column!r} ({field}) not found; the dataset's columns are {columns}. "
+            f"Set {field} to one of them.",
+            field,
+        )
+        self.column = column
+        self.columns = columns
+
+
 @dataclass
 class DataSpec:
     """Where prompts come from and how to read them.
@@ -127,13 +140,13 @@ class DataSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataSpec:
-        known = set(cls.__dataclass_fields__)
-        unknown = set(data) - known
-        if unknown:
-            raise DatasetError(
-                f"unknown field; allowed: {', '.join(sorted(known))}", sorted(unknown)[0]
-            )
-        return cls(**data)
+        """Checked field by field (type, size, text) by :func:`engine.dataclass_io.from_dict`."""
+        from engine.dataclass_io import ConfigError, from_dict
+
+        try:
+            return from_dict(cls, data)
+        except ConfigError as exc:
+            raise DatasetError(exc.reason, exc.field) from None
 
 
 def parse_gold(answer: Any, answer_format: str = "auto") -> str:
@@ -144,7 +157,7 @@ def parse_gold(answer: Any, answer_format: str = "auto") -> str:
     match = _GSM8K_GOLD.search(text)
     if match is None:
         raise DatasetError(
-            f"answer has no '#### <answer>' line (answer_format gsm8k): {text!r}", "answer_format"
+            "answer has no '#### <answer>' line (answer_format gsm8k)", "answer_format"
         )
     gold = match.group(1).strip()
     return gold.replace(",", "") if re.fullmatch(r"-?[\d,]+(\.\d+)?", gold) else gold
@@ -183,11 +196,7 @@ def records_to_rows(
     ]
     for field_name, column in mapping:
         if column not in columns:
-            raise DatasetError(
-                f"column {column!r} ({field_name}) not found; the dataset's columns are "
-                f"{columns}. Set {field_name} to one of them.",
-                field_name,
-            )
+            raise MissingColumnError(column, field_name, [str(c)[:100] for c in columns])
     for field_name, column in mapping[:2]:
         empty = [i for i, r in enumerate(records) if _is_empty(r.get(column))]
         if len(empty) == len(records):
@@ -217,7 +226,7 @@ def records_to_rows(
             except (TypeError, ValueError):
                 raise DatasetError(
                     f"row {i}: column {spec.difficulty_column!r} (difficulty_column) must "
-                    f"hold integers, got {record[spec.difficulty_column]!r}",
+                    "hold integers",
                     "difficulty_column",
                 ) from None
         row_id = record.get("id")

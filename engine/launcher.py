@@ -29,6 +29,7 @@ from engine.checkpoints import latest_checkpoint
 from engine.config import RunConfig
 from engine.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
 from engine.distributed import launch_args, layer_class, write_fsdp_config
+from engine.input_policy import InputPolicy
 from engine.models import resolve_spec
 from engine.preflight import check_inputs
 from storage import runs as run_store
@@ -117,9 +118,11 @@ class Launcher:
         *,
         max_concurrent: int | None = None,
         gpus: Callable[[], list[Gpu]] = list_gpus,
+        policy: InputPolicy | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self._gpus = gpus
+        self.policy = policy  # set for the web app: what visitors' runs may read, hub token
         env_limit = os.environ.get("STUDIO_MAX_CONCURRENT_RUNS", "").strip()
         self._max_concurrent = max_concurrent or (int(env_limit) if env_limit else None)
         self._children: dict[str, subprocess.Popen] = {}
@@ -151,7 +154,7 @@ class Launcher:
         anything is written, and ``TooManyActiveRunsError`` when the run would pass one of
         ``caps`` on queued and running runs (the folder is removed again).
         """
-        check_inputs(config)
+        check_inputs(config, self.policy)
         run_id = run_store.new_run_id(config.algorithm)
         run_dir = self.run_dir(run_id)
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -241,6 +244,8 @@ class Launcher:
         env = {**os.environ, "STUDIO_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1"}
         env.update(assignment.env())
         assignment.save(run_dir)
+        if self.policy is not None:
+            env = self.policy.worker_env(env)
         with open(run_dir / WORKER_LOG, "ab") as log:
             proc = subprocess.Popen(
                 cmd,

@@ -113,11 +113,10 @@ class ModelSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelSpec:
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown model fields {sorted(unknown)}; allowed: {sorted(known)}")
-        return cls(**data)
+        """Checked field by field (type, size, text) by :func:`engine.dataclass_io.from_dict`."""
+        from engine.dataclass_io import from_dict
+
+        return from_dict(cls, data)
 
 
 @dataclass(frozen=True)
@@ -220,31 +219,34 @@ def resolve_spec(spec: ModelSpec) -> ModelSpec:
     return spec
 
 
-def parameter_count(spec: ModelSpec) -> int | None:
+def parameter_count(spec: ModelSpec, token: bool | None = None) -> int | None:
     """Parameters of the model ``spec`` names, from its config alone: the weights are neither
     downloaded nor loaded. ``None`` when its config cannot be read from here.
 
-    LoRA adapters are not counted: a size cap is about the base model in memory.
+    LoRA adapters are not counted: a size cap is about the base model in memory. ``token``:
+    huggingface_hub's, ``False`` to download without the server's token (for visitors).
     """
     resolved = resolve_spec(spec)
     try:
-        return _count_from_config(resolved.name_or_path.strip(), resolved.gguf_file)
+        return _count_from_config(resolved.name_or_path.strip(), resolved.gguf_file, token)
     except (OSError, ValueError, ImportError):  # not cached: the model may appear later
         return None
 
 
-def _count_from_config(name_or_path: str, gguf_file: str | None) -> int:
-    return sum(p.numel() for p in meta_model(name_or_path, gguf_file).parameters())
+def _count_from_config(name_or_path: str, gguf_file: str | None, token: bool | None) -> int:
+    return sum(p.numel() for p in meta_model(name_or_path, gguf_file, token).parameters())
 
 
 @functools.lru_cache(maxsize=32)
-def meta_model(name_or_path: str, gguf_file: str | None = None) -> Any:
+def meta_model(name_or_path: str, gguf_file: str | None = None, token: bool | None = None) -> Any:
     """The model built from its config alone, parameters on the meta device (shapes, no memory,
-    nothing downloaded beyond the config). Raises ``OSError``/``ValueError`` when the config
-    cannot be read from here."""
+    nothing downloaded beyond the config). ``token`` as in :func:`parameter_count`. Raises
+    ``OSError``/``ValueError`` when the config cannot be read from here."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
+    if token is not None:
+        kwargs["token"] = token
     config = AutoConfig.from_pretrained(name_or_path, **kwargs)
     # Built on the meta device (accelerate's init_empty_weights would leave tied input and
     # output embeddings untied, counting them twice).
@@ -299,12 +301,14 @@ def _unavailable(name: str, cause: BaseException) -> ModelUnavailableError:
     )
 
 
-def load_tokenizer(spec: ModelSpec) -> Any:
+def load_tokenizer(spec: ModelSpec, token: bool | None = None) -> Any:
     """The tokenizer of ``spec``, with a pad token and left padding for batched generation."""
     from transformers import AutoTokenizer
 
     spec = resolve_spec(spec)
     kwargs: dict[str, Any] = {"gguf_file": spec.gguf_file} if spec.gguf_file else {}
+    if token is not None:
+        kwargs["token"] = token
     try:
         tokenizer = AutoTokenizer.from_pretrained(spec.name_or_path, **kwargs)
     except (OSError, ValueError) as exc:
@@ -316,9 +320,12 @@ def load_tokenizer(spec: ModelSpec) -> Any:
 
 
 def load_model_and_tokenizer(
-    spec: ModelSpec | None = None, device: str | torch.device | None = None
+    spec: ModelSpec | None = None,
+    device: str | torch.device | None = None,
+    token: bool | None = None,
 ) -> tuple[Any, Any]:
-    """Load ``spec`` onto ``device`` (default: GPU if present, else CPU).
+    """Load ``spec`` onto ``device`` (default: GPU if present, else CPU). ``token``:
+    huggingface_hub's; ``False`` downloads without the server's token (a visitor's preview).
 
     Raises:
         ModelUnavailableError: not on this machine and not downloadable now.
@@ -330,6 +337,8 @@ def load_model_and_tokenizer(
     dev = pick_device(device)
     dtype = pick_dtype(spec.dtype, dev)
     kwargs: dict[str, Any] = {"dtype": dtype}
+    if token is not None:
+        kwargs["token"] = token
     if spec.load_in_4bit:
         kwargs.update(_four_bit_kwargs(dev, dtype))
     if spec.gguf_file:
@@ -339,7 +348,7 @@ def load_model_and_tokenizer(
                 "needs the gguf package: pip install gguf"
             )
         kwargs["gguf_file"] = spec.gguf_file
-    tokenizer = load_tokenizer(spec)
+    tokenizer = load_tokenizer(spec, token)
     try:
         model = AutoModelForCausalLM.from_pretrained(spec.name_or_path, **kwargs)
     except (OSError, ValueError) as exc:

@@ -11,25 +11,48 @@ are loaded and nothing is downloaded.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from engine.config import RunConfig
 from engine.dataclass_io import ConfigError
-from engine.datasets import DatasetError, hub_offline, load_rows
+from engine.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
+from engine.input_policy import InputPolicy
 from engine.models import ModelLoadError, ModelSpec, model_offline, resolve_spec
 
 
-def check_inputs(config: RunConfig) -> None:
-    """Raise ``ConfigError`` when the run's GPUs, model or data cannot be used as configured."""
+def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
+    """Raise ``ConfigError`` when the run's GPUs, model or data cannot be used as configured.
+
+    ``policy`` limits what a run started from the web may read (no limit for the CLI).
+    """
+    if policy is not None:
+        policy.check_model(config.model)
+        policy.check_data(config.data)
     check_gpus(config.training.num_gpus)
     check_gpu_ids(config.training.gpu_list)
     check_model(config.model)
     if config.data.source == "file" or (config.data.source == "hub" and hub_offline()):
-        try:
-            load_rows(config.data)
-        except DatasetError as exc:
-            raise ConfigError(f"data.{exc.field}" if exc.field else "data", exc.reason) from None
+        check_data(config.data, policy)
+
+
+def check_data(spec: DataSpec, policy: InputPolicy | None = None) -> list[dict[str, Any]]:
+    """The data's rows, loaded as mapped; else ``ConfigError`` naming the ``data`` field.
+
+    From the web, a mapping error lists the file's column names only when the user uploaded
+    the file; errors never quote the file's values.
+    """
+    try:
+        return load_rows(spec)
+    except MissingColumnError as exc:
+        if policy is not None and not policy.is_upload(str(spec.path)):
+            raise ConfigError(
+                f"data.{exc.field}", f"column {exc.column!r} ({exc.field}) not found in the data"
+            ) from None
+        raise ConfigError(f"data.{exc.field}", exc.reason) from None
+    except DatasetError as exc:
+        raise ConfigError(f"data.{exc.field}" if exc.field else "data", exc.reason) from None
 
 
 def check_gpus(num_gpus: int) -> None:

@@ -15,7 +15,6 @@ import ast
 import json
 import pprint
 import re
-import textwrap
 from pathlib import Path
 
 from rewards.spec import RewardSpec
@@ -148,6 +147,19 @@ def _import_block(imports: set[str]) -> str:
     return "\n\n".join(b for b in blocks if b)
 
 
+def _literal(value: object) -> str:
+    """``value`` as Python literal source, checked to read back as the same data.
+
+    User text (descriptions, rule patterns, labels) enters the module only this way: ``repr``
+    escapes quotes, backslashes, newlines, NUL and surrogates, so no value can end its string
+    and become code; ``ast.literal_eval`` proves the source is a literal before it is written.
+    """
+    source = pprint.pformat(value, indent=1, width=96, sort_dicts=False)
+    if ast.literal_eval(source) != value:
+        raise ValueError("a spec value does not survive as a Python literal")
+    return source
+
+
 def export_module(spec: RewardSpec, module_name: str = "reward_studio_reward") -> str:
     """The source of a standalone module computing ``spec``'s reward for TRL.
 
@@ -155,6 +167,8 @@ def export_module(spec: RewardSpec, module_name: str = "reward_studio_reward") -
     ``RLOOTrainer``), ``SPEC`` (the spec as a dict) and ``score(completions, **columns)`` (the
     weighted totals, ``None`` where no component scored).
     """
+    if not module_name.isidentifier():
+        raise ValueError(f"module_name must be a Python identifier, got {module_name!r}")
     enabled = [
         {"name": name, "component": comp.name, "weight": comp.weight, "params": comp.params}
         for name, comp in spec.enabled_components()
@@ -167,13 +181,9 @@ def export_module(spec: RewardSpec, module_name: str = "reward_studio_reward") -
         else:
             parts.append(f"# --- from Reward Studio rewards/{entry} ---\n" + _strip(entry, imports))
     body = "\n\n\n".join(parts)
-    description = textwrap.fill(spec.description or "A weighted reward.", width=96)
     header = f'''"""{module_name}: a reward exported from Reward Studio.
 
-{description}
-
-Components (metric name: component, weight):
-{chr(10).join(f"  {e['name']}: {e['component']}, {e['weight']:g}" for e in enabled)}
+What it rewards is in ``DESCRIPTION``; its components, weights and parameters are in ``SPEC``.
 
 Use it in a TRL (1.16) script:
 
@@ -193,9 +203,11 @@ from __future__ import annotations
 
 # --- the reward ---
 
-SPEC = {pprint.pformat(spec.to_dict(), indent=1, width=96, sort_dicts=False)}
+DESCRIPTION = {_literal(spec.description or "A weighted reward.")}
 
-_ENABLED = {pprint.pformat(enabled, indent=1, width=96, sort_dicts=False)}
+SPEC = {_literal(spec.to_dict())}
+
+_ENABLED = {_literal(enabled)}
 
 _CLASSES = {{
 {"".join(f"    {k!r}: {v},{chr(10)}" for k, v in _CLASSES.items())}}}

@@ -8,6 +8,11 @@ worker processes (``python -m rewards._math_worker``, started without a shell, n
 ``timeout_s`` has its worker killed and restarted; the request counts as "not verifiable".
 Workers also split a batch between them, which is where the throughput on two cores comes from.
 
+A whole call can be bounded too: inside ``with call_deadline(seconds):`` (the web app's
+scoring endpoints), ``check_many`` returns by then, and requests still unanswered count as "not
+verifiable" (their workers are restarted). Without it, only each request is bounded, which a
+batch of slow answers multiplies (20 of ``$10^{10^{N}}$`` held the pool for 72 s).
+
 Set ``REWARDS_MATH_WORKERS=0`` to run math-verify in-process instead (no deadline: only for
 trusted input); the default is ``min(2, cpu_count)`` workers.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -25,6 +31,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 
 from rewards.mathcheck import CheckResult, check
 
@@ -32,8 +39,26 @@ logger = logging.getLogger(__name__)
 
 #: Seconds one request may take before its worker is killed.
 DEFAULT_TIMEOUT_S = 5.0
+#: Seconds one interactive scoring call (a preview, the API) may spend in math-verify.
+INTERACTIVE_DEADLINE_S = 10.0
 #: Seconds a fresh worker may take to import math-verify.
 STARTUP_TIMEOUT_S = 120.0
+
+
+_CALL_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "math_call_deadline", default=None
+)
+
+
+@contextlib.contextmanager
+def call_deadline(seconds: float) -> Iterator[None]:
+    """Bound every ``check_many`` call made inside the block (in this thread or task) to end
+    within ``seconds`` of entering it, waiting for the pool's lock included."""
+    token = _CALL_DEADLINE.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _CALL_DEADLINE.reset(token)
 
 
 class _Worker:
@@ -112,10 +137,20 @@ class MathPool:
         """math-verify's verdict on each ``(gold, pred)`` pair, in order."""
         if not pairs:
             return []
-        with self._lock:
-            return self._run(pairs)
+        deadline = _CALL_DEADLINE.get()
+        if deadline is None:
+            with self._lock:
+                return self._run(pairs)
+        if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            return [_TIMED_OUT] * len(pairs)  # other calls held the pool all along
+        try:
+            return self._run(pairs, deadline)
+        finally:
+            self._lock.release()
 
-    def _run(self, pairs: list[tuple[str, str]]) -> list[CheckResult]:
+    def _run(
+        self, pairs: list[tuple[str, str]], call_deadline: float | None = None
+    ) -> list[CheckResult]:
         while len(self._workers) < self.size:
             self._workers.append(_Worker())
         results: dict[int, CheckResult] = {}
@@ -126,12 +161,18 @@ class MathPool:
             selector.register(worker.proc.stdout, selectors.EVENT_READ, worker)
         try:
             while len(results) < len(pairs):
+                if call_deadline is not None and time.monotonic() >= call_deadline:
+                    self._abandon(selector, pending, results, len(pairs))
+                    break
                 for worker in self._workers:
                     if worker.ready and len(worker.queue) < chunk and pending:
                         batch = [pending.popleft() for _ in range(min(chunk, len(pending)))]
                         worker.send(batch, self.timeout_s)
                 now = time.monotonic()
-                wait = max(0.0, min(w.deadline for w in self._workers) - now)
+                wake = min(w.deadline for w in self._workers)
+                if call_deadline is not None:
+                    wake = min(wake, call_deadline)
+                wait = max(0.0, wake - now)
                 for key, _ in selector.select(timeout=wait):
                     worker = key.data
                     try:
@@ -160,6 +201,22 @@ class MathPool:
             selector.close()
         return [results[i] for i in range(len(pairs))]
 
+    def _abandon(self, selector, pending, results, total: int) -> None:
+        """The call's deadline passed: restart busy workers, the rest count as timed out."""
+        for worker in list(self._workers):
+            if worker.queue:  # only a ready worker is sent requests
+                selector.unregister(worker.proc.stdout)
+                worker.kill()
+                self._workers[self._workers.index(worker)] = _Worker()
+        logger.warning(
+            "math-verify call deadline passed; %d of %d checks not verified",
+            total - len(results),
+            total,
+        )
+        pending.clear()
+        for i in range(total):
+            results.setdefault(i, _TIMED_OUT)
+
     def _replace(self, worker, selector, pending, results, crashed: bool) -> None:
         """Kill ``worker``; its current request fails, the rest of its queue is re-sent."""
         selector.unregister(worker.proc.stdout)
@@ -173,7 +230,7 @@ class MathPool:
                     pred[:80],
                     gold[:80],
                 )
-                results[rid] = CheckResult(True, None, False, timed_out=True)
+                results[rid] = _TIMED_OUT
             else:
                 worker.queue.appendleft((rid, gold, pred))
             pending.extendleft(reversed(worker.queue))
@@ -184,6 +241,9 @@ class MathPool:
         fresh = _Worker()
         self._workers[self._workers.index(worker)] = fresh
         selector.register(fresh.proc.stdout, selectors.EVENT_READ, fresh)
+
+
+_TIMED_OUT = CheckResult(True, None, False, timed_out=True)
 
 
 class InProcessChecker:

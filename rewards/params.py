@@ -8,6 +8,7 @@ too, so the spec, the factories and the UI reject the same values with the same 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -18,6 +19,77 @@ if TYPE_CHECKING:
     from rewards.components.base import RewardComponent
 
 ParamType = Literal["float", "int", "bool", "str", "list"]
+
+#: Integers beyond this size are refused before any arithmetic or formatting touches them
+#: (Python refuses to print integers over 4,300 digits, and float() overflows past 1e308).
+MAX_ABS_INT = 10**18
+#: How much of a refused value an error message quotes.
+SHOWN_CHARS = 60
+
+
+def describe_value(value: Any) -> str:
+    """A short, always-printable description of a refused value for an error message.
+
+    Strings and reprs are cut to ``SHOWN_CHARS``; huge integers and containers are described
+    by size, so formatting the message can never fail or echo a large payload back.
+    """
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int):
+        if abs(value) > MAX_ABS_INT:
+            return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+        return repr(value)
+    if isinstance(value, str):
+        text = repr(value[:SHOWN_CHARS])
+        return text + (
+            f" (+{len(value) - SHOWN_CHARS} more characters)" if len(value) > SHOWN_CHARS else ""
+        )
+    if isinstance(value, Mapping | list | tuple | set):
+        return f"a {type(value).__name__} of {len(value)} items"
+    return f"a {type(value).__name__}"
+
+
+#: Deepest nesting of ``[``/``{`` accepted in spec or config text; real ones nest 3-4 levels.
+MAX_NESTING = 64
+_BRACKETS = re.compile(r"[\[\]{}]")
+# YAML nests without brackets too: "- - - ..." on one line, or ever deeper indentation.
+_BLOCK_NESTING = re.compile(rf"(?:[-?]\s+){{{MAX_NESTING}}}|^[ \t]{{{8 * MAX_NESTING}}}", re.M)
+
+
+def too_deep(text: str) -> bool:
+    """Whether JSON/YAML ``text`` nests brackets deeper than ``MAX_NESTING``.
+
+    Checked before parsing: a parser fed ``"[" * 10000`` recurses until Python stops it, which
+    costs seconds per request. Brackets inside quoted strings count too, which only makes the
+    check stricter for texts that no real spec or config resembles.
+    """
+    if _BLOCK_NESTING.search(text):
+        return True
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > MAX_NESTING:
+            return True
+    return False
+
+
+def key_name(key: Any) -> str:
+    """A mapping key as it reads in an error's field path: plain names as they are, anything
+    else (empty, odd characters, not a string) quoted or described, so the path prints."""
+    if isinstance(key, str) and key.isidentifier() and len(key) <= SHOWN_CHARS:
+        return key
+    return describe_value(key)
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored as text (a NUL character, an unpaired surrogate), or None."""
+    if "\x00" in value:
+        return "must not contain NUL characters"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be valid Unicode text (it holds an unpaired surrogate)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -85,14 +157,14 @@ class ParamSpec:
         allowed = self.describe_allowed()
         if self.type == "bool":
             if not isinstance(value, bool):
-                raise RewardSpecError(self.name, f"must be {allowed}, got {value!r}")
+                raise RewardSpecError(self.name, f"must be {allowed}, got {describe_value(value)}")
             return value
         if self.type in ("float", "int"):
             return self._validate_number(value, allowed)
         if self.type == "str":
             return self._validate_str(value, allowed, self.name)
         if isinstance(value, str) or not isinstance(value, list | tuple):
-            raise RewardSpecError(self.name, f"must be {allowed}, got {value!r}")
+            raise RewardSpecError(self.name, f"must be {allowed}, got {describe_value(value)}")
         if self.max_items is not None and len(value) > self.max_items:
             raise RewardSpecError(self.name, f"must be {allowed}, got {len(value)} items")
         return [
@@ -101,27 +173,34 @@ class ParamSpec:
 
     def _validate_number(self, value: Any, allowed: str) -> float | int:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise RewardSpecError(self.name, f"must be {allowed}, got {value!r}")
+            raise RewardSpecError(self.name, f"must be {allowed}, got {describe_value(value)}")
+        if isinstance(value, int) and abs(value) > MAX_ABS_INT:
+            raise RewardSpecError(self.name, f"must be {allowed}, got {describe_value(value)}")
         if self.type == "int":
             if isinstance(value, float):
                 if not value.is_integer():
-                    raise RewardSpecError(self.name, f"must be {allowed}, got {value!r}")
+                    raise RewardSpecError(
+                        self.name, f"must be {allowed}, got {describe_value(value)}"
+                    )
                 value = int(value)
         else:
             value = float(value)
             if not math.isfinite(value):
-                raise RewardSpecError(self.name, f"must be {allowed}, got {value!r}")
+                raise RewardSpecError(self.name, f"must be {allowed}, got {describe_value(value)}")
         if (self.min is not None and value < self.min) or (
             self.max is not None and value > self.max
         ):
-            raise RewardSpecError(self.name, f"must be {allowed}, got {value!r}")
+            raise RewardSpecError(self.name, f"must be {allowed}, got {describe_value(value)}")
         return value
 
     def _validate_str(self, value: Any, allowed: str, field_name: str) -> str:
         if not isinstance(value, str):
-            raise RewardSpecError(field_name, f"must be {allowed}, got {value!r}")
+            raise RewardSpecError(field_name, f"must be {allowed}, got {describe_value(value)}")
+        problem = text_problem(value)
+        if problem:
+            raise RewardSpecError(field_name, problem)
         if self.choices is not None and value not in self.choices:
-            raise RewardSpecError(field_name, f"must be {allowed}, got {value!r}")
+            raise RewardSpecError(field_name, f"must be {allowed}, got {describe_value(value)}")
         if self.max_length is not None and len(value) > self.max_length:
             raise RewardSpecError(
                 field_name,
@@ -191,7 +270,8 @@ class ComponentInfo:
             if key not in known:
                 allowed = ", ".join(sorted(known)) or "none"
                 raise RewardSpecError(
-                    str(key), f"unknown parameter of {self.name!r}; allowed: {allowed}"
+                    key_name(key),
+                    f"unknown parameter of {self.name!r}; allowed: {allowed}",
                 )
         out = {
             p.name: p.validate(params[p.name]) if p.name in params else _plain(p.default)

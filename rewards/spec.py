@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from rewards.errors import RewardSpecError
+from rewards.params import MAX_NESTING, describe_value, key_name, text_problem, too_deep
 from rewards.registry import REGISTRY
 
 __all__ = ["DEFAULT_PRESET", "PRESETS", "ComponentSpec", "RewardSpec", "RewardSpecError", "preset"]
@@ -90,6 +91,9 @@ class RewardSpec:
             raise RewardSpecError("components", "must hold at least one component")
         if not isinstance(self.description, str) or len(self.description) > 2000:
             raise RewardSpecError("description", "must be a string of at most 2000 characters")
+        problem = text_problem(self.description)
+        if problem:
+            raise RewardSpecError("description", problem)
         seen: dict[str, int] = {}
         for i, comp in enumerate(self.components):
             where = f"components[{i}]"
@@ -100,7 +104,8 @@ class RewardSpec:
             if not isinstance(comp.name, str) or comp.name not in REGISTRY:
                 allowed = ", ".join(REGISTRY)
                 raise RewardSpecError(
-                    f"{where}.name", f"unknown component {comp.name!r}; allowed: {allowed}"
+                    f"{where}.name",
+                    f"unknown component {describe_value(comp.name)}; allowed: {allowed}",
                 )
             info = REGISTRY[comp.name]
             if comp.name in seen and not info.allow_multiple:
@@ -111,22 +116,17 @@ class RewardSpec:
                 )
             seen.setdefault(comp.name, i)
             w = comp.weight
-            if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w):
+            bad = isinstance(w, bool) or not isinstance(w, int | float)
+            if bad or abs(w) > MAX_ABS_WEIGHT or not math.isfinite(w):
                 raise RewardSpecError(
                     f"{where}.weight",
                     f"must be a finite number in [{-MAX_ABS_WEIGHT:g}, {MAX_ABS_WEIGHT:g}], "
-                    f"got {w!r}",
-                )
-            if abs(w) > MAX_ABS_WEIGHT:
-                raise RewardSpecError(
-                    f"{where}.weight",
-                    f"must be a finite number in [{-MAX_ABS_WEIGHT:g}, {MAX_ABS_WEIGHT:g}], "
-                    f"got {w!r}",
+                    f"got {describe_value(w)}",
                 )
             comp.weight = float(w)
             if not isinstance(comp.enabled, bool):
                 raise RewardSpecError(
-                    f"{where}.enabled", f"must be true or false, got {comp.enabled!r}"
+                    f"{where}.enabled", f"must be true or false, got {describe_value(comp.enabled)}"
                 )
             if comp.label is not None and (
                 not isinstance(comp.label, str) or not _LABEL_RE.fullmatch(comp.label)
@@ -134,7 +134,7 @@ class RewardSpec:
                 raise RewardSpecError(
                     f"{where}.label",
                     "must be 1-40 lower-case letters, digits or '_', starting with a letter, "
-                    f"got {comp.label!r}",
+                    f"got {describe_value(comp.label)}",
                 )
             try:
                 comp.params = info.validate_params(comp.params)
@@ -201,11 +201,13 @@ class RewardSpec:
         for key in data:
             if key not in _SPEC_FIELDS:
                 raise RewardSpecError(
-                    str(key), f"unknown field; allowed: {', '.join(_SPEC_FIELDS)}"
+                    key_name(key), f"unknown field; allowed: {', '.join(_SPEC_FIELDS)}"
                 )
         version = data.get("version", SPEC_VERSION)
         if version != SPEC_VERSION:
-            raise RewardSpecError("version", f"must be {SPEC_VERSION}, got {version!r}")
+            raise RewardSpecError(
+                "version", f"must be {SPEC_VERSION}, got {describe_value(version)}"
+            )
         components = data.get("components")
         if not isinstance(components, list):
             raise RewardSpecError("components", f"must be a list, got {type(components).__name__}")
@@ -217,10 +219,14 @@ class RewardSpec:
 
     @classmethod
     def from_json(cls, text: str) -> RewardSpec:
+        if too_deep(text):
+            raise RewardSpecError("", f"nests deeper than {MAX_NESTING} levels")
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise RewardSpecError("", f"not valid JSON: {err}") from None
+        except ValueError as err:  # JSONDecodeError, or a number over 4,300 digits
+            raise RewardSpecError("", f"not valid JSON: {describe_value(str(err))}") from None
+        except RecursionError:
+            raise RewardSpecError("", "nested too deeply to be a reward spec") from None
         return cls.from_dict(data)
 
     def to_yaml(self) -> str:
@@ -228,10 +234,16 @@ class RewardSpec:
 
     @classmethod
     def from_yaml(cls, text: str) -> RewardSpec:
+        if too_deep(text):
+            raise RewardSpecError("", f"nests deeper than {MAX_NESTING} levels")
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as err:
             raise RewardSpecError("", f"not valid YAML: {err}") from None
+        except RecursionError:
+            raise RewardSpecError("", "nested too deeply to be a reward spec") from None
+        except ValueError:  # an integer over Python's 4,300-digit limit
+            raise RewardSpecError("", "holds a number with too many digits") from None
         return cls.from_dict(data)
 
 
@@ -243,7 +255,8 @@ def _component_from_dict(data: Any, where: str) -> ComponentSpec:
     for key in data:
         if key not in _COMPONENT_FIELDS:
             raise RewardSpecError(
-                f"{where}.{key}", f"unknown field; allowed: {', '.join(_COMPONENT_FIELDS)}"
+                f"{where}.{key_name(key)}",
+                f"unknown field; allowed: {', '.join(_COMPONENT_FIELDS)}",
             )
     if "name" not in data:
         raise RewardSpecError(f"{where}.name", "is required")

@@ -23,9 +23,11 @@ import gradio as gr
 import yaml
 
 from engine.config import RunConfig
-from engine.dataclass_io import ConfigError
+from engine.dataclass_io import MAX_CONFIG_CHARS, ConfigError
 from rewards.composer import score
 from rewards.errors import RewardSpecError
+from rewards.mathpool import INTERACTIVE_DEADLINE_S, call_deadline
+from rewards.params import describe_value
 from rewards.spec import RewardSpec
 from storage import metrics as metric_store
 from storage import runs as run_store
@@ -34,10 +36,27 @@ from storage.runs import RunInfo
 from ui import run_actions
 from ui.context import AppContext
 from ui.identity import IdentityError, Viewer, viewer_for
-from ui.spec_io import load_text
+from ui.spec_io import MAX_IMPORT_BYTES, load_text
 
 MAX_API_COMPLETIONS = 1000
+#: Longest completion (and prompt, and answer) one scoring call accepts, in characters.
+MAX_API_TEXT_CHARS = 20_000
+#: Most characters of completions, prompts and answers together in one scoring call: about 1 s
+#: of language identification and 50 MB of traces on the reference machine.
+MAX_API_TOTAL_CHARS = 1_000_000
 MAX_METRIC_ROWS = 10_000
+#: Requests each endpoint serves at once; more wait in Gradio's queue. Scoring and starting
+#: runs are the heavy ones.
+CONCURRENCY = {
+    "score_preview": 2,
+    "start_run": 2,
+    "run_status": 8,
+    "run_metrics": 8,
+    "list_runs": 8,
+    "stop_run": 4,
+    "resume_run": 4,
+    "delete_run": 4,
+}
 
 
 class ApiError(ValueError):
@@ -47,6 +66,8 @@ class ApiError(ValueError):
 def _spec(spec: dict | str) -> RewardSpec:
     try:
         if isinstance(spec, str):
+            if len(spec) > MAX_IMPORT_BYTES:
+                raise ApiError(f"spec: at most {MAX_IMPORT_BYTES:,} characters")
             data = load_text(spec)
             if not isinstance(data, dict):
                 raise ApiError("spec: must be a reward spec mapping (JSON or YAML)")
@@ -67,14 +88,23 @@ def score_preview(
 ) -> dict[str, Any]:
     """Totals and traces of ``completions`` under ``spec``."""
     reward = _spec(spec)
-    if not isinstance(completions, list) or not all(isinstance(c, str) for c in completions):
-        raise ApiError("completions: must be a list of strings")
+    _check_texts(
+        "completions", completions, len(completions) if isinstance(completions, list) else 0
+    )
     if len(completions) > MAX_API_COMPLETIONS:
         raise ApiError(f"completions: at most {MAX_API_COMPLETIONS} per call")
+    total = sum(map(len, completions))
     for name, values in (("prompts", prompts), ("answers", answers)):
-        if values is not None and len(values) != len(completions):
-            raise ApiError(f"{name}: {len(values)} values for {len(completions)} completions")
-    scored = score(reward, prompts or [""] * len(completions), completions, answers=answers)
+        if values is not None:
+            _check_texts(name, values, len(completions), allow_none=name == "answers")
+            total += sum(len(v) for v in values if v is not None)
+    if total > MAX_API_TOTAL_CHARS:
+        raise ApiError(
+            f"completions: {total:,} characters of completions, prompts and answers in one "
+            f"call; at most {MAX_API_TOTAL_CHARS:,} (send fewer or shorter completions)"
+        )
+    with call_deadline(INTERACTIVE_DEADLINE_S):  # answers math-verify cannot settle in time
+        scored = score(reward, prompts or [""] * len(completions), completions, answers=answers)
     return {
         "components": reward.metric_names(),
         "totals": [s.total for s in scored],
@@ -82,9 +112,30 @@ def score_preview(
     }
 
 
+def _check_texts(name: str, values: Any, count: int, allow_none: bool = False) -> None:
+    """``values`` is a list of ``count`` strings (or None, where allowed), each within the
+    per-text cap and storable as text."""
+    kind = "strings or nulls" if allow_none else "strings"
+    if not isinstance(values, list):
+        raise ApiError(f"{name}: must be a list of {kind}")
+    if len(values) != count:
+        raise ApiError(f"{name}: {len(values)} values for {count} completions")
+    for i, value in enumerate(values):
+        if value is None and allow_none:
+            continue
+        if not isinstance(value, str):
+            raise ApiError(f"{name}[{i}]: must be a string, got {describe_value(value)}")
+        if len(value) > MAX_API_TEXT_CHARS:
+            raise ApiError(
+                f"{name}[{i}]: {len(value):,} characters; at most {MAX_API_TEXT_CHARS:,} each"
+            )
+
+
 def _config(config: dict | str) -> RunConfig:
     try:
         if isinstance(config, str):
+            if len(config) > MAX_CONFIG_CHARS:
+                raise ApiError(f"config: at most {MAX_CONFIG_CHARS:,} characters")
             data = load_text(config) if config.strip() else {}
             if not isinstance(data, dict):
                 raise ApiError("config: must be a run config mapping (YAML or JSON)")
@@ -99,12 +150,9 @@ def _config(config: dict | str) -> RunConfig:
 def start_run(ctx: AppContext, config: dict | str, *, viewer: Viewer) -> dict[str, Any]:
     """Validate and start a run of ``viewer`` (queued if all slots are busy); returns its id."""
     run_config = _config(config)
-    cap = ctx.demo.max_steps
-    if cap is not None and run_config.training.steps > cap:
-        raise ApiError(f"config.training.steps: this demo allows at most {cap} steps")
     try:
         run_id = ctx.start_run(run_config, viewer.owner, viewer.caps)
-    except ConfigError as exc:  # the model or data cannot be used as configured
+    except ConfigError as exc:  # over a demo cap, or the model or data cannot be used
         raise ApiError(f"config.{exc}") from None
     except TooManyActiveRunsError as exc:
         raise ApiError(str(exc)) from None
@@ -265,4 +313,4 @@ def build_api(ctx: AppContext) -> None:
         (action_endpoint("resume"), "resume_run"),
         (action_endpoint("delete"), "delete_run"),
     ):
-        gr.api(fn, api_name=name, concurrency_limit=None)
+        gr.api(fn, api_name=name, concurrency_limit=CONCURRENCY[name], concurrency_id=name)

@@ -27,6 +27,17 @@ PASSWORD_ENV = "STUDIO_PASSWORD"
 DEMO_MAX_STEPS_ENV = "STUDIO_DEMO_MAX_STEPS"
 DEMO_MAX_PARAMS_ENV = "STUDIO_DEMO_MAX_MODEL_PARAMS"
 DEMO_MAX_PREVIEW_ENV = "STUDIO_DEMO_MAX_PREVIEW_SAMPLES"
+#: Size caps of a public demo: config field -> (environment variable, default when public).
+#: Memory grows with prompts x generations x tokens; eval and sample logging add to each step.
+DEMO_SIZE_CAPS: dict[str, tuple[str, int]] = {
+    "training.steps": (DEMO_MAX_STEPS_ENV, 200),
+    "training.prompts_per_step": ("STUDIO_DEMO_MAX_PROMPTS_PER_STEP", 16),
+    "generation.num_generations": ("STUDIO_DEMO_MAX_NUM_GENERATIONS", 16),
+    "generation.max_completion_length": ("STUDIO_DEMO_MAX_COMPLETION_LENGTH", 512),
+    "training.eval_samples": ("STUDIO_DEMO_MAX_EVAL_SAMPLES", 200),
+    "training.samples_per_log": ("STUDIO_DEMO_MAX_SAMPLES_PER_LOG", 64),
+    "data.max_rows": ("STUDIO_DEMO_MAX_ROWS", 10_000),
+}
 SUPERVISE_SECONDS = 5.0
 
 
@@ -64,19 +75,55 @@ class DemoLimits:
     max_steps: int | None = None
     max_model_params: int | None = None
     max_preview_samples: int | None = None
+    sizes: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DemoLimits:
+        """Caps from ``STUDIO_DEMO_*``. A public app (on a Space, or with any demo cap set)
+        gets every size cap of ``DEMO_SIZE_CAPS``: its variable, else its default."""
         env = os.environ if env is None else env
+        public = bool(env.get("SPACE_ID")) or any(
+            env.get(name, "").strip() for name in _demo_envs()
+        )
+        sizes = {}
+        for path, (name, default) in DEMO_SIZE_CAPS.items():
+            value = _positive_int(env, name)
+            if value is not None or public:
+                sizes[path] = value if value is not None else default
         return cls(
-            max_steps=_positive_int(env, DEMO_MAX_STEPS_ENV),
+            max_steps=sizes.get("training.steps"),
             max_model_params=_positive_int(env, DEMO_MAX_PARAMS_ENV),
             max_preview_samples=_positive_int(env, DEMO_MAX_PREVIEW_ENV),
+            sizes=sizes,
         )
 
     @property
     def active(self) -> bool:
-        return any(v is not None for v in (self.max_steps, self.max_model_params))
+        return any(v is not None for v in (self.max_steps, self.max_model_params)) or bool(
+            self.sizes
+        )
+
+    def check_config(self, config: Any) -> None:
+        """Refuse a ``RunConfig`` over any size cap; an unset ``data.max_rows`` takes the cap.
+
+        Raises:
+            ConfigError: on the field, naming its cap.
+        """
+        from engine.dataclass_io import ConfigError
+
+        caps = dict(self.sizes)
+        if self.max_steps is not None:
+            caps["training.steps"] = self.max_steps
+        for path, cap in caps.items():
+            section, name = path.split(".")
+            holder = getattr(config, section)
+            value = getattr(holder, name)
+            if value is None and path == "data.max_rows":
+                holder.max_rows = cap  # the demo reads at most the first `cap` rows
+            elif value is not None and value > cap:
+                raise ConfigError(
+                    path, f"this demo allows at most {cap:,} {_CAP_NOUNS[path]}, got {value:,}"
+                )
 
     def describe(self) -> str:
         parts = []
@@ -86,7 +133,25 @@ class DemoLimits:
             parts.append(f"models up to {self.max_model_params:,} parameters")
         if self.max_preview_samples is not None:
             parts.append(f"at most {self.max_preview_samples} completions per preview")
+        shown = [p for p in DEMO_SIZE_CAPS if p in self.sizes and p != "training.steps"]
+        if shown:
+            parts.append(", ".join(f"{_CAP_NOUNS[p]} up to {self.sizes[p]:,}" for p in shown))
         return "Demo mode: " + ", ".join(parts) + "." if parts else ""
+
+
+_CAP_NOUNS = {
+    "training.steps": "steps",
+    "training.prompts_per_step": "prompts per step",
+    "generation.num_generations": "generations per prompt",
+    "generation.max_completion_length": "tokens per completion",
+    "training.eval_samples": "evaluation samples",
+    "training.samples_per_log": "stored samples per log",
+    "data.max_rows": "dataset rows",
+}
+
+
+def _demo_envs() -> list[str]:
+    return [DEMO_MAX_PARAMS_ENV, DEMO_MAX_PREVIEW_ENV] + [n for n, _ in DEMO_SIZE_CAPS.values()]
 
 
 def auth_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str]] | None:
@@ -140,10 +205,17 @@ class AppContext:
         return Database(db_path(self.data_dir))
 
     @cached_property
+    def input_policy(self) -> Any:
+        """What visitors' runs and previews may read (``engine.input_policy.InputPolicy``)."""
+        from engine.input_policy import InputPolicy
+
+        return InputPolicy.for_web(self.data_dir)
+
+    @cached_property
     def launcher(self) -> Any:
         from engine.launcher import Launcher
 
-        return Launcher(self.data_dir)
+        return Launcher(self.data_dir, policy=self.input_policy)
 
     def runs_root(self) -> Path:
         from storage.paths import runs_dir
@@ -164,7 +236,7 @@ class AppContext:
             if key not in self._models:
                 self.check_model_size(spec)
                 self._models.clear()
-                self._models[key] = load_model_and_tokenizer(spec)
+                self._models[key] = load_model_and_tokenizer(spec, token=self._hub_token())
             return self._models[key]
 
     def cached_tokenizer(self, key: str) -> Any:
@@ -186,8 +258,15 @@ class AppContext:
             TooManyActiveRunsError: over ``caps`` (``storage.run_caps.ActiveRunCaps``), the caps on
                 queued and running runs.
         """
+        self.demo.check_config(config)
+        self.input_policy.check_model(config.model)  # before its size is read from a path
         self.check_model_size(config.model)
         return self.launcher.start(config, owner=owner, caps=caps)
+
+    def _hub_token(self) -> bool | None:
+        """Hub downloads for visitors go without the server's token unless the operator allows
+        it (``STUDIO_VISITOR_HUB_TOKEN``): ``False`` is huggingface_hub's "no token"."""
+        return None if self.input_policy.hub_token else False
 
     def check_model_size(self, spec: Any) -> None:
         """Refuse a model over the demo's size cap before anything is downloaded or loaded.
@@ -201,7 +280,7 @@ class AppContext:
         from engine.dataclass_io import ConfigError
         from engine.models import parameter_count
 
-        params = parameter_count(spec)
+        params = parameter_count(spec, token=self._hub_token())
         if params is None:
             raise ConfigError(
                 "model.name_or_path",

@@ -12,6 +12,7 @@ from typing import Any
 import gradio as gr
 
 from engine.datasets import BUILTIN_SPLITS, FILE_TYPES, SOURCES
+from engine.input_policy import InputPolicy
 
 SOURCE_LABELS = {
     "builtin": "built-in arithmetic task",
@@ -29,8 +30,14 @@ def data_spec(
     prompt_col: str,
     answer_col: str,
     system_col: str,
+    *,
+    policy: InputPolicy | None = None,
 ) -> dict[str, Any]:
-    """The ``DataSpec`` dict of the data inputs (blank optional inputs become ``None``)."""
+    """The ``DataSpec`` dict of the data inputs (blank optional inputs become ``None``).
+
+    With ``policy`` (the web app's), an uploaded file is first stored in the data dir's uploads
+    folder and the spec names it there (Gradio's own copy is temporary).
+    """
     split = (split or "").strip()
     if source == "builtin":
         return {"source": "builtin", "split": split or "train"}
@@ -40,7 +47,10 @@ def data_spec(
         "system_column": (system_col or "").strip() or None,
     }
     if source == "file":
-        return {"source": "file", "path": getattr(file, "name", file), **columns}
+        path = getattr(file, "name", file)
+        if policy is not None and path:
+            path = str(policy.store_upload(path))
+        return {"source": "file", "path": path, **columns}
     return {
         "source": "hub",
         "path": (hub_id or "").strip(),

@@ -16,6 +16,8 @@ from typing import Any
 import gradio as gr
 
 from engine.config import GenerationSettings
+from engine.dataclass_io import ConfigError
+from rewards.mathpool import INTERACTIVE_DEADLINE_S, call_deadline
 from rewards.probes import run_probes
 from rewards.spec import RewardSpec
 from ui import charts, hints
@@ -263,7 +265,8 @@ def _wire_scores(
     def show(cache: PreviewCache, spec_dict: dict | None):
         if spec_dict is None:  # the Design tab has fields to fix: keep the last scores
             return (gr.skip(),) * len(shown)
-        scores = cache.rescore(RewardSpec.from_dict(spec_dict))
+        with call_deadline(INTERACTIVE_DEADLINE_S):  # math-verify on hostile answers
+            scores = cache.rescore(RewardSpec.from_dict(spec_dict))
         n = len(scores.components)
         datatypes = ["number", "number", "str", "html", "str", "str", *["number"] * (n + 1)]
         share = max(4, 24 // max(1, n + 1))
@@ -307,18 +310,24 @@ def _wire_scores(
         seed_v,
         progress=gr.Progress(),  # noqa: B008 (how Gradio injects a progress bar)
     ):
-        request = PreviewRequest(
-            model_key=key,
-            custom_model=custom or "",
-            data=data_spec(src, split_v, file, hid, hcfg, pcol, acol, scol),
-            num_prompts=n,
-            samples_per_prompt=k,
-            temperature=temp,
-            max_new_tokens=max_new,
-            seed=seed_v or 0,
-        )
         hidden = [gr.Markdown(visible=False) for _ in error_names]
         try:
+            try:
+                data = data_spec(
+                    src, split_v, file, hid, hcfg, pcol, acol, scol, policy=ctx.input_policy
+                )
+            except ConfigError as exc:  # an upload of a type the data picker does not read
+                raise PreviewError("data", str(exc)) from None
+            request = PreviewRequest(
+                model_key=key,
+                custom_model=custom or "",
+                data=data,
+                num_prompts=n,
+                samples_per_prompt=k,
+                temperature=temp,
+                max_new_tokens=max_new,
+                seed=seed_v or 0,
+            )
             cache = generate_preview(ctx, request, lambda f, text: progress(f, desc=text))
         except Exception as exc:  # shown next to the input it is about, never as a trace
             if not isinstance(exc, PreviewError):
@@ -366,8 +375,9 @@ def _wire_scores(
             return gr.skip(), gr.skip()
         index = int(evt.index[0])
         spec = RewardSpec.from_dict(spec_dict)
-        scores = cache.rescore(spec)
-        rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
+        with call_deadline(INTERACTIVE_DEADLINE_S):
+            scores = cache.rescore(spec)
+            rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
         return sample_trace(scores, index), rows
 
     results.table.select(

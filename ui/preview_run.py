@@ -14,12 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.datasets import DatasetError, DataSpec, load_rows
+from engine.dataclass_io import ConfigError
+from engine.datasets import DatasetError, DataSpec
 from engine.devices import bounded_threads, preview_threads
+from engine.input_policy import InputPolicy
 from engine.models import ModelLoadError, ModelSpec, available_models
+from engine.preflight import check_data
 from engine.prompts import PLAIN_TEXT, prompt_format
 from engine.sampling import sample_completions
 from engine.worker import latest_model_dir
+from rewards.params import describe_value
 from storage.schema import RunStatus
 from ui.context import AppContext
 from ui.preview_state import PreviewCache
@@ -32,6 +36,9 @@ MAX_PROMPTS = 64
 MAX_SAMPLES = 16
 MAX_COMPLETIONS = 512
 MAX_NEW_TOKENS = 2048
+#: Most new tokens one preview may generate in all (completions x max_new_tokens): what bounds
+#: its generation time and the characters every re-score of it reads.
+MAX_PREVIEW_TOKENS = 131_072
 
 Progress = Callable[[float, str], None]
 
@@ -68,7 +75,12 @@ def resolve_model(ctx: AppContext, key: str, custom: str = "") -> ModelSpec:
     if key == CUSTOM:
         if not custom.strip():
             raise PreviewError("model", "type a Hugging Face id or a local folder path")
-        return ModelSpec(name_or_path=custom.strip())
+        spec = ModelSpec(name_or_path=custom.strip())
+        try:
+            ctx.input_policy.check_model(spec)
+        except ConfigError as exc:
+            raise PreviewError("model", exc.reason) from None
+        return spec
     if key.startswith(RUN_PREFIX):
         run_id = key.removeprefix(RUN_PREFIX)
         run = next((r for r in ctx.launcher.list() if r.id == run_id), None)
@@ -103,12 +115,15 @@ class PreviewRequest:
             ("num_prompts", self.num_prompts, 1, MAX_PROMPTS),
             ("samples_per_prompt", self.samples_per_prompt, 1, MAX_SAMPLES),
             ("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS),
+            ("seed", self.seed, 0, 2**31 - 1),
         ]
         for name, value, lo, hi in checks:
-            if value is None or not float(value).is_integer() or not lo <= value <= hi:
-                raise PreviewError(name, f"must be a whole number in [{lo}, {hi}], got {value}")
-        if self.temperature is None or not 0 <= self.temperature <= 2:
-            raise PreviewError("temperature", f"must be in [0, 2], got {self.temperature}")
+            if not _number_in(value, lo, hi) or not float(value).is_integer():
+                shown = describe_value(value)
+                raise PreviewError(name, f"must be a whole number in [{lo}, {hi}], got {shown}")
+        if not _number_in(self.temperature, 0, 2):
+            shown = describe_value(self.temperature)
+            raise PreviewError("temperature", f"must be in [0, 2], got {shown}")
         cap = min(MAX_COMPLETIONS, max_completions or MAX_COMPLETIONS)
         total = int(self.num_prompts) * int(self.samples_per_prompt)
         if total > cap:
@@ -117,6 +132,20 @@ class PreviewRequest:
                 f"{self.num_prompts} prompts x {self.samples_per_prompt} samples = {total} "
                 f"completions; at most {cap} per preview here",
             )
+        tokens = total * int(self.max_new_tokens)
+        if tokens > MAX_PREVIEW_TOKENS:
+            raise PreviewError(
+                "max_new_tokens",
+                f"{total} completions x {self.max_new_tokens} new tokens = {tokens:,}; at most "
+                f"{MAX_PREVIEW_TOKENS:,} per preview (fewer samples or fewer tokens)",
+            )
+
+
+def _number_in(value: Any, lo: float, hi: float) -> bool:
+    """A real number (not a bool, not text) within [lo, hi]; NaN is not."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return lo <= value <= hi
 
 
 def prompt_text(prompt: Any) -> str:
@@ -127,10 +156,21 @@ def prompt_text(prompt: Any) -> str:
     return users[-1] if users else "\n".join(m.get("content", "") for m in prompt)
 
 
-def load_prompts(data: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    """The first ``n`` rows of the data spec (``DatasetError`` names what is wrong)."""
-    spec = DataSpec.from_dict({**data, "max_rows": n})
-    return load_rows(spec)[:n]
+def load_prompts(
+    data: dict[str, Any], n: int, policy: InputPolicy | None = None
+) -> list[dict[str, Any]]:
+    """The first ``n`` rows of the data spec, within ``policy`` (what a web visitor may read).
+
+    Raises:
+        PreviewError: on ``data``, saying what is wrong (never quoting the file's values).
+    """
+    try:
+        spec = DataSpec.from_dict({**data, "max_rows": n})
+        if policy is not None:
+            policy.check_data(spec)
+        return check_data(spec, policy)[:n]
+    except (DatasetError, ConfigError) as exc:
+        raise PreviewError("data", str(exc)) from None
 
 
 def generate_preview(
@@ -139,10 +179,7 @@ def generate_preview(
     """Load the model and the prompts, sample completions, and return them cached."""
     progress = progress or (lambda fraction, text: None)
     request.check(ctx.demo.max_preview_samples)
-    try:
-        rows = load_prompts(request.data, int(request.num_prompts))
-    except DatasetError as exc:
-        raise PreviewError("data", str(exc)) from None
+    rows = load_prompts(request.data, int(request.num_prompts), ctx.input_policy)
     spec = resolve_model(ctx, request.model_key, request.custom_model)
     progress(0.05, f"Loading {spec.name_or_path}")
     try:

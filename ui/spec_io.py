@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from rewards.errors import RewardSpecError
+from rewards.params import MAX_NESTING, too_deep
 from rewards.spec import RewardSpec
 
 FORMATS = ("json", "yaml")
@@ -24,10 +25,17 @@ def spec_text(spec: RewardSpec, fmt: str = "json") -> str:
 def load_text(text: str) -> Any:
     """JSON or YAML text as data; JSON is tried first, since a YAML 1.1 parser reads the JSON
     number ``1e-06`` as a string. Raises ``yaml.YAMLError`` when neither parses."""
+    if too_deep(text):
+        raise yaml.YAMLError(f"the text nests lists or mappings deeper than {MAX_NESTING} levels")
     try:
-        return json.loads(text)
-    except ValueError:
-        return yaml.safe_load(text)
+        try:
+            return json.loads(text)
+        except ValueError:
+            return yaml.safe_load(text)
+    except RecursionError:  # "[" * 100000: deeper than either parser can follow
+        raise yaml.YAMLError("the text nests lists or mappings too deeply") from None
+    except ValueError:  # YAML's reading of an integer over Python's 4,300-digit limit
+        raise yaml.YAMLError("the text holds a number with too many digits") from None
 
 
 def parse_spec(text: str) -> RewardSpec:

@@ -307,7 +307,7 @@ def collect(ctx: AppContext, parts: TrainParts, spec_dict: dict | None, raw: Val
         name=raw[parts.name] or "",
         algorithm=raw[parts.algorithm],
         model=model_dict(ctx, *(raw[c] for c in parts.model.all)),
-        data=data_spec(*(raw[c] for c in parts.data.all)),
+        data=data_spec(*(raw[c] for c in parts.data.all), policy=ctx.input_policy),
         reward=spec_dict,
     )
     values = {path: raw[comp] for path, comp in parts.hyper.items()}

@@ -50,7 +50,7 @@ def test_spec_validation_and_round_trip():
         ModelSpec(dtype="int3")
     with pytest.raises(ValueError, match=r"lora\.r must be >= 1"):
         LoraSpec(r=0)
-    with pytest.raises(ValueError, match="unknown model fields"):
+    with pytest.raises(ValueError, match="name: unknown field; allowed: name_or_path"):
         ModelSpec.from_dict({"name": "x"})
     spec = ModelSpec(lora={"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj"]})
     assert isinstance(spec.lora, LoraSpec)

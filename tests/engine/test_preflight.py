@@ -77,7 +77,8 @@ def test_a_refused_run_leaves_no_trace(data_dir, tmp_path):
     assert not any((data_dir / "runs").glob("*"))
 
 
-def test_the_api_names_the_field(data_dir, tmp_path):
+def test_the_api_names_the_field(data_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("STUDIO_MODEL_ROOTS", str(tmp_path))  # the web may load folders there
     ctx = AppContext(data_dir)
     try:
         with pytest.raises(ApiError, match=r"^config\.model\.name_or_path: no such local folder"):

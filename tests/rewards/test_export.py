@@ -6,7 +6,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from rewards.composer import score
+from rewards.errors import RewardSpecError
 from rewards.spec import PRESETS, ComponentSpec, RewardSpec
 from rewards.trl_adapter import export_module
 
@@ -96,3 +99,64 @@ def test_exported_module_matches_the_composer_in_a_fresh_interpreter(tmp_path):
 def test_every_preset_exports_to_valid_python():
     for spec in PRESETS.values():
         compile(export_module(spec), "reward.py", "exec")
+
+
+PAYLOAD = 'open("PWNED", "w").write("x")'
+HOSTILE_TEXTS = [
+    f'"""\n{PAYLOAD}\n"""',
+    f"'''\n{PAYLOAD}\n'''",
+    f"\\\\\n{PAYLOAD} #",
+    "\\",
+    f"line\n\r\n{PAYLOAD}\n\t\u2028\u2029",
+    '"""' * 600,
+    "é中文 🙂 \u202e" * 200,
+]
+
+
+def hostile_specs() -> list[RewardSpec]:
+    """Valid specs whose text fields try to end their string literal and run code."""
+    specs = [RewardSpec([ComponentSpec("format", 1.0)], description=t) for t in HOSTILE_TEXTS]
+    specs.append(
+        RewardSpec(
+            [
+                ComponentSpec("correctness", 1.0),
+                ComponentSpec("rule", 0.5, {"pattern": f'"""; {PAYLOAD} #'}),
+                ComponentSpec("rule", 0.5, {"pattern": "\\\\\"'\\n"}, label="quotes"),
+            ],
+            description=f"{PAYLOAD}",
+        )
+    )
+    return specs
+
+
+def test_hostile_text_is_refused_or_exported_as_inert_data(tmp_path):
+    for bad in ("a\x00b", "\ud800"):  # text that cannot be stored is refused up front
+        with pytest.raises(RewardSpecError, match="description"):
+            RewardSpec([ComponentSpec("format", 1.0)], description=bad)
+    specs = hostile_specs()
+    for i, spec in enumerate(specs):
+        (tmp_path / f"hostile_{i}.py").write_text(export_module(spec), encoding="utf-8")
+    script = textwrap.dedent(
+        f"""
+        import importlib, json, sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        out = []
+        for i in range({len(specs)}):
+            m = importlib.import_module(f"hostile_{{i}}")
+            out.append([m.DESCRIPTION, m.SPEC])
+        print(json.dumps(out))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not (tmp_path / "PWNED").exists()
+    loaded = json.loads(result.stdout)
+    for spec, (description, data) in zip(specs, loaded, strict=True):
+        assert description == spec.description and data == spec.to_dict()
+
+
+def test_the_module_name_must_be_an_identifier():
+    with pytest.raises(ValueError, match="identifier"):
+        export_module(SPEC, module_name='x"""\nimport os')

@@ -5,7 +5,7 @@ import time
 
 from rewards.composer import score
 from rewards.mathcheck import check
-from rewards.mathpool import InProcessChecker, MathPool
+from rewards.mathpool import InProcessChecker, MathPool, call_deadline
 from rewards.spec import PRESETS
 
 
@@ -59,3 +59,18 @@ def test_scoring_from_many_threads():
         futures = [pool.submit(score, spec, None, completions, answers) for _ in range(8)]
         for f in futures:
             assert [s.to_dict() for s in f.result()] == expected
+
+
+def test_a_call_deadline_bounds_a_batch_of_slow_answers():
+    # Each request alone may take a minute; the call as a whole gets 3 s, then every unanswered
+    # check is "not verifiable" and the pool serves the next call normally.
+    pool = MathPool(workers=1, timeout_s=60.0)
+    try:
+        pool.check_many([("1", "1/2")])  # start the worker first
+        towers = [("24", f"$10^{{10^{{{n}}}}}$") for n in range(10, 30)]
+        with call_deadline(3.0):
+            results = pool.check_many(towers)
+        assert all(r.timed_out and not r.equal for r in results)
+        assert pool.check_many([(r"\frac{1}{2}", "0.5")])[0].equal
+    finally:
+        pool.close()

@@ -78,8 +78,12 @@ def test_json_numbers_in_exponent_form_stay_numbers(ctx):
     assert api.score_preview(ctx, spec, ["<answer>4</answer>"], answers=["4"])["totals"] == [1.0]
 
 
-def test_a_model_size_cap_is_checked_from_the_config_before_any_download(data_dir, tmp_path):
+def test_a_model_size_cap_is_checked_from_the_config_before_any_download(
+    data_dir, tmp_path, monkeypatch
+):
     from engine.models import DEFAULT_MODEL_DIR
+
+    monkeypatch.setenv("STUDIO_MODEL_ROOTS", str(tmp_path))  # where the web may load folders
 
     big = tmp_path / "big-model"  # a config of 2M+ parameters and no weights at all
     big.mkdir()
@@ -100,3 +104,87 @@ def test_a_model_size_cap_is_checked_from_the_config_before_any_download(data_di
         ctx.check_model_size(RunConfig().model)  # 0.68M parameters: fits
     finally:
         ctx.close()
+
+
+def test_score_preview_caps_request_size_naming_the_field_and_the_cap(ctx):
+    from ui.api import MAX_API_TEXT_CHARS, MAX_API_TOTAL_CHARS
+
+    long = "word " * (MAX_API_TEXT_CHARS // 5 + 1)
+    with pytest.raises(ApiError, match=r"completions\[1\]: [\d,]+ characters; at most 20,000"):
+        api.score_preview(ctx, SPEC, ["ok", long])
+    with pytest.raises(ApiError, match=r"answers\[0\]: [\d,]+ characters; at most 20,000"):
+        api.score_preview(ctx, SPEC, ["ok"], answers=[long])
+    many = ["x" * MAX_API_TEXT_CHARS] * (MAX_API_TOTAL_CHARS // MAX_API_TEXT_CHARS + 1)
+    with pytest.raises(ApiError, match=r"completions: [\d,]+ characters .* at most 1,000,000"):
+        api.score_preview(ctx, SPEC, many)
+    with pytest.raises(ApiError, match=r"completions: at most 1000 per call"):
+        api.score_preview(ctx, SPEC, ["x"] * 1001)
+    with pytest.raises(ApiError, match=r"prompts\[0\]: must be a string, got 5"):
+        api.score_preview(ctx, SPEC, ["x"], prompts=[5])
+    with pytest.raises(ApiError, match=r"completions: must be a list of strings"):
+        api.score_preview(ctx, SPEC, "x")
+    with pytest.raises(ApiError, match=r"^spec: at most 1,000,000 characters"):
+        api.score_preview(ctx, " " * 1_000_001, ["x"])
+    with pytest.raises(ApiError, match=r"^config: at most 1,000,000 characters"):
+        api.start_run(ctx, " " * 1_000_001)
+
+
+def test_slow_math_answers_are_cut_off_by_the_call_deadline(ctx, monkeypatch):
+    from rewards import mathpool
+
+    # Each check alone may now take minutes (sympy builds 10^(10^n) exactly); only the call's
+    # deadline can end the request.
+    monkeypatch.setattr(mathpool.get_checker(), "timeout_s", 600.0)
+    monkeypatch.setattr(api, "INTERACTIVE_DEADLINE_S", 3.0)
+    towers = [f"<answer>$10^{{10^{{{n}}}}}$</answer>" for n in range(10, 30)]
+    out = api.score_preview(ctx, SPEC, towers, answers=["24"] * len(towers))
+    correctness = [s["trace"][0] for s in out["samples"]]
+    assert all("could not be verified in time" in t["explanation"] for t in correctness)
+    assert api.score_preview(ctx, SPEC, ["<answer>2</answer>"], answers=["2"])["totals"][0] >= 1.0
+
+
+def test_each_endpoint_has_a_concurrency_limit(ctx):
+    from ui.app import build_app
+
+    demo = build_app(ctx)
+    limits = {f.api_name: f.concurrency_limit for f in demo.fns.values()}
+    for name, limit in api.CONCURRENCY.items():
+        assert limits[name] == limit
+    assert limits["score_preview"] <= 2 and limits["start_run"] <= 2
+
+
+def test_demo_caps_every_size_field_of_a_run(data_dir):
+    from ui.context import DEMO_SIZE_CAPS
+
+    demo = DemoLimits.from_env({"STUDIO_DEMO_MAX_STEPS": "5", "STUDIO_DEMO_MAX_ROWS": "50"})
+    assert demo.max_steps == 5 and demo.sizes["data.max_rows"] == 50
+    assert set(demo.sizes) == set(DEMO_SIZE_CAPS)  # the rest take their public defaults
+    ctx = AppContext(data_dir, demo=demo)
+    huge = {
+        "training.prompts_per_step": 4096,
+        "generation.num_generations": 64,
+        "generation.max_completion_length": 32768,
+        "training.eval_samples": 100_000,
+        "training.samples_per_log": 4096,
+        "data.max_rows": 51,
+        "training.steps": 6,
+    }
+    try:
+        for path, value in huge.items():
+            section, name = path.split(".")
+            config = {"training": {"steps": 5, "prompts_per_step": 1}}
+            config.setdefault(section, {})[name] = value
+            with pytest.raises(ApiError, match=rf"^config\.{path}: this demo allows at most"):
+                api.start_run(ctx, config)
+        assert api.list_runs(ctx) == []
+        config = RunConfig.from_dict({"training": {"steps": 5}})
+        demo.check_config(config)  # an unset row cap takes the demo's
+        assert config.data.max_rows == 50
+        assert "dataset rows up to 50" in demo.describe()
+    finally:
+        ctx.close()
+
+
+def test_a_private_app_has_no_size_caps():
+    assert DemoLimits.from_env({}).sizes == {}
+    assert DemoLimits.from_env({"SPACE_ID": "alice/studio"}).max_steps == 200

@@ -135,7 +135,7 @@ def test_a_model_that_is_not_there_is_refused_on_its_field(page: Page, live_app)
     )
     page.locator("#train-start").click()
     expect(page.locator("#train-message")).to_contain_text("Not started")
-    expect(page.locator("#train-error-model")).to_contain_text("no such local folder")
+    expect(page.locator("#train-error-model")).to_contain_text("not loadable from the web")
     assert run_count() == before
 
 

@@ -1,0 +1,183 @@
+"""What a run started from the web may read: data files, dataset ids, model folders, hub token.
+
+The CLI trusts the operator's own config files. A visitor of a shared dashboard is not trusted:
+the web entry points (the Train form, ``/start_run``, the Preview tab) pass an
+:class:`InputPolicy` to the preflight, which refuses, naming the field:
+
+- a data file outside the uploads folder of the data dir and the folders the operator lists in
+  ``STUDIO_DATA_ROOTS`` (symlinks are resolved first; ``..`` is refused outright);
+- a ``source: hub`` dataset that is not a hub id (``owner/name``), so no local folder loads;
+- a model that is neither a listed alias nor a hub id, unless it lies under a folder listed in
+  ``STUDIO_MODEL_ROOTS``; the refusal reads the same whether or not the path exists.
+
+Runs started from the web download from the hub without the server's token
+(``HF_TOKEN`` is not passed on), so a Space owner's private or gated repos stay private, unless
+the operator sets ``STUDIO_VISITOR_HUB_TOKEN=1``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.dataclass_io import ConfigError
+from engine.datasets import FILE_TYPES, DataSpec
+from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
+
+UPLOADS_DIR = "uploads"
+DATA_ROOTS_ENV = "STUDIO_DATA_ROOTS"
+MODEL_ROOTS_ENV = "STUDIO_MODEL_ROOTS"
+VISITOR_HUB_TOKEN_ENV = "STUDIO_VISITOR_HUB_TOKEN"
+#: Environment variables that carry the server's hub token (huggingface_hub reads them).
+HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
+# Hub repo ids: owner/name, letters, digits, '-', '_', '.'; huggingface_hub's own rules on top.
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
+_TRUE = ("1", "true", "yes", "on")
+
+
+def is_hub_id(name: str) -> bool:
+    """``owner/name`` as the hub spells repo ids; never a path that exists here."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    if not _HUB_ID.fullmatch(name) or ".." in name:
+        return False
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    # A relative path that exists would load as a local folder instead of the hub repo.
+    return not Path(name).exists() and not (Path(__file__).resolve().parents[1] / name).exists()
+
+
+def _roots(env: Mapping[str, str], name: str) -> tuple[Path, ...]:
+    raw = env.get(name, "")
+    parts = [p.strip() for chunk in raw.split(os.pathsep) for p in chunk.split(",")]
+    return tuple(Path(p).expanduser().resolve() for p in parts if p)
+
+
+def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+@dataclass(frozen=True)
+class InputPolicy:
+    """The limits on a run's inputs for one web app (see the module docstring).
+
+    Attributes:
+        uploads: where the app stores uploaded data files (``<data dir>/uploads``).
+        data_roots: further folders whose data files visitors may name.
+        model_roots: folders whose model folders visitors may name.
+        hub_token: whether visitors' runs may use the server's hub token.
+    """
+
+    uploads: Path
+    data_roots: tuple[Path, ...] = ()
+    model_roots: tuple[Path, ...] = ()
+    hub_token: bool = False
+
+    @classmethod
+    def for_web(cls, data_dir: str | Path, env: Mapping[str, str] | None = None) -> InputPolicy:
+        env = os.environ if env is None else env
+        return cls(
+            uploads=(Path(data_dir) / UPLOADS_DIR).resolve(),
+            data_roots=_roots(env, DATA_ROOTS_ENV),
+            model_roots=_roots(env, MODEL_ROOTS_ENV),
+            hub_token=env.get(VISITOR_HUB_TOKEN_ENV, "").strip().lower() in _TRUE,
+        )
+
+    # ---- data --------------------------------------------------------------------------------
+    def check_data(self, spec: DataSpec) -> None:
+        """Raise ``ConfigError`` on ``data.path`` for a file or dataset a visitor may not use."""
+        if spec.source == "hub" and not is_hub_id(str(spec.path).strip()):
+            raise ConfigError(
+                "data.path",
+                "must be a Hugging Face dataset id (owner/name: letters, digits, '-', '_', '.'); "
+                "to use your own file, upload it",
+            )
+        if spec.source == "file" and not self.file_allowed(str(spec.path)):
+            where = f" or a file under the folders in {DATA_ROOTS_ENV}" if self.data_roots else ""
+            raise ConfigError(
+                "data.path",
+                f"must be a file uploaded here (the form's file input){where}; other server "
+                "paths are not readable from the web",
+            )
+
+    def file_allowed(self, path: str) -> bool:
+        """Whether ``path`` resolves (symlinks followed) inside the uploads or a data root."""
+        given = Path(path).expanduser()
+        if ".." in given.parts:
+            return False
+        try:
+            resolved = given.resolve()
+        except (OSError, RuntimeError):  # a symlink loop
+            return False
+        return _inside(resolved, (self.uploads, *self.data_roots))
+
+    def is_upload(self, path: str) -> bool:
+        """Whether ``path`` is a file the user uploaded (their own data: its columns may show)."""
+        try:
+            return _inside(Path(path).resolve(), (self.uploads,))
+        except (OSError, RuntimeError):
+            return False
+
+    def store_upload(self, source: str | Path) -> Path:
+        """Copy an uploaded file into the uploads folder under a name made from its content
+        (the same file uploaded twice is stored once); returns the stored path."""
+        source = Path(source)
+        suffix = source.suffix.lower()
+        if suffix not in FILE_TYPES:
+            raise ConfigError(
+                "data.path", f"the uploaded file must be one of {', '.join(FILE_TYPES)}"
+            )
+        digest = hashlib.sha256()
+        with open(source, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        self.uploads.mkdir(parents=True, exist_ok=True)
+        target = self.uploads / f"{digest.hexdigest()[:32]}{suffix}"
+        if not target.exists():
+            partial = target.with_name(target.name + ".part")
+            shutil.copyfile(source, partial)
+            os.replace(partial, target)  # never a half-copied file under the final name
+        return target
+
+    # ---- models ------------------------------------------------------------------------------
+    def check_model(self, spec: ModelSpec) -> None:
+        """Raise ``ConfigError`` on ``model.name_or_path`` for a model a visitor may not load.
+
+        The message is the same for a path that exists and one that does not.
+        """
+        name = spec.name_or_path.strip()
+        if name in MODEL_ALIASES or is_hub_id(name):
+            return
+        given = Path(name).expanduser()
+        if self.model_roots and ".." not in given.parts and given.is_absolute():
+            try:
+                if _inside(given.resolve(), self.model_roots):
+                    return
+            except (OSError, RuntimeError):
+                pass
+        where = f" or a folder under {MODEL_ROOTS_ENV}" if self.model_roots else ""
+        raise ConfigError(
+            "model.name_or_path",
+            "must be a Hugging Face model id (owner/name) or one of the listed models "
+            f"({', '.join(MODEL_ALIASES)}){where}; other server paths are not loadable from "
+            "the web",
+        )
+
+    # ---- hub token ---------------------------------------------------------------------------
+    def worker_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` for a visitor's worker: without the server's hub token unless allowed."""
+        out = dict(env)
+        if not self.hub_token:
+            for name in HUB_TOKEN_ENVS:
+                out.pop(name, None)
+            # No token from the login file either (huggingface_hub's token=False for all calls).
+            out["HF_HUB_DISABLE_IMPLICIT_TOKEN"] = "1"
+        return out

@@ -1,0 +1,84 @@
+"""Fuzzing the run config's parsing: every hostile input is a ConfigError naming its field."""
+
+from __future__ import annotations
+
+import pytest
+from fuzz_values import FUZZ_SETTINGS, HOSTILE_TEXT, JSON_LIKE, as_text, check_message, mutated
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.config import RunConfig
+from engine.dataclass_io import ConfigError
+from engine.datasets import DatasetError, DataSpec
+
+BASE_CONFIG = RunConfig().to_dict()
+BASE_DATA = {"source": "file", "path": "x.jsonl", "prompt_column": "q", "answer_column": "a"}
+
+pytestmark = pytest.mark.reliability
+
+
+def test_fuzz_run_config_from_dict(record_property):
+    cases = 0
+
+    @FUZZ_SETTINGS
+    @given(mutated(BASE_CONFIG))
+    def run(doc):
+        nonlocal cases
+        cases += 1
+        try:
+            RunConfig.from_dict(doc)
+        except ConfigError as exc:
+            check_message(exc)
+            assert exc.field or not isinstance(doc, dict), exc
+
+    run()
+    record_property("fuzz_cases", cases)
+    record_property("uncaught_errors", 0)
+
+
+def test_fuzz_run_config_from_yaml(record_property):
+    cases = 0
+    texts = st.one_of(
+        st.text(max_size=200),
+        HOSTILE_TEXT,
+        st.builds(
+            lambda n, c: c * n,
+            st.sampled_from([60, 65, 100_000]),
+            st.sampled_from(["[", "{a: ", "- "]),
+        ),
+        JSON_LIKE.map(as_text),
+        st.just("training:\n  steps: " + "9" * 5000),
+    )
+
+    @FUZZ_SETTINGS
+    @given(texts)
+    def run(text):
+        nonlocal cases
+        cases += 1
+        try:
+            RunConfig.from_yaml(text)
+        except ConfigError as exc:
+            check_message(exc)
+
+    run()
+    record_property("fuzz_cases", cases)
+    record_property("uncaught_errors", 0)
+
+
+def test_fuzz_data_spec(record_property):
+    cases = 0
+
+    @FUZZ_SETTINGS
+    @given(mutated(BASE_DATA))
+    def run(doc):
+        nonlocal cases
+        cases += 1
+        try:
+            DataSpec.from_dict(doc)
+        except DatasetError as exc:
+            check_message(exc)
+            assert exc.field or not isinstance(doc, dict), exc
+
+    run()
+    record_property("fuzz_cases", cases)
+    record_property("uncaught_errors", 0)
