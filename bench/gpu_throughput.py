@@ -14,9 +14,12 @@ Variants (each in its own process, so memory peaks and CUDA graphs do not mix):
 - ``ppo_compiled``: ``python -m engine train``, PPO with the compiled backend;
 - ``ppo_default``: the same with the config's default micro-batch instead of ``--micro-batch``.
 
-The first step of each (graph capture, allocator warm-up) is left out of the medians.
+The first step of each (graph capture, allocator warm-up) is left out of the medians. Each
+variant also reports the micro-batch it ran (``--micro-batch 0``: the one the worker picks from
+the peak-memory estimate for this card) and the estimated peak, beside the measured one.
 
     python bench/gpu_throughput.py --steps 6
+    python bench/gpu_throughput.py --steps 5 --micro-batch 0 --variants grpo_compiled,ppo_compiled
     python bench/gpu_throughput.py --layers 2 --steps 3 --prompts 4 --tokens 32  # smoke
 """
 
