@@ -14,9 +14,12 @@ Variants (each in its own process, so memory peaks and CUDA graphs do not mix):
 - ``ppo_compiled``: ``python -m engine train``, PPO with the compiled backend;
 - ``ppo_default``: the same with the config's default micro-batch instead of ``--micro-batch``.
 
-The first step of each (graph capture, allocator warm-up) is left out of the medians.
+The first step of each (graph capture, allocator warm-up) is left out of the medians. Each
+variant also reports the micro-batch it ran (``--micro-batch 0``: the one the worker picks from
+the peak-memory estimate for this card) and the estimated peak, beside the measured one.
 
     python bench/gpu_throughput.py --steps 6
+    python bench/gpu_throughput.py --steps 5 --micro-batch 0 --variants grpo_compiled,ppo_compiled
     python bench/gpu_throughput.py --layers 2 --steps 3 --prompts 4 --tokens 32  # smoke
 """
 
@@ -193,6 +196,20 @@ def run_config(variant: str, args: argparse.Namespace, model_dir: Path, data: Pa
     )
 
 
+def estimated(config: RunConfig) -> dict[str, float]:
+    """The micro-batch the worker will run (the config's, else picked for this card) and the
+    estimate's peak GiB for it (engine/memory.py), to set against the measured peak."""
+    from engine.memory import GIB, estimate, local_card_bytes, model_shape, with_default_micro_batch
+
+    card, shape = local_card_bytes(), model_shape(config.model)
+    if shape is None:
+        return {}
+    if card is not None:
+        config = with_default_micro_batch(config, card)
+    est = estimate(config, shape, on_gpu=card is not None)
+    return {"micro_batch": est.micro_batch, "estimate_gib": est.peak / GIB}
+
+
 def measure(variant: str, config: RunConfig, work: Path) -> dict[str, float]:
     """Median s/step, generation s/step, mean completion length, peak GiB and log-prob gap."""
     if variant == "anchor":
@@ -261,7 +278,7 @@ def main() -> None:
             config = run_config(variant, args, model_dir, data)
             started = time.perf_counter()
             try:
-                results[variant] = measure(variant, config, work)
+                results[variant] = {**estimated(config), **measure(variant, config, work)}
             except Exception as exc:  # one variant's failure (an OOM) is a result too
                 logger.error("%s failed: %s", variant, str(exc)[-2000:])
                 results[variant] = {"error": str(exc).strip().splitlines()[-1][:300]}
@@ -287,12 +304,17 @@ def main() -> None:
         report[f"{variant}_generation_share"] = round(r["generation_s"] / r["step_s"], 3)
         if r["peak_gib"] == r["peak_gib"]:  # not NaN (on a CPU)
             report[f"{variant}_peak_gib"] = round(r["peak_gib"], 2)
+        if "estimate_gib" in r:
+            report[f"{variant}_micro_batch"] = r["micro_batch"]
+            report[f"{variant}_estimate_gib"] = round(r["estimate_gib"], 2)
         if "logprob_gap" in r:
             report[f"{variant}_logprob_gap_nats"] = float(f"{r['logprob_gap']:.3g}")
         print(
             f"{variant:>14}: {r['step_s']:6.2f} s/step  {tps:9.0f} tok/s  "
             f"generation {r['generation_s']:6.2f} s ({r['generation_s'] / r['step_s']:.0%})  "
-            f"peak {r['peak_gib']:5.1f} GiB  gap {r.get('logprob_gap', float('nan')):.4f}"
+            f"peak {r['peak_gib']:5.1f} GiB (estimate {r.get('estimate_gib', float('nan')):5.1f}, "
+            f"micro-batch {r.get('micro_batch', '?')})  "
+            f"gap {r.get('logprob_gap', float('nan')):.4f}"
         )
     if anchor_tps:
         for variant in results:

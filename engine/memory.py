@@ -25,15 +25,19 @@ Nothing is loaded or downloaded: the model is built on the meta device
   runs per row or per chunk and adds little;
 - **KV cache** of generation, which samples a device's whole step at once: layers x 2 (K, V) x
   key-value heads x head dim x completions per device x (prompt + completion length) x dtype
-  bytes (HF's "model memory anatomy" guide and the transformers KV-cache docs);
+  bytes (HF's "model memory anatomy" guide and the transformers KV-cache docs). The static-cache
+  sampler (``generation.backend`` compiled, or auto on a GPU) rounds the prompt up to its bucket
+  and keeps the cache allocated between steps (:mod:`engine.generation.runner`), so there it is
+  persistent, alive through the update too;
 - **reference model** (a frozen copy of the weights) when the KL coefficient is > 0 and the
   model is not LoRA (with LoRA the base with adapters off is the reference);
 - **value model** for PPO's ``value_model: separate``: a full trainable copy (weights, gradients
   and AdamW moments); the shared value head is a single linear layer.
 
 Generation and the update do not overlap, so the peak is the persistent part (weights,
-optimizer, reference, value model) plus the larger of the generation phase (KV cache) and the
-update phase (gradients, activations, logits). Prompts are assumed ``PROMPT_TOKENS`` long.
+optimizer, reference, value model, a static KV cache) plus the larger of the generation phase
+(transformers' KV cache) and the update phase (gradients, activations, logits). Prompts are
+assumed ``PROMPT_TOKENS`` long.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.config import RunConfig
+from engine.generation.runner import bucket
 from engine.models import ModelSpec, meta_model, resolve_spec
 
 logger = logging.getLogger(__name__)
@@ -157,22 +162,26 @@ class MemoryEstimate:
         terms: bytes per term, keys as in ``KNOBS``.
         micro_batch: completions per forward/backward pass the estimate assumed.
         dtype: the weights' dtype name.
+        static_cache: the KV cache stays allocated through the update (the static-cache sampler).
     """
 
     terms: dict[str, int]
     micro_batch: int
     dtype: str
+    static_cache: bool = False
 
     @property
     def persistent(self) -> int:
         t = self.terms
-        return t["weights"] + t["optimizer"] + t["reference"] + t["value_model"]
+        kept = t["weights"] + t["optimizer"] + t["reference"] + t["value_model"]
+        return kept + (t["kv_cache"] if self.static_cache else 0)
 
     @property
     def peak(self) -> int:
         t = self.terms
         update = t["gradients"] + t["activations"] + t["logits"]
-        return self.persistent + max(t["kv_cache"], update)
+        generation = 0 if self.static_cache else t["kv_cache"]
+        return self.persistent + max(generation, update)
 
     @property
     def biggest(self) -> str:
@@ -211,6 +220,8 @@ def estimate(
     b = micro_batch or config.per_device_batch_size()
     completion = g.max_completion_length
     seq = prompt_tokens + completion
+    static_cache = on_gpu and g.backend in ("auto", "compiled")
+    cache_seq = bucket(prompt_tokens) + completion if static_cache else seq
 
     if spec.load_in_4bit:
         linear = shape.linear_parameters
@@ -230,11 +241,11 @@ def estimate(
         "gradients": trainable_bytes,
         "activations": shape.layers * per_token_layer * b * seq,
         "logits": 3 * b * completion * shape.vocab * act,
-        "kv_cache": kv_per_token * per_device * seq,
+        "kv_cache": kv_per_token * per_device * cache_seq,
         "reference": weights if _uses_reference(config) and spec.lora is None else 0,
         "value_model": 4 * shape.parameters * act if value_separate else 0,
     }
-    return MemoryEstimate(terms=terms, micro_batch=b, dtype=dtype)
+    return MemoryEstimate(terms=terms, micro_batch=b, dtype=dtype, static_cache=static_cache)
 
 
 def _uses_reference(config: RunConfig) -> bool:

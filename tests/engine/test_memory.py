@@ -77,17 +77,37 @@ def test_full_fine_tune_terms_by_hand(model_dir):
         "activations": 2 * (16 * 16 + 6 * 32) * 4 * 16,
         # 3 tensors x micro-batch 4 x 10 completion tokens x vocabulary 100 x 2 bytes
         "logits": 3 * 4 * 10 * 100 * 2,
-        # layers 2 x (K, V) x 2 kv heads x dim 4 x 2 bytes x 8 completions x 16 positions
-        "kv_cache": 2 * 2 * 2 * 4 * 2 * 8 * 16,
+        # layers 2 x (K, V) x 2 kv heads x dim 4 x 2 bytes x 8 completions x 74 positions: the
+        # static-cache sampler (backend auto on a GPU) rounds the 6 prompt tokens up to 64
+        "kv_cache": 2 * 2 * 2 * 4 * 2 * 8 * 74,
         "reference": 0,
         "value_model": 0,
     }
     update = est.terms["gradients"] + est.terms["activations"] + est.terms["logits"]
-    assert est.peak == PARAMS * 2 * 3 + update  # the update phase outweighs the KV cache
+    # the static cache stays allocated through the update
+    assert est.peak == PARAMS * 2 * 3 + est.terms["kv_cache"] + update
     assert est.biggest == "activations"
     assert "lower it with training.micro_batch_size" in est.summary()
     cpu = estimate(c, model_shape(c.model), on_gpu=False, prompt_tokens=6)
     assert cpu.terms["weights"] == PARAMS * 4 and cpu.dtype == "float32"
+
+
+def test_transformers_generate_frees_its_cache_before_the_update(model_dir):
+    hf = config(
+        model_dir, generation={"num_generations": 4, "max_completion_length": 10, "backend": "hf"}
+    )
+    est = estimate(hf, model_shape(hf.model), prompt_tokens=6)
+    assert est.terms["kv_cache"] == 2 * 2 * 2 * 4 * 2 * 8 * 16  # no bucket: 6 + 10 positions
+    update = est.terms["gradients"] + est.terms["activations"] + est.terms["logits"]
+    assert est.peak == PARAMS * 2 * 3 + max(est.terms["kv_cache"], update)
+    compiled = config(
+        model_dir,
+        generation={"num_generations": 4, "max_completion_length": 10, "backend": "compiled"},
+    )
+    static = estimate(compiled, model_shape(compiled.model), prompt_tokens=6)
+    assert static.peak == PARAMS * 2 * 3 + static.terms["kv_cache"] + update
+    cpu = estimate(compiled, model_shape(compiled.model), on_gpu=False, prompt_tokens=6)
+    assert not cpu.static_cache  # no static-cache sampler on a CPU
 
 
 def test_lora_four_bit_reference_and_separate_critic(model_dir):
