@@ -126,7 +126,7 @@ def test_score_preview_caps_request_size_naming_the_field_and_the_cap(ctx):
     with pytest.raises(ApiError, match=r"^spec: at most 1,000,000 characters"):
         api.score_preview(ctx, " " * 1_000_001, ["x"])
     with pytest.raises(ApiError, match=r"^config: at most 1,000,000 characters"):
-        api.start_run(ctx, " " * 1_000_001)
+        api.start_run(ctx, " " * 1_000_001, viewer=LOCAL_VIEWER)
 
 
 def test_slow_math_answers_are_cut_off_by_the_call_deadline(ctx, monkeypatch):
