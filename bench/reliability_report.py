@@ -3,8 +3,8 @@
 One command: ``python bench/reliability_report.py`` runs ``pytest -m reliability`` (kill
 faults, fuzzing, security probes: each test reports its figures with ``record_property``),
 parses the JUnit XML, runs ``bench/kill_faults.py --trials 50`` and writes the table to
-RELIABILITY.md at the repo root. ``--kill-trials 0`` skips the bench; ``--kill-json FILE``
-reuses the JSON line of an earlier bench run instead.
+RELIABILITY.md at the repo root. ``--kill-trials 0`` skips the bench; ``--kill-log FILE``
+reuses the output (table and JSON line) of an earlier bench run instead.
 """
 
 from __future__ import annotations
@@ -75,14 +75,14 @@ def run_reliability_tests(junit: Path) -> int:
     return subprocess.call(cmd, cwd=ROOT)
 
 
-def run_kill_bench(trials: int, jobs: int) -> dict[str, object]:
-    """Run bench/kill_faults.py and return its JSON line."""
+def run_kill_bench(trials: int, jobs: int) -> str:
+    """Run bench/kill_faults.py and return its output: a table, then one JSON line."""
     cmd = [sys.executable, str(ROOT / "bench" / "kill_faults.py"), f"--trials={trials}"]
     out = subprocess.run(
         [*cmd, f"--jobs={jobs}"], cwd=ROOT, capture_output=True, text=True, check=False
     )
     sys.stderr.write(out.stdout)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return out.stdout
 
 
 def machine() -> str:
@@ -101,7 +101,7 @@ def machine() -> str:
     )
 
 
-def render(results: list[TestResult], bench: dict[str, object] | None, when: str) -> str:
+def render(results: list[TestResult], bench: str | None, when: str) -> str:
     """The Markdown of RELIABILITY.md."""
     lines = [
         "# Reliability",
@@ -131,8 +131,10 @@ def render(results: list[TestResult], bench: dict[str, object] | None, when: str
     if bench is None:
         lines.append("Not run this time (`--kill-trials 0`).")
     else:
+        *table, last = bench.strip().splitlines()
         lines += ["| figure | value |", "| --- | --- |"]
-        lines += [f"| {key} | {json.dumps(value)} |" for key, value in bench.items()]
+        lines += [f"| {key} | {json.dumps(value)} |" for key, value in json.loads(last).items()]
+        lines += ["", "Each trial:", "", "```", *table, "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -140,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kill-trials", type=int, default=50, help="0: skip the bench")
     parser.add_argument("--kill-jobs", type=int, default=2, help="bench trials at a time")
-    parser.add_argument("--kill-json", type=Path, help="reuse this bench JSON line (a file)")
+    parser.add_argument("--kill-log", type=Path, help="reuse this bench output (a file)")
     parser.add_argument("--output", type=Path, default=REPORT)
     args = parser.parse_args(argv)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -148,8 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         junit = Path(tmp) / "reliability.xml"
         code = run_reliability_tests(junit)
         results = parse_junit(junit) if junit.exists() else []
-    if args.kill_json is not None:
-        bench = json.loads(args.kill_json.read_text(encoding="utf-8").strip().splitlines()[-1])
+    if args.kill_log is not None:
+        bench = args.kill_log.read_text(encoding="utf-8")
     elif args.kill_trials > 0:
         bench = run_kill_bench(args.kill_trials, args.kill_jobs)
     else:
