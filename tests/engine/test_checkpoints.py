@@ -142,3 +142,46 @@ def test_resume_from_the_last_checkpoint_drops_only_its_final_evaluation(recorde
     assert (8, "reward/total") in metrics and (8, FINAL_EVAL_METRICS[0]) not in metrics
     assert (7, FINAL_EVAL_METRICS[0]) in metrics
     assert sample_steps == list(range(9))
+
+
+@pytest.mark.slow
+def test_trl_checkpoints_are_staged_and_published_after_the_commit(tmp_path):
+    """Real GRPO steps: each checkpoint is complete under .saving when the commit runs, and
+    appears only after it."""
+    from datasets import Dataset
+
+    from engine.datasets import load_rows
+    from engine.models import load_model_and_tokenizer
+    from engine.trainers.trl_trainers import build_trl_trainer
+
+    run_config = RunConfig.from_dict(
+        {
+            "generation": {"num_generations": 4, "max_completion_length": 8},
+            "training": {"steps": 4, "prompts_per_step": 2, "save_steps": 2, "eval_samples": 0},
+        }
+    )
+    model, tokenizer = load_model_and_tokenizer(run_config.model)
+    commits = []
+
+    def commit() -> None:
+        staged = sorted(p.name for p in staging_dir(tmp_path).iterdir())
+        done = sorted(p.name for p in tmp_path.glob("checkpoint-*"))
+        complete = all(is_complete(staging_dir(tmp_path) / name) for name in staged)
+        commits.append((staged, done, complete))
+
+    trainer = build_trl_trainer(
+        run_config,
+        model,
+        tokenizer,
+        Dataset.from_list(load_rows(run_config.data)[:8]),
+        str(tmp_path),
+        [],
+        before_checkpoint_publish=commit,
+    )
+    trainer.train()
+    assert commits == [
+        (["checkpoint-2"], [], True),
+        (["checkpoint-4"], ["checkpoint-2"], True),
+    ]
+    assert latest_checkpoint(tmp_path) == tmp_path / "checkpoint-4"
+    assert not staging_dir(tmp_path).exists()
