@@ -40,14 +40,11 @@ update phase (gradients, activations, logits). Prompts are assumed ``PROMPT_TOKE
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.config import RunConfig
 from engine.models import ModelSpec, meta_model, resolve_spec
-
-logger = logging.getLogger(__name__)
 
 GIB = 1024**3
 PROMPT_TOKENS = 128
