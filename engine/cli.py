@@ -30,6 +30,7 @@ def _load_config(path: str):
 
 def cmd_train(args: argparse.Namespace) -> int:
     from engine import worker
+    from engine.devices import Assignment
     from engine.launcher import CONFIG_FILE, Launcher, run_command
     from engine.memory import describe, local_card_bytes
     from storage.schema import LOCAL_OWNER, RunStatus
@@ -39,7 +40,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     # Before anything touches CUDA: this run sees only its GPUs (the free ones, else the least
     # busy: a foreground run does not wait).
     active = [r.id for r in launcher.list() if r.status == RunStatus.RUNNING]
+    # None: more GPUs asked for than the machine has, which record() refuses by field.
     assignment = launcher.assign(config, active, launcher.max_concurrent, wait=False)
+    assignment = assignment or Assignment()
     if assignment.gpu_ids:
         os.environ.update(assignment.env())
     # The command line is the machine's operator: its runs belong to the local owner.

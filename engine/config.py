@@ -291,6 +291,13 @@ class TrainingSettings:
             "Lower it when memory runs out."
         ),
     )
+    activation_checkpointing: bool = field(
+        default=False,
+        metadata=_help(
+            "Recompute each layer's activations in the backward pass instead of keeping them: "
+            "much less memory for big models, about a third more compute."
+        ),
+    )
     learning_rate: float = field(default=5e-5, metadata=_help("AdamW learning rate, (0, 1]."))
     lr_scheduler: str = field(
         default="constant", metadata=_help(f"Schedule: {', '.join(LR_SCHEDULERS)}.", LR_SCHEDULERS)

@@ -11,13 +11,12 @@ with ``accelerate launch --config_file``.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-logger = logging.getLogger(__name__)
+from engine.models import meta_model
 
 FSDP_CONFIG_FILE = "accelerate_fsdp.yaml"
 
@@ -26,8 +25,6 @@ def layer_class(model_name_or_path: str, gguf_file: str | None = None) -> str | 
     """The transformer layer class FSDP wraps (e.g. ``Qwen2DecoderLayer``), read from the
     model's config on the meta device; None when unknown (accelerate then reads the loaded
     model's ``_no_split_modules`` itself)."""
-    from engine.models import meta_model
-
     try:
         classes = getattr(meta_model(model_name_or_path, gguf_file), "_no_split_modules", None)
     except (OSError, ValueError, ImportError):

@@ -18,7 +18,9 @@ Nothing is loaded or downloaded: the model is built on the meta device
   Recomputation in Large Transformer Models", §4.1, eq. 1) adapted to a SwiGLU MLP with
   intermediate size ``I`` and fused (SDPA/flash) attention that keeps no ``s x s`` scores:
   attention 10h (its input, Q, K, V, the attention output), two norms 4h, MLP 2h + 6I (its input,
-  gate, up and their product); scaled by the activation dtype;
+  gate, up and their product); scaled by the activation dtype. With activation checkpointing
+  (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost") only each layer's input
+  (``2 h`` bytes) is kept, plus one layer's full set while it is recomputed;
 - **logits** of one micro-batch over the completion positions (TRL's ``logits_to_keep``, and our
   PPO's ``keep``): micro-batch x completion length x vocabulary, three tensors of the activation
   dtype (the logits, their temperature-scaled copy, their gradient); the float32 log-softmax
@@ -42,15 +44,12 @@ assumed ``PROMPT_TOKENS`` long.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.config import RunConfig
 from engine.generation.runner import bucket
 from engine.models import ModelSpec, meta_model, resolve_spec
-
-logger = logging.getLogger(__name__)
 
 GIB = 1024**3
 PROMPT_TOKENS = 128
@@ -66,7 +65,7 @@ KNOBS = {
     "weights": "model.load_in_4bit, or a smaller model",
     "optimizer": "LoRA (model.lora)",
     "gradients": "LoRA (model.lora)",
-    "activations": "training.micro_batch_size",
+    "activations": "training.micro_batch_size or training.activation_checkpointing",
     "logits": "training.micro_batch_size",
     "kv_cache": "generation.max_completion_length or training.prompts_per_step",
     "reference": "beta / kl_coef 0, or LoRA (the base model is the reference)",
@@ -233,13 +232,17 @@ def estimate(
     else:
         trainable_bytes = shape.parameters * act
     per_token_layer = (16 * shape.hidden + 6 * shape.intermediate) * act // 2
+    if config.training.activation_checkpointing:
+        activations = (shape.layers * shape.hidden * act + per_token_layer) * b * seq
+    else:
+        activations = shape.layers * per_token_layer * b * seq
     kv_per_token = shape.layers * 2 * shape.kv_heads * shape.head_dim * act
     value_separate = config.algorithm == "ppo" and config.ppo.value_model == "separate"
     terms = {
         "weights": weights,
         "optimizer": 2 * trainable_bytes,
         "gradients": trainable_bytes,
-        "activations": shape.layers * per_token_layer * b * seq,
+        "activations": activations,
         "logits": 3 * b * completion * shape.vocab * act,
         "kv_cache": kv_per_token * per_device * cache_seq,
         "reference": weights if _uses_reference(config) and spec.lora is None else 0,

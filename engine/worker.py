@@ -226,6 +226,9 @@ def _train(
     if config.algorithm == "ppo":
         from engine.trainers.ppo import train_ppo
 
+        if config.training.activation_checkpointing:  # TRL's trainers do this themselves
+            model.gradient_checkpointing_enable({"use_reentrant": False})
+
         return train_ppo(
             config,
             model,

@@ -56,8 +56,8 @@ def _common_args(config: RunConfig, output_dir: str, *, show_progress: bool) -> 
         "max_completion_length": g.max_completion_length,
         "temperature": g.temperature,
         "top_p": g.top_p,
-        # Recomputing activations only pays off for big models on a GPU.
-        "activation_checkpointing": False,
+        # Recomputing activations only pays off for big models on a GPU: off unless asked.
+        "activation_checkpointing": t.activation_checkpointing,
         "bf16": on_gpu and torch.cuda.is_bf16_supported(),
         "use_cpu": not on_gpu,
         "disable_tqdm": not show_progress,

@@ -182,3 +182,40 @@ def test_cli_estimate_prints_the_line(model_dir, tmp_path, engine_cli):
     assert "bfloat16, micro-batches of 4" in out.stdout
     bad = engine_cli("estimate", path, "--card-gib", "zero")
     assert bad.returncode == 2 and "--card-gib: must be a number of GiB > 0" in bad.stderr
+
+
+def test_activation_checkpointing_keeps_only_layer_inputs(model_dir):
+    c = RunConfig.from_dict(
+        {**config(model_dir).to_dict(), "training": {"prompts_per_step": 2, "micro_batch_size": 4}}
+    )
+    c.training.activation_checkpointing = True
+    est = estimate(c, model_shape(c.model), prompt_tokens=6)
+    # (layers 2 x h 16 x 2 bytes + one layer's 16 h + 6 I = 448 bytes) x micro-batch 4 x 16
+    assert est.terms["activations"] == (2 * 16 * 2 + 448) * 4 * 16
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "ppo"])
+def test_a_step_trains_with_activation_checkpointing(data_dir, algorithm):
+    import os
+
+    from engine import worker
+    from engine.launcher import CONFIG_FILE, Launcher
+    from storage.schema import RunStatus
+
+    c = RunConfig.from_dict(
+        {
+            "algorithm": algorithm,
+            "generation": {"num_generations": 2, "max_completion_length": 8},
+            "training": {
+                "steps": 1,
+                "prompts_per_step": 2,
+                "save_steps": 0,
+                "eval_samples": 0,
+                "activation_checkpointing": True,
+            },
+        }
+    )
+    launcher = Launcher(data_dir)
+    run_id = launcher.record(c, pid=os.getpid())
+    status = worker.run(launcher.run_dir(run_id) / CONFIG_FILE, run_id, data_dir)
+    assert status == RunStatus.COMPLETED
