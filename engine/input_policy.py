@@ -17,6 +17,7 @@ the operator sets ``STUDIO_VISITOR_HUB_TOKEN=1``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -135,17 +136,13 @@ class InputPolicy:
             raise ConfigError(
                 "data.path", f"the uploaded file must be one of {', '.join(FILE_TYPES)}"
             )
-        digest = hashlib.sha256()
-        with open(source, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        self.uploads.mkdir(parents=True, exist_ok=True)
-        target = self.uploads / f"{digest.hexdigest()[:32]}{suffix}"
-        if not target.exists():
-            partial = target.with_name(target.name + ".part")
-            shutil.copyfile(source, partial)
-            os.replace(partial, target)  # never a half-copied file under the final name
-        return target
+        stat = source.stat()  # the form asks on every change: hash each upload once
+        key = (str(source), stat.st_size, stat.st_mtime_ns, self.uploads)
+        stored = _stored_copy(*key)
+        if not stored.exists():  # removed since: copy it again
+            _stored_copy.cache_clear()
+            stored = _stored_copy(*key)
+        return stored
 
     # ---- models ------------------------------------------------------------------------------
     def check_model(self, spec: ModelSpec) -> None:
@@ -181,3 +178,20 @@ class InputPolicy:
             # No token from the login file either (huggingface_hub's token=False for all calls).
             out["HF_HUB_DISABLE_IMPLICIT_TOKEN"] = "1"
         return out
+
+
+@functools.lru_cache(maxsize=64)
+def _stored_copy(source: str, size: int, mtime_ns: int, uploads: Path) -> Path:
+    """The content-named copy of ``source`` in ``uploads`` (``size`` and ``mtime_ns`` key the
+    cache, so a changed file is copied again)."""
+    digest = hashlib.sha256()
+    with open(source, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    uploads.mkdir(parents=True, exist_ok=True)
+    target = uploads / f"{digest.hexdigest()[:32]}{Path(source).suffix.lower()}"
+    if not target.exists():
+        partial = target.with_name(target.name + ".part")
+        shutil.copyfile(source, partial)
+        os.replace(partial, target)  # never a half-copied file under the final name
+    return target

@@ -23,6 +23,7 @@ _ROOT = Path(__file__).resolve().parent
 
 #: Sources included, in dependency order.
 _MODULES = (
+    "deadline.py",
     "text.py",
     "answers.py",
     "safe_regex.py",

@@ -8,8 +8,8 @@ worker processes (``python -m rewards._math_worker``, started without a shell, n
 ``timeout_s`` has its worker killed and restarted; the request counts as "not verifiable".
 Workers also split a batch between them, which is where the throughput on two cores comes from.
 
-A whole call can be bounded too: inside ``with call_deadline(seconds):`` (the web app's
-scoring endpoints), ``check_many`` returns by then, and requests still unanswered count as "not
+A whole call can be bounded too: inside ``rewards.deadline.call_deadline(seconds)`` (the web
+app's scoring), ``check_many`` returns by then, and requests still unanswered count as "not
 verifiable" (their workers are restarted). Without it, only each request is bounded, which a
 batch of slow answers multiplies (20 of ``$10^{10^{N}}$`` held the pool for 72 s).
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import contextvars
 import json
 import logging
 import os
@@ -31,8 +30,8 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
 
+from rewards.deadline import deadline_at
 from rewards.mathcheck import CheckResult, check
 
 logger = logging.getLogger(__name__)
@@ -43,22 +42,6 @@ DEFAULT_TIMEOUT_S = 5.0
 INTERACTIVE_DEADLINE_S = 10.0
 #: Seconds a fresh worker may take to import math-verify.
 STARTUP_TIMEOUT_S = 120.0
-
-
-_CALL_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
-    "math_call_deadline", default=None
-)
-
-
-@contextlib.contextmanager
-def call_deadline(seconds: float) -> Iterator[None]:
-    """Bound every ``check_many`` call made inside the block (in this thread or task) to end
-    within ``seconds`` of entering it, waiting for the pool's lock included."""
-    token = _CALL_DEADLINE.set(time.monotonic() + seconds)
-    try:
-        yield
-    finally:
-        _CALL_DEADLINE.reset(token)
 
 
 class _Worker:
@@ -137,7 +120,7 @@ class MathPool:
         """math-verify's verdict on each ``(gold, pred)`` pair, in order."""
         if not pairs:
             return []
-        deadline = _CALL_DEADLINE.get()
+        deadline = deadline_at()
         if deadline is None:
             with self._lock:
                 return self._run(pairs)

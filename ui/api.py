@@ -25,8 +25,9 @@ import yaml
 from engine.config import RunConfig
 from engine.dataclass_io import MAX_CONFIG_CHARS, ConfigError
 from rewards.composer import score
+from rewards.deadline import call_deadline
 from rewards.errors import RewardSpecError
-from rewards.mathpool import INTERACTIVE_DEADLINE_S, call_deadline
+from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.params import describe_value
 from rewards.spec import RewardSpec
 from storage import metrics as metric_store

@@ -101,7 +101,9 @@ def build_data_inputs(default_split: str, prefix: str) -> DataInputs:
         info=f"built-in task: {' or '.join(BUILTIN_SPLITS)}; hub: the split name",
     )
     with gr.Group(visible=False) as file_group:
-        file = gr.File(label="Prompt file", file_types=list(FILE_TYPES))
+        file = gr.File(
+            label="Prompt file", file_types=list(FILE_TYPES), elem_id=f"{prefix}-data-file"
+        )
     with gr.Group(visible=False) as hub_group:
         hub_id = gr.Textbox(label="Dataset id", placeholder="openai/gsm8k")
         hub_config = gr.Textbox(label="Config", placeholder="main")

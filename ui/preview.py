@@ -17,7 +17,8 @@ import gradio as gr
 
 from engine.config import GenerationSettings
 from engine.dataclass_io import ConfigError
-from rewards.mathpool import INTERACTIVE_DEADLINE_S, call_deadline
+from rewards.deadline import call_deadline
+from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.probes import run_probes
 from rewards.spec import RewardSpec
 from ui import charts, hints

@@ -25,6 +25,7 @@ import re
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
+from rewards.deadline import deadline_passed
 from rewards.langid_batch import classify_many
 from rewards.params import ComponentInfo, ParamSpec
 
@@ -49,6 +50,7 @@ _NAMES = {
 _TAG_RE = re.compile(r"</?[A-Za-z][\w-]{0,39}>")
 _SENTENCE_RE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
 _MAX_PIECE_CHARS = 500
+_CHUNK_CHARS = 100_000  # characters identified between two looks at the call's deadline
 _LETTERS_RE = re.compile(r"[^\W\d_]+")  # letters of any script: word characters but digits and _
 
 PARAMS = (
@@ -126,6 +128,25 @@ class Language(RewardComponent):
         self.candidates = tuple(candidates)
 
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
+        # Identification costs time in proportion to the text: within a scoring call's time
+        # budget (rewards.deadline), chunks left when it runs out are not scored.
+        out: list[Judgement] = []
+        start = 0
+        while start < len(texts):
+            end, chars = start, 0
+            while end < len(texts) and (end == start or chars < _CHUNK_CHARS):
+                chars += len(texts[end])
+                end += 1
+            if deadline_passed():
+                out += [Judgement(None, "not identified: the request ran out of time")] * (
+                    len(texts) - start
+                )
+                break
+            out += self._judge_chunk(texts[start:end])
+            start = end
+        return out
+
+    def _judge_chunk(self, texts: list[str]) -> list[Judgement]:
         split = [sentences(t, self.min_letters) for t in texts]
         flat = [s for pieces in split for s, _ in pieces]
         labels = iter(classify_many(flat, self.candidates or None) if flat else [])

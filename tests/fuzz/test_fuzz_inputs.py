@@ -168,6 +168,7 @@ def test_fuzz_preview_request(record_property):
                 "samples_per_prompt",
                 "temperature",
                 "max_new_tokens",
+                "seed",
             )
 
     run()

@@ -4,8 +4,9 @@ import concurrent.futures
 import time
 
 from rewards.composer import score
+from rewards.deadline import call_deadline
 from rewards.mathcheck import check
-from rewards.mathpool import InProcessChecker, MathPool, call_deadline
+from rewards.mathpool import InProcessChecker, MathPool
 from rewards.spec import PRESETS
 
 

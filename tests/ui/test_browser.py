@@ -380,3 +380,21 @@ def test_an_applied_spec_keeps_its_metric_names_and_names_what_the_form_cannot_h
     link = page.locator("a[download][href*='reward_spec.yaml']")
     expect(link).to_have_count(1)
     assert "label: answer_ok" in page.request.get(link.get_attribute("href")).text()
+
+
+def test_an_uploaded_file_is_stored_in_the_data_dir_and_read_from_there(
+    page: Page, live_app, tmp_path
+):
+    upload = tmp_path / "mine.jsonl"
+    upload.write_text('{"question": "1+1?", "solution": "2"}\n', encoding="utf-8")
+    open_tab(page, "Train")
+    page.get_by_text("Training data", exact=True).click()  # open the accordion
+    page.locator("#train-data-source").get_by_text("uploaded file").click()
+    page.locator("#train-data-file input[type=file]").set_input_files(str(upload))
+    expect(page.locator("#train-data-file")).to_contain_text("mine.jsonl")
+    page.locator("#train-start").click()
+    expect(page.locator("#train-message")).to_contain_text("Not started")
+    # The app read the stored copy (an upload: its column names may be shown), not refused it.
+    expect(page.locator("#train-error-data")).to_contain_text("['question', 'solution']")
+    stored = list((live_app.data_dir / "uploads").glob("*.jsonl"))
+    assert [p.read_text() for p in stored] == [upload.read_text()]
