@@ -21,6 +21,7 @@ from ui import api
 from ui.api import ApiError
 from ui.context import AppContext
 from ui.data_inputs import data_spec
+from ui.identity import LOCAL_VIEWER
 
 SECRET = "hunter2-secret-value"
 
@@ -50,14 +51,14 @@ def file_config(path, **columns) -> dict:
 def test_start_run_refuses_a_server_file_without_quoting_it(ctx, secret_csv):
     for columns in ({}, {"prompt_column": "user", "answer_column": "password"}):
         with pytest.raises(ApiError, match=r"config\.data\.path: must be a file uploaded") as err:
-            api.start_run(ctx, file_config(secret_csv, **columns))
+            api.start_run(ctx, file_config(secret_csv, **columns), viewer=LOCAL_VIEWER)
         assert SECRET not in str(err.value) and "password" not in str(err.value).split(":")[0]
     with pytest.raises(ApiError) as err_missing:
-        api.start_run(ctx, file_config(secret_csv.parent / "no-such.csv"))
+        api.start_run(ctx, file_config(secret_csv.parent / "no-such.csv"), viewer=LOCAL_VIEWER)
     with pytest.raises(ApiError) as err_present:
-        api.start_run(ctx, file_config(secret_csv))
+        api.start_run(ctx, file_config(secret_csv), viewer=LOCAL_VIEWER)
     assert str(err_missing.value) == str(err_present.value)  # existence is not revealed
-    assert api.list_runs(ctx) == []
+    assert api.list_runs(ctx, viewer=LOCAL_VIEWER) == []
 
 
 def test_dot_dot_and_symlinks_out_of_the_uploads_are_refused(ctx, secret_csv):
@@ -68,7 +69,7 @@ def test_dot_dot_and_symlinks_out_of_the_uploads_are_refused(ctx, secret_csv):
     for path in (uploads / "link.csv", escape):
         assert not ctx.input_policy.file_allowed(str(path))
         with pytest.raises(ApiError, match=r"config\.data\.path"):
-            api.start_run(ctx, file_config(path))
+            api.start_run(ctx, file_config(path), viewer=LOCAL_VIEWER)
 
 
 def test_an_upload_is_stored_under_the_data_dir_and_lists_its_columns(ctx, tmp_path):
@@ -86,7 +87,7 @@ def test_an_upload_is_stored_under_the_data_dir_and_lists_its_columns(ctx, tmp_p
     with pytest.raises(
         ApiError, match=r"config\.data\.answer_column: .*\['question', 'solution'\]"
     ):
-        api.start_run(ctx, {"data": {**spec, "split": "all"}})
+        api.start_run(ctx, {"data": {**spec, "split": "all"}}, viewer=LOCAL_VIEWER)
 
 
 def test_operator_data_roots_are_readable_but_never_quoted(data_dir, secret_csv, monkeypatch):
@@ -108,7 +109,7 @@ def test_operator_data_roots_are_readable_but_never_quoted(data_dir, secret_csv,
 def test_hub_sources_take_hub_ids_only(ctx, tmp_path):
     for path in (str(tmp_path), "/etc", "engine/tasks", "../x/y", "gsm8k", "a/b/c"):
         with pytest.raises(ApiError, match=r"config\.data\.path: must be a Hugging Face dataset"):
-            api.start_run(ctx, {"data": {"source": "hub", "path": path}})
+            api.start_run(ctx, {"data": {"source": "hub", "path": path}}, viewer=LOCAL_VIEWER)
     ctx.input_policy.check_data(
         RunConfig.from_dict({"data": {"source": "hub", "path": "openai/gsm8k"}}).data
     )
@@ -118,7 +119,7 @@ def test_model_paths_from_the_web_do_not_reveal_whether_they_exist(ctx, tmp_path
     messages = set()
     for name in ("/etc", str(tmp_path), "/no/such/model", "../default_model", "~/models"):
         with pytest.raises(ApiError, match=r"config\.model\.name_or_path") as err:
-            api.start_run(ctx, {"model": {"name_or_path": name}})
+            api.start_run(ctx, {"model": {"name_or_path": name}}, viewer=LOCAL_VIEWER)
         messages.add(str(err.value))
     assert len(messages) == 1 and "not loadable from the web" in messages.pop()
     for allowed in ("default", "smollm2-135m-instruct", "Qwen/Qwen2.5-0.5B-Instruct"):

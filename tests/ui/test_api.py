@@ -175,8 +175,8 @@ def test_demo_caps_every_size_field_of_a_run(data_dir):
             config = {"training": {"steps": 5, "prompts_per_step": 1}}
             config.setdefault(section, {})[name] = value
             with pytest.raises(ApiError, match=rf"^config\.{path}: this demo allows at most"):
-                api.start_run(ctx, config)
-        assert api.list_runs(ctx) == []
+                api.start_run(ctx, config, viewer=LOCAL_VIEWER)
+        assert api.list_runs(ctx, viewer=LOCAL_VIEWER) == []
         config = RunConfig.from_dict({"training": {"steps": 5}})
         demo.check_config(config)  # an unset row cap takes the demo's
         assert config.data.max_rows == 50
