@@ -10,12 +10,11 @@ from fuzz_values import (
     HOSTILE_TEXT,
     JSON_LIKE,
     LEAVES,
-    MAX_EXAMPLES,
     as_text,
     check_message,
     mutated,
 )
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.config import RunConfig
@@ -33,8 +32,6 @@ pytestmark = pytest.mark.reliability
 
 BASE_SPEC = PRESETS["hand-tuned GRPO script"].to_dict()
 BASE_SPEC["components"].append({"name": "rule", "weight": 0.5, "params": {"pattern": "x+"}})
-# Scoring is heavier than parsing: fewer, still thousands of, cases for /score_preview.
-SCORING_SETTINGS = settings(FUZZ_SETTINGS, max_examples=min(2_000, MAX_EXAMPLES))
 
 
 @pytest.fixture
@@ -93,7 +90,7 @@ def test_fuzz_score_preview(ctx, record_property):
     cases = 0
     texts = st.lists(st.one_of(st.text(max_size=40), HOSTILE_TEXT, LEAVES), max_size=4)
 
-    @SCORING_SETTINGS
+    @FUZZ_SETTINGS
     @given(
         st.one_of(mutated(BASE_SPEC), mutated(BASE_SPEC).map(as_text)),
         st.one_of(texts, LEAVES),
