@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 
 import pytest
-import torch
-from transformers import LlamaConfig, LlamaForCausalLM
 
 from engine import worker
 from engine.config import RunConfig
@@ -20,6 +18,7 @@ from storage.db import Database
 from storage.metrics import metric_names
 from storage.paths import db_path
 from storage.schema import RunStatus
+from tests.tiny_models import save_tiny_llama
 from ui.context import AppContext
 from ui.preview_run import CUSTOM, PreviewRequest, generate_preview
 
@@ -34,23 +33,7 @@ def plain_model_dir(tmp_path_factory):
     """A tiny random Llama whose tokenizer has no chat template, as base models ship."""
     tokenizer = build_char_tokenizer()
     tokenizer.chat_template = None
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        tie_word_embeddings=True,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    path = tmp_path_factory.mktemp("plain-llama")
-    LlamaForCausalLM(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
+    path = save_tiny_llama(tmp_path_factory.mktemp("plain-llama"), tokenizer)
     assert not (path / "chat_template.jinja").exists()
     return path
 
