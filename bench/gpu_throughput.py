@@ -32,14 +32,12 @@ import logging
 import os
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from qwen_model import build_qwen_05b
-from studio_run import ROOT, train_via_cli
+from studio_run import run_script, train_via_cli
 
 from engine import metric_names
 from engine.config import RunConfig
@@ -167,16 +165,7 @@ def estimated(config: RunConfig) -> dict[str, float]:
 def measure(variant: str, config: RunConfig, work: Path) -> dict[str, float]:
     """Median s/step, generation s/step, mean completion length, peak GiB and log-prob gap."""
     if variant == "anchor":
-        config_path = config.save(work / "anchor.yaml")
-        done = subprocess.run(
-            [sys.executable, "-c", ANCHOR_SCRIPT, str(config_path), str(work / "anchor-out")],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(done.stderr[-3000:])
-        out = json.loads(done.stdout.strip().splitlines()[-1])
+        out = run_script(ANCHOR_SCRIPT, config, work / "anchor-out")
         step_s, generation_s = out["step_s"][1:], out["generation_s"][1:]
         return {
             "step_s": statistics.median(step_s),
