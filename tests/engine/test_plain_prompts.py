@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from engine import worker
 from engine.config import RunConfig
-from engine.launcher import CONFIG_FILE, Launcher
 from engine.models import ModelSpec, load_model_and_tokenizer
 from engine.prompts import for_trainer, plain_prompt, prompt_format, render_prompt
 from engine.sampling import encode_prompts
@@ -18,6 +14,7 @@ from storage.db import Database
 from storage.metrics import metric_names
 from storage.paths import db_path
 from storage.schema import RunStatus
+from tests.in_process_run import run_in_process
 from tests.tiny_models import save_tiny_llama
 from ui.context import AppContext
 from ui.preview_run import CUSTOM, PreviewRequest, generate_preview
@@ -95,9 +92,7 @@ def _train_one_step(data_dir, plain_model_dir, algorithm: str) -> str:
             },
         }
     )
-    launcher = Launcher(data_dir)
-    run_id = launcher.record(config, pid=os.getpid())
-    status = worker.run(launcher.run_dir(run_id) / CONFIG_FILE, run_id, data_dir)
+    run_id, status = run_in_process(data_dir, config)
     with Database(db_path(data_dir)) as db:
         run = run_store.get_run(db, run_id)
         names = set(metric_names(db, run_id))
