@@ -15,13 +15,11 @@ import argparse
 import itertools
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from studio_run import ROOT, train_via_cli
+from studio_run import run_script, train_via_cli
 
 from engine.config import RunConfig
 from storage import runs as run_store
@@ -81,15 +79,7 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="studio-bench-") as tmp:
         tmp = Path(tmp)
-        config_path = config.save(tmp / "config.yaml")
-        bare = subprocess.run(
-            [sys.executable, "-c", BARE_SCRIPT, str(config_path), str(tmp / "bare")],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        bare_times = json.loads(bare.stdout.strip().splitlines()[-1])
+        bare_times = run_script(BARE_SCRIPT, config, tmp / "bare")
         _, series = train_via_cli(config, tmp / "studio")
         stamps = [t for _, _, t in series["train/epoch"]]  # one metric row per step
         studio_times = [b - a for a, b in itertools.pairwise(stamps)]

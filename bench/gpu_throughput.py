@@ -32,13 +32,12 @@ import logging
 import os
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from studio_run import ROOT, train_via_cli
+from qwen_model import build_qwen_05b
+from studio_run import run_script, train_via_cli
 
 from engine import metric_names
 from engine.config import RunConfig
@@ -46,12 +45,6 @@ from engine.config import RunConfig
 logger = logging.getLogger("gpu_throughput")
 
 VARIANTS = ("anchor", "grpo_hf", "grpo_compiled", "ppo_compiled", "ppo_default")
-VOCAB = 151_936
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "[UNK]"]
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> "
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|> assistant {% endif %}"
-)
 NAMES = ["Tom", "Ana", "Li", "Sam", "Maya", "Omar", "Eva", "Raj"]
 THINGS = ["apples", "books", "coins", "marbles", "stamps", "pencils"]
 
@@ -101,49 +94,8 @@ print(json.dumps({"step_s": [b - a for a, b in zip([started] + ends, ends)],
 
 
 def build_model(folder: Path, layers: int) -> None:
-    """Random-init Qwen2 of Qwen2.5-0.5B's shape and a word-level tokenizer, into ``folder``."""
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-
-    words = sorted({w for n in NAMES for w in [n]} | set(THINGS) | set(_filler_words()))
-    vocab = {tok: i for i, tok in enumerate(SPECIALS + words)}
-    for i in range(len(vocab), VOCAB):
-        vocab[f"w{i}"] = i
-    core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        unk_token="[UNK]",
-        additional_special_tokens=["<|im_start|>"],
-    )
-    tokenizer.chat_template = CHAT_TEMPLATE
-    eos, pad = vocab["<|im_end|>"], vocab["<|endoftext|>"]
-    config = Qwen2Config(
-        vocab_size=VOCAB,
-        hidden_size=896,
-        intermediate_size=4864,
-        num_hidden_layers=layers,
-        num_attention_heads=14,
-        num_key_value_heads=2,
-        max_position_embeddings=32768,
-        rope_theta=1_000_000.0,
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=True,
-        eos_token_id=eos,
-        pad_token_id=pad,
-        bos_token_id=None,
-    )
-    torch.manual_seed(0)
-    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
-        model = Qwen2ForCausalLM(config).to(torch.bfloat16)
-    model.generation_config.eos_token_id = eos
-    model.generation_config.pad_token_id = pad
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    logger.info("model: %.0fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
+    """The 0.5B-shaped model, its tokenizer knowing the task's words, into ``folder``."""
+    build_qwen_05b(folder, layers, [*NAMES, *THINGS, *_filler_words()])
 
 
 FILLER = "has buys more gives away how many does now have left each of the a and to in total"
@@ -213,16 +165,7 @@ def estimated(config: RunConfig) -> dict[str, float]:
 def measure(variant: str, config: RunConfig, work: Path) -> dict[str, float]:
     """Median s/step, generation s/step, mean completion length, peak GiB and log-prob gap."""
     if variant == "anchor":
-        config_path = config.save(work / "anchor.yaml")
-        done = subprocess.run(
-            [sys.executable, "-c", ANCHOR_SCRIPT, str(config_path), str(work / "anchor-out")],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(done.stderr[-3000:])
-        out = json.loads(done.stdout.strip().splitlines()[-1])
+        out = run_script(ANCHOR_SCRIPT, config, work / "anchor-out")
         step_s, generation_s = out["step_s"][1:], out["generation_s"][1:]
         return {
             "step_s": statistics.median(step_s),

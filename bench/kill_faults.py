@@ -261,6 +261,18 @@ def _row(t: Trial) -> str:
     )
 
 
+#: The figures of :func:`summary` that RELIABILITY.md lists first, in this order.
+KILL_FIGURES = (
+    "kill_faults",
+    "rows_checked",
+    "rows_lost",
+    "duplicate_pairs",
+    "samples_doubled_steps",
+    "integrity_failures",
+    "not_completed",
+)
+
+
 def summary(results: list[Trial]) -> dict[str, object]:
     """The figures RELIABILITY.md reports, snake_case with units."""
     kills = [t for t in results if t.interrupted_after_s is not None]

@@ -23,15 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from qwen_model import build_qwen_05b  # noqa: E402
+
 from engine.config import RunConfig  # noqa: E402
 from engine.memory import GIB, estimate, model_shape, with_default_micro_batch  # noqa: E402
 
-VOCAB = 151_936
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "[UNK]"]
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> "
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|> assistant {% endif %}"
-)
 QUESTION = "Tom has 12 apples and buys 7 more . How many apples does he have now ?"
 WORDS = QUESTION.split(" ")
 
@@ -44,36 +40,6 @@ gpu = torch.cuda.is_available()
 print(json.dumps({"exit": code, "allocated": torch.cuda.max_memory_allocated() if gpu else 0,
                   "reserved": torch.cuda.max_memory_reserved() if gpu else 0}))
 """
-
-
-def build_model(folder: Path, layers: int) -> None:
-    """Random-init Qwen2 of Qwen2.5-0.5B's shape with a tokenizer that decodes every id."""
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-
-    vocab = {tok: i for i, tok in enumerate(SPECIALS + sorted(set(WORDS)))}
-    vocab.update({f"w{i}": i for i in range(len(vocab), VOCAB)})
-    core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="[UNK]"
-    )
-    tokenizer.chat_template = CHAT_TEMPLATE
-    config = Qwen2Config(
-        vocab_size=VOCAB,
-        hidden_size=896,
-        intermediate_size=4864,
-        num_hidden_layers=layers,
-        num_attention_heads=14,
-        num_key_value_heads=2,
-        tie_word_embeddings=True,
-        eos_token_id=vocab["<|im_end|>"],
-        pad_token_id=vocab["<|endoftext|>"],
-    )
-    torch.manual_seed(0)
-    Qwen2ForCausalLM(config).to(torch.bfloat16).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
 
 
 def run_config(algorithm: str, model_dir: Path, data: Path, args: argparse.Namespace) -> RunConfig:
@@ -110,7 +76,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="memory-estimate-") as tmp:
         work = Path(tmp)
         model_dir, data = work / "qwen2-0.5b-shape", work / "problems.jsonl"
-        build_model(model_dir, args.layers)
+        build_qwen_05b(model_dir, args.layers, WORDS)
         rows = [{"prompt": QUESTION, "answer": "19"} for _ in range(256)]
         data.write_text("".join(json.dumps(r) + "\n" for r in rows))
         for algorithm in ("grpo", "ppo"):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -72,3 +74,18 @@ def train_via_cli(config: RunConfig, data_dir: Path, **pinning) -> tuple[RunInfo
         tail = (data_dir / LOG_FILE).read_text(errors="replace")[-3000:]
         raise RuntimeError(f"the {config.algorithm} run failed:\n{tail}")
     return collect(data_dir)
+
+
+def run_script(script: str, config: RunConfig, out_dir: Path) -> Any:
+    """Run ``python -c script CONFIG_FILE OUT_DIR`` from the repo root (a baseline written
+    without the product's engine) and return the JSON its last output line holds."""
+    config_path = config.save(out_dir.parent / f"{out_dir.name}.yaml")
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(config_path), str(out_dir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -194,36 +194,26 @@ def _build_controls(ctx: AppContext) -> PreviewControls:
     )
 
 
+def _read_only_table(headers: list[str], elem_id: str, **options: Any) -> gr.Dataframe:
+    """An empty, wrapped table the handlers fill; the user reads it, never edits it."""
+    return gr.Dataframe(
+        headers=headers, value=[], interactive=False, wrap=True, elem_id=elem_id, **options
+    )
+
+
 def _build_results() -> PreviewResults:
     summary = gr.Markdown(
         "Generate completions to preview the reward on them.", elem_id="preview-summary"
     )
-    table = gr.Dataframe(
-        value=[],
-        headers=["#", "completion", "total"],
-        interactive=False,
-        wrap=True,
-        max_height=520,
-        elem_id="preview-table",
-    )
+    table = _read_only_table(["#", "completion", "total"], "preview-table", max_height=520)
     contrib = gr.Plot(show_label=False, elem_id="preview-contributions")
     diagnostics = gr.Markdown(elem_id="preview-diagnostics")
     gr.Markdown("### Selected sample (click a row)")
-    trace = gr.Dataframe(
-        headers=TRACE_HEADERS,
-        value=[],
-        interactive=False,
-        wrap=True,
-        elem_id="preview-trace",
-        column_widths=TRACE_WIDTHS,
-    )
-    probes = gr.Dataframe(
-        headers=PROBE_HEADERS,
-        value=[],
-        interactive=False,
-        wrap=True,
+    trace = _read_only_table(TRACE_HEADERS, "preview-trace", column_widths=TRACE_WIDTHS)
+    probes = _read_only_table(
+        PROBE_HEADERS,
+        "preview-probes",
         label="Reward-hacking probes: what cheap edits the reward pays for",
-        elem_id="preview-probes",
     )
     return PreviewResults(summary, table, contrib, diagnostics, trace, probes)
 

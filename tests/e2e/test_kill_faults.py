@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from bench.kill_faults import integrity, kill_trial, summary, tiny_config
+from bench.kill_faults import KILL_FIGURES, integrity, kill_trial, summary, tiny_config
 from engine.checkpoints import latest_checkpoint
 from engine.launcher import Launcher
 from storage import runs as run_store
@@ -32,15 +32,7 @@ def test_kill_9_at_varied_moments_then_resume_loses_and_doubles_nothing(data_dir
     moments = ["before_first_checkpoint", "during_save", "after_publish"]
     trials = [kill_trial(data_dir, "grpo", m, random.Random(i)) for i, m in enumerate(moments)]
     figures = summary(trials)
-    for name in (
-        "kill_faults",
-        "rows_checked",
-        "rows_lost",
-        "duplicate_pairs",
-        "samples_doubled_steps",
-        "integrity_failures",
-        "not_completed",
-    ):
+    for name in KILL_FIGURES:
         record_property(name, figures[name])
     assert figures["kill_faults"] == len(moments), trials  # every worker died mid-run
     assert [t for t in trials if not t.ok] == []

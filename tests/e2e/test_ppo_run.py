@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from test_runs import FINAL, all_metrics, launcher, tiny_config, wait_for  # noqa: F401
+from run_waits import wait_for
+from test_runs import FINAL, all_metrics, launcher, tiny_config  # noqa: F401
 
 from engine.checkpoints import latest_checkpoint
 from storage import runs as run_store

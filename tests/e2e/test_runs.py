@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from run_waits import wait_for
 
 from engine.checkpoints import latest_checkpoint
 from engine.config import RunConfig
@@ -41,20 +42,6 @@ def tiny_config(algorithm: str, steps: int = 3, **training) -> RunConfig:
                 **training,
             },
         }
-    )
-
-
-def wait_for(data_dir, run_id, predicate, timeout=240.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with Database(db_path(data_dir)) as db:
-            run = run_store.get_run(db, run_id)
-        if predicate(run):
-            return run
-        time.sleep(0.5)
-    log = data_dir / "runs" / run_id / "worker.log"
-    raise AssertionError(
-        f"timed out; run={run}; log tail:\n{log.read_text()[-3000:] if log.exists() else ''}"
     )
 
 

@@ -5,17 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 
 import psutil
 import pytest
+from run_waits import run_status, wait
 
 from engine.config import RunConfig
 from engine.devices import Assignment, Gpu
 from engine.launcher import Launcher
-from storage import runs as run_store
-from storage.db import Database
-from storage.paths import db_path
 from storage.schema import RunStatus
 
 pytestmark = pytest.mark.slow
@@ -32,21 +29,6 @@ def long_config(name: str) -> RunConfig:
             "training": {"steps": 10_000, "prompts_per_step": 1, "eval_samples": 0},
         }
     )
-
-
-def status(data_dir, run_id):
-    with Database(db_path(data_dir)) as db:
-        return run_store.get_run(db, run_id)
-
-
-def wait(predicate, timeout=120.0, what=""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -71,7 +53,7 @@ def test_two_cpu_runs_each_get_their_own_cores(data_dir, started):
     half = len(cores) // 2
     assert shares == [cores[:half], cores[half : 2 * half]]
     for run_id, share in zip(ids, shares, strict=True):
-        pid = status(data_dir, run_id).pid
+        pid = run_status(data_dir, run_id).pid
         proc = psutil.Process(pid)
         assert proc.environ()["OMP_NUM_THREADS"] == str(half)
         # The worker pins itself once it starts; every thread it makes inherits the pinning.
@@ -86,11 +68,11 @@ def test_a_run_waits_queued_while_its_gpu_is_taken(data_dir, started):
     started.append(launcher)
     first = launcher.start(long_config("gpu first"))
     second = launcher.start(long_config("gpu second"))
-    run = status(data_dir, first)
+    run = run_status(data_dir, first)
     assert run.status == RunStatus.RUNNING
     env = psutil.Process(run.pid).environ()
     assert env["CUDA_VISIBLE_DEVICES"] == "0" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
-    assert status(data_dir, second).status == RunStatus.QUEUED
+    assert run_status(data_dir, second).status == RunStatus.QUEUED
     assert launcher.dispatch() == []  # still taken
     os.killpg(run.pid, signal.SIGKILL)
     wait(lambda: not psutil.pid_exists(run.pid) or psutil.Process(run.pid).status() == "zombie")

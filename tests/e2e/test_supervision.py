@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from run_waits import wait_for
 
 from engine.config import RunConfig
 from engine.launcher import CONFIG_FILE, Launcher
@@ -19,17 +20,6 @@ from storage.logs import logs_since
 from storage.paths import db_path
 from storage.schema import TERMINAL_STATUSES, RunStatus
 from ui.context import AppContext
-
-
-def wait_for(data_dir, run_id, predicate, timeout=180.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with Database(db_path(data_dir)) as db:
-            run = run_store.get_run(db, run_id)
-        if predicate(run):
-            return run
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting on run {run_id}: {run}")
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from engine.models import ModelSpec, load_model_and_tokenizer
 from engine.sampling import encode_prompts, sample_completions
 from engine.tasks import builtin_task
 from engine.trainers.ppo_math import logprobs_from_logits
+from tests.tiny_models import TINY_SHAPE
 
 
 @pytest.fixture(scope="module")
@@ -172,16 +173,7 @@ def test_seeded_sampling_is_reproducible(default_model, prompt_ids):
 def test_other_layouts_and_lora_match_generate(arch):
     """GQA with q/k/v biases (Qwen2), and a LoRA model whose adapter is updated in place."""
     torch.manual_seed(0)
-    common = dict(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        eos_token_id=1,
-        pad_token_id=0,
-    )
+    common = dict(TINY_SHAPE, eos_token_id=1, pad_token_id=0)
     if arch == "qwen2":
         model = Qwen2ForCausalLM(Qwen2Config(**common)).eval()
     else:
@@ -229,15 +221,7 @@ def test_sample_completions_with_a_runner_carries_logprobs(default_model):
 
 def test_a_narrower_prompt_bucket_reuses_the_wider_cache():
     torch.manual_seed(0)
-    config = Qwen2Config(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-    )
-    model = Qwen2ForCausalLM(config).eval()
+    model = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)).eval()
     runner = GenerationRunner(model)
     kwargs = dict(max_new_tokens=6, temperature=0, top_p=1.0, eos_ids=[], pad_id=0)
     long = [[2 + i % 60 for i in range(70)], list(range(3, 40))]  # a 128-token bucket

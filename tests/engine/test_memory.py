@@ -196,11 +196,8 @@ def test_activation_checkpointing_keeps_only_layer_inputs(model_dir):
 
 @pytest.mark.parametrize("algorithm", ["grpo", "ppo"])
 def test_a_step_trains_with_activation_checkpointing(data_dir, algorithm):
-    import os
-
-    from engine import worker
-    from engine.launcher import CONFIG_FILE, Launcher
     from storage.schema import RunStatus
+    from tests.in_process_run import run_in_process
 
     c = RunConfig.from_dict(
         {
@@ -215,7 +212,5 @@ def test_a_step_trains_with_activation_checkpointing(data_dir, algorithm):
             },
         }
     )
-    launcher = Launcher(data_dir)
-    run_id = launcher.record(c, pid=os.getpid())
-    status = worker.run(launcher.run_dir(run_id) / CONFIG_FILE, run_id, data_dir)
+    _, status = run_in_process(data_dir, c)
     assert status == RunStatus.COMPLETED

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
-import torch
-from transformers import LlamaConfig, LlamaForCausalLM
 
-from engine import worker
 from engine.config import RunConfig
-from engine.launcher import CONFIG_FILE, Launcher
 from engine.models import ModelSpec, load_model_and_tokenizer
 from engine.prompts import for_trainer, plain_prompt, prompt_format, render_prompt
 from engine.sampling import encode_prompts
@@ -20,6 +14,8 @@ from storage.db import Database
 from storage.metrics import metric_names
 from storage.paths import db_path
 from storage.schema import RunStatus
+from tests.in_process_run import run_in_process
+from tests.tiny_models import save_tiny_llama
 from ui.context import AppContext
 from ui.preview_run import CUSTOM, PreviewRequest, generate_preview
 
@@ -34,23 +30,7 @@ def plain_model_dir(tmp_path_factory):
     """A tiny random Llama whose tokenizer has no chat template, as base models ship."""
     tokenizer = build_char_tokenizer()
     tokenizer.chat_template = None
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        tie_word_embeddings=True,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    path = tmp_path_factory.mktemp("plain-llama")
-    LlamaForCausalLM(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
+    path = save_tiny_llama(tmp_path_factory.mktemp("plain-llama"), tokenizer)
     assert not (path / "chat_template.jinja").exists()
     return path
 
@@ -82,7 +62,8 @@ def test_tokenizer_with_template_keeps_chat_prompts():
     assert render_prompt(tokenizer, CHAT).startswith("<|system|>")
 
 
-def test_preview_says_prompts_went_as_plain_text(plain_model_dir, tmp_path):
+def test_preview_says_prompts_went_as_plain_text(plain_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("STUDIO_MODEL_ROOTS", str(plain_model_dir.parent))  # the web may load it
     ctx = AppContext(data_dir=tmp_path)
     request = PreviewRequest(
         model_key=CUSTOM,
@@ -112,9 +93,7 @@ def _train_one_step(data_dir, plain_model_dir, algorithm: str) -> str:
             },
         }
     )
-    launcher = Launcher(data_dir)
-    run_id = launcher.record(config, pid=os.getpid())
-    status = worker.run(launcher.run_dir(run_id) / CONFIG_FILE, run_id, data_dir)
+    run_id, status = run_in_process(data_dir, config)
     with Database(db_path(data_dir)) as db:
         run = run_store.get_run(db, run_id)
         names = set(metric_names(db, run_id))

@@ -18,6 +18,7 @@ from tests.engine.test_ppo_trainer import (  # noqa: F401 (tiny_model_dir is a f
     tiny_model_dir,
     tiny_run_config,
 )
+from tests.tiny_models import TINY_SHAPE
 
 
 def _reference(logits: torch.Tensor, tokens: torch.Tensor, temperature: float):
@@ -61,14 +62,7 @@ def test_completion_forward_matches_full_vocabulary_float32(monkeypatch):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(2)
-    config = LlamaConfig(
-        vocab_size=40,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-    )
+    config = LlamaConfig(**dict(TINY_SHAPE, vocab_size=40, hidden_size=16, intermediate_size=32))
     model = PolicyWithValue(LlamaForCausalLM(config).eval())
     torch.nn.init.normal_(model.value_head.summary.weight)
     input_ids = torch.randint(40, (3, 9))

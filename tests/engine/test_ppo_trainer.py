@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
 
 from engine.config import RunConfig
 from engine.dataclass_io import ConfigError
@@ -31,6 +30,7 @@ from engine.trainers.ppo_checkpoint import (
 )
 from engine.trainers.value_head import PolicyWithValue
 from storage.schema import RunStatus
+from tests.tiny_models import save_tiny_llama
 
 
 class ListRecorder:
@@ -65,25 +65,7 @@ class ListRecorder:
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory):
-    tokenizer = build_char_tokenizer()
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        tie_word_embeddings=True,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    path = tmp_path_factory.mktemp("tiny-llama")
-    LlamaForCausalLM(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return save_tiny_llama(tmp_path_factory.mktemp("tiny-llama"), build_char_tokenizer())
 
 
 def tiny_run_config(model_dir, **ppo) -> RunConfig:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from fuzz_values import FUZZ_SETTINGS, HOSTILE_TEXT, JSON_LIKE, as_text, check_message, mutated
-from hypothesis import given
+from fuzz_runner import fuzz
+from fuzz_values import HOSTILE_TEXT, JSON_LIKE, as_text, check_message, mutated
 from hypothesis import strategies as st
 
 from engine.config import RunConfig
@@ -18,26 +18,17 @@ pytestmark = pytest.mark.reliability
 
 
 def test_fuzz_run_config_from_dict(record_property):
-    cases = 0
-
-    @FUZZ_SETTINGS
-    @given(mutated(BASE_CONFIG))
-    def run(doc):
-        nonlocal cases
-        cases += 1
+    def check(doc):
         try:
             RunConfig.from_dict(doc)
         except ConfigError as exc:
             check_message(exc)
             assert exc.field or not isinstance(doc, dict), exc
 
-    run()
-    record_property("fuzz_cases", cases)
-    record_property("uncaught_errors", 0)
+    fuzz(record_property, check, mutated(BASE_CONFIG))
 
 
 def test_fuzz_run_config_from_yaml(record_property):
-    cases = 0
     texts = st.one_of(
         st.text(max_size=200),
         HOSTILE_TEXT,
@@ -50,35 +41,21 @@ def test_fuzz_run_config_from_yaml(record_property):
         st.just("training:\n  steps: " + "9" * 5000),
     )
 
-    @FUZZ_SETTINGS
-    @given(texts)
-    def run(text):
-        nonlocal cases
-        cases += 1
+    def check(text):
         try:
             RunConfig.from_yaml(text)
         except ConfigError as exc:
             check_message(exc)
 
-    run()
-    record_property("fuzz_cases", cases)
-    record_property("uncaught_errors", 0)
+    fuzz(record_property, check, texts)
 
 
 def test_fuzz_data_spec(record_property):
-    cases = 0
-
-    @FUZZ_SETTINGS
-    @given(mutated(BASE_DATA))
-    def run(doc):
-        nonlocal cases
-        cases += 1
+    def check(doc):
         try:
             DataSpec.from_dict(doc)
         except DatasetError as exc:
             check_message(exc)
             assert exc.field or not isinstance(doc, dict), exc
 
-    run()
-    record_property("fuzz_cases", cases)
-    record_property("uncaught_errors", 0)
+    fuzz(record_property, check, mutated(BASE_DATA))

@@ -5,8 +5,8 @@ field named; nothing else escapes."""
 from __future__ import annotations
 
 import pytest
+from fuzz_runner import fuzz
 from fuzz_values import (
-    FUZZ_SETTINGS,
     HOSTILE_TEXT,
     JSON_LIKE,
     LEAVES,
@@ -14,7 +14,6 @@ from fuzz_values import (
     check_message,
     mutated,
 )
-from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.config import RunConfig
@@ -44,26 +43,17 @@ def ctx(data_dir, monkeypatch):
 
 
 def test_fuzz_reward_spec_from_dict(record_property):
-    cases = 0
-
-    @FUZZ_SETTINGS
-    @given(mutated(BASE_SPEC))
-    def run(doc):
-        nonlocal cases
-        cases += 1
+    def check(doc):
         try:
             RewardSpec.from_dict(doc)
         except RewardSpecError as exc:
             check_message(exc)
             assert exc.field or not isinstance(doc, dict) or "components" in str(exc), exc
 
-    run()
-    record_property("fuzz_cases", cases)
-    record_property("uncaught_errors", 0)
+    fuzz(record_property, check, mutated(BASE_SPEC))
 
 
 def test_fuzz_reward_spec_text(record_property):
-    cases = 0
     texts = st.one_of(
         mutated(BASE_SPEC).map(as_text),
         st.text(max_size=200),
@@ -71,35 +61,19 @@ def test_fuzz_reward_spec_text(record_property):
         st.builds(lambda n, c: c * n, st.sampled_from([60, 65, 100_000]), st.sampled_from("[{-")),
     )
 
-    @FUZZ_SETTINGS
-    @given(texts)
-    def run(text):
-        nonlocal cases
-        cases += 1
+    def check(text):
         try:
             parse_spec(text)
         except RewardSpecError as exc:
             check_message(exc)
 
-    run()
-    record_property("fuzz_cases", cases)
-    record_property("uncaught_errors", 0)
+    fuzz(record_property, check, texts)
 
 
 def test_fuzz_score_preview(ctx, record_property):
-    cases = 0
     texts = st.lists(st.one_of(st.text(max_size=40), HOSTILE_TEXT, LEAVES), max_size=4)
 
-    @FUZZ_SETTINGS
-    @given(
-        st.one_of(mutated(BASE_SPEC), mutated(BASE_SPEC).map(as_text)),
-        st.one_of(texts, LEAVES),
-        st.one_of(st.none(), texts),
-        st.one_of(st.none(), texts),
-    )
-    def run(spec, completions, prompts, answers):
-        nonlocal cases
-        cases += 1
+    def check(spec, completions, prompts, answers):
         try:
             out = api.score_preview(ctx, spec, completions, prompts, answers)
         except ApiError as exc:
@@ -113,22 +87,22 @@ def test_fuzz_score_preview(ctx, record_property):
         else:
             assert len(out["totals"]) == len(completions)
 
-    run()
-    record_property("fuzz_cases", cases)
-    record_property("uncaught_errors", 0)
+    fuzz(
+        record_property,
+        check,
+        st.one_of(mutated(BASE_SPEC), mutated(BASE_SPEC).map(as_text)),
+        st.one_of(texts, LEAVES),
+        st.one_of(st.none(), texts),
+        st.one_of(st.none(), texts),
+    )
 
 
 def test_fuzz_start_run_parsing_and_preflight(ctx, record_property):
     """What /start_run does before it records a run: parse, demo caps, the web's input policy,
     preflight. (Launching 10,000 workers is not the point.)"""
-    cases = 0
     base = RunConfig.from_dict({"training": {"steps": 5, "eval_samples": 4}}).to_dict()
 
-    @FUZZ_SETTINGS
-    @given(st.one_of(mutated(base), mutated(base).map(as_text), JSON_LIKE))
-    def run(doc):
-        nonlocal cases
-        cases += 1
+    def check(doc):
         try:
             config = api._config(doc)
             ctx.demo.check_config(config)
@@ -141,20 +115,13 @@ def test_fuzz_start_run_parsing_and_preflight(ctx, record_property):
             check_message(exc)
             assert exc.field, exc
 
-    run()
-    record_property("fuzz_cases", cases)
-    record_property("uncaught_errors", 0)
+    fuzz(record_property, check, st.one_of(mutated(base), mutated(base).map(as_text), JSON_LIKE))
 
 
 def test_fuzz_preview_request(record_property):
-    cases = 0
     numbers = st.one_of(LEAVES, st.integers(-5, 5000), st.floats(-5, 5000))
 
-    @FUZZ_SETTINGS
-    @given(numbers, numbers, numbers, numbers, numbers)
-    def run(n, k, temperature, max_new, seed):
-        nonlocal cases
-        cases += 1
+    def check(n, k, temperature, max_new, seed):
         request = PreviewRequest("default", "", {}, n, k, temperature, max_new, seed)
         try:
             request.check(64)
@@ -168,6 +135,4 @@ def test_fuzz_preview_request(record_property):
                 "seed",
             )
 
-    run()
-    record_property("fuzz_cases", cases)
-    record_property("uncaught_errors", 0)
+    fuzz(record_property, check, numbers, numbers, numbers, numbers, numbers)
