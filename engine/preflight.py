@@ -35,6 +35,8 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
     check_gpu_ids(config.training.gpu_list)
     check_trackers(config.training.report_to)
     check_model(config.model)
+    if config.data.source == "hub":
+        check_hub_dataset_id(str(config.data.path))
     if config.data.source == "file" or (config.data.source == "hub" and hub_offline()):
         check_data(config.data, policy)
 
@@ -55,6 +57,16 @@ def check_data(spec: DataSpec, policy: InputPolicy | None = None) -> list[dict[s
         raise ConfigError(f"data.{exc.field}", exc.reason) from None
     except DatasetError as exc:
         raise ConfigError(f"data.{exc.field}" if exc.field else "data", exc.reason) from None
+
+
+def check_hub_dataset_id(name: str) -> None:
+    """A hub dataset is named by a valid id, as a hub model is (see :func:`check_model`)."""
+    if not _valid_repo_id(name.strip()):
+        raise ConfigError(
+            "data.path",
+            f"{name!r} is not a Hugging Face dataset id (owner/name: letters, digits, '-', '_', "
+            "'.'); for a file of your own use source 'file'",
+        )
 
 
 def check_gpus(num_gpus: int) -> None:

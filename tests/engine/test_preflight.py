@@ -133,3 +133,22 @@ def test_the_api_refuses_a_missing_tracker_before_the_run_exists(data_dir):
         assert api.list_runs(ctx, viewer=LOCAL_VIEWER) == []
     finally:
         ctx.close()
+
+
+def test_hub_datasets_offline_are_refused_before_the_run_exists_like_hub_models(
+    data_dir, tmp_path, monkeypatch, engine_cli
+):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "empty-datasets-cache"))
+    with pytest.raises(ConfigError, match="not a Hugging Face dataset id") as err:
+        check_inputs(config(data={"source": "hub", "path": "not a dataset!"}))
+    assert err.value.field == "data.path"
+    path = tmp_path / "hub.yaml"
+    path.write_text("data:\n  source: hub\n  path: someone/some-data\n", encoding="utf-8")
+    result = engine_cli("train", path, "--data-dir", data_dir)
+    assert result.returncode == 2, result.stderr
+    assert "data.path: dataset 'someone/some-data' is not in the local cache" in result.stderr
+    assert "Traceback" not in result.stderr
+    with Database(db_path(data_dir)) as db:
+        assert run_store.list_runs(db) == []
