@@ -1,15 +1,16 @@
 """Checks a run's model and data before the run is recorded, so mistakes surface as field errors.
 
-More GPUs than the machine has, a missing model folder, a hub id that cannot be fetched
-offline, 4-bit loading without a GPU, a dataset file that is missing or lacks the mapped
-columns: each is reported as a :class:`~engine.dataclass_io.ConfigError` naming the field
-(``training.num_gpus``, ``model.name_or_path``, ``data.prompt_column``...), in the form, the API
-and the CLI, instead of a run that fails seconds later. Only cheap checks run here: no weights
-are loaded and nothing is downloaded.
+More GPUs than the machine has, a tracker that is not installed, a missing model folder, a hub
+id that cannot be fetched offline, 4-bit loading without a GPU, a dataset file that is missing or
+lacks the mapped columns: each is reported as a :class:`~engine.dataclass_io.ConfigError` naming
+the field (``training.num_gpus``, ``model.name_or_path``, ``data.prompt_column``...), in the
+form, the API and the CLI, instead of a run that fails seconds later. Only cheap checks run here:
+no weights are loaded and nothing is downloaded.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,10 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
         policy.check_data(config.data)
     check_gpus(config.training.num_gpus)
     check_gpu_ids(config.training.gpu_list)
+    check_trackers(config.training.report_to)
     check_model(config.model)
+    if config.data.source == "hub":
+        check_hub_dataset_id(str(config.data.path))
     if config.data.source == "file" or (config.data.source == "hub" and hub_offline()):
         check_data(config.data, policy)
 
@@ -53,6 +57,16 @@ def check_data(spec: DataSpec, policy: InputPolicy | None = None) -> list[dict[s
         raise ConfigError(f"data.{exc.field}", exc.reason) from None
     except DatasetError as exc:
         raise ConfigError(f"data.{exc.field}" if exc.field else "data", exc.reason) from None
+
+
+def check_hub_dataset_id(name: str) -> None:
+    """A hub dataset is named by a valid id, as a hub model is (see :func:`check_model`)."""
+    if not _valid_repo_id(name.strip()):
+        raise ConfigError(
+            "data.path",
+            f"{name!r} is not a Hugging Face dataset id (owner/name: letters, digits, '-', '_', "
+            "'.'); for a file of your own use source 'file'",
+        )
 
 
 def check_gpus(num_gpus: int) -> None:
@@ -81,6 +95,19 @@ def check_gpu_ids(ids: list[int]) -> None:
             f"GPU {', '.join(map(str, missing))} is not on this machine, which has {have}; "
             "leave it empty to use the free ones",
         )
+
+
+def check_trackers(report_to: list[str]) -> None:
+    """Each tracker in ``training.report_to`` is installed: TRL fails at the run's start
+    otherwise (its ``TensorBoardCallback``, ``WandbCallback``... import the package)."""
+    for i, name in enumerate(report_to):
+        # The trackers' import names equal their pip names (tensorboard, wandb, trackio).
+        if importlib.util.find_spec(name) is None:
+            raise ConfigError(
+                f"training.report_to[{i}]",
+                f"{name!r} is not installed; install it with `pip install {name}` and restart "
+                "the app, or remove it from training.report_to",
+            )
 
 
 def check_model(spec: ModelSpec) -> None:

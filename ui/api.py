@@ -46,6 +46,8 @@ MAX_API_TEXT_CHARS = 20_000
 #: of language identification and 50 MB of traces on the reference machine.
 MAX_API_TOTAL_CHARS = 1_000_000
 MAX_METRIC_ROWS = 10_000
+#: Largest metric cursor: metric row ids are SQLite integers, which are signed 64-bit.
+MAX_CURSOR = 2**63 - 1
 #: Requests each endpoint serves at once; more wait in Gradio's queue. Scoring and starting
 #: runs are the heavy ones.
 CONCURRENCY = {
@@ -141,6 +143,11 @@ def _config(config: dict | str) -> RunConfig:
             if not isinstance(data, dict):
                 raise ApiError("config: must be a run config mapping (YAML or JSON)")
             config = data
+        if not config:  # an empty config would silently start a default run
+            raise ApiError(
+                "config: empty; send a run config as YAML or JSON text "
+                "(`python -m engine export-config` writes a documented one)"
+            )
         return RunConfig.from_dict(config)
     except ConfigError as exc:
         raise ApiError(f"config.{exc}" if exc.field else f"config: {exc}") from None
@@ -202,11 +209,10 @@ def run_metrics(
 ) -> dict[str, Any]:
     """Metric rows ``[step, name, value]`` written after ``cursor``, and the next cursor."""
     _owned(ctx, run_id, viewer)
-    if isinstance(cursor, bool) or not isinstance(cursor, (int, float)) or cursor < 0:
-        raise ApiError(f"cursor: must be a whole number >= 0, got {cursor!r}")
+    cursor = _cursor(cursor)
     try:
         points, next_cursor = metric_store.metrics_since(
-            ctx.db, run_id, int(cursor), names=names or None, limit=MAX_METRIC_ROWS
+            ctx.db, run_id, cursor, names=names or None, limit=MAX_METRIC_ROWS
         )
     except ValueError as exc:
         raise ApiError(f"names: {exc}") from None
@@ -215,6 +221,18 @@ def run_metrics(
         "cursor": next_cursor,
         "more": len(points) == MAX_METRIC_ROWS,
     }
+
+
+def _cursor(cursor: Any) -> int:
+    """``cursor`` as a row id: a whole number from 0 to :data:`MAX_CURSOR` (floats like 5.0 too,
+    as JSON clients send them)."""
+    whole = isinstance(cursor, int) or (isinstance(cursor, float) and cursor.is_integer())
+    if isinstance(cursor, bool) or not whole or not 0 <= cursor <= MAX_CURSOR:
+        raise ApiError(
+            f"cursor: must be a whole number from 0 to {MAX_CURSOR} (the cursor a previous "
+            f"call returned, or 0), got {describe_value(cursor)}"
+        )
+    return int(cursor)
 
 
 def list_runs(ctx: AppContext, *, viewer: Viewer) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """A run whose model or data cannot be used is refused with the field to fix, before it exists."""
 
+import importlib.util
 import json
 
 import pytest
@@ -103,3 +104,51 @@ def test_the_cli_prints_the_field_without_a_traceback(data_dir, tmp_path, engine
 def test_more_gpus_than_the_machine_has_are_refused():
     with pytest.raises(ConfigError, match=r"2 GPUs asked for, and this machine has \d; set it"):
         check_inputs(config(training={"num_gpus": 2}))
+
+
+@pytest.mark.parametrize("tracker", ["tensorboard", "wandb", "trackio"])
+def test_a_tracker_that_is_not_installed_is_refused_with_the_install_command(
+    tracker, tmp_path, monkeypatch
+):
+    cfg = config(training={"report_to": [tracker]})
+    if importlib.util.find_spec(tracker) is None:
+        with pytest.raises(
+            ConfigError, match=rf"not installed; install it with `pip install {tracker}`"
+        ) as err:
+            check_inputs(cfg)
+        assert err.value.field == "training.report_to[0]"
+    # Once a package of that name can be imported, the same config passes.
+    (tmp_path / tracker).mkdir()
+    (tmp_path / tracker / "__init__.py").write_text("", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    check_inputs(cfg)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorboard") is not None, reason="installed here")
+def test_the_api_refuses_a_missing_tracker_before_the_run_exists(data_dir):
+    ctx = AppContext(data_dir)
+    try:
+        with pytest.raises(ApiError, match=r"^config\.training\.report_to\[0\]: 'tensorboard'"):
+            api.start_run(ctx, "training:\n  report_to: [tensorboard]\n", viewer=LOCAL_VIEWER)
+        assert api.list_runs(ctx, viewer=LOCAL_VIEWER) == []
+    finally:
+        ctx.close()
+
+
+def test_hub_datasets_offline_are_refused_before_the_run_exists_like_hub_models(
+    data_dir, tmp_path, monkeypatch, engine_cli
+):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "empty-datasets-cache"))
+    with pytest.raises(ConfigError, match="not a Hugging Face dataset id") as err:
+        check_inputs(config(data={"source": "hub", "path": "not a dataset!"}))
+    assert err.value.field == "data.path"
+    path = tmp_path / "hub.yaml"
+    path.write_text("data:\n  source: hub\n  path: someone/some-data\n", encoding="utf-8")
+    result = engine_cli("train", path, "--data-dir", data_dir)
+    assert result.returncode == 2, result.stderr
+    assert "data.path: dataset 'someone/some-data' is not in the local cache" in result.stderr
+    assert "Traceback" not in result.stderr
+    with Database(db_path(data_dir)) as db:
+        assert run_store.list_runs(db) == []

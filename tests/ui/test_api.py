@@ -188,3 +188,31 @@ def test_demo_caps_every_size_field_of_a_run(data_dir):
 def test_a_private_app_has_no_size_caps():
     assert DemoLimits.from_env({}).sizes == {}
     assert DemoLimits.from_env({"SPACE_ID": "alice/studio"}).max_steps == 200
+
+
+@pytest.mark.parametrize("empty", ["", "  \n", "{}", {}, "null"])
+def test_start_run_refuses_an_empty_config_instead_of_starting_a_default_run(ctx, empty):
+    with pytest.raises(ApiError, match=r"^config: (empty|must be).*YAML or JSON") as err:
+        api.start_run(ctx, empty, viewer=LOCAL_VIEWER)
+    if empty != "null":
+        assert "python -m engine export-config" in str(err.value)
+    assert api.list_runs(ctx, viewer=LOCAL_VIEWER) == []
+
+
+@pytest.mark.parametrize(
+    "cursor", [10**30, 2**63, -1, 1e30, float("nan"), float("inf"), 2.5, True, False, "5", None]
+)
+def test_run_metrics_refuses_a_cursor_out_of_range_naming_it(ctx, cursor):
+    run = run_store.create_run(ctx.db, algorithm="grpo", config={}, status=RunStatus.RUNNING)
+    with pytest.raises(ApiError, match=rf"^cursor: must be a whole number from 0 to {2**63 - 1}"):
+        api.run_metrics(ctx, run.id, cursor, viewer=LOCAL_VIEWER)
+
+
+def test_run_metrics_takes_the_largest_cursor_and_whole_floats(ctx):
+    run = run_store.create_run(ctx.db, algorithm="grpo", config={}, status=RunStatus.RUNNING)
+    with MetricWriter(ctx.db, run.id) as writer:
+        writer.log(1, {"reward/total": 0.5})
+    assert api.run_metrics(ctx, run.id, 2**63 - 1, viewer=LOCAL_VIEWER)["points"] == []
+    assert api.run_metrics(ctx, run.id, 0.0, viewer=LOCAL_VIEWER)["points"] == [
+        [1, "reward/total", 0.5]
+    ]
