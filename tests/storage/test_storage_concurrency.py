@@ -116,6 +116,7 @@ def test_a_killed_writer_corrupts_nothing(data_dir):
         deadline = time.monotonic() + 60
         while latest_steps(db)[doomed] < 30 and time.monotonic() < deadline:
             time.sleep(0.01)
+        committed = latest_steps(db)[doomed]  # fewer than 30 only on a badly overloaded machine
         victim.send_signal(signal.SIGKILL)  # mid-stream, likely inside a transaction
         victim.wait(timeout=30)
         survivor_steps, _ = finish(other)
@@ -130,7 +131,7 @@ def test_a_killed_writer_corrupts_nothing(data_dir):
     # The killed run keeps whole committed batches: every step it has is complete.
     rows = all_metrics(db, doomed)
     last = rows[-1][0]
-    assert last >= 30
+    assert last >= committed > 0
     assert rows == expected_metrics(last)
     assert get_run(db, doomed).status == RunStatus.RUNNING  # for the launcher's scan to resolve
     # The file is still writable by everyone.

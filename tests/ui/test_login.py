@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -19,7 +20,9 @@ class Clock:
 
 
 def check(guard: LoginGuard, username: str, password: str) -> bool:
-    return asyncio.run(guard.check(username, password))
+    # A thread of its own: a session-wide browser fixture may hold a running loop in this one.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, guard.check(username, password)).result()
 
 
 def test_only_configured_pairs_match():
