@@ -34,6 +34,8 @@ UPLOADS_DIR = "uploads"
 DATA_ROOTS_ENV = "STUDIO_DATA_ROOTS"
 MODEL_ROOTS_ENV = "STUDIO_MODEL_ROOTS"
 VISITOR_HUB_TOKEN_ENV = "STUDIO_VISITOR_HUB_TOKEN"
+#: In a run folder: the run came from the web and its worker gets no hub token.
+NO_HUB_TOKEN_MARKER = "no-hub-token"
 #: Environment variables that carry the server's hub token (huggingface_hub reads them).
 HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
@@ -169,15 +171,24 @@ class InputPolicy:
         )
 
     # ---- hub token ---------------------------------------------------------------------------
-    def worker_env(self, env: Mapping[str, str]) -> dict[str, str]:
-        """``env`` for a visitor's worker: without the server's hub token unless allowed."""
-        out = dict(env)
+    def mark_run(self, run_dir: Path) -> None:
+        """Record with a run started from the web whether its worker may use the server's hub
+        token: whichever process later starts it (the app, the CLI, a finishing worker) reads
+        it from the run folder through :func:`worker_env`."""
         if not self.hub_token:
-            for name in HUB_TOKEN_ENVS:
-                out.pop(name, None)
-            # No token from the login file either (huggingface_hub's token=False for all calls).
-            out["HF_HUB_DISABLE_IMPLICIT_TOKEN"] = "1"
-        return out
+            (run_dir / NO_HUB_TOKEN_MARKER).touch()
+
+
+def worker_env(run_dir: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for the worker of ``run_dir``: without the server's hub token when the run was
+    marked so by :meth:`InputPolicy.mark_run`."""
+    out = dict(env)
+    if (run_dir / NO_HUB_TOKEN_MARKER).exists():
+        for name in HUB_TOKEN_ENVS:
+            out.pop(name, None)
+        # No token from the login file either (huggingface_hub's token=False for all calls).
+        out["HF_HUB_DISABLE_IMPLICIT_TOKEN"] = "1"
+    return out
 
 
 @functools.lru_cache(maxsize=64)

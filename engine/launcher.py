@@ -29,7 +29,7 @@ from engine.checkpoints import latest_checkpoint
 from engine.config import RunConfig
 from engine.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
 from engine.distributed import launch_args, layer_class, write_fsdp_config
-from engine.input_policy import InputPolicy
+from engine.input_policy import InputPolicy, worker_env
 from engine.models import resolve_spec
 from engine.preflight import check_inputs
 from storage import runs as run_store
@@ -159,6 +159,8 @@ class Launcher:
         run_dir = self.run_dir(run_id)
         run_dir.mkdir(parents=True, exist_ok=True)
         config.save(run_dir / CONFIG_FILE)
+        if self.policy is not None:
+            self.policy.mark_run(run_dir)
         with self._db() as db:
             try:
                 run_store.create_run(
@@ -244,8 +246,7 @@ class Launcher:
         env = {**os.environ, "STUDIO_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1"}
         env.update(assignment.env())
         assignment.save(run_dir)
-        if self.policy is not None:
-            env = self.policy.worker_env(env)
+        env = worker_env(run_dir, env)
         with open(run_dir / WORKER_LOG, "ab") as log:
             proc = subprocess.Popen(
                 cmd,

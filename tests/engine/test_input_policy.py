@@ -15,6 +15,7 @@ import pytest
 from engine.config import RunConfig
 from engine.dataclass_io import ConfigError
 from engine.input_policy import InputPolicy
+from engine.launcher import Launcher
 from engine.preflight import check_inputs
 from storage import runs as run_store
 from ui import api
@@ -149,16 +150,20 @@ def test_the_cli_reads_any_path_the_operator_names(secret_csv):
     )
 
 
-def worker_environ(ctx: AppContext) -> dict[str, str]:
-    """Start a real run through the app's launcher and read its worker's environment."""
-    run_id = ctx.launcher.start(RunConfig.from_dict({"training": {"steps": 1}}))
+def worker_environ(ctx: AppContext, dispatcher: Launcher | None = None) -> dict[str, str]:
+    """Record a real run through the app's launcher, start it with ``dispatcher`` (default: the
+    app's launcher; the CLI and finishing workers dispatch with a plain one) and read its
+    worker's environment."""
+    dispatcher = dispatcher or ctx.launcher
+    run_id = ctx.launcher.record(RunConfig.from_dict({"training": {"steps": 1}}))
+    dispatcher.dispatch()
     pid = run_store.get_run(ctx.db, run_id).pid
     try:
         raw = Path(f"/proc/{pid}/environ").read_bytes()
     finally:
         os.killpg(pid, signal.SIGKILL)
         for _ in range(100):
-            if ctx.launcher._children[run_id].poll() is not None:
+            if dispatcher._children[run_id].poll() is not None:
                 break
             time.sleep(0.05)
     return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
@@ -175,6 +180,12 @@ def test_visitor_runs_get_no_server_hub_token_unless_the_operator_allows_it(data
         ctx.close()
     assert "HF_TOKEN" not in env and env["HF_HUB_DISABLE_IMPLICIT_TOKEN"] == "1"
     assert env["STUDIO_DATA_DIR"] == str(data_dir)
+    ctx = AppContext(data_dir)
+    try:  # a visitor's queued run started by the CLI or a finishing worker: still no token
+        env = worker_environ(ctx, Launcher(data_dir))
+    finally:
+        ctx.close()
+    assert "HF_TOKEN" not in env and env["HF_HUB_DISABLE_IMPLICIT_TOKEN"] == "1"
     monkeypatch.setenv("STUDIO_VISITOR_HUB_TOKEN", "1")
     ctx = AppContext(data_dir)
     try:
