@@ -46,6 +46,8 @@ MAX_API_TEXT_CHARS = 20_000
 #: of language identification and 50 MB of traces on the reference machine.
 MAX_API_TOTAL_CHARS = 1_000_000
 MAX_METRIC_ROWS = 10_000
+#: Most metric names one /run_metrics call may filter by (a run logs a few dozen).
+MAX_METRIC_NAMES = 256
 #: Largest metric cursor: metric row ids are SQLite integers, which are signed 64-bit.
 MAX_CURSOR = 2**63 - 1
 #: Requests each endpoint serves at once; more wait in Gradio's queue. Scoring and starting
@@ -210,6 +212,8 @@ def run_metrics(
     """Metric rows ``[step, name, value]`` written after ``cursor``, and the next cursor."""
     _owned(ctx, run_id, viewer)
     cursor = _cursor(cursor)
+    if isinstance(names, list) and len(names) > MAX_METRIC_NAMES:
+        raise ApiError(f"names: at most {MAX_METRIC_NAMES} metric names per call")
     try:
         points, next_cursor = metric_store.metrics_since(
             ctx.db, run_id, cursor, names=names or None, limit=MAX_METRIC_ROWS

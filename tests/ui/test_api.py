@@ -216,3 +216,11 @@ def test_run_metrics_takes_the_largest_cursor_and_whole_floats(ctx):
     assert api.run_metrics(ctx, run.id, 0.0, viewer=LOCAL_VIEWER)["points"] == [
         [1, "reward/total", 0.5]
     ]
+
+
+def test_run_metrics_bounds_the_names_filter(ctx):
+    run = run_store.create_run(ctx.db, algorithm="grpo", config={}, status=RunStatus.RUNNING)
+    many = [f"m/{i}" for i in range(40_000)]  # past SQLite's limit on bound parameters
+    with pytest.raises(ApiError, match=r"^names: at most 256 metric names per call"):
+        api.run_metrics(ctx, run.id, 0, many, viewer=LOCAL_VIEWER)
+    assert api.run_metrics(ctx, run.id, 0, many[:256], viewer=LOCAL_VIEWER)["points"] == []
