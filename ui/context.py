@@ -39,6 +39,20 @@ DEMO_SIZE_CAPS: dict[str, tuple[str, int]] = {
     "data.max_rows": ("STUDIO_DEMO_MAX_ROWS", 10_000),
 }
 SUPERVISE_SECONDS = 5.0
+PUBLIC_ENV = "STUDIO_PUBLIC"
+SPACE_ENV = "SPACE_ID"
+
+
+def on_space(env: Mapping[str, str] | None = None) -> bool:
+    """True when the app runs on a Hugging Face Space."""
+    env = os.environ if env is None else env
+    return bool(env.get(SPACE_ENV, "").strip())
+
+
+def is_public(env: Mapping[str, str] | None = None) -> bool:
+    """True for a public app: on a Space, or with ``STUDIO_PUBLIC=1``."""
+    env = os.environ if env is None else env
+    return on_space(env) or env.get(PUBLIC_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 class SettingsError(ValueError):
@@ -79,12 +93,10 @@ class DemoLimits:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DemoLimits:
-        """Caps from ``STUDIO_DEMO_*``. A public app (on a Space, or with any demo cap set)
-        gets every size cap of ``DEMO_SIZE_CAPS``: its variable, else its default."""
+        """Caps from ``STUDIO_DEMO_*``. A public app (:func:`is_public`, or with any demo cap
+        set) gets every size cap of ``DEMO_SIZE_CAPS``: its variable, else its default."""
         env = os.environ if env is None else env
-        public = bool(env.get("SPACE_ID")) or any(
-            env.get(name, "").strip() for name in _demo_envs()
-        )
+        public = is_public(env) or any(env.get(name, "").strip() for name in _demo_envs())
         sizes = {}
         for path, (name, default) in DEMO_SIZE_CAPS.items():
             value = _positive_int(env, name)

@@ -27,10 +27,9 @@ import gradio as gr
 from storage.run_caps import ActiveRunCaps
 from storage.schema import ANONYMOUS_PREFIX, LOCAL_OWNER
 from ui.context import _positive_int as positive_int_setting
+from ui.context import is_public, on_space
 
-PUBLIC_ENV = "STUDIO_PUBLIC"
 ADMINS_ENV = "STUDIO_ADMINS"
-SPACE_ENV = "SPACE_ID"
 MAX_ACTIVE_RUNS_ENV = "STUDIO_DEMO_MAX_QUEUED_RUNS"
 MAX_ANON_RUNS_ENV = "STUDIO_DEMO_MAX_ANON_RUNS"
 # Defaults on a public app: one owner may queue the next run while one trains; anonymous
@@ -70,18 +69,6 @@ class Viewer:
 
 
 LOCAL_VIEWER = Viewer(LOCAL_OWNER, "local")
-
-
-def on_space(env: Mapping[str, str] | None = None) -> bool:
-    """True when the app runs on a Hugging Face Space."""
-    env = os.environ if env is None else env
-    return bool(env.get(SPACE_ENV, "").strip())
-
-
-def is_public(env: Mapping[str, str] | None = None) -> bool:
-    """True for a public app: on a Space, or with ``STUDIO_PUBLIC=1``."""
-    env = os.environ if env is None else env
-    return on_space(env) or env.get(PUBLIC_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 def admins(env: Mapping[str, str] | None = None) -> frozenset[str]:

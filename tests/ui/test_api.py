@@ -188,6 +188,9 @@ def test_demo_caps_every_size_field_of_a_run(data_dir):
 def test_a_private_app_has_no_size_caps():
     assert DemoLimits.from_env({}).sizes == {}
     assert DemoLimits.from_env({"SPACE_ID": "alice/studio"}).max_steps == 200
+    # A public app off Spaces (anonymous visitors, as ui.identity treats it) is capped too.
+    public = DemoLimits.from_env({"STUDIO_PUBLIC": "1"})
+    assert public.max_steps == 200 and public.sizes["generation.num_generations"] == 16
 
 
 @pytest.mark.parametrize("empty", ["", "  \n", "{}", {}, "null"])
