@@ -8,14 +8,18 @@ an :class:`~ui.context.AppContext`. Tabs exchange what they share through the ha
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 import gradio as gr
 
 from storage.paths import persistence_note
 from ui.api import build_api
 from ui.compare import build_compare
-from ui.context import AppContext
+from ui.context import AppContext, on_space
+from ui.context import _positive_int as positive_int_setting
 from ui.design import build_design
-from ui.identity import on_space, ownership_note, viewer_for
+from ui.identity import ownership_note, viewer_for
 from ui.messages import escape
 from ui.preview import build_preview
 from ui.runs import build_runs, initial_selection
@@ -32,6 +36,8 @@ CSS = """
 .field-error p { margin: 0; }
 footer { display: none !important; }
 """
+MAX_UPLOAD_MB_ENV = "STUDIO_MAX_UPLOAD_MB"
+DEFAULT_MAX_UPLOAD_MB = 100
 THEME = gr.themes.Soft(primary_hue="indigo", secondary_hue="amber")
 
 
@@ -100,4 +106,12 @@ def launch_kwargs(ctx: AppContext) -> dict:
         "theme": THEME,
         "css": CSS,
         "blocked_paths": [str(ctx.data_dir)],
+        # Uploads land on the server's disk (and a dataset is copied once more into uploads/).
+        "max_file_size": upload_limit_bytes(),
     }
+
+
+def upload_limit_bytes(env: Mapping[str, str] | None = None) -> int:
+    """The largest file a visitor may upload: ``STUDIO_MAX_UPLOAD_MB`` (default 100) MiB."""
+    env = os.environ if env is None else env
+    return (positive_int_setting(env, MAX_UPLOAD_MB_ENV) or DEFAULT_MAX_UPLOAD_MB) * 2**20

@@ -227,6 +227,7 @@ def space(tmp_path_factory, start_app):
             "OAUTH_SCOPES": "openid profile",
             "OPENID_PROVIDER_URL": provider,
             "STUDIO_PERSISTENT_ROOT": str(root),
+            "STUDIO_MAX_UPLOAD_MB": "1",
         }
         with start_app(data_dir, env, pass_data_dir=False) as app:
             app.provider = provider
@@ -260,6 +261,16 @@ def test_the_data_dir_is_never_served(space, record_property):
     record_property("probes_tried", len(probes))
     record_property("probes_passed", refused)
     assert refused == len(probes)
+
+
+def test_uploads_are_capped_in_size(space, record_property):
+    http = Browser(space.url).http
+    big = http.post("/gradio_api/upload", files={"files": ("big.jsonl", b"x" * (2 * 2**20))})
+    small = http.post("/gradio_api/upload", files={"files": ("small.jsonl", b'{"a": 1}\n')})
+    record_property("probes_tried", 1)
+    record_property("probes_passed", int(big.status_code >= 400))
+    assert big.status_code >= 400, big.text[:200]
+    assert small.status_code == 200, small.text[:200]
 
 
 def test_anonymous_sessions_see_and_touch_only_their_own_runs(space, record_property):
