@@ -16,8 +16,7 @@ import gradio as gr
 from storage.paths import persistence_note
 from ui.api import build_api
 from ui.compare import build_compare
-from ui.context import AppContext, on_space
-from ui.context import _positive_int as positive_int_setting
+from ui.context import AppContext, on_space, positive_int_setting
 from ui.design import build_design
 from ui.identity import ownership_note, viewer_for
 from ui.messages import escape

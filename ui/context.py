@@ -63,7 +63,7 @@ class SettingsError(ValueError):
         self.field = field
 
 
-def _positive_int(env: Mapping[str, str], name: str) -> int | None:
+def positive_int_setting(env: Mapping[str, str], name: str) -> int | None:
     raw = env.get(name, "").strip()
     if not raw:
         return None
@@ -99,13 +99,13 @@ class DemoLimits:
         public = is_public(env) or any(env.get(name, "").strip() for name in _demo_envs())
         sizes = {}
         for path, (name, default) in DEMO_SIZE_CAPS.items():
-            value = _positive_int(env, name)
+            value = positive_int_setting(env, name)
             if value is not None or public:
                 sizes[path] = value if value is not None else default
         return cls(
             max_steps=sizes.get("training.steps"),
-            max_model_params=_positive_int(env, DEMO_MAX_PARAMS_ENV),
-            max_preview_samples=_positive_int(env, DEMO_MAX_PREVIEW_ENV),
+            max_model_params=positive_int_setting(env, DEMO_MAX_PARAMS_ENV),
+            max_preview_samples=positive_int_setting(env, DEMO_MAX_PREVIEW_ENV),
             sizes=sizes,
         )
 

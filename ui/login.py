@@ -24,8 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 
-from ui.context import SettingsError
-from ui.context import _positive_int as positive_int_setting
+from ui.context import SettingsError, positive_int_setting
 
 logger = logging.getLogger(__name__)
 
