@@ -10,6 +10,9 @@ the web entry points (the Train form, ``/start_run``, the Preview tab) pass an
 - a model that is neither a listed alias nor a hub id, unless it lies under a folder listed in
   ``STUDIO_MODEL_ROOTS``; the refusal reads the same whether or not the path exists.
 
+Stored uploads take at most ``STUDIO_MAX_UPLOADS_MB`` (2048) MiB together: past it, copies no
+run names are removed oldest first, and if that frees too little the upload is refused.
+
 Runs started from the web download from the hub without the server's token
 (``HF_TOKEN`` is not passed on), so a Space owner's private or gated repos stay private, unless
 the operator sets ``STUDIO_VISITOR_HUB_TOKEN=1``.
@@ -22,18 +25,21 @@ import hashlib
 import os
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine.dataclass_io import ConfigError
 from engine.datasets import FILE_TYPES, DataSpec
 from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
+from storage.paths import RUNS_DIR
 
 UPLOADS_DIR = "uploads"
 DATA_ROOTS_ENV = "STUDIO_DATA_ROOTS"
 MODEL_ROOTS_ENV = "STUDIO_MODEL_ROOTS"
 VISITOR_HUB_TOKEN_ENV = "STUDIO_VISITOR_HUB_TOKEN"
+UPLOADS_QUOTA_ENV = "STUDIO_MAX_UPLOADS_MB"
+DEFAULT_UPLOADS_QUOTA_MB = 2048
 #: In a run folder: the run came from the web and its worker gets no hub token.
 NO_HUB_TOKEN_MARKER = "no-hub-token"
 #: Environment variables that carry the server's hub token (huggingface_hub reads them).
@@ -42,6 +48,8 @@ MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
 # Hub repo ids: owner/name, letters, digits, '-', '_', '.'; huggingface_hub's own rules on top.
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
 _TRUE = ("1", "true", "yes", "on")
+# Stored uploads are named by the first 32 hex digits of their SHA-256 and their suffix.
+_STORED_NAME = re.compile(r"[0-9a-f]{32}\.[a-z]+")
 
 
 def is_hub_id(name: str) -> bool:
@@ -77,12 +85,14 @@ class InputPolicy:
         data_roots: further folders whose data files visitors may name.
         model_roots: folders whose model folders visitors may name.
         hub_token: whether visitors' runs may use the server's hub token.
+        uploads_quota: most bytes the stored uploads may take together.
     """
 
     uploads: Path
     data_roots: tuple[Path, ...] = ()
     model_roots: tuple[Path, ...] = ()
     hub_token: bool = False
+    uploads_quota: int = DEFAULT_UPLOADS_QUOTA_MB * 2**20
 
     @classmethod
     def for_web(cls, data_dir: str | Path, env: Mapping[str, str] | None = None) -> InputPolicy:
@@ -92,6 +102,7 @@ class InputPolicy:
             data_roots=_roots(env, DATA_ROOTS_ENV),
             model_roots=_roots(env, MODEL_ROOTS_ENV),
             hub_token=env.get(VISITOR_HUB_TOKEN_ENV, "").strip().lower() in _TRUE,
+            uploads_quota=_megabytes(env, UPLOADS_QUOTA_ENV, DEFAULT_UPLOADS_QUOTA_MB) * 2**20,
         )
 
     # ---- data --------------------------------------------------------------------------------
@@ -140,11 +151,33 @@ class InputPolicy:
             )
         stat = source.stat()  # the form asks on every change: hash each upload once
         key = (str(source), stat.st_size, stat.st_mtime_ns, self.uploads)
-        stored = _stored_copy(*key)
+        stored = _stored_copy(*key, room=self._make_room)
         if not stored.exists():  # removed since: copy it again
             _stored_copy.cache_clear()
-            stored = _stored_copy(*key)
+            stored = _stored_copy(*key, room=self._make_room)
         return stored
+
+    def _make_room(self, size: int) -> None:
+        """Free ``size`` bytes of the uploads quota: remove the oldest stored copies that no
+        run's config names, then refuse if the quota still has no room."""
+        stored = sorted(
+            (p for p in self.uploads.glob("*") if p.is_file()), key=lambda p: p.stat().st_mtime
+        )
+        used = sum(p.stat().st_size for p in stored)
+        if used + size <= self.uploads_quota:
+            return
+        named = _names_in_run_configs(self.uploads.parent / RUNS_DIR)
+        for path in stored:
+            if path.name not in named:
+                used -= path.stat().st_size
+                path.unlink(missing_ok=True)
+                if used + size <= self.uploads_quota:
+                    return
+        raise ConfigError(
+            "data.path",
+            f"the server's space for uploads is full ({self.uploads_quota // 2**20} MiB, "
+            f"{UPLOADS_QUOTA_ENV}); the files there belong to runs",
+        )
 
     # ---- models ------------------------------------------------------------------------------
     def check_model(self, spec: ModelSpec) -> None:
@@ -191,10 +224,36 @@ def worker_env(run_dir: Path, env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def _megabytes(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    try:
+        value = int(raw) if raw else default
+    except ValueError:
+        value = -1
+    if value < 1:
+        raise ConfigError(name, f"must be a positive whole number of MiB, got {raw!r}")
+    return value
+
+
+def _names_in_run_configs(runs: Path) -> set[str]:
+    """Names of the stored uploads that some run's config refers to."""
+    from engine.launcher import CONFIG_FILE  # the launcher imports this module
+
+    names: set[str] = set()
+    for config in runs.glob(f"*/{CONFIG_FILE}"):
+        try:
+            names.update(_STORED_NAME.findall(config.read_text(errors="replace")))
+        except OSError:
+            continue
+    return names
+
+
 @functools.lru_cache(maxsize=64)
-def _stored_copy(source: str, size: int, mtime_ns: int, uploads: Path) -> Path:
+def _stored_copy(
+    source: str, size: int, mtime_ns: int, uploads: Path, *, room: Callable[[int], None]
+) -> Path:
     """The content-named copy of ``source`` in ``uploads`` (``size`` and ``mtime_ns`` key the
-    cache, so a changed file is copied again)."""
+    cache, so a changed file is copied again); ``room(size)`` makes space for a new copy."""
     digest = hashlib.sha256()
     with open(source, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -202,6 +261,7 @@ def _stored_copy(source: str, size: int, mtime_ns: int, uploads: Path) -> Path:
     uploads.mkdir(parents=True, exist_ok=True)
     target = uploads / f"{digest.hexdigest()[:32]}{Path(source).suffix.lower()}"
     if not target.exists():
+        room(size)
         partial = target.with_name(target.name + ".part")
         shutil.copyfile(source, partial)
         os.replace(partial, target)  # never a half-copied file under the final name

@@ -37,12 +37,15 @@ footer { display: none !important; }
 """
 MAX_UPLOAD_MB_ENV = "STUDIO_MAX_UPLOAD_MB"
 DEFAULT_MAX_UPLOAD_MB = 100
+CACHE_SWEEP = (1800, 6 * 3600)  # (every N seconds, remove files older than M seconds)
 THEME = gr.themes.Soft(primary_hue="indigo", secondary_hue="amber")
 
 
 def build_app(ctx: AppContext) -> gr.Blocks:
     """The whole dashboard: Design, Preview, Train, Runs and Compare tabs plus API endpoints."""
-    with gr.Blocks(title=TITLE) as demo:
+    # Gradio keeps every upload and served file in its cache until the server stops: sweep
+    # files older than six hours every half hour, so visitors' uploads do not fill the disk.
+    with gr.Blocks(title=TITLE, delete_cache=CACHE_SWEEP) as demo:
         gr.Markdown(
             f"## {TITLE}\n"
             "Design a reward from weighted components, preview it on real generations with a "

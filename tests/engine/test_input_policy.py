@@ -213,3 +213,30 @@ def test_the_web_process_reads_models_without_the_server_token(data_dir, monkeyp
         assert ctx._hub_token() is None  # the server's own token, as the operator allowed
     finally:
         ctx.close()
+
+
+def test_uploads_beyond_the_quota_evict_unused_copies_then_are_refused(data_dir, tmp_path):
+    policy = InputPolicy.for_web(data_dir, env={"STUDIO_MAX_UPLOADS_MB": "1"})
+    sources = []
+    for i in range(4):
+        source = tmp_path / f"part{i}.jsonl"
+        source.write_text(f'{{"question": "{i}", "answer": "{"x" * 400_000}"}}\n')
+        sources.append(source)
+    first = policy.store_upload(sources[0])
+    os.utime(first, (1, 1))  # the oldest copy
+    second = policy.store_upload(sources[1])
+    third = policy.store_upload(sources[2])  # over 1 MiB: the oldest unused copy goes
+    assert not first.exists() and second.exists() and third.exists()
+
+    run_dir = data_dir / "runs" / "r1"  # a run that trains on both remaining copies
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(f"data:\n  path: {second}\n  eval_path: {third}\n")
+    with pytest.raises(ConfigError, match=r"data\.path: .*full \(1 MiB, STUDIO_MAX_UPLOADS_MB\)"):
+        policy.store_upload(sources[3])
+    assert second.exists() and third.exists()
+    assert sorted(p.name for p in policy.uploads.iterdir()) == sorted([second.name, third.name])
+
+
+def test_the_uploads_quota_setting_is_checked(data_dir):
+    with pytest.raises(ConfigError, match="STUDIO_MAX_UPLOADS_MB: must be a positive whole"):
+        InputPolicy.for_web(data_dir, env={"STUDIO_MAX_UPLOADS_MB": "lots"})
