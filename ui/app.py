@@ -18,7 +18,13 @@ from ui.api import build_api
 from ui.compare import build_compare
 from ui.context import AppContext, on_space, positive_int_setting
 from ui.design import build_design
-from ui.identity import ownership_note, viewer_for
+from ui.identity import (
+    VISITOR_STORAGE_KEY,
+    browser_state_secret,
+    ownership_note,
+    remember_visitor,
+    viewer_for,
+)
 from ui.messages import escape
 from ui.preview import build_preview
 from ui.runs import build_runs, initial_selection
@@ -82,14 +88,22 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             api_visibility="private",
         )
 
-        def on_load(request: gr.Request, profile: gr.OAuthProfile | None = None):
+        # An anonymous visitor's identity lives in the browser, so a reload keeps their runs.
+        visitor = gr.BrowserState(
+            "", storage_key=VISITOR_STORAGE_KEY, secret=browser_state_secret(ctx.data_dir)
+        )
+
+        def on_load(token: str, request: gr.Request, profile: gr.OAuthProfile | None = None):
+            if request is not None and request.session_hash:
+                token = remember_visitor(request.session_hash, token)
             requested = request.query_params.get("run") if request is not None else None
             choices, pick = initial_selection(ctx, viewer_for(request, profile), requested)
-            return gr.Dropdown(choices=choices, value=pick), gr.Dropdown(choices=choices)
+            return gr.Dropdown(choices=choices, value=pick), gr.Dropdown(choices=choices), token
 
         demo.load(
             on_load,
-            outputs=[runs.run_select, compare.runs_box],
+            inputs=visitor,
+            outputs=[runs.run_select, compare.runs_box, visitor],
             api_visibility="private",
         )
         build_api(ctx)

@@ -6,7 +6,11 @@ sends, in this order:
 1. a Hugging Face sign-in (Gradio's OAuth on a Space, ``gr.OAuthProfile``): ``hf:<username>``;
 2. a ``STUDIO_AUTH`` login (``request.username``): ``user:<login>``;
 3. a public app (on a Space, ``SPACE_ID`` set, or ``STUDIO_PUBLIC=1``) without either: an
-   anonymous identity per browser session, ``anon:<session hash>``, with the demo caps;
+   anonymous identity per browser, ``anon:<key>``, with the demo caps. The key is a hash of a
+   random token the server gives the browser on its first visit, kept in the browser's local
+   storage (``gr.BrowserState``) and handed back on each page load (:func:`remember_visitor`),
+   so a reload keeps the visitor's runs; a client that runs no page load (the API) is
+   ``anon:<session hash>`` per session;
 4. a private local app: the single local owner ``local``, also the owner of CLI runs.
 
 Owner keys listed in ``STUDIO_ADMINS`` (comma-separated, e.g. ``hf:alice,user:bob``) see and act
@@ -18,9 +22,15 @@ for all anonymous visitors together (``STUDIO_DEMO_MAX_ANON_RUNS``).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import secrets
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import gradio as gr
 
@@ -35,6 +45,12 @@ MAX_ANON_RUNS_ENV = "STUDIO_DEMO_MAX_ANON_RUNS"
 # visitors together may hold a few, so signed-in users are not crowded out.
 PUBLIC_MAX_ACTIVE_RUNS = 2
 PUBLIC_MAX_ANON_RUNS = 4
+#: Where the browser keeps the visitor token (local storage key of the ``gr.BrowserState``).
+VISITOR_STORAGE_KEY = "reward-studio-visitor"
+_VISITOR_TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
+_MAX_SESSIONS = 100_000  # sessions remembered (oldest forgotten: they reload and are re-told)
+_visitor_keys: OrderedDict[str, str] = OrderedDict()
+_visitor_lock = threading.Lock()
 
 
 class IdentityError(PermissionError):
@@ -102,10 +118,38 @@ def ownership_note(env: Mapping[str, str] | None = None) -> str:
     note = "Your runs are visible only to you."
     if on_space(env):
         return note + (
-            " Without signing in they belong to this browser tab and a reload loses them: sign "
-            "in with Hugging Face to keep them."
+            " Without signing in they belong to this browser (clearing its site data loses "
+            "them): sign in with Hugging Face to keep them on any device."
         )
-    return note + " They belong to this browser tab: a reload loses them."
+    return note + " They belong to this browser (clearing its site data loses them)."
+
+
+def remember_visitor(session_hash: str, token: object) -> str:
+    """Tie a browser session to the visitor token its browser kept; returns the token to keep
+    (a new one when ``token`` is missing or malformed). The owner key is a hash of the token,
+    so the database never holds the secret."""
+    if not isinstance(token, str) or not _VISITOR_TOKEN.fullmatch(token):
+        token = secrets.token_urlsafe(32)
+    key = hashlib.sha256(token.encode()).hexdigest()[:32]
+    with _visitor_lock:
+        _visitor_keys[session_hash] = key
+        _visitor_keys.move_to_end(session_hash)
+        while len(_visitor_keys) > _MAX_SESSIONS:
+            _visitor_keys.popitem(last=False)
+    return token
+
+
+def browser_state_secret(data_dir: Path) -> str:
+    """The key Gradio encrypts the visitor token with in the browser, kept in the data dir so
+    tokens survive a restart of the app."""
+    path = Path(data_dir) / "browser-state.key"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_urlsafe(32))
+    return path.read_text().strip()
 
 
 def viewer_for(
@@ -129,7 +173,9 @@ def viewer_for(
         session = getattr(request, "session_hash", None) if request is not None else None
         if not session:
             raise IdentityError("this public app needs a browser session to know whose runs")
-        owner, name = f"{ANONYMOUS_PREFIX}{session}", "anonymous visitor"
+        with _visitor_lock:
+            key = _visitor_keys.get(session, session)
+        owner, name = f"{ANONYMOUS_PREFIX}{key}", "anonymous visitor"
     else:
         owner, name = LOCAL_OWNER, "local"
     is_admin = owner in admins(env)
