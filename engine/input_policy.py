@@ -29,13 +29,13 @@ from pathlib import Path
 from engine.dataclass_io import ConfigError
 from engine.datasets import FILE_TYPES, DataSpec
 from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
+from engine.run_layout import NO_HUB_TOKEN_MARKER
 
 UPLOADS_DIR = "uploads"
 DATA_ROOTS_ENV = "STUDIO_DATA_ROOTS"
 MODEL_ROOTS_ENV = "STUDIO_MODEL_ROOTS"
 VISITOR_HUB_TOKEN_ENV = "STUDIO_VISITOR_HUB_TOKEN"
 #: In a run folder: the run came from the web and its worker gets no hub token.
-NO_HUB_TOKEN_MARKER = "no-hub-token"
 #: Environment variables that carry the server's hub token (huggingface_hub reads them).
 HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
