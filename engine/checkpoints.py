@@ -18,12 +18,10 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-logger = logging.getLogger(__name__)
+from engine.run_layout import CHECKPOINT_PREFIX, COMPLETE_MARKER, final_model_dir, staging_dir
+from engine.run_layout import STAGING_DIR as STAGING_DIR  # the tests' import path
 
-CHECKPOINT_PREFIX = "checkpoint-"
-STAGING_DIR = ".saving"
-# Written last into every checkpoint: by transformers' Trainer, and by ppo_checkpoint.
-COMPLETE_MARKER = "trainer_state.json"
+logger = logging.getLogger(__name__)
 
 
 def checkpoint_step(path: Path) -> int | None:
@@ -51,9 +49,10 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return max(complete, key=complete.__getitem__, default=None)
 
 
-def staging_dir(run_dir: Path) -> Path:
-    """Where checkpoints of ``run_dir`` are written before they are published."""
-    return run_dir / STAGING_DIR
+def latest_model_dir(run_dir: Path) -> Path | None:
+    """The run's final model if it completed, else its newest checkpoint, if any."""
+    final = final_model_dir(run_dir)
+    return final if final.is_dir() else latest_checkpoint(run_dir)
 
 
 def clean_incomplete(run_dir: Path) -> list[Path]:

@@ -31,8 +31,9 @@ def _load_config(path: str):
 def cmd_train(args: argparse.Namespace) -> int:
     from engine import worker
     from engine.devices import Assignment
-    from engine.launcher import CONFIG_FILE, Launcher, run_command
+    from engine.launcher import Launcher, run_command
     from engine.memory import describe, local_card_bytes
+    from engine.run_layout import config_path
     from storage.schema import LOCAL_OWNER, RunStatus
 
     config = _load_config(args.config)
@@ -55,13 +56,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         + (f"; GPUs {assignment.env()['CUDA_VISIBLE_DEVICES']}" if assignment.gpu_ids else "")
     )
     print(describe(config, local_card_bytes()))
-    config_path = launcher.run_dir(run_id) / CONFIG_FILE
     if config.training.num_gpus > 1:  # one process per GPU, started as the dashboard starts them
         cmd = run_command(config, launcher.run_dir(run_id), run_id, launcher.data_dir)
         returncode = subprocess.call(cmd)  # Ctrl-C reaches every process of the foreground group
         status = _final_status(launcher.data_dir, run_id, returncode)
     else:
-        status = worker.run(config_path, run_id, launcher.data_dir, show_progress=True)
+        status = worker.run(
+            config_path(launcher.run_dir(run_id)), run_id, launcher.data_dir, show_progress=True
+        )
     print(f"run {run_id}: {status}")
     return 0 if status != RunStatus.FAILED else 1
 
@@ -137,8 +139,8 @@ def _lifecycle(action: str):
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from engine.checkpoints import latest_model_dir
     from engine.launcher import Launcher, LaunchError
-    from engine.worker import latest_model_dir
     from storage.db import Database
     from storage.export import export_run
     from storage.paths import db_path

@@ -27,9 +27,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from engine.run_layout import DEVICES_FILE
+
 logger = logging.getLogger(__name__)
 
-DEVICES_FILE = "devices.json"
 CORES_ENV = "STUDIO_CPU_CORES"
 THREAD_ENVS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 

@@ -17,8 +17,7 @@ from typing import Any
 import yaml
 
 from engine.models import meta_model
-
-FSDP_CONFIG_FILE = "accelerate_fsdp.yaml"
+from engine.run_layout import FSDP_CONFIG_FILE
 
 
 def layer_class(model_name_or_path: str, gguf_file: str | None = None) -> str | None:

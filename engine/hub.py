@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.launcher import CONFIG_FILE
-from engine.worker import latest_model_dir
+from engine.checkpoints import latest_model_dir
+from engine.run_layout import config_path
 
 
 class HubPushError(RuntimeError):
@@ -31,7 +31,7 @@ def push_model(run_dir: Path, repo_id: str, token: str) -> str:
     try:
         api.create_repo(repo_id, exist_ok=True, repo_type="model")
         api.upload_folder(folder_path=str(model_dir), repo_id=repo_id, repo_type="model")
-        config = run_dir / CONFIG_FILE
+        config = config_path(run_dir)
         if config.is_file():
             api.upload_file(
                 path_or_fileobj=str(config), path_in_repo="studio_config.yaml", repo_id=repo_id

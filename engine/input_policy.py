@@ -32,6 +32,7 @@ from pathlib import Path
 from engine.dataclass_io import ConfigError
 from engine.datasets import FILE_TYPES, DataSpec
 from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
+from engine.run_layout import CONFIG_FILE, NO_HUB_TOKEN_MARKER
 from storage.paths import RUNS_DIR
 
 UPLOADS_DIR = "uploads"
@@ -40,8 +41,6 @@ MODEL_ROOTS_ENV = "STUDIO_MODEL_ROOTS"
 VISITOR_HUB_TOKEN_ENV = "STUDIO_VISITOR_HUB_TOKEN"
 UPLOADS_QUOTA_ENV = "STUDIO_MAX_UPLOADS_MB"
 DEFAULT_UPLOADS_QUOTA_MB = 2048
-#: In a run folder: the run came from the web and its worker gets no hub token.
-NO_HUB_TOKEN_MARKER = "no-hub-token"
 #: Environment variables that carry the server's hub token (huggingface_hub reads them).
 HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
@@ -237,8 +236,6 @@ def _megabytes(env: Mapping[str, str], name: str, default: int) -> int:
 
 def _names_in_run_configs(runs: Path) -> set[str]:
     """Names of the stored uploads that some run's config refers to."""
-    from engine.launcher import CONFIG_FILE  # the launcher imports this module
-
     names: set[str] = set()
     for config in runs.glob(f"*/{CONFIG_FILE}"):
         try:

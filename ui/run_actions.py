@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine.checkpoints import latest_model_dir
 from engine.hub import HubPushError, push_model
-from engine.launcher import CONFIG_FILE
-from engine.worker import latest_model_dir
+from engine.run_layout import CONFIG_FILE
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database

@@ -8,11 +8,12 @@ model's forward over it), :mod:`.runner` (prefill, decode loop, graphs), :mod:`.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.generation.backend import resolve_backend
-from engine.generation.decoder import base_model_of, unsupported_reason
-from engine.generation.runner import GenerationRunner
+
+if TYPE_CHECKING:
+    from engine.generation.runner import GenerationRunner
 
 logger = logging.getLogger(__name__)
 
@@ -23,6 +24,10 @@ def make_runner(model: Any, backend: str, max_len: int) -> GenerationRunner | No
     None means transformers' ``generate`` (or TRL's vLLM) samples instead: for ``hf``, for
     ``auto`` on a CPU, and, with a warning, for a model this runner does not support.
     """
+    # torch loads here, not with the package: a config names a backend without sampling.
+    from engine.generation.decoder import base_model_of, unsupported_reason
+    from engine.generation.runner import GenerationRunner
+
     device = next(base_model_of(model).parameters()).device
     if resolve_backend(backend, device) != "compiled":
         return None
@@ -35,4 +40,4 @@ def make_runner(model: Any, backend: str, max_len: int) -> GenerationRunner | No
     return GenerationRunner(model)
 
 
-__all__ = ["GenerationRunner", "make_runner", "resolve_backend"]
+__all__ = ["make_runner", "resolve_backend"]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
-
-import torch
+from typing import TYPE_CHECKING
 
 from engine.dataclass_io import ConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def vllm_installed() -> bool:
@@ -29,6 +31,8 @@ def resolve_backend(requested: str, device: torch.device | str) -> str:
     ``hf`` elsewhere; ``compiled`` on a CPU runs the same code without graphs. ``vllm`` is
     refused where the package is missing.
     """
+    import torch
+
     device = torch.device(device)
     if requested == "auto":
         return "compiled" if device.type == "cuda" else "hf"

@@ -122,18 +122,6 @@ class ArithmeticTask:
             rows.append(self.make_row(problem, rng, f"arith-heldout-{i:05d}"))
         return rows
 
-    def train_dataset(self, n: int = DEFAULT_TRAIN_ROWS):
-        """Training rows as a ``datasets.Dataset`` (columns id, prompt, answer, difficulty, key)."""
-        from engine.datasets import rows_to_dataset
-
-        return rows_to_dataset(self.train_rows(n))
-
-    def eval_dataset(self, n: int | None = None):
-        """Held-out rows as a ``datasets.Dataset``."""
-        from engine.datasets import rows_to_dataset
-
-        return rows_to_dataset(self.eval_rows(n))
-
 
 def builtin_task(seed: int = 0) -> ArithmeticTask:
     """The built-in arithmetic task with the default held-out share and system prompt."""

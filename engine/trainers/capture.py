@@ -8,9 +8,12 @@ which both GRPOTrainer and RLOOTrainer call once per generation batch with the s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accelerate.utils import gather_object
+
+if TYPE_CHECKING:
+    from rewards.composer import ScoredSample
 
 
 @dataclass
@@ -22,6 +25,8 @@ class GenerationBatch:
     answers: list[Any]
     completion_ids: list[list[int]]
     advantages: list[float] = field(default_factory=list)
+    # Set when the trainer scored the batch with the run's RewardSpec (PPO's rollout.scored).
+    scored: list[ScoredSample] | None = None
 
 
 class BatchCaptureMixin:

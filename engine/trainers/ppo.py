@@ -64,7 +64,8 @@ from engine.config import RunConfig
 from engine.generation import make_runner
 from engine.models import save_plain_weights
 from engine.recorder import RunRecorder
-from engine.samples import prompt_text, sample_rows
+from engine.run_layout import CHECKPOINT_PREFIX, FINAL_DIR
+from engine.samples import sample_rows
 from engine.sampling import encode_prompts, sample_completions
 from engine.stop_request import StopRequest
 from engine.trainers.capture import GenerationBatch
@@ -88,8 +89,8 @@ from engine.trainers.ppo_math import (
     value_loss,
 )
 from engine.trainers.value_head import PolicyWithValue, position_ids_from
-from engine.worker import CHECKPOINT_PREFIX, FINAL_DIR
 from rewards.composer import ScoredSample, score
+from rewards.text import prompt_text
 from storage.schema import RunStatus
 
 logger = logging.getLogger(__name__)

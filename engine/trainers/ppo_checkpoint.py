@@ -30,9 +30,10 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine.checkpoints import CHECKPOINT_PREFIX, COMPLETE_MARKER, publish, staging_dir
+from engine.checkpoints import publish
 from engine.checkpoints import rotate_checkpoints as rotate_checkpoints  # PPO's import path
 from engine.models import save_plain_weights
+from engine.run_layout import CHECKPOINT_PREFIX, COMPLETE_MARKER, staging_dir
 
 logger = logging.getLogger(__name__)
 

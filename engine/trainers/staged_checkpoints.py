@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.checkpoints import CHECKPOINT_PREFIX, publish, rotate_checkpoints, staging_dir
+from engine.checkpoints import publish, rotate_checkpoints
+from engine.run_layout import CHECKPOINT_PREFIX, staging_dir
 
 
 class StagedCheckpointMixin:

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from engine.datasets import rows_to_dataset
 from engine.tasks import SYSTEM_PROMPT, ArithmeticTask, builtin_task
 from engine.tasks.arithmetic import (
     COMPLETION_STYLES,
@@ -130,7 +131,7 @@ def test_question_wording_is_seeded_and_singular_for_one():
 def test_no_system_prompt_and_dataset():
     task = ArithmeticTask(system_prompt="")
     assert [m["role"] for m in task.eval_rows(1)[0]["prompt"]] == ["user"]
-    ds = builtin_task().eval_dataset(12)
+    ds = rows_to_dataset(builtin_task().eval_rows(12))
     assert len(ds) == 12 and set(ds.column_names) >= {"prompt", "answer", "difficulty", "id"}
     with pytest.raises(ValueError, match="held_out_share"):
         ArithmeticTask(held_out_share=0.0)

@@ -1,0 +1,70 @@
+"""The files of a data dir's run folders, named once for the launcher, worker, trainers, CLI and UI.
+
+::
+
+    <data dir>/studio.db                 the database (:mod:`storage.paths`)
+    <data dir>/dispatch.lock             held while queued runs are counted and started
+    <data dir>/runs/<run id>/            one folder per run (:func:`run_dir`)
+        config.yaml                      the run config the worker trains from
+        worker.log                       the worker's stdout and stderr
+        devices.json                     the GPUs or CPU cores the run was given
+        no-hub-token                     present: the worker gets no Hugging Face token
+        accelerate_fsdp.yaml             ``accelerate launch`` settings of an FSDP run
+        .saving/checkpoint-<step>/       a checkpoint being written
+        checkpoint-<step>/               a published checkpoint, complete once it holds
+                                         trainer_state.json (written last)
+        final/                           the model of a completed run
+
+This module imports nothing heavy, so listing or stopping runs never loads torch.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CONFIG_FILE = "config.yaml"
+WORKER_LOG = "worker.log"
+DEVICES_FILE = "devices.json"
+# Its presence withholds HF_TOKEN from the run's worker (a visitor's run on a public app).
+NO_HUB_TOKEN_MARKER = "no-hub-token"
+FSDP_CONFIG_FILE = "accelerate_fsdp.yaml"
+CHECKPOINT_PREFIX = "checkpoint-"
+STAGING_DIR = ".saving"
+# Written last into every checkpoint: by transformers' Trainer, and by our PPO.
+COMPLETE_MARKER = "trainer_state.json"
+FINAL_DIR = "final"
+# In the data dir: held while counting running runs and starting queued ones.
+DISPATCH_LOCK = "dispatch.lock"
+
+
+def run_dir(data_dir: str | os.PathLike[str], run_id: str) -> Path:
+    """The folder of run ``run_id`` in ``data_dir``."""
+    from storage.paths import runs_dir  # the storage package loads SQLAlchemy; devices.py does not
+
+    return runs_dir(data_dir) / run_id
+
+
+def config_path(folder: Path) -> Path:
+    """The run config inside the run folder ``folder``."""
+    return folder / CONFIG_FILE
+
+
+def final_model_dir(folder: Path) -> Path:
+    """Where a completed run's model is saved."""
+    return folder / FINAL_DIR
+
+
+def checkpoint_dir(folder: Path, step: int) -> Path:
+    """The published checkpoint of ``step``."""
+    return folder / f"{CHECKPOINT_PREFIX}{step}"
+
+
+def staging_dir(folder: Path) -> Path:
+    """Where checkpoints of the run folder ``folder`` are written before they are published."""
+    return folder / STAGING_DIR
+
+
+def staged_checkpoint_dir(folder: Path, step: int) -> Path:
+    """Where the checkpoint of ``step`` is written before it is published."""
+    return staging_dir(folder) / f"{CHECKPOINT_PREFIX}{step}"

@@ -1,0 +1,87 @@
+"""``python -m engine runs|stop|delete|export-config`` never import torch, transformers or trl.
+
+Each command runs in a fresh interpreter against a real SQLite data dir; a small harness runs
+the CLI's ``main`` and then reports which heavy libraries ``sys.modules`` holds.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from engine import run_layout
+from storage import runs as run_store
+from storage.db import Database
+from storage.paths import db_path
+from storage.schema import RunStatus
+from tests.source_imports import ROOT
+
+HEAVY = ("torch", "transformers", "trl")
+HARNESS = f"""
+import json, sys
+from engine.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({{"code": code, "heavy": [m for m in {HEAVY!r} if m in sys.modules]}}))
+"""
+
+
+def run_cli(*args: object) -> tuple[str, dict]:
+    """Run the CLI with ``args`` in a fresh interpreter: its output and the harness's report."""
+    done = subprocess.run(
+        [sys.executable, "-c", HARNESS, *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    *output, report = done.stdout.strip().splitlines()
+    return "\n".join(output), json.loads(report)
+
+
+@pytest.fixture
+def queued_run(data_dir):
+    """A data dir whose database holds one queued run, with its run folder and config."""
+    folder = run_layout.run_dir(data_dir, "grpo-light-1")
+    folder.mkdir(parents=True)
+    run_layout.config_path(folder).write_text("algorithm: grpo\n", encoding="utf-8")
+    with Database(db_path(data_dir)) as db:
+        run_store.create_run(
+            db,
+            run_id="grpo-light-1",
+            name="light listing",
+            algorithm="grpo",
+            config={"algorithm": "grpo"},
+            output_dir=str(folder),
+            total_steps=20,
+        )
+    return data_dir
+
+
+def test_runs_lists_a_stored_run_without_torch(queued_run):
+    output, report = run_cli("runs", "--data-dir", queued_run)
+    assert report == {"code": 0, "heavy": []}
+    assert "grpo-light-1" in output and "queued" in output and "light listing" in output
+
+
+def test_stop_and_delete_act_on_a_stored_run_without_torch(queued_run):
+    output, report = run_cli("stop", "grpo-light-1", "--data-dir", queued_run)
+    assert report == {"code": 0, "heavy": []} and "stop: grpo-light-1" in output
+    with Database(db_path(queued_run)) as db:
+        assert run_store.get_run(db, "grpo-light-1").status == RunStatus.STOPPED
+
+    output, report = run_cli("delete", "grpo-light-1", "--data-dir", queued_run)
+    assert report == {"code": 0, "heavy": []} and "delete: grpo-light-1" in output
+    with Database(db_path(queued_run)) as db:
+        assert run_store.get_run(db, "grpo-light-1") is None
+    assert not run_layout.run_dir(queued_run, "grpo-light-1").exists()
+
+
+def test_export_config_writes_the_default_config_without_torch(tmp_path):
+    out = tmp_path / "run.yaml"
+    output, report = run_cli("export-config", out)
+    assert report == {"code": 0, "heavy": []} and f"wrote {out}" in output
+    assert "algorithm:" in out.read_text(encoding="utf-8")
