@@ -15,7 +15,6 @@ import functools
 import math
 import types
 import typing
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import yaml
@@ -23,6 +22,7 @@ import yaml
 from rewards.params import (
     MAX_ABS_INT,
     MAX_NESTING,
+    Bounds,
     describe_value,
     key_name,
     text_problem,
@@ -47,51 +47,6 @@ class ConfigError(ValueError):
 
 #: Largest config text (YAML or JSON) accepted; a full documented config is about 10 kB.
 MAX_CONFIG_CHARS = 1_000_000
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """An inclusive numeric range, optionally open below (``(0, 1]``).
-
-    Attributes:
-        lo, hi: the bounds; ``lo_field`` names a sibling field whose value is the lower bound
-            instead (``epsilon_high`` is at least ``epsilon``).
-        lo_open: the lower bound itself is refused.
-    """
-
-    lo: float | None = None
-    hi: float | None = None
-    lo_open: bool = False
-    lo_field: str | None = None
-
-    def describe(self, lo: float | None = None) -> str:
-        """The range as ``[1, 64]`` or ``(0, 2]``; ``lo`` is the resolved ``lo_field`` value."""
-        low = (
-            self.lo_field
-            if lo is None and self.lo_field
-            else _number(lo if lo is not None else self.lo)
-        )
-        return f"{'(' if self.lo_open else '['}{low}, {_number(self.hi)}]"
-
-    def problem(self, value: Any, lo: float | None = None) -> str | None:
-        """Why ``value`` is outside the range (in the words of an error message), or None."""
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"must be a number, got {describe_value(value)}"
-        if not math.isfinite(value):
-            return f"must be a finite number, got {value!r}"
-        low = self.lo if lo is None else lo
-        bad_low = low is not None and (value <= low if self.lo_open else value < low)
-        if bad_low or (self.hi is not None and value > self.hi):
-            return f"must be in {self.describe(low)}, got {_number(value)}"
-        return None
-
-
-def _number(x: float | None) -> str:
-    """A bound or value as short as it prints exactly (``1e+06``, ``2147483647``, ``0.2``)."""
-    if x is None:
-        return "…"
-    short = f"{x:g}"
-    return short if float(short) == x else repr(x)
 
 
 def knob(

@@ -12,7 +12,8 @@ import typing
 import pytest
 
 from engine.config import RunConfig
-from engine.dataclass_io import Bounds, ConfigError, field_help, from_dict
+from engine.dataclass_io import ConfigError, field_help, from_dict
+from rewards.params import Bounds
 from ui import train_form
 
 
