@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -266,6 +266,18 @@ class ParamSpec:
             except ValueError as err:
                 raise RewardSpecError(field_name, f"invalid regular expression: {err}") from None
         return value
+
+
+def with_defaults(specs: Sequence[ParamSpec], given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` with every parameter it leaves out at its ParamSpec default, so a component's
+    constructor states no default of its own. An unknown name raises ``TypeError``, as a call
+    with an unknown keyword would (values are checked by :meth:`ComponentInfo.validate_params`).
+    """
+    defaults = {p.name: p.default for p in specs}
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise TypeError(f"unknown parameter {unknown[0]!r}; allowed: {', '.join(defaults)}")
+    return {**defaults, **given}
 
 
 def _plain(value: Any) -> Any:
