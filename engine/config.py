@@ -40,6 +40,8 @@ PPO_REWARD_NORMALIZATION = ("none", "batch", "running")
 PPO_VALUE_MODELS = ("shared", "separate")
 GENERATION_BACKENDS = ("auto", "hf", "compiled", "vllm")
 DISTRIBUTED = ("ddp", "fsdp")
+#: The range of a positive amount with no natural limit (a time, a clip bound, a KL target).
+POSITIVE: dict[str, Any] = {"lo": 0, "hi": 1e6, "lo_open": True}
 
 
 @dataclass
@@ -156,9 +158,7 @@ class PPOSettings:
     target_kl: float = knob(
         6.0,
         help="Adaptive mode: KL to the reference per completion to aim for.",
-        lo=0,
-        hi=1e6,
-        lo_open=True,
+        **POSITIVE,
     )
     kl_horizon: int = knob(
         10000, help="Adaptive mode: completions over which beta adapts.", lo=1, hi=1e9
@@ -167,9 +167,7 @@ class PPOSettings:
     clip_range_value: float | None = knob(
         0.2,
         help="Value clipping around the rollout values; empty = no clip.",
-        lo=0,
-        hi=1e6,
-        lo_open=True,
+        **POSITIVE,
     )
     vf_coef: float = knob(0.1, help="Weight of the value loss.", lo=0, hi=100)
     entropy_coef: float = knob(0.0, help="Weight of the entropy bonus.", lo=0, hi=10)
@@ -183,9 +181,7 @@ class PPOSettings:
     reward_clip: float | None = knob(
         None,
         help="Clip sequence rewards to [-bound, bound]; empty = no clip.",
-        lo=0,
-        hi=1e6,
-        lo_open=True,
+        **POSITIVE,
     )
     reward_normalization: str = knob(
         "none",
@@ -198,9 +194,7 @@ class PPOSettings:
     max_approx_kl: float | None = knob(
         None,
         help="Stop a step's update passes once approx KL exceeds this; empty = never.",
-        lo=0,
-        hi=1e6,
-        lo_open=True,
+        **POSITIVE,
     )
     value_model: str = knob(
         "shared",
@@ -241,9 +235,7 @@ class TrainingSettings:
     time_budget_minutes: float | None = knob(
         None,
         help="End training (as completed) after this many minutes; empty = no limit.",
-        lo=0,
-        hi=1e6,
-        lo_open=True,
+        **POSITIVE,
     )
     prompts_per_step: int = knob(
         8,
@@ -272,7 +264,7 @@ class TrainingSettings:
         "constant", help=f"Schedule: {', '.join(LR_SCHEDULERS)}.", choices=LR_SCHEDULERS
     )
     warmup_steps: int = knob(0, help="Linear warm-up steps.", lo=0, hi=1_000_000)
-    max_grad_norm: float = knob(1.0, help="Gradient-norm clipping.", lo=0, hi=1e6, lo_open=True)
+    max_grad_norm: float = knob(1.0, help="Gradient-norm clipping.", **POSITIVE)
     seed: int = knob(0, help="Seed for sampling, data order and init.", lo=0, hi=2**31 - 1)
     logging_steps: int = knob(
         1, help="Write metrics and samples every N steps.", lo=1, hi=1_000_000

@@ -59,7 +59,7 @@ class FormField:
         path: dotted config path (``training.steps``), also the key of its error message.
         kind: ``int`` | ``float`` | ``bool`` | ``str`` | ``choice`` | ``multi``.
         default: the config's default value.
-        help: the dataclass field's ``help`` text.
+        help: the dataclass field's help text with its declared range (``field_help``).
         optional: the field accepts "empty" (``None``).
         choices: allowed values for ``choice`` and ``multi`` fields.
     """
