@@ -24,7 +24,7 @@ from rewards.params import (
     MAX_NESTING,
     Bounds,
     describe_value,
-    key_name,
+    refuse_unknown_keys,
     text_problem,
     too_deep,
 )
@@ -155,11 +155,7 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
         raise ConfigError(path, f"must be a mapping, got {type(data).__name__}")
     hints = _type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    unknown = [key for key in data if not isinstance(key, str) or key not in fields]
-    if unknown:
-        key = unknown[0]
-        where = _join(path, key_name(key))
-        raise ConfigError(where, f"unknown field; allowed: {', '.join(fields)}")
+    refuse_unknown_keys(data, list(fields), path, ConfigError)
     kwargs = {name: _convert(hints[name], value, _join(path, name)) for name, value in data.items()}
     try:
         return cls(**kwargs)

@@ -81,6 +81,21 @@ def key_name(key: Any) -> str:
     return describe_value(key)
 
 
+def refuse_unknown_keys(
+    data: Mapping[Any, Any],
+    allowed: Sequence[str],
+    path: str,
+    error: Callable[[str, str], Exception],
+) -> None:
+    """Raise ``error(field, message)`` for the first key of ``data`` that is not in ``allowed``
+    (a spec, a component, a config section): the field is that key under ``path``, the message
+    lists what is allowed."""
+    for key in data:
+        if not isinstance(key, str) or key not in allowed:
+            where = f"{path}.{key_name(key)}" if path else key_name(key)
+            raise error(where, f"unknown field; allowed: {', '.join(allowed)}")
+
+
 def text_problem(value: str) -> str | None:
     """Why ``value`` cannot be stored as text (a NUL character, an unpaired surrogate), or None."""
     if "\x00" in value:

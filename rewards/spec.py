@@ -24,7 +24,14 @@ from typing import Any
 import yaml
 
 from rewards.errors import RewardSpecError
-from rewards.params import MAX_NESTING, Bounds, describe_value, key_name, text_problem, too_deep
+from rewards.params import (
+    MAX_NESTING,
+    Bounds,
+    describe_value,
+    refuse_unknown_keys,
+    text_problem,
+    too_deep,
+)
 from rewards.registry import REGISTRY
 
 __all__ = [
@@ -202,11 +209,7 @@ class RewardSpec:
     def from_dict(cls, data: Mapping[str, Any]) -> RewardSpec:
         if not isinstance(data, Mapping):
             raise RewardSpecError("", f"a reward spec must be a mapping, got {type(data).__name__}")
-        for key in data:
-            if key not in _SPEC_FIELDS:
-                raise RewardSpecError(
-                    key_name(key), f"unknown field; allowed: {', '.join(_SPEC_FIELDS)}"
-                )
+        refuse_unknown_keys(data, _SPEC_FIELDS, "", RewardSpecError)
         version = data.get("version", SPEC_VERSION)
         if version != SPEC_VERSION:
             raise RewardSpecError(
@@ -263,12 +266,7 @@ def _component_from_dict(data: Any, where: str) -> ComponentSpec:
         return data
     if not isinstance(data, Mapping):
         raise RewardSpecError(where, f"must be a mapping, got {type(data).__name__}")
-    for key in data:
-        if key not in _COMPONENT_FIELDS:
-            raise RewardSpecError(
-                f"{where}.{key_name(key)}",
-                f"unknown field; allowed: {', '.join(_COMPONENT_FIELDS)}",
-            )
+    refuse_unknown_keys(data, _COMPONENT_FIELDS, where, RewardSpecError)
     if "name" not in data:
         raise RewardSpecError(f"{where}.name", "is required")
     params = data.get("params", {})
