@@ -1,20 +1,30 @@
 """RunConfig: one file that fully describes a run, shared by the UI, the CLI and the worker.
 
-Each knob is one documented dataclass field (the ``help`` metadata is also what
-``python -m engine export-config`` writes as comments). Validation happens in ``__post_init__``
-and raises :class:`ConfigError` naming the dotted field, what was wrong and what is allowed.
+Each knob is one documented dataclass field declared with :func:`engine.dataclass_io.knob`: its
+help text, allowed range and choices are written once there, shown by the Train form and written
+as comments by ``python -m engine export-config``, and enforced by ``check_fields`` in
+``__post_init__``, which raises :class:`ConfigError` naming the dotted field, what was wrong and
+what is allowed. ``__post_init__`` adds only the checks that span several fields.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from engine.dataclass_io import ConfigError, from_dict, parse_yaml, to_dict, to_plain
+from engine.dataclass_io import (
+    ConfigError,
+    check_fields,
+    field_help,
+    from_dict,
+    knob,
+    parse_yaml,
+    to_dict,
+    to_plain,
+)
 from engine.datasets import DataSpec
 from engine.generation.backend import check_available
 from engine.models import DEFAULT_MODEL_ALIAS, ModelSpec
@@ -30,138 +40,95 @@ PPO_REWARD_NORMALIZATION = ("none", "batch", "running")
 PPO_VALUE_MODELS = ("shared", "separate")
 GENERATION_BACKENDS = ("auto", "hf", "compiled", "vllm")
 DISTRIBUTED = ("ddp", "fsdp")
-
-
-def _help(text: str, choices: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Field metadata: the help text (form tooltip, YAML comment) and any allowed values."""
-    return {"help": text, "choices": choices} if choices else {"help": text}
-
-
-def _check_range(path: str, value: float, lo: float, hi: float, *, lo_open: bool = False) -> None:
-    if not math.isfinite(value):
-        raise ConfigError(path, f"must be a finite number, got {value!r}")
-    bad_low = value <= lo if lo_open else value < lo
-    if bad_low or value > hi:
-        bracket = "(" if lo_open else "["
-        raise ConfigError(path, f"must be in {bracket}{lo:g}, {hi:g}], got {value:g}")
-
-
-def _check_choice(path: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ConfigError(path, f"must be one of {', '.join(choices)}, got {value!r}")
-
-
-def _check_choices(settings: Any, section: str) -> None:
-    """Each field with ``choices`` metadata holds one of them (every item, for a list)."""
-    for f in fields(settings):
-        choices = f.metadata.get("choices")
-        if not choices:
-            continue
-        value = getattr(settings, f.name)
-        if isinstance(value, list):
-            for i, item in enumerate(value):
-                _check_choice(f"{section}.{f.name}[{i}]", item, choices)
-        else:
-            _check_choice(f"{section}.{f.name}", value, choices)
+#: The range of a positive amount with no natural limit (a time, a clip bound, a KL target).
+POSITIVE: dict[str, Any] = {"lo": 0, "hi": 1e6, "lo_open": True}
 
 
 @dataclass
 class GenerationSettings:
     """How completions are sampled during training."""
 
-    num_generations: int = field(
-        default=8, metadata=_help("Completions sampled per prompt (the group size), 2-64.")
+    num_generations: int = knob(
+        8, help="Completions sampled per prompt (the group size).", lo=2, hi=64
     )
-    max_completion_length: int = field(
-        default=96, metadata=_help("Most new tokens per completion; longer ones are truncated.")
+    max_completion_length: int = knob(
+        96, help="Most new tokens per completion; longer ones are truncated.", lo=1, hi=32768
     )
-    temperature: float = field(default=0.8, metadata=_help("Sampling temperature, (0, 2]."))
-    top_p: float = field(default=1.0, metadata=_help("Nucleus sampling mass, (0, 1]."))
-    backend: str = field(
-        default="auto",
-        metadata=_help(
+    temperature: float = knob(0.8, help="Sampling temperature.", lo=0, hi=2, lo_open=True)
+    top_p: float = knob(1.0, help="Nucleus sampling mass.", lo=0, hi=1, lo_open=True)
+    backend: str = knob(
+        "auto",
+        help=(
             "Sampler during training: auto (compiled on a GPU, hf on CPU), hf (transformers' "
             "generate), compiled (static KV cache, CUDA-graph decode), vllm (TRL's colocated "
-            "vLLM; needs the vllm package).",
-            GENERATION_BACKENDS,
+            "vLLM; needs the vllm package)."
         ),
+        choices=GENERATION_BACKENDS,
     )
 
     def __post_init__(self) -> None:
-        _check_choices(self, "generation")
+        check_fields(self, "generation")
         check_available(self.backend)
-        _check_range("generation.num_generations", self.num_generations, 2, 64)
-        _check_range("generation.max_completion_length", self.max_completion_length, 1, 32768)
-        _check_range("generation.temperature", self.temperature, 0, 2, lo_open=True)
-        _check_range("generation.top_p", self.top_p, 0, 1, lo_open=True)
 
 
 @dataclass
 class GRPOSettings:
     """Group Relative Policy Optimization (Shao et al. 2024) as implemented by TRL's GRPOTrainer."""
 
-    loss_type: str = field(
-        default="dapo",
-        metadata=_help(
-            f"Loss normalisation: {', '.join(GRPO_LOSS_TYPES)} (TRL's names).", GRPO_LOSS_TYPES
-        ),
+    loss_type: str = knob(
+        "dapo",
+        help=f"Loss normalisation: {', '.join(GRPO_LOSS_TYPES)} (TRL's names).",
+        choices=GRPO_LOSS_TYPES,
     )
-    beta: float = field(
-        default=0.0, metadata=_help("KL penalty to the reference model; 0 loads no reference.")
+    beta: float = knob(
+        0.0, help="KL penalty to the reference model; 0 loads no reference.", lo=0, hi=10
     )
-    epsilon: float = field(default=0.2, metadata=_help("Lower clipping range of the ratio."))
-    epsilon_high: float | None = field(
-        default=None, metadata=_help("Upper clipping range (DAPO uses 0.28); empty = epsilon.")
+    epsilon: float = knob(0.2, help="Lower clipping range of the ratio.", lo=0, hi=1, lo_open=True)
+    epsilon_high: float | None = knob(
+        None,
+        help="Upper clipping range (DAPO uses 0.28); empty = epsilon.",
+        lo_field="epsilon",
+        hi=1,
     )
-    scale_rewards: str = field(
-        default="group",
-        metadata=_help("Divide advantages by the std of: group, batch or none.", SCALE_REWARDS),
+    scale_rewards: str = knob(
+        "group",
+        help="Divide advantages by the std of: group, batch or none.",
+        choices=SCALE_REWARDS,
     )
-    num_iterations: int = field(
-        default=1, metadata=_help("Optimisation passes over each generated batch (mu).")
+    num_iterations: int = knob(
+        1, help="Optimisation passes over each generated batch (mu).", lo=1, hi=16
     )
-    mask_truncated_completions: bool = field(
-        default=False,
-        metadata=_help("Leave length-capped completions out of the loss."),
+    mask_truncated_completions: bool = knob(
+        False, help="Leave length-capped completions out of the loss."
     )
 
     def __post_init__(self) -> None:
-        _check_choices(self, "grpo")
-        _check_range("grpo.beta", self.beta, 0, 10)
-        _check_range("grpo.epsilon", self.epsilon, 0, 1, lo_open=True)
-        if self.epsilon_high is not None:
-            _check_range("grpo.epsilon_high", self.epsilon_high, self.epsilon, 1)
-        _check_range("grpo.num_iterations", self.num_iterations, 1, 16)
+        check_fields(self, "grpo")
 
 
 @dataclass
 class RLOOSettings:
     """REINFORCE Leave-One-Out (Ahmadian et al. 2024) as implemented by TRL's RLOOTrainer."""
 
-    beta: float = field(
-        default=0.0, metadata=_help("KL penalty to the reference model; 0 loads no reference.")
+    beta: float = knob(
+        0.0, help="KL penalty to the reference model; 0 loads no reference.", lo=0, hi=10
     )
-    epsilon: float = field(default=0.2, metadata=_help("Lower clipping range of the ratio."))
-    epsilon_high: float | None = field(
-        default=None, metadata=_help("Upper clipping range; empty = epsilon.")
+    epsilon: float = knob(0.2, help="Lower clipping range of the ratio.", lo=0, hi=1, lo_open=True)
+    epsilon_high: float | None = knob(
+        None, help="Upper clipping range; empty = epsilon.", lo_field="epsilon", hi=1
     )
-    num_iterations: int = field(
-        default=1, metadata=_help("Optimisation passes over each generated batch.")
+    num_iterations: int = knob(
+        1, help="Optimisation passes over each generated batch.", lo=1, hi=16
     )
-    normalize_advantages: bool = field(
-        default=False, metadata=_help("Whiten the leave-one-out advantages over the batch.")
+    normalize_advantages: bool = knob(
+        False, help="Whiten the leave-one-out advantages over the batch."
     )
-    mask_truncated_completions: bool = field(
-        default=False,
-        metadata=_help("Leave length-capped completions out of the loss."),
+    mask_truncated_completions: bool = knob(
+        False, help="Leave length-capped completions out of the loss."
     )
 
     def __post_init__(self) -> None:
-        _check_range("rloo.beta", self.beta, 0, 10)
-        _check_range("rloo.epsilon", self.epsilon, 0, 1, lo_open=True)
-        if self.epsilon_high is not None:
-            _check_range("rloo.epsilon_high", self.epsilon_high, self.epsilon, 1)
-        _check_range("rloo.num_iterations", self.num_iterations, 1, 16)
+        check_fields(self, "rloo")
 
 
 @dataclass
@@ -173,94 +140,82 @@ class PPOSettings:
     clipped updates of the policy and its value function.
     """
 
-    gamma: float = field(default=1.0, metadata=_help("Discount over completion tokens, [0, 1]."))
-    lam: float = field(
-        default=1.0,
-        metadata=_help("GAE lambda, [0, 1]: 1 credits every token with the final reward."),
+    gamma: float = knob(1.0, help="Discount over completion tokens.", lo=0, hi=1)
+    lam: float = knob(
+        1.0, help="GAE lambda: 1 credits every token with the final reward.", lo=0, hi=1
     )
-    kl_coef: float = field(
-        default=0.05,
-        metadata=_help(
-            "KL penalty beta per token to the reference model (start value if adaptive)."
-        ),
+    kl_coef: float = knob(
+        0.05,
+        help="KL penalty beta per token to the reference model (start value if adaptive).",
+        lo=0,
+        hi=10,
     )
-    kl_mode: str = field(
-        default="fixed",
-        metadata=_help(
-            f"KL coefficient: {', '.join(PPO_KL_MODES)} (adaptive targets target_kl).", PPO_KL_MODES
-        ),
+    kl_mode: str = knob(
+        "fixed",
+        help=f"KL coefficient: {', '.join(PPO_KL_MODES)} (adaptive targets target_kl).",
+        choices=PPO_KL_MODES,
     )
-    target_kl: float = field(
-        default=6.0, metadata=_help("Adaptive mode: KL to the reference per completion to aim for.")
+    target_kl: float = knob(
+        6.0,
+        help="Adaptive mode: KL to the reference per completion to aim for.",
+        **POSITIVE,
     )
-    kl_horizon: int = field(
-        default=10000, metadata=_help("Adaptive mode: completions over which beta adapts.")
+    kl_horizon: int = knob(
+        10000, help="Adaptive mode: completions over which beta adapts.", lo=1, hi=1e9
     )
-    clip_range: float = field(default=0.2, metadata=_help("Policy ratio clipping epsilon."))
-    clip_range_value: float | None = field(
-        default=0.2, metadata=_help("Value clipping around the rollout values; empty = no clip.")
+    clip_range: float = knob(0.2, help="Policy ratio clipping epsilon.", lo=0, hi=1, lo_open=True)
+    clip_range_value: float | None = knob(
+        0.2,
+        help="Value clipping around the rollout values; empty = no clip.",
+        **POSITIVE,
     )
-    vf_coef: float = field(default=0.1, metadata=_help("Weight of the value loss."))
-    entropy_coef: float = field(default=0.0, metadata=_help("Weight of the entropy bonus."))
-    ppo_epochs: int = field(
-        default=1, metadata=_help("Optimisation passes over each rollout, 1-16.")
+    vf_coef: float = knob(0.1, help="Weight of the value loss.", lo=0, hi=100)
+    entropy_coef: float = knob(0.0, help="Weight of the entropy bonus.", lo=0, hi=10)
+    ppo_epochs: int = knob(1, help="Optimisation passes over each rollout.", lo=1, hi=16)
+    num_minibatches: int = knob(
+        1, help="Minibatches per pass (one optimizer update each).", lo=1, hi=4096
     )
-    num_minibatches: int = field(
-        default=1, metadata=_help("Minibatches per pass (one optimizer update each).")
+    whiten_advantages: bool = knob(
+        True, help="Normalise advantages to mean 0, std 1 over the rollout."
     )
-    whiten_advantages: bool = field(
-        default=True, metadata=_help("Normalise advantages to mean 0, std 1 over the rollout.")
+    reward_clip: float | None = knob(
+        None,
+        help="Clip sequence rewards to [-bound, bound]; empty = no clip.",
+        **POSITIVE,
     )
-    reward_clip: float | None = field(
-        default=None, metadata=_help("Clip sequence rewards to [-bound, bound]; empty = no clip.")
-    )
-    reward_normalization: str = field(
-        default="none",
-        metadata=_help(
+    reward_normalization: str = knob(
+        "none",
+        help=(
             f"Standardise sequence rewards: {', '.join(PPO_REWARD_NORMALIZATION)} "
-            "(running = mean/std over all steps so far).",
-            PPO_REWARD_NORMALIZATION,
+            "(running = mean/std over all steps so far)."
         ),
+        choices=PPO_REWARD_NORMALIZATION,
     )
-    max_approx_kl: float | None = field(
-        default=None,
-        metadata=_help("Stop a step's update passes once approx KL exceeds this; empty = never."),
+    max_approx_kl: float | None = knob(
+        None,
+        help="Stop a step's update passes once approx KL exceeds this; empty = never.",
+        **POSITIVE,
     )
-    value_model: str = field(
-        default="shared",
-        metadata=_help(
+    value_model: str = knob(
+        "shared",
+        help=(
             "Critic: shared (value head on the policy's last hidden state) or separate "
-            "(a copy of the base model with its own head).",
-            PPO_VALUE_MODELS,
+            "(a copy of the base model with its own head)."
         ),
+        choices=PPO_VALUE_MODELS,
     )
-    value_learning_rate: float | None = field(
-        default=1e-3,
-        metadata=_help("Learning rate of the critic's own weights; empty = the policy's."),
+    value_learning_rate: float | None = knob(
+        1e-3,
+        help="Learning rate of the critic's own weights; empty = the policy's.",
+        lo=0,
+        hi=1,
+        lo_open=True,
     )
 
     def __post_init__(self) -> None:
-        _check_range("ppo.gamma", self.gamma, 0, 1)
-        _check_range("ppo.lam", self.lam, 0, 1)
-        _check_range("ppo.kl_coef", self.kl_coef, 0, 10)
-        _check_choices(self, "ppo")
-        _check_range("ppo.target_kl", self.target_kl, 0, 1e6, lo_open=True)
-        _check_range("ppo.kl_horizon", self.kl_horizon, 1, 1e9)
+        check_fields(self, "ppo")
         if self.kl_mode == "adaptive" and self.kl_coef == 0:
             raise ConfigError("ppo.kl_coef", "must be > 0 in adaptive mode (it scales from there)")
-        _check_range("ppo.clip_range", self.clip_range, 0, 1, lo_open=True)
-        if self.clip_range_value is not None:
-            _check_range("ppo.clip_range_value", self.clip_range_value, 0, 1e6, lo_open=True)
-        _check_range("ppo.vf_coef", self.vf_coef, 0, 100)
-        _check_range("ppo.entropy_coef", self.entropy_coef, 0, 10)
-        _check_range("ppo.ppo_epochs", self.ppo_epochs, 1, 16)
-        _check_range("ppo.num_minibatches", self.num_minibatches, 1, 4096)
-        if self.reward_clip is not None:
-            _check_range("ppo.reward_clip", self.reward_clip, 0, 1e6, lo_open=True)
-        if self.max_approx_kl is not None:
-            _check_range("ppo.max_approx_kl", self.max_approx_kl, 0, 1e6, lo_open=True)
-        if self.value_learning_rate is not None:
-            _check_range("ppo.value_learning_rate", self.value_learning_rate, 0, 1, lo_open=True)
 
     def check_batch(self, completions_per_device: int) -> None:
         """Each minibatch needs at least one completion on every device."""
@@ -276,99 +231,90 @@ class PPOSettings:
 class TrainingSettings:
     """Optimisation, schedule, checkpoints, evaluation and hardware."""
 
-    steps: int = field(default=100, metadata=_help("Optimizer steps to train, 1-1,000,000."))
-    time_budget_minutes: float | None = field(
-        default=None,
-        metadata=_help("End training (as completed) after this many minutes; empty = no limit."),
+    steps: int = knob(100, help="Optimizer steps to train.", lo=1, hi=1_000_000)
+    time_budget_minutes: float | None = knob(
+        None,
+        help="End training (as completed) after this many minutes; empty = no limit.",
+        **POSITIVE,
     )
-    prompts_per_step: int = field(
-        default=8, metadata=_help("Distinct prompts per optimizer step (each sampled in a group).")
+    prompts_per_step: int = knob(
+        8,
+        help="Distinct prompts per optimizer step (each sampled in a group).",
+        lo=1,
+        hi=4096,
     )
-    micro_batch_size: int | None = field(
-        default=None,
-        metadata=_help(
+    micro_batch_size: int | None = knob(
+        None,
+        help=(
             "Completions per forward/backward pass on each device; empty = the whole step at once. "
             "Lower it when memory runs out."
         ),
+        lo=1,
+        hi=65536,
     )
-    activation_checkpointing: bool = field(
-        default=False,
-        metadata=_help(
+    activation_checkpointing: bool = knob(
+        False,
+        help=(
             "Recompute each layer's activations in the backward pass instead of keeping them: "
             "much less memory for big models, about a third more compute."
         ),
     )
-    learning_rate: float = field(default=5e-5, metadata=_help("AdamW learning rate, (0, 1]."))
-    lr_scheduler: str = field(
-        default="constant", metadata=_help(f"Schedule: {', '.join(LR_SCHEDULERS)}.", LR_SCHEDULERS)
+    learning_rate: float = knob(5e-5, help="AdamW learning rate.", lo=0, hi=1, lo_open=True)
+    lr_scheduler: str = knob(
+        "constant", help=f"Schedule: {', '.join(LR_SCHEDULERS)}.", choices=LR_SCHEDULERS
     )
-    warmup_steps: int = field(default=0, metadata=_help("Linear warm-up steps."))
-    max_grad_norm: float = field(default=1.0, metadata=_help("Gradient-norm clipping, > 0."))
-    seed: int = field(default=0, metadata=_help("Seed for sampling, data order and init."))
-    logging_steps: int = field(
-        default=1, metadata=_help("Write metrics and samples every N steps.")
+    warmup_steps: int = knob(0, help="Linear warm-up steps.", lo=0, hi=1_000_000)
+    max_grad_norm: float = knob(1.0, help="Gradient-norm clipping.", **POSITIVE)
+    seed: int = knob(0, help="Seed for sampling, data order and init.", lo=0, hi=2**31 - 1)
+    logging_steps: int = knob(
+        1, help="Write metrics and samples every N steps.", lo=1, hi=1_000_000
     )
-    save_steps: int = field(
-        default=50, metadata=_help("Checkpoint every N steps (0 = only at the end).")
+    save_steps: int = knob(
+        50, help="Checkpoint every N steps (0 = only at the end).", lo=0, hi=1_000_000
     )
-    save_total_limit: int = field(default=2, metadata=_help("Checkpoints kept on disk (>= 1)."))
-    eval_steps: int = field(
-        default=25, metadata=_help("Held-out evaluation every N steps (0 = before and after only).")
+    save_total_limit: int = knob(2, help="Checkpoints kept on disk.", lo=1, hi=1000)
+    eval_steps: int = knob(
+        25,
+        help="Held-out evaluation every N steps (0 = before and after only).",
+        lo=0,
+        hi=1_000_000,
     )
-    eval_samples: int = field(
-        default=100, metadata=_help("Held-out prompts per evaluation (0 = no evaluation).")
+    eval_samples: int = knob(
+        100, help="Held-out prompts per evaluation (0 = no evaluation).", lo=0, hi=100_000
     )
-    samples_per_log: int = field(
-        default=32, metadata=_help("Completions with their traces stored per logging step.")
+    samples_per_log: int = knob(
+        32, help="Completions with their traces stored per logging step.", lo=0, hi=4096
     )
-    num_gpus: int = field(
-        default=1,
-        metadata=_help("Processes for data-parallel training (>1 starts `accelerate launch`)."),
+    num_gpus: int = knob(
+        1,
+        help="Processes for data-parallel training (>1 starts `accelerate launch`).",
+        lo=1,
+        hi=64,
     )
-    gpu_ids: str = field(
-        default="",
-        metadata=_help(
+    gpu_ids: str = knob(
+        "",
+        help=(
             "GPUs this run uses, as nvidia-smi numbers them (e.g. 0 or 0,2; as many as num_gpus); "
             "empty = the free ones with the most free memory."
         ),
     )
-    distributed: str = field(
-        default="ddp",
-        metadata=_help(
+    distributed: str = knob(
+        "ddp",
+        help=(
             "With several GPUs: ddp (a full copy of the model per GPU) or fsdp (weights, "
             "gradients and optimizer sharded over the GPUs, for full fine-tunes that do not fit "
-            "one card).",
-            DISTRIBUTED,
+            "one card)."
         ),
+        choices=DISTRIBUTED,
     )
-    report_to: list[str] = field(
+    report_to: list[str] = knob(  # noqa: RUF009 - knob returns a dataclasses.field
+        help=f"Extra trackers TRL logs to besides ours: {', '.join(REPORT_TO)}.",
+        choices=REPORT_TO,
         default_factory=list,
-        metadata=_help(
-            f"Extra trackers TRL logs to besides ours: {', '.join(REPORT_TO)}.", REPORT_TO
-        ),
     )
 
     def __post_init__(self) -> None:
-        _check_range("training.steps", self.steps, 1, 1_000_000)
-        if self.time_budget_minutes is not None:
-            _check_range(
-                "training.time_budget_minutes", self.time_budget_minutes, 0, 1e6, lo_open=True
-            )
-        _check_range("training.prompts_per_step", self.prompts_per_step, 1, 4096)
-        if self.micro_batch_size is not None:
-            _check_range("training.micro_batch_size", self.micro_batch_size, 1, 65536)
-        _check_range("training.learning_rate", self.learning_rate, 0, 1, lo_open=True)
-        _check_choices(self, "training")
-        _check_range("training.warmup_steps", self.warmup_steps, 0, 1_000_000)
-        _check_range("training.max_grad_norm", self.max_grad_norm, 0, 1e6, lo_open=True)
-        _check_range("training.seed", self.seed, 0, 2**31 - 1)
-        _check_range("training.logging_steps", self.logging_steps, 1, 1_000_000)
-        _check_range("training.save_steps", self.save_steps, 0, 1_000_000)
-        _check_range("training.save_total_limit", self.save_total_limit, 1, 1000)
-        _check_range("training.eval_steps", self.eval_steps, 0, 1_000_000)
-        _check_range("training.eval_samples", self.eval_samples, 0, 100_000)
-        _check_range("training.samples_per_log", self.samples_per_log, 0, 4096)
-        _check_range("training.num_gpus", self.num_gpus, 1, 64)
+        check_fields(self, "training")
         self.gpu_ids = self._normalized_gpu_ids()
         if self.distributed == "fsdp" and self.num_gpus < 2:
             raise ConfigError(
@@ -408,8 +354,10 @@ class TrainingSettings:
 class RunConfig:
     """Everything a run needs: model, data, reward, algorithm and its hyperparameters."""
 
-    name: str = field(default="", metadata=_help("A label shown in the dashboard."))
-    algorithm: str = field(default="grpo", metadata=_help(f"One of {', '.join(ALGORITHMS)}."))
+    name: str = knob("", help="A label shown in the dashboard.")
+    algorithm: str = knob(
+        "grpo", help=f"The training algorithm: {', '.join(ALGORITHMS)}.", choices=ALGORITHMS
+    )
     model: ModelSpec = field(default_factory=ModelSpec)
     data: DataSpec = field(default_factory=DataSpec)
     reward: RewardSpec = field(default_factory=lambda: preset(DEFAULT_PRESET))
@@ -420,7 +368,7 @@ class RunConfig:
     ppo: PPOSettings = field(default_factory=PPOSettings)
 
     def __post_init__(self) -> None:
-        _check_choice("algorithm", self.algorithm, ALGORITHMS)
+        check_fields(self, "")
         if len(self.name) > 200:
             raise ConfigError("name", f"must be at most 200 characters, got {len(self.name)}")
         self._check_batch_rule()
@@ -543,14 +491,14 @@ def documented_yaml(config: RunConfig | None = None) -> str:
     for f in fields(config):
         value = getattr(config, f.name)
         if "help" in f.metadata:
-            lines.append(f"# {f.metadata['help']}")
+            lines.append(f"# {field_help(f)}")
         if is_dataclass(value):
             lines.append(f"{f.name}:")
             docs = _attribute_docs(type(value))
             plain = to_plain(value)
             for name, sub_value in plain.items():
                 sub = value.__dataclass_fields__.get(name)
-                help_text = sub.metadata.get("help") if sub else None
+                help_text = field_help(sub) if sub else None
                 if help_text or name in docs:
                     lines.append(f"  # {(help_text or docs[name]).replace('``', '')}")
                 dumped = yaml.safe_dump({name: sub_value}, sort_keys=False, allow_unicode=True)

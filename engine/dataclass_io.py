@@ -1,7 +1,11 @@
-"""Strict conversion between nested config dataclasses and plain dicts (for YAML/JSON).
+"""Strict conversion between nested config dataclasses and plain dicts (for YAML/JSON), and the
+one place config fields declare their help text, allowed range and choices.
 
 Unknown keys and wrongly typed values are rejected with the dotted path of the field, so a typo
-in a config file reads as ``training.stepz: unknown field; allowed: steps, ...``.
+in a config file reads as ``training.stepz: unknown field; allowed: steps, ...``. A field
+declared with :func:`knob` carries its help text, bounds and choices in its metadata;
+:func:`check_fields` (called from ``__post_init__``) enforces them and :func:`field_help` shows
+them in the Train form and the exported config, so a range is written once.
 """
 
 from __future__ import annotations
@@ -18,13 +22,15 @@ import yaml
 from rewards.params import (
     MAX_ABS_INT,
     MAX_NESTING,
+    Bounds,
     describe_value,
-    key_name,
+    refuse_unknown_keys,
     text_problem,
     too_deep,
 )
 
 T = TypeVar("T")
+_NO_DEFAULT: Any = dataclasses.MISSING
 
 #: Longest text any single config value may hold (paths, names, prompts are far shorter).
 MAX_TEXT_CHARS = 10_000
@@ -41,6 +47,68 @@ class ConfigError(ValueError):
 
 #: Largest config text (YAML or JSON) accepted; a full documented config is about 10 kB.
 MAX_CONFIG_CHARS = 1_000_000
+
+
+def knob(
+    default: Any = _NO_DEFAULT,
+    *,
+    help: str,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    lo_field: str | None = None,
+    choices: tuple[str, ...] = (),
+    default_factory: Any = _NO_DEFAULT,
+) -> Any:
+    """A config dataclass field with its help text, range and choices, declared once.
+
+    ``help`` says what the knob does; the range and choices are appended by :func:`field_help`,
+    so the text never repeats them.
+    """
+    metadata: dict[str, Any] = {"help": help}
+    if choices:
+        metadata["choices"] = choices
+    if lo is not None or hi is not None or lo_field is not None:
+        metadata["bounds"] = Bounds(lo, hi, lo_open, lo_field)
+    if default_factory is not _NO_DEFAULT:
+        return dataclasses.field(default_factory=default_factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def field_help(f: dataclasses.Field) -> str:
+    """The help text of field ``f`` with its allowed range, for form tooltips and YAML comments."""
+    text = f.metadata.get("help", "")
+    bounds = f.metadata.get("bounds")
+    if bounds is not None:
+        text = f"{text.rstrip('.')}; allowed: {bounds.describe()}."
+    return text
+
+
+def check_fields(settings: Any, section: str) -> None:
+    """Check every field of ``settings`` against its declared choices and bounds.
+
+    Raises:
+        ConfigError: naming the dotted field (``training.steps``), what was wrong and what is
+            allowed. ``None`` passes (an optional knob left empty).
+    """
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        path = _join(section, f.name)
+        choices = f.metadata.get("choices")
+        if choices:
+            items = enumerate(value) if isinstance(value, list) else [(None, value)]
+            for i, item in items:
+                if item not in choices:
+                    where = path if i is None else f"{path}[{i}]"
+                    raise ConfigError(
+                        where, f"must be one of {', '.join(choices)}, got {describe_value(item)}"
+                    )
+        bounds = f.metadata.get("bounds")
+        if bounds is not None and value is not None:
+            lo = getattr(settings, bounds.lo_field) if bounds.lo_field else None
+            problem = bounds.problem(value, lo)
+            if problem:
+                raise ConfigError(path, problem)
 
 
 def parse_yaml(text: str) -> Any:
@@ -87,11 +155,7 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
         raise ConfigError(path, f"must be a mapping, got {type(data).__name__}")
     hints = _type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    unknown = [key for key in data if not isinstance(key, str) or key not in fields]
-    if unknown:
-        key = unknown[0]
-        where = _join(path, key_name(key))
-        raise ConfigError(where, f"unknown field; allowed: {', '.join(fields)}")
+    refuse_unknown_keys(data, list(fields), path, ConfigError)
     kwargs = {name: _convert(hints[name], value, _join(path, name)) for name, value in data.items()}
     try:
         return cls(**kwargs)

@@ -31,6 +31,7 @@ _MODULES = (
     "@in_process_checker",
     "verify.py",
     "langid_batch.py",
+    "@given_params",
     "components/base.py",
     "components/correctness.py",
     "components/format.py",
@@ -56,6 +57,16 @@ class _InProcessChecker:
 def get_checker():
     return _InProcessChecker()
 '''
+
+# Components fill left-out parameters from their ParamSpecs (registry-only, left out here); the
+# exported module always passes every parameter, the spec's validated values.
+_GIVEN_PARAMS = """
+PARAMS = ()
+
+
+def with_defaults(_specs, given):
+    return dict(given)
+"""
 
 _CLASSES = {
     "correctness": "Correctness",
@@ -179,6 +190,8 @@ def export_module(spec: RewardSpec, module_name: str = "reward_studio_reward") -
     for entry in _MODULES:
         if entry == "@in_process_checker":
             parts.append(_IN_PROCESS_CHECKER.strip("\n"))
+        elif entry == "@given_params":
+            parts.append(_GIVEN_PARAMS.strip("\n"))
         else:
             parts.append(f"# --- from Reward Studio rewards/{entry} ---\n" + _strip(entry, imports))
     body = "\n\n\n".join(parts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -81,6 +81,21 @@ def key_name(key: Any) -> str:
     return describe_value(key)
 
 
+def refuse_unknown_keys(
+    data: Mapping[Any, Any],
+    allowed: Sequence[str],
+    path: str,
+    error: Callable[[str, str], Exception],
+) -> None:
+    """Raise ``error(field, message)`` for the first key of ``data`` that is not in ``allowed``
+    (a spec, a component, a config section): the field is that key under ``path``, the message
+    lists what is allowed."""
+    for key in data:
+        if not isinstance(key, str) or key not in allowed:
+            where = f"{path}.{key_name(key)}" if path else key_name(key)
+            raise error(where, f"unknown field; allowed: {', '.join(allowed)}")
+
+
 def text_problem(value: str) -> str | None:
     """Why ``value`` cannot be stored as text (a NUL character, an unpaired surrogate), or None."""
     if "\x00" in value:
@@ -90,6 +105,61 @@ def text_problem(value: str) -> str | None:
     except UnicodeEncodeError:
         return "must be valid Unicode text (it holds an unpaired surrogate)"
     return None
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A numeric range, inclusive unless ``lo_open`` (``(0, 1]``): the one range check that
+    config fields, reward parameters and component weights share.
+
+    Attributes:
+        lo, hi: the bounds (``None``: unbounded on that side).
+        lo_open: the lower bound itself is refused.
+        lo_field: for a config field, a sibling field whose value is the lower bound instead of
+            ``lo`` (``epsilon_high`` is at least ``epsilon``).
+    """
+
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    lo_field: str | None = None
+
+    def describe(self, lo: float | None = None, fmt: Callable[[Any], str] | None = None) -> str:
+        """The range as ``[1, 64]`` or ``(0, 2]``; ``lo`` is the resolved ``lo_field`` value
+        (without it the field's name stands for the bound); ``fmt`` prints a bound."""
+        fmt = fmt or exact_number
+        low = lo if lo is not None else self.lo
+        shown = self.lo_field if low is None and self.lo_field else fmt(low)
+        return f"{'(' if self.lo_open else '['}{shown}, {fmt(self.hi)}]"
+
+    def contains(self, value: Any, lo: float | None = None) -> bool:
+        """Whether ``value`` is a finite real number (not a bool) inside the range."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        low = self.lo if lo is None else lo
+        if low is not None and (value <= low if self.lo_open else value < low):
+            return False
+        return self.hi is None or value <= self.hi
+
+    def problem(self, value: Any, lo: float | None = None) -> str | None:
+        """Why ``value`` is outside the range, in the words of an error message, or None."""
+        if self.contains(value, lo):
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"must be a number, got {describe_value(value)}"
+        if not math.isfinite(value):
+            return f"must be a finite number, got {value!r}"
+        return f"must be in {self.describe(lo)}, got {exact_number(value)}"
+
+
+def exact_number(x: float | None) -> str:
+    """A bound or value as short as it prints exactly (``1e+06``, ``2147483647``, ``0.2``)."""
+    if x is None:
+        return "…"
+    short = f"{x:g}"
+    return short if float(short) == x else repr(x)
 
 
 @dataclass(frozen=True)
@@ -120,6 +190,11 @@ class ParamSpec:
     max_items: int | None = None
     regex: bool = False
 
+    @property
+    def bounds(self) -> Bounds:
+        """The allowed range of a ``float``/``int`` parameter."""
+        return Bounds(self.min, self.max)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable description (for forms and CLI help)."""
         out: dict[str, Any] = {"name": self.name, "type": self.type, "default": None}
@@ -138,7 +213,7 @@ class ParamSpec:
         """What the parameter accepts, in words (used in error messages and help)."""
         if self.type in ("float", "int"):
             kind = "a number" if self.type == "float" else "an integer"
-            return f"{kind} in [{_fmt(self.min)}, {_fmt(self.max)}]"
+            return f"{kind} in {self.bounds.describe(fmt=_fmt)}"
         if self.type == "bool":
             return "true or false"
         if self.type == "str":
@@ -172,26 +247,18 @@ class ParamSpec:
         ]
 
     def _validate_number(self, value: Any, allowed: str) -> float | int:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise RewardSpecError(self.name, f"must be {allowed}, got {describe_value(value)}")
+        def refused() -> RewardSpecError:
+            return RewardSpecError(self.name, f"must be {allowed}, got {describe_value(value)}")
+
         if isinstance(value, int) and abs(value) > MAX_ABS_INT:
-            raise RewardSpecError(self.name, f"must be {allowed}, got {describe_value(value)}")
-        if self.type == "int":
-            if isinstance(value, float):
-                if not value.is_integer():
-                    raise RewardSpecError(
-                        self.name, f"must be {allowed}, got {describe_value(value)}"
-                    )
-                value = int(value)
-        else:
-            value = float(value)
-            if not math.isfinite(value):
-                raise RewardSpecError(self.name, f"must be {allowed}, got {describe_value(value)}")
-        if (self.min is not None and value < self.min) or (
-            self.max is not None and value > self.max
-        ):
-            raise RewardSpecError(self.name, f"must be {allowed}, got {describe_value(value)}")
-        return value
+            raise refused()
+        if self.type == "int" and isinstance(value, float):
+            if not value.is_integer():
+                raise refused()
+            value = int(value)
+        if not self.bounds.contains(value):
+            raise refused()
+        return value if self.type == "int" else float(value)
 
     def _validate_str(self, value: Any, allowed: str, field_name: str) -> str:
         if not isinstance(value, str):
@@ -214,6 +281,18 @@ class ParamSpec:
             except ValueError as err:
                 raise RewardSpecError(field_name, f"invalid regular expression: {err}") from None
         return value
+
+
+def with_defaults(specs: Sequence[ParamSpec], given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` with every parameter it leaves out at its ParamSpec default, so a component's
+    constructor states no default of its own. An unknown name raises ``TypeError``, as a call
+    with an unknown keyword would (values are checked by :meth:`ComponentInfo.validate_params`).
+    """
+    defaults = {p.name: p.default for p in specs}
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise TypeError(f"unknown parameter {unknown[0]!r}; allowed: {', '.join(defaults)}")
+    return {**defaults, **given}
 
 
 def _plain(value: Any) -> Any:

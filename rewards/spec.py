@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,14 +24,31 @@ from typing import Any
 import yaml
 
 from rewards.errors import RewardSpecError
-from rewards.params import MAX_NESTING, describe_value, key_name, text_problem, too_deep
+from rewards.params import (
+    MAX_NESTING,
+    Bounds,
+    describe_value,
+    refuse_unknown_keys,
+    text_problem,
+    too_deep,
+)
 from rewards.registry import REGISTRY
 
-__all__ = ["DEFAULT_PRESET", "PRESETS", "ComponentSpec", "RewardSpec", "RewardSpecError", "preset"]
+__all__ = [
+    "DEFAULT_PRESET",
+    "PRESETS",
+    "ComponentSpec",
+    "RewardSpec",
+    "RewardSpecError",
+    "preset",
+    "weight_problem",
+]
 
 SPEC_VERSION = 1
 #: Largest allowed absolute weight.
 MAX_ABS_WEIGHT = 100.0
+#: The range of a component's weight.
+WEIGHT_BOUNDS = Bounds(-MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
 _LABEL_RE = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _COMPONENT_FIELDS = ("name", "weight", "params", "enabled", "label")
 _SPEC_FIELDS = ("version", "components", "description")
@@ -115,15 +131,10 @@ class RewardSpec:
                     "only rule and conciseness may appear more than once",
                 )
             seen.setdefault(comp.name, i)
-            w = comp.weight
-            bad = isinstance(w, bool) or not isinstance(w, int | float)
-            if bad or abs(w) > MAX_ABS_WEIGHT or not math.isfinite(w):
-                raise RewardSpecError(
-                    f"{where}.weight",
-                    f"must be a finite number in [{-MAX_ABS_WEIGHT:g}, {MAX_ABS_WEIGHT:g}], "
-                    f"got {describe_value(w)}",
-                )
-            comp.weight = float(w)
+            problem = weight_problem(comp.weight)
+            if problem:
+                raise RewardSpecError(f"{where}.weight", problem)
+            comp.weight = float(comp.weight)
             if not isinstance(comp.enabled, bool):
                 raise RewardSpecError(
                     f"{where}.enabled", f"must be true or false, got {describe_value(comp.enabled)}"
@@ -198,11 +209,7 @@ class RewardSpec:
     def from_dict(cls, data: Mapping[str, Any]) -> RewardSpec:
         if not isinstance(data, Mapping):
             raise RewardSpecError("", f"a reward spec must be a mapping, got {type(data).__name__}")
-        for key in data:
-            if key not in _SPEC_FIELDS:
-                raise RewardSpecError(
-                    key_name(key), f"unknown field; allowed: {', '.join(_SPEC_FIELDS)}"
-                )
+        refuse_unknown_keys(data, _SPEC_FIELDS, "", RewardSpecError)
         version = data.get("version", SPEC_VERSION)
         if version != SPEC_VERSION:
             raise RewardSpecError(
@@ -247,17 +254,19 @@ class RewardSpec:
         return cls.from_dict(data)
 
 
+def weight_problem(weight: Any) -> str | None:
+    """Why ``weight`` cannot weight a component (the spec and the Design form both ask), or None."""
+    if WEIGHT_BOUNDS.contains(weight):
+        return None
+    return f"must be a finite number in {WEIGHT_BOUNDS.describe()}, got {describe_value(weight)}"
+
+
 def _component_from_dict(data: Any, where: str) -> ComponentSpec:
     if isinstance(data, ComponentSpec):
         return data
     if not isinstance(data, Mapping):
         raise RewardSpecError(where, f"must be a mapping, got {type(data).__name__}")
-    for key in data:
-        if key not in _COMPONENT_FIELDS:
-            raise RewardSpecError(
-                f"{where}.{key_name(key)}",
-                f"unknown field; allowed: {', '.join(_COMPONENT_FIELDS)}",
-            )
+    refuse_unknown_keys(data, _COMPONENT_FIELDS, where, RewardSpecError)
     if "name" not in data:
         raise RewardSpecError(f"{where}.name", "is required")
     params = data.get("params", {})

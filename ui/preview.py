@@ -15,8 +15,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.config import GenerationSettings
-from engine.dataclass_io import ConfigError
+from engine.dataclass_io import ConfigError, field_help
 from rewards.deadline import call_deadline
 from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.probes import run_probes
@@ -26,7 +25,7 @@ from ui.context import AppContext
 from ui.data_inputs import DataInputs, build_data_inputs, data_spec
 from ui.design import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
 from ui.messages import escape, warn
-from ui.named import error_line
+from ui.named import Updates, Values, error_line
 from ui.plots import plot_value
 from ui.preview_run import (
     CUSTOM,
@@ -120,11 +119,7 @@ class PreviewControls:
     custom_model: gr.Textbox
     refresh_models: gr.Button
     data: DataInputs
-    num_prompts: gr.Number
-    samples: gr.Number
-    temperature: gr.Number
-    max_tokens: gr.Number
-    seed: gr.Number
+    sampling: dict[str, gr.Number]  # PreviewRequest field -> its input
     generate: gr.Button
     errors: dict[str, gr.Markdown]  # PreviewError field -> its error line
 
@@ -141,8 +136,19 @@ class PreviewResults:
     probes: gr.Dataframe
 
 
-def _build_controls(ctx: AppContext) -> PreviewControls:
-    gen = GenerationSettings()
+#: Label and element id of each sampling knob's input (its range, default and help are the
+#: PreviewRequest field's).
+SAMPLING_INPUTS = {
+    "num_prompts": ("Prompts", "preview-prompts"),
+    "samples_per_prompt": ("Samples per prompt", "preview-samples"),
+    "temperature": ("Temperature", "preview-temperature"),
+    "max_new_tokens": ("Max new tokens", "preview-max-tokens"),
+    "seed": ("Seed", "preview-seed"),
+}
+
+
+def build_preview_controls(ctx: AppContext) -> PreviewControls:
+    """The left column: model, data and sampling inputs, each with its error line."""
     errors: dict[str, gr.Markdown] = {}
 
     def error_md(name: str) -> None:
@@ -167,28 +173,28 @@ def _build_controls(ctx: AppContext) -> PreviewControls:
     data = build_data_inputs("heldout", "preview")
     error_md("data")
     gr.Markdown("### Sampling")
-    with gr.Row():
-        num_prompts = gr.Number(label="Prompts", value=4, precision=0, elem_id="preview-prompts")
-        samples = gr.Number(
-            label="Samples per prompt", value=4, precision=0, elem_id="preview-samples"
-        )
-    with gr.Row():
-        temperature = gr.Number(label="Temperature", value=gen.temperature)
-        max_tokens = gr.Number(label="Max new tokens", value=gen.max_completion_length, precision=0)
-    seed = gr.Number(label="Seed", value=0, precision=0)
-    for name in ("num_prompts", "samples_per_prompt", "temperature", "max_new_tokens"):
-        error_md(name)
+    knobs = PreviewRequest.sampling_fields()
+    sampling: dict[str, gr.Number] = {}
+    for at in range(0, len(knobs), 2):  # two inputs a row
+        with gr.Row():
+            for f in knobs[at : at + 2]:
+                label, elem_id = SAMPLING_INPUTS[f.name]
+                sampling[f.name] = gr.Number(
+                    label=label,
+                    value=f.default,
+                    precision=0 if isinstance(f.default, int) else None,
+                    info=field_help(f),
+                    elem_id=elem_id,
+                )
+    for f in knobs:
+        error_md(f.name)
     generate = gr.Button("Generate", variant="primary", elem_id="preview-generate")
     return PreviewControls(
         model_key=model_key,
         custom_model=custom_model,
         refresh_models=refresh_models,
         data=data,
-        num_prompts=num_prompts,
-        samples=samples,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        seed=seed,
+        sampling=sampling,
         generate=generate,
         errors=errors,
     )
@@ -222,7 +228,7 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
     cache_state = gr.State(PreviewCache())
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
-            controls = _build_controls(ctx)
+            controls = build_preview_controls(ctx)
         with gr.Column(scale=3, min_width=500):
             results = _build_results()
     _wire_model_picker(ctx, controls)
@@ -241,6 +247,37 @@ def _wire_model_picker(ctx: AppContext, controls: PreviewControls) -> None:
     )
 
 
+def preview_request(ctx: AppContext, controls: PreviewControls, raw: Values) -> PreviewRequest:
+    """The request of the Preview form; ``raw`` is what Gradio passes for a set of inputs
+    (component -> value). A data picker it cannot read raises :class:`PreviewError`."""
+    try:
+        data = data_spec(*(raw[c] for c in controls.data.all), policy=ctx.input_policy)
+    except ConfigError as exc:  # an upload of a type the data picker does not read
+        raise PreviewError("data", str(exc)) from None
+    sampling = {name: raw[comp] for name, comp in controls.sampling.items()}
+    if sampling["seed"] is None:  # an emptied seed input
+        sampling["seed"] = 0
+    request = PreviewRequest(
+        model_key=raw[controls.model_key],
+        custom_model=raw[controls.custom_model] or "",
+        data=data,
+        **sampling,
+    )
+    return request  # checked by generate_preview, against this app's caps
+
+
+def _show_error(errors: dict[str, gr.Markdown], exc: PreviewError | None) -> Updates:
+    """Updates that show ``exc`` on its input's error line (the data's when it names none) and
+    hide every other line."""
+    where = None if exc is None else exc.field if exc.field in errors else "data"
+    return {
+        md: gr.Markdown(value=warn(escape(exc)), visible=True)
+        if name == where
+        else gr.Markdown(visible=False)
+        for name, md in errors.items()
+    }
+
+
 def _wire_scores(
     ctx: AppContext,
     design: DesignHandles,
@@ -251,7 +288,6 @@ def _wire_scores(
     """Generate into the session's cache; re-score it on every reward change; trace and probe
     the clicked sample."""
     errors = controls.errors
-    error_names = list(errors)
 
     def show(cache: PreviewCache, spec_dict: dict | None):
         if spec_dict is None:  # the Design tab has fields to fix: keep the last scores
@@ -282,72 +318,36 @@ def _wire_scores(
     shown = [results.summary, results.table, results.contrib, results.diagnostics]
 
     def on_generate(
-        cache,
-        spec_dict,
-        key,
-        custom,
-        src,
-        split_v,
-        file,
-        hid,
-        hcfg,
-        pcol,
-        acol,
-        scol,
-        n,
-        k,
-        temp,
-        max_new,
-        seed_v,
+        raw: Values,
         progress=gr.Progress(),  # noqa: B008 (how Gradio injects a progress bar)
-    ):
-        hidden = [gr.Markdown(visible=False) for _ in error_names]
+    ) -> Updates:
+        cache = raw[cache_state]
         try:
-            try:
-                data = data_spec(
-                    src, split_v, file, hid, hcfg, pcol, acol, scol, policy=ctx.input_policy
-                )
-            except ConfigError as exc:  # an upload of a type the data picker does not read
-                raise PreviewError("data", str(exc)) from None
-            request = PreviewRequest(
-                model_key=key,
-                custom_model=custom or "",
-                data=data,
-                num_prompts=n,
-                samples_per_prompt=k,
-                temperature=temp,
-                max_new_tokens=max_new,
-                seed=seed_v or 0,
-            )
+            request = preview_request(ctx, controls, raw)
             cache = generate_preview(ctx, request, lambda f, text: progress(f, desc=text))
         except Exception as exc:  # shown next to the input it is about, never as a trace
             if not isinstance(exc, PreviewError):
                 logger.exception("Preview generation failed")
                 exc = PreviewError("model", f"generation failed: {type(exc).__name__}: {exc}")
-            field = exc.field if exc.field in error_names else "data"
-            errs = [
-                gr.Markdown(value=warn(escape(exc)), visible=True) if name == field else h
-                for name, h in zip(error_names, hidden, strict=True)
-            ]
-            return (cache, *[gr.skip()] * len(shown), *errs)
-        return (cache, *show(cache, spec_dict), *hidden)
+            return {cache_state: cache, **_show_error(errors, exc)}
+        return {
+            cache_state: cache,
+            **dict(zip(shown, show(cache, raw[design.spec_state]), strict=True)),
+            **_show_error(errors, None),
+        }
 
     c = controls
     c.generate.click(
         on_generate,
-        inputs=[
+        inputs={
             cache_state,
             design.spec_state,
             c.model_key,
             c.custom_model,
             *c.data.all,
-            c.num_prompts,
-            c.samples,
-            c.temperature,
-            c.max_tokens,
-            c.seed,
-        ],
-        outputs=[cache_state, *shown, *[errors[n] for n in error_names]],
+            *c.sampling.values(),
+        },
+        outputs=[cache_state, *shown, *errors.values()],
         concurrency_limit=1,
         concurrency_id="generate",
         api_visibility="private",

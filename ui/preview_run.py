@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import Field, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from engine.checkpoints import latest_model_dir
-from engine.dataclass_io import ConfigError
+from engine.config import GenerationSettings
+from engine.dataclass_io import ConfigError, knob
 from engine.datasets import DatasetError, DataSpec
 from engine.devices import bounded_threads, preview_threads
 from engine.input_policy import InputPolicy
@@ -97,34 +98,53 @@ def resolve_model(ctx: AppContext, key: str, custom: str = "") -> ModelSpec:
     raise PreviewError("model", f"unknown model choice {key!r}")
 
 
+_TRAINING_SAMPLING = {f.name: f.default for f in fields(GenerationSettings)}
+
+
 @dataclass(frozen=True)
 class PreviewRequest:
-    """What the user asked the preview to generate."""
+    """What the user asked the preview to generate; each sampling knob's range, default and
+    help are declared once here (the Preview form is built from them)."""
 
     model_key: str
     custom_model: str
     data: dict[str, Any]
-    num_prompts: int = 4
-    samples_per_prompt: int = 4
-    temperature: float = 0.8
-    max_new_tokens: int = 64
-    seed: int = 0
+    num_prompts: int = knob(4, help="Prompts drawn from the data.", lo=1, hi=MAX_PROMPTS)
+    samples_per_prompt: int = knob(
+        4, help="Completions sampled for each prompt.", lo=1, hi=MAX_SAMPLES
+    )
+    temperature: float = knob(
+        _TRAINING_SAMPLING["temperature"],
+        help="Sampling temperature (0 = greedy).",
+        lo=0,
+        hi=2,
+    )
+    max_new_tokens: int = knob(
+        _TRAINING_SAMPLING["max_completion_length"],
+        help="Most new tokens per completion.",
+        lo=1,
+        hi=MAX_NEW_TOKENS,
+    )
+    seed: int = knob(0, help="Seed of the sampling.", lo=0, hi=2**31 - 1)
 
     def check(self, max_completions: int | None = None) -> None:
         """Raise :class:`PreviewError` naming the first input out of range."""
-        checks = [
-            ("num_prompts", self.num_prompts, 1, MAX_PROMPTS),
-            ("samples_per_prompt", self.samples_per_prompt, 1, MAX_SAMPLES),
-            ("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS),
-            ("seed", self.seed, 0, 2**31 - 1),
-        ]
-        for name, value, lo, hi in checks:
-            if not _number_in(value, lo, hi) or not float(value).is_integer():
-                shown = describe_value(value)
-                raise PreviewError(name, f"must be a whole number in [{lo}, {hi}], got {shown}")
-        if not _number_in(self.temperature, 0, 2):
-            shown = describe_value(self.temperature)
-            raise PreviewError("temperature", f"must be in [0, 2], got {shown}")
+        for f in fields(self):
+            bounds = f.metadata.get("bounds")
+            value = getattr(self, f.name)
+            if bounds is None:
+                continue
+            if isinstance(f.default, int):
+                if not bounds.contains(value) or not float(value).is_integer():
+                    raise PreviewError(
+                        f.name,
+                        f"must be a whole number in {bounds.describe()}, "
+                        f"got {describe_value(value)}",
+                    )
+            elif not bounds.contains(value):
+                raise PreviewError(
+                    f.name, f"must be in {bounds.describe()}, got {describe_value(value)}"
+                )
         cap = min(MAX_COMPLETIONS, max_completions or MAX_COMPLETIONS)
         total = int(self.num_prompts) * int(self.samples_per_prompt)
         if total > cap:
@@ -141,12 +161,10 @@ class PreviewRequest:
                 f"{MAX_PREVIEW_TOKENS:,} per preview (fewer samples or fewer tokens)",
             )
 
-
-def _number_in(value: Any, lo: float, hi: float) -> bool:
-    """A real number (not a bool, not text) within [lo, hi]; NaN is not."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    return lo <= value <= hi
+    @classmethod
+    def sampling_fields(cls) -> list[Field]:
+        """The sampling knobs (everything with a declared range), in form order."""
+        return [f for f in fields(cls) if "bounds" in f.metadata]
 
 
 def load_prompts(

@@ -20,7 +20,6 @@ whichever other slots are ticked, so unticking one slot never renames another.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from typing import Any, NamedTuple
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec
 from rewards.registry import REGISTRY
-from rewards.spec import ComponentSpec, RewardSpec
+from rewards.spec import ComponentSpec, RewardSpec, weight_problem
 from ui.messages import escape, ok, warn
 
 MULTI_SLOTS = 5  # instances offered for components that allow several (e.g. rule)
@@ -228,13 +227,11 @@ class SpecForm:
                     p.validate(params[p.name])
                 except RewardSpecError as exc:
                     errors[f"{slot.key}.{p.name}"] = exc.reason
-            weight_ok = False
-            if weight is None or isinstance(weight, bool) or not isinstance(weight, (int, float)):
-                errors[f"{slot.key}.weight"] = "must be a number"
-            elif not math.isfinite(weight):
-                errors[f"{slot.key}.weight"] = f"must be a finite number, got {weight}"
-            else:
-                weight_ok = True
+            # An empty input is the form's own case; any other value is judged by the spec.
+            problem = "must be a number" if weight is None else weight_problem(weight)
+            weight_ok = problem is None
+            if problem:
+                errors[f"{slot.key}.weight"] = problem
             if (reason := label_error(slot, label)) is not None:
                 errors[f"{slot.key}.label"] = reason
             if not enabled:

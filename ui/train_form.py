@@ -19,7 +19,7 @@ from typing import Any
 
 from engine import config as run_config
 from engine.config import RunConfig
-from engine.dataclass_io import ConfigError
+from engine.dataclass_io import ConfigError, field_help
 
 FormValues = dict[str, Any]  # dotted field path -> the input's value
 # Sections of RunConfig that hold plain hyperparameters, in form order.
@@ -59,7 +59,7 @@ class FormField:
         path: dotted config path (``training.steps``), also the key of its error message.
         kind: ``int`` | ``float`` | ``bool`` | ``str`` | ``choice`` | ``multi``.
         default: the config's default value.
-        help: the dataclass field's ``help`` text.
+        help: the dataclass field's help text with its declared range (``field_help``).
         optional: the field accepts "empty" (``None``).
         choices: allowed values for ``choice`` and ``multi`` fields.
     """
@@ -122,7 +122,7 @@ def section_fields(section: str) -> list[FormField]:
                 path=path,
                 kind=kind,
                 default=getattr(instance, f.name),
-                help=f.metadata.get("help", ""),
+                help=field_help(f),
                 optional=optional,
                 choices=choices,
             )

@@ -66,7 +66,11 @@ _NOT_COLUMNS = frozenset({"trainer_state", "log_extra", "log_metric", "environme
 
 
 class RewardComponent:
-    """Base class: subclasses set ``component`` and implement :meth:`judge`."""
+    """Base class: subclasses set ``component`` and implement :meth:`judge`.
+
+    A subclass's constructor takes ``(name=None, **params)`` and reads its settings from
+    ``rewards.params.with_defaults(PARAMS, params)``: defaults live in its ``ParamSpec``s only.
+    """
 
     component: str = ""
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.components.correctness import verdicts
-from rewards.params import ComponentInfo, ParamSpec
+from rewards.params import ComponentInfo, ParamSpec, with_defaults
 from rewards.verify import MODES
 
 PARAMS = (
@@ -68,32 +68,19 @@ def soft_overlong(length: int, max_len: int, cache: int) -> float:
 class Conciseness(RewardComponent):
     component = "conciseness"
 
-    def __init__(
-        self,
-        name: str | None = None,
-        *,
-        mode: str = "cosine",
-        unit: str = "tokens",
-        max_len: int = 1000,
-        cache: int = 200,
-        min_value_wrong: float = -1.0,
-        max_value_wrong: float = -0.5,
-        min_value_correct: float = 0.5,
-        max_value_correct: float = 1.0,
-        correctness_mode: str = "math",
-        gold_column: str = "answer",
-        answer_tag: str = "answer",
-    ) -> None:
+    def __init__(self, name: str | None = None, **params: Any) -> None:
         super().__init__(name)
-        self.mode = mode
-        self.unit = unit
-        self.max_len = max_len
-        self.cache = cache
-        self.wrong = (max_value_wrong, min_value_wrong)  # (lo, hi): swapped, see docstring
-        self.correct = (min_value_correct, max_value_correct)
-        self.correctness_mode = correctness_mode
-        self.gold_column = gold_column
-        self.answer_tag = answer_tag
+        p = with_defaults(PARAMS, params)
+        self.mode = p["mode"]
+        self.unit = p["unit"]
+        self.max_len = p["max_len"]
+        self.cache = p["cache"]
+        # (lo, hi) of a wrong answer: the pair swapped, see the module docstring
+        self.wrong = (p["max_value_wrong"], p["min_value_wrong"])
+        self.correct = (p["min_value_correct"], p["max_value_correct"])
+        self.correctness_mode = p["correctness_mode"]
+        self.gold_column = p["gold_column"]
+        self.answer_tag = p["answer_tag"]
 
     def lengths(self, texts: list[str], ctx: BatchContext) -> list[int] | None:
         if self.unit == "tokens":

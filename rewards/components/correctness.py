@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
-from rewards.params import ComponentInfo, ParamSpec
+from rewards.params import ComponentInfo, ParamSpec, with_defaults
 from rewards.verify import MODES, Verdict, judge_batch
 
 PARAMS = (
@@ -46,27 +46,17 @@ def verdicts(
 class Correctness(RewardComponent):
     component = "correctness"
 
-    def __init__(
-        self,
-        name: str | None = None,
-        *,
-        mode: str = "math",
-        gold_column: str = "answer",
-        answer_tag: str = "answer",
-        wrong_value: float = 0.0,
-        abs_tol: float = 1e-6,
-        rel_tol: float = 0.0,
-        letters: str = "ABCD",
-    ) -> None:
+    def __init__(self, name: str | None = None, **params: Any) -> None:
         super().__init__(name)
-        self.mode = mode
-        self.gold_column = gold_column
-        self.wrong_value = wrong_value
+        p = with_defaults(PARAMS, params)
+        self.mode = p["mode"]
+        self.gold_column = p["gold_column"]
+        self.wrong_value = p["wrong_value"]
         self.options = {
-            "answer_tag": answer_tag,
-            "abs_tol": abs_tol,
-            "rel_tol": rel_tol,
-            "letters": letters,
+            "answer_tag": p["answer_tag"],
+            "abs_tol": p["abs_tol"],
+            "rel_tol": p["rel_tol"],
+            "letters": p["letters"],
         }
 
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
-from rewards.params import ComponentInfo, ParamSpec
+from rewards.params import ComponentInfo, ParamSpec, with_defaults
 
 _TAG_NAME = "a tag name: letters, digits, '_' or '-'"
 
@@ -49,21 +49,15 @@ PARAMS = (
 class Format(RewardComponent):
     component = "format"
 
-    def __init__(
-        self,
-        name: str | None = None,
-        *,
-        mode: str = "strict",
-        think_tag: str = "think",
-        answer_tag: str = "answer",
-        think_prefilled: bool = False,
-    ) -> None:
+    def __init__(self, name: str | None = None, **params: Any) -> None:
         super().__init__(name)
-        self.mode = mode
-        self.think_prefilled = think_prefilled
-        self.pairs = [(f"<{think_tag}>", f"</{think_tag}>")]
-        if answer_tag:
-            self.pairs.append((f"<{answer_tag}>", f"</{answer_tag}>"))
+        p = with_defaults(PARAMS, params)
+        self.mode = p["mode"]
+        self.think_prefilled = p["think_prefilled"]
+        think, answer = p["think_tag"], p["answer_tag"]
+        self.pairs = [(f"<{think}>", f"</{think}>")]
+        if answer:
+            self.pairs.append((f"<{answer}>", f"</{answer}>"))
 
     def _prepare(self, text: str) -> str:
         opening = self.pairs[0][0]

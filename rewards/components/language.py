@@ -27,7 +27,7 @@ from typing import Any
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.deadline import deadline_passed
 from rewards.langid_batch import classify_many
-from rewards.params import ComponentInfo, ParamSpec
+from rewards.params import ComponentInfo, ParamSpec, with_defaults
 
 #: Codes py3langid's model knows (checked against the model by the tests).
 _CODES = (
@@ -112,20 +112,13 @@ def sentences(text: str, min_letters: int) -> list[tuple[str, int]]:
 class Language(RewardComponent):
     component = "language"
 
-    def __init__(
-        self,
-        name: str | None = None,
-        *,
-        language: str = "en",
-        mode: str = "share",
-        min_letters: int = 12,
-        candidates: list[str] | tuple[str, ...] = (),
-    ) -> None:
+    def __init__(self, name: str | None = None, **params: Any) -> None:
         super().__init__(name)
-        self.language = language
-        self.mode = mode
-        self.min_letters = min_letters
-        self.candidates = tuple(candidates)
+        p = with_defaults(PARAMS, params)
+        self.language = p["language"]
+        self.mode = p["mode"]
+        self.min_letters = p["min_letters"]
+        self.candidates = tuple(p["candidates"])
 
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
         # Identification costs time in proportion to the text: within a scoring call's time

@@ -9,8 +9,10 @@ start of the text only, as in the reference. Markers run on RE2 (linear time).
 
 from __future__ import annotations
 
+from typing import Any
+
 from rewards.components.base import BatchContext, Judgement, RewardComponent
-from rewards.params import ComponentInfo, ParamSpec
+from rewards.params import ComponentInfo, ParamSpec, with_defaults
 from rewards.safe_regex import compile_safe
 
 DEFAULT_MARKERS = (
@@ -42,18 +44,12 @@ PARAMS = (
 class ReasoningSteps(RewardComponent):
     component = "reasoning_steps"
 
-    def __init__(
-        self,
-        name: str | None = None,
-        *,
-        markers: list[str] | tuple[str, ...] = DEFAULT_MARKERS,
-        target: int = 3,
-        case_sensitive: bool = True,
-    ) -> None:
+    def __init__(self, name: str | None = None, **params: Any) -> None:
         super().__init__(name)
-        self.markers = tuple(markers)
-        self.target = target
-        self.case_sensitive = case_sensitive
+        p = with_defaults(PARAMS, params)
+        self.markers = tuple(p["markers"])
+        self.target = p["target"]
+        self.case_sensitive = p["case_sensitive"]
 
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
         if not self.markers:

@@ -13,9 +13,10 @@ Reference: "Demystifying Long Chain-of-Thought Reasoning" (Yeo et al. 2025, App.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
-from rewards.params import ComponentInfo, ParamSpec
+from rewards.params import ComponentInfo, ParamSpec, with_defaults
 
 PARAMS = (
     ParamSpec("n", "int", 3, "n-gram size", min=1, max=20),
@@ -39,13 +40,12 @@ def repeated_fraction(items: Sequence, n: int) -> float | None:
 class Repetition(RewardComponent):
     component = "repetition"
 
-    def __init__(
-        self, name: str | None = None, *, n: int = 3, max_penalty: float = -1.0, unit: str = "words"
-    ) -> None:
+    def __init__(self, name: str | None = None, **params: Any) -> None:
         super().__init__(name)
-        self.n = n
-        self.max_penalty = max_penalty
-        self.unit = unit
+        p = with_defaults(PARAMS, params)
+        self.n = p["n"]
+        self.max_penalty = p["max_penalty"]
+        self.unit = p["unit"]
 
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
         gram = _GRAM_NAMES.get(self.n, f"{self.n}-grams")

@@ -18,7 +18,7 @@ from typing import Any
 
 from rewards.answers import extract_answer
 from rewards.components.base import BatchContext, Judgement, RewardComponent
-from rewards.params import ComponentInfo, ParamSpec
+from rewards.params import ComponentInfo, ParamSpec, with_defaults
 from rewards.safe_regex import MAX_PATTERN_CHARS, compile_safe
 
 #: Characters of each completion a rule searches.
@@ -51,26 +51,16 @@ PARAMS = (
 class Rule(RewardComponent):
     component = "rule"
 
-    def __init__(
-        self,
-        name: str | None = None,
-        *,
-        pattern: str = r"as an AI( language)? model",
-        kind: str = "must_not_contain",
-        effect: str = "penalty",
-        literal: bool = False,
-        case_sensitive: bool = False,
-        scope: str = "completion",
-        answer_tag: str = "answer",
-    ) -> None:
+    def __init__(self, name: str | None = None, **params: Any) -> None:
         super().__init__(name)
-        self.pattern = pattern
-        self.kind = kind
-        self.effect = effect
-        self.literal = literal
-        self.case_sensitive = case_sensitive
-        self.scope = scope
-        self.answer_tag = answer_tag
+        p = with_defaults(PARAMS, params)
+        self.pattern = p["pattern"]
+        self.kind = p["kind"]
+        self.effect = p["effect"]
+        self.literal = p["literal"]
+        self.case_sensitive = p["case_sensitive"]
+        self.scope = p["scope"]
+        self.answer_tag = p["answer_tag"]
 
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
         source = re.escape(self.pattern) if self.literal else self.pattern

@@ -3,6 +3,7 @@ import math
 
 import pytest
 
+from rewards.errors import RewardSpecError
 from rewards.registry import REGISTRY
 from rewards.spec import ComponentSpec, RewardSpec
 from ui.spec_form import (
@@ -64,6 +65,16 @@ def test_a_bad_weight_is_reported_on_that_weight(form):
     assert "finite" in check.errors["format.weight"]
     values["format.weight"] = None
     assert form.check(values).errors == {"format.weight": "must be a number"}
+
+
+@pytest.mark.parametrize("weight", [math.inf, -math.inf, math.nan, 100.5, -1000, True])
+def test_the_form_refuses_a_weight_in_the_spec_s_own_words(form, weight):
+    data = {"components": [{"name": "correctness"}, {"name": "format", "weight": weight}]}
+    with pytest.raises(RewardSpecError) as spec_error:
+        RewardSpec.from_dict(data)
+    values = form.values_from_spec(spec_of(("correctness", 1.0), ("format", 0.5)))
+    values["format.weight"] = weight
+    assert form.check(values).errors == {"format.weight": spec_error.value.reason}
 
 
 def test_a_bad_parameter_is_reported_on_that_parameter(form):

@@ -1,0 +1,111 @@
+"""Every numeric RunConfig knob declares its range once, in its field metadata, and that one
+declaration is what refuses a value, what the error names and what the form's help shows.
+
+Generated over all fields of all config sections, so a new field without a declared range, or a
+range still checked by hand somewhere else, fails here.
+"""
+
+import dataclasses
+import math
+import typing
+
+import pytest
+
+from engine.config import RunConfig
+from engine.dataclass_io import ConfigError, field_help, from_dict
+from rewards.params import Bounds
+from ui import train_form
+
+
+def _sections() -> dict[str, type]:
+    hints = typing.get_type_hints(RunConfig)
+    return {
+        f.name: hints[f.name]
+        for f in dataclasses.fields(RunConfig)
+        if dataclasses.is_dataclass(hints[f.name]) and hints[f.name].__module__ == "engine.config"
+    }
+
+
+def _scalar(tp: typing.Any) -> typing.Any:
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    return args[0] if args else tp
+
+
+def _numeric_fields() -> list[tuple[str, type, dataclasses.Field, type]]:
+    out = []
+    for section, cls in _sections().items():
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            tp = _scalar(hints[f.name])
+            if tp in (int, float):
+                out.append((f"{section}.{f.name}", cls, f, tp))
+    return out
+
+
+NUMERIC = _numeric_fields()
+IDS = [path for path, *_ in NUMERIC]
+
+
+def test_the_config_sections_hold_numeric_knobs():
+    assert set(_sections()) >= {"generation", "training", "grpo", "rloo", "ppo"}
+    assert len(NUMERIC) > 30
+
+
+def _outside(bounds: Bounds, lo: float, tp: type) -> list[float]:
+    """Values just outside the range on each bounded side."""
+    values = []
+    if lo is not None:
+        if bounds.lo_open:
+            values.append(lo)
+        else:
+            values.append(lo - 1 if tp is int else math.nextafter(lo, -math.inf))
+    if bounds.hi is not None:
+        values.append(bounds.hi + 1 if tp is int else math.nextafter(bounds.hi, math.inf))
+    return values
+
+
+@pytest.mark.parametrize(("path", "cls", "f", "tp"), NUMERIC, ids=IDS)
+def test_each_numeric_field_declares_its_range_and_refuses_values_just_outside(path, cls, f, tp):
+    bounds = f.metadata.get("bounds")
+    assert isinstance(bounds, Bounds), f"{path} declares no range in its metadata"
+    assert bounds.hi is not None, f"{path} has no upper bound"
+    section = path.split(".")[0]
+    default = cls()
+    lo = getattr(default, bounds.lo_field) if bounds.lo_field else bounds.lo
+    assert lo is not None, f"{path} has no lower bound"
+    allowed = bounds.describe(lo)
+    # The form and the exported config show the declared range (``[epsilon, 1]`` for a bound
+    # that is another field); the help text does not restate it by hand.
+    assert bounds.describe() in field_help(f)
+    assert bounds.describe() not in f.metadata["help"], f"{path} repeats its range in its help"
+    for value in _outside(bounds, lo, tp):
+        with pytest.raises(ConfigError) as info:
+            from_dict(cls, {f.name: value}, section)
+        assert info.value.field == path
+        assert f"must be in {allowed}" in str(info.value), str(info.value)
+    # The bounds themselves are accepted (the open lower bound only just above it).
+    inside_lo = (
+        lo if not bounds.lo_open else (lo + 1 if tp is int else math.nextafter(lo, 2 * lo + 1))
+    )
+    for value in (inside_lo, bounds.hi):
+        value = int(value) if tp is int else value
+        assert getattr(from_dict(cls, {f.name: value}, section), f.name) == value
+
+
+@pytest.mark.parametrize("field", train_form.form_fields(), ids=lambda f: f.path)
+def test_the_train_form_shows_each_declared_range(field):
+    section = typing.get_type_hints(RunConfig)[field.section]
+    f = {x.name: x for x in dataclasses.fields(section)}[field.name]
+    bounds = f.metadata.get("bounds")
+    assert field.help == field_help(f)
+    if bounds is not None:
+        assert bounds.describe() in field.help
+
+
+def test_a_range_error_names_the_field_through_the_whole_config():
+    data = RunConfig().to_dict()
+    data["ppo"]["vf_coef"] = 100.5
+    with pytest.raises(ConfigError) as info:
+        RunConfig.from_dict(data)
+    assert info.value.field == "ppo.vf_coef"
+    assert str(info.value) == "ppo.vf_coef: must be in [0, 100], got 100.5"

@@ -1,0 +1,60 @@
+"""The Preview tab's Generate inputs, built for real in a Gradio Blocks, are carried by name:
+each sampling input is a ``PreviewRequest`` field, shows that field's declared range, and a bad
+value comes back on that input's own error line."""
+
+import gradio as gr
+import pytest
+
+from engine.dataclass_io import field_help
+from ui.context import AppContext
+from ui.preview import _show_error, build_preview_controls, preview_request
+from ui.preview_run import PreviewError, PreviewRequest
+
+KNOBS = {f.name: f for f in PreviewRequest.sampling_fields()}
+
+
+@pytest.fixture
+def ctx(data_dir):
+    context = AppContext(data_dir)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def controls(ctx):
+    with gr.Blocks():
+        return build_preview_controls(ctx)
+
+
+def default_values(controls) -> dict:
+    inputs = [controls.model_key, controls.custom_model, *controls.data.all]
+    return {comp: comp.value for comp in [*inputs, *controls.sampling.values()]}
+
+
+def test_every_sampling_input_is_a_request_field_with_its_declared_range(controls):
+    assert list(controls.sampling) == list(KNOBS)
+    assert {"num_prompts", "samples_per_prompt", "temperature", "seed"} < set(KNOBS)
+    assert set(controls.errors) == {"model", "data", *KNOBS}
+    for name, comp in controls.sampling.items():
+        assert comp.info == field_help(KNOBS[name])
+        assert KNOBS[name].metadata["bounds"].describe() in comp.info
+        assert comp.value == KNOBS[name].default
+
+
+def test_the_form_defaults_make_the_default_request(ctx, controls):
+    request = preview_request(ctx, controls, default_values(controls))
+    request.check()
+    assert request == PreviewRequest(request.model_key, "", request.data)
+
+
+@pytest.mark.parametrize("name", list(KNOBS))
+def test_a_value_out_of_range_shows_on_its_own_input(ctx, controls, name):
+    raw = default_values(controls)
+    raw[controls.sampling[name]] = KNOBS[name].metadata["bounds"].hi + 1
+    with pytest.raises(PreviewError) as err:
+        preview_request(ctx, controls, raw).check()
+    assert err.value.field == name
+    updates = _show_error(controls.errors, err.value)
+    shown = [md for md, update in updates.items() if update.visible]
+    assert shown == [controls.errors[name]]
+    assert "must be" in updates[controls.errors[name]].value
