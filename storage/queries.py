@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, func, insert, select
+from sqlalchemy import ColumnElement, Row, Select, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute
-from sqlmodel import Session, SQLModel
+from sqlmodel import SQLModel
 
 from storage.db import Database
 from storage.encoding import as_int
@@ -63,20 +63,19 @@ def rows_since(
 
 
 def distinct_values(db: Database, column: InstrumentedAttribute[Any], run_id: str) -> list[Any]:
-    """The distinct values of ``column`` in the rows of run ``run_id``, ascending.
+    """The distinct values of ``column`` in the rows of run ``run_id``, ascending."""
+    query = distinct_values_query(column, run_id)
+    return db.read(lambda session: list(session.execute(query).scalars()))
 
-    A recursive CTE that seeks the next larger value on a ``(run_id, column)`` index: one B-tree
-    seek per distinct value instead of reading every row (the "loose index scan" of
-    https://wiki.postgresql.org/wiki/Loose_indexscan, in SQLite's recursive CTE syntax).
-    """
+
+def distinct_values_query(column: InstrumentedAttribute[Any], run_id: str) -> Select[Any]:
+    """The query of :func:`distinct_values`: a recursive CTE that seeks the next larger value on
+    a ``(run_id, column)`` index, one B-tree seek per distinct value instead of reading every
+    row (the "loose index scan" of https://wiki.postgresql.org/wiki/Loose_indexscan, in SQLite's
+    recursive CTE syntax)."""
     table = column.class_
     first = select(func.min(column).label("value")).where(table.run_id == run_id)
     found = first.cte("found", recursive=True)
     following = select(func.min(column)).where(table.run_id == run_id, column > found.c.value)
     found = found.union_all(select(following.scalar_subquery()).where(found.c.value.is_not(None)))
-    query = select(found.c.value).where(found.c.value.is_not(None))
-
-    def read(session: Session) -> list[Any]:
-        return list(session.execute(query).scalars())
-
-    return db.read(read)
+    return select(found.c.value).where(found.c.value.is_not(None))
