@@ -35,24 +35,8 @@ from storage.schema import (
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
-# Fields update_run may set; id and created_at never change, and config is given as a mapping.
-UPDATABLE_FIELDS = frozenset(
-    {
-        "name",
-        "status",
-        "config",
-        "started_at",
-        "ended_at",
-        "pid",
-        "heartbeat_at",
-        "last_step",
-        "total_steps",
-        "error_message",
-        "error_traceback",
-        "output_dir",
-        "attempt",
-    }
-)
+# Fields update_run may set: every field of the model but those fixed when the run is made.
+UPDATABLE_FIELDS = frozenset(Run.model_fields) - {"id", "algorithm", "created_at", "owner"}
 
 
 class RunNotFoundError(LookupError):
