@@ -8,6 +8,7 @@ rows: 20 runs x 50 metrics x 1000 steps), then times, as the UI's 1 s timer woul
 - ``metrics_since`` tail: the rows of one new step after the reader's cursor (50 rows);
 - ``metrics_since`` empty: a tick with nothing new;
 - ``metric_names``; ``metric_series`` of one metric over 5 runs (compare view);
+- ``list_runs`` and ``get_run``: the Runs table and the selected run, read into row objects;
 - ``metrics_since`` from cursor 0: the first full load of one run (grows with the run's size).
 
 Usage: ``python bench/storage_queries.py [--repeats N]``. The last line is one JSON object.
@@ -30,7 +31,7 @@ from sqlalchemy import insert, text
 
 from storage.db import Database
 from storage.metrics import metric_names, metric_series, metrics_since
-from storage.runs import create_run, heartbeat, latest_steps, run_progress
+from storage.runs import create_run, get_run, heartbeat, latest_steps, list_runs, run_progress
 from storage.schema import Metric
 
 NAMES = [f"group{g}/metric{m}" for g in range(5) for m in range(10)]  # 50 names
@@ -108,6 +109,8 @@ def measure(path: Path, run_ids: list[str], repeats: int) -> dict[str, float]:
             "poll_tick": lambda: (latest_steps(db), metrics_since(db, hot, tail_cursor)),
             "metric_names": lambda: metric_names(db, hot),
             "metric_series_5_runs": lambda: metric_series(db, run_ids[-5:], NAMES[0]),
+            "list_runs": lambda: list_runs(db),
+            "get_run": lambda: get_run(db, hot),
         }
         for key, fn in cases.items():
             median, p95 = timed(fn, repeats)

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from sqlalchemy import event, func, select
 from sqlalchemy.engine import Connection, Engine
@@ -68,7 +68,25 @@ def is_locked_error(exc: BaseException) -> bool:
     return "database is locked" in message or "database table is locked" in message
 
 
-class Database:
+class ClosedOnExit:
+    """``with obj:`` closes ``obj`` at the end of the block, however it ends."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Database(ClosedOnExit):
     """One SQLite file, opened with Reward Studio's pragmas and brought to the current schema.
 
     Use :meth:`read` and :meth:`write` with a function of a SQLModel ``Session``; each call is
@@ -257,17 +275,6 @@ class Database:
     @property
     def closed(self) -> bool:
         return self._closed
-
-    def __enter__(self) -> Database:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"Database({str(self.path)!r})"

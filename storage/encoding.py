@@ -49,12 +49,18 @@ def optional_int(value: Any, field: str, *, minimum: int | None = None) -> int |
     return None if value is None else as_int(value, field, minimum=minimum)
 
 
-def dumps_json(obj: Any, field: str) -> str:
-    """Strict JSON text: dataclasses become objects, non-finite floats become ``null``."""
+def plain_json(obj: Any, field: str) -> Any:
+    """``obj`` as plain JSON values (dict, list, str, int, float, bool, None) that
+    :func:`json_text` can write: dataclasses become objects, non-finite floats ``None``."""
     try:
-        return json.dumps(_plain(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return _plain(obj)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{field}: cannot be stored as JSON ({exc})") from exc
+
+
+def json_text(plain: Any) -> str:
+    """Strict, compact JSON text of plain values (a browser parses it as it is)."""
+    return json.dumps(plain, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def _plain(obj: Any) -> Any:
@@ -75,8 +81,8 @@ def _plain(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} {obj!r} is not JSON-serialisable")
 
 
-def config_json(config: Any) -> str:
-    """A run config (mapping, dataclass or JSON object text) as strict JSON text."""
+def config_object(config: Any) -> dict[str, Any]:
+    """A run config (mapping, dataclass or JSON object text) as a plain JSON object."""
     if isinstance(config, str):
         try:
             decoded = json.loads(config)
@@ -84,11 +90,11 @@ def config_json(config: Any) -> str:
             raise ValueError(f"config: not valid JSON ({exc})") from exc
         if not isinstance(decoded, dict):
             raise ValueError(f"config: must be a JSON object, got {type(decoded).__name__}")
-        return dumps_json(decoded, "config")
+        return plain_json(decoded, "config")
     if isinstance(config, Mapping) or (
         dataclasses.is_dataclass(config) and not isinstance(config, type)
     ):
-        return dumps_json(config, "config")
+        return plain_json(config, "config")
     raise TypeError(
         f"config: expected a mapping, a dataclass or JSON text, got {type(config).__name__}"
     )

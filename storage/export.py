@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import shutil
 import time
@@ -27,6 +26,7 @@ from storage.logs import logs_since
 from storage.metrics import metrics_since
 from storage.runs import RunNotFoundError, get_run
 from storage.samples import sample_steps, samples_at
+from storage.schema import Sample
 
 PAGE = 50_000
 RUN_FIELDS = (
@@ -41,6 +41,8 @@ RUN_FIELDS = (
     "total_steps",
     "error_message",
 )
+# A sample's line: every field but the row id and the run (the export is of one run).
+SAMPLE_EXPORT_FIELDS = tuple(name for name in Sample.model_fields if name not in ("id", "run_id"))
 
 
 def export_run(
@@ -94,8 +96,7 @@ def write_samples_jsonl(db: Database, run_id: str, path: Path) -> int:
     with path.open("w", encoding="utf-8") as handle:
         for step in sample_steps(db, run_id):
             for sample in samples_at(db, run_id, step):
-                record = dataclasses.asdict(sample)
-                del record["id"]
+                record = {name: getattr(sample, name) for name in SAMPLE_EXPORT_FIELDS}
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
                 count += 1
     return count

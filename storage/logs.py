@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
 
-from sqlalchemy import insert, select
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
+from sqlalchemy import Row
 
 from storage.db import Database
-from storage.encoding import as_int
-from storage.runs import RunNotFoundError
+from storage.queries import insert_rows, rows_since
 from storage.schema import LogLine
 
 MAX_LEVEL_LENGTH = 20
 
 
-class LogEntry(NamedTuple):
-    """One stored log line; ``id`` is its cursor, ``time`` epoch seconds (UTC)."""
-
-    id: int
-    time: float
-    level: str
-    message: str
+# One stored log line, read by cursor: a row of these columns of the LogLine model, so
+# ``line.id`` (its cursor), ``line.time`` (epoch seconds, UTC), ``line.level``, ``line.message``.
+ENTRY_COLUMNS = (LogLine.id, LogLine.time, LogLine.level, LogLine.message)
+LogEntry = Row[tuple[int, float, str, str]]
 
 
 def append_logs(db: Database, run_id: str, lines: Iterable[tuple[float, str, str]]) -> int:
@@ -44,13 +37,7 @@ def append_logs(db: Database, run_id: str, lines: Iterable[tuple[float, str, str
         rows.append(
             {"run_id": run_id, "time": float(at), "level": level.upper(), "message": message}
         )
-    if not rows:
-        return 0
-    try:
-        db.write(lambda session: session.execute(insert(LogLine), rows))
-    except IntegrityError as exc:
-        raise RunNotFoundError(f"no run with id {run_id!r}") from exc
-    return len(rows)
+    return insert_rows(db, LogLine, run_id, rows)
 
 
 def logs_since(
@@ -58,17 +45,4 @@ def logs_since(
 ) -> tuple[list[LogEntry], int]:
     """The run's log lines with ``id > cursor`` in order, at most ``limit``, and the next
     cursor (the last id returned, or ``cursor`` when there is nothing new)."""
-    cursor = as_int(cursor, "cursor", minimum=0)
-    limit = as_int(limit, "limit", minimum=1)
-    query = (
-        select(LogLine.id, LogLine.time, LogLine.level, LogLine.message)
-        .where(LogLine.run_id == run_id, LogLine.id > cursor)
-        .order_by(LogLine.id)
-        .limit(limit)
-    )
-
-    def read(session: Session) -> list[LogEntry]:
-        return [LogEntry._make(row) for row in session.execute(query)]
-
-    rows = db.read(read)
-    return rows, (rows[-1].id if rows else cursor)
+    return rows_since(db, ENTRY_COLUMNS, run_id, cursor, limit)

@@ -23,15 +23,15 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any
 
-from sqlalchemy import func, insert, select, text, update
+from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from storage.db import Database
+from storage.db import ClosedOnExit, Database
 from storage.encoding import as_int, finite_or_none
+from storage.queries import distinct_values, rows_since
 from storage.runs import RunNotFoundError, get_run
 from storage.schema import Metric, Run
 
@@ -42,14 +42,10 @@ RETRY_SECONDS = 2.0  # pause before retrying a batch the database refused
 DEFAULT_LIMIT = 50_000
 
 
-class MetricPoint(NamedTuple):
-    """One stored metric row; ``id`` is its cursor."""
-
-    id: int
-    step: int
-    name: str
-    value: float | None
-    time: float
+# One stored metric row, read by cursor: a row of these columns of the Metric model, so
+# ``point.id`` (its cursor), ``point.step``, ``point.name``, ``point.value``, ``point.time``.
+POINT_COLUMNS = (Metric.id, Metric.step, Metric.name, Metric.value, Metric.time)
+MetricPoint = Row[tuple[int, int, str, float | None, float]]
 
 
 @dataclass
@@ -71,7 +67,7 @@ def _metric_name(name: Any) -> str:
     return name
 
 
-class MetricWriter:
+class MetricWriter(ClosedOnExit):
     """Batches one run's metrics into few short write transactions. Thread-safe.
 
     Args:
@@ -235,17 +231,6 @@ class MetricWriter:
             logger.error("Lost %d metric rows of run %s at close", self.pending, self.run_id)
             raise
 
-    def __enter__(self) -> MetricWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     # ---- internals (called with self._lock held) ------------------------------------------
     def _arm(self, delay: float) -> None:
         self._timer = threading.Timer(delay, self._timed_flush)
@@ -292,40 +277,16 @@ def metrics_since(
     Poll with the returned cursor to get each row exactly once; a full page
     (``len(rows) == limit``) means more rows are waiting.
     """
-    cursor = as_int(cursor, "cursor", minimum=0)
-    limit = as_int(limit, "limit", minimum=1)
-    query = select(Metric.id, Metric.step, Metric.name, Metric.value, Metric.time).where(
-        Metric.run_id == run_id, Metric.id > cursor
-    )
+    filters = []
     if names is not None:
         wanted = [_metric_name(n) for n in ([names] if isinstance(names, str) else names)]
-        query = query.where(Metric.name.in_(wanted))
-    query = query.order_by(Metric.id).limit(limit)
-
-    def read(session: Session) -> list[MetricPoint]:
-        return [MetricPoint._make(row) for row in session.execute(query)]
-
-    rows = db.read(read)
-    return rows, (rows[-1].id if rows else cursor)
-
-
-# Distinct names by index skip-scan: one B-tree seek per name instead of reading every row.
-_NAMES_SQL = text(
-    """
-    WITH RECURSIVE names(name) AS (
-        SELECT MIN(name) FROM metric WHERE run_id = :run_id
-        UNION ALL
-        SELECT (SELECT MIN(name) FROM metric WHERE run_id = :run_id AND name > names.name)
-        FROM names WHERE names.name IS NOT NULL
-    )
-    SELECT name FROM names WHERE name IS NOT NULL
-    """
-)
+        filters.append(Metric.name.in_(wanted))
+    return rows_since(db, POINT_COLUMNS, run_id, cursor, limit, *filters)
 
 
 def metric_names(db: Database, run_id: str) -> list[str]:
     """The distinct metric names of a run, sorted."""
-    return db.read(lambda session: list(session.execute(_NAMES_SQL, {"run_id": run_id}).scalars()))
+    return distinct_values(db, Metric.name, run_id)
 
 
 def metric_series(db: Database, run_ids: Sequence[str], name: str) -> dict[str, MetricSeries]:

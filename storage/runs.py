@@ -8,13 +8,11 @@ train further) counts a new ``attempt`` and clears the previous error.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from sqlalchemy import delete, func, select, update
@@ -22,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from storage.db import Database
-from storage.encoding import config_json, epoch_or_none, optional_int, text_field
+from storage.encoding import config_object, epoch_or_none, optional_int, text_field
 from storage.run_caps import ActiveRunCaps, check_caps
 from storage.schema import (
     LOCAL_OWNER,
@@ -37,24 +35,8 @@ from storage.schema import (
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
-# Fields update_run may set; id and created_at never change, and config is given as a mapping.
-UPDATABLE_FIELDS = frozenset(
-    {
-        "name",
-        "status",
-        "config",
-        "started_at",
-        "ended_at",
-        "pid",
-        "heartbeat_at",
-        "last_step",
-        "total_steps",
-        "error_message",
-        "error_traceback",
-        "output_dir",
-        "attempt",
-    }
-)
+# Fields update_run may set: every field of the model but those fixed when the run is made.
+UPDATABLE_FIELDS = frozenset(Run.model_fields) - {"id", "algorithm", "created_at", "owner"}
 
 
 class RunNotFoundError(LookupError):
@@ -65,31 +47,9 @@ class InvalidTransitionError(ValueError):
     """A status change that :data:`storage.schema.TRANSITIONS` does not allow."""
 
 
-@dataclass(frozen=True)
-class RunInfo:
-    """A run as the UI and the engine see it; ``config`` is the decoded run config."""
-
-    id: str
-    name: str
-    algorithm: str
-    status: RunStatus
-    config: dict[str, Any]
-    created_at: float
-    started_at: float | None
-    ended_at: float | None
-    pid: int | None
-    heartbeat_at: float | None
-    last_step: int
-    total_steps: int | None
-    error_message: str | None
-    error_traceback: str | None
-    output_dir: str | None
-    attempt: int
-    owner: str = LOCAL_OWNER
-
-    @property
-    def is_terminal(self) -> bool:
-        return self.status in TERMINAL_STATUSES
+# A run as the UI and the engine see it: the table model itself (``config`` decoded, ``status``
+# a RunStatus, ``is_terminal``); the name stays for the callers that type with it.
+RunInfo = Run
 
 
 class RunProgress(NamedTuple):
@@ -99,28 +59,6 @@ class RunProgress(NamedTuple):
     last_step: int
     metric_cursor: int  # id of the run's newest metric row, 0 if none
     heartbeat_at: float | None
-
-
-def _info(row: Run) -> RunInfo:
-    return RunInfo(
-        id=row.id,
-        name=row.name,
-        algorithm=row.algorithm,
-        status=RunStatus(row.status),
-        config=json.loads(row.config_json),
-        created_at=row.created_at,
-        started_at=row.started_at,
-        ended_at=row.ended_at,
-        pid=row.pid,
-        heartbeat_at=row.heartbeat_at,
-        last_step=row.last_step,
-        total_steps=row.total_steps,
-        error_message=row.error_message,
-        error_traceback=row.error_traceback,
-        output_dir=row.output_dir,
-        attempt=row.attempt,
-        owner=row.owner,
-    )
 
 
 def _status(value: Any, field: str = "status") -> RunStatus:
@@ -167,7 +105,7 @@ def create_run(
     status = _status(status)
     if status not in (RunStatus.QUEUED, RunStatus.RUNNING):
         raise ValueError(f"status: a new run is queued or running, not {status.value}")
-    encoded_config = config_json(config)
+    plain_config = config_object(config)
     total_steps = optional_int(total_steps, "total_steps", minimum=0)
     output_dir = text_field(output_dir, "output_dir", optional=True)
     if name is not None:
@@ -180,8 +118,8 @@ def create_run(
             id=rid,
             name=name or rid,
             algorithm=algorithm,
-            status=status.value,
-            config_json=encoded_config,
+            status=status,
+            config=plain_config,
             created_at=now,
             started_at=now if status == RunStatus.RUNNING else None,
             total_steps=total_steps,
@@ -194,7 +132,7 @@ def create_run(
                 check_caps(session, row.owner, caps)
             session.add(row)
             session.flush()
-            return _info(row)
+            return row
 
         try:
             return db.write(insert)
@@ -212,7 +150,7 @@ def get_run(db: Database, run_id: str, *, owner: str | None = None) -> RunInfo |
         row = session.get(Run, run_id) if isinstance(run_id, str) else None
         if row is None or (owner is not None and row.owner != owner):
             return None
-        return _info(row)
+        return row
 
     return db.read(read)
 
@@ -232,7 +170,7 @@ def list_runs(
             query = query.where(Run.status.in_(wanted))
         if owner is not None:
             query = query.where(Run.owner == owner)
-        return [_info(row) for row in session.scalars(query)]
+        return list(session.scalars(query))
 
     return db.read(read)
 
@@ -241,13 +179,12 @@ def next_queued(db: Database) -> RunInfo | None:
     """The oldest queued run, the next one to start."""
 
     def read(session: Session) -> RunInfo | None:
-        row = session.scalars(
+        return session.scalars(
             select(Run)
-            .where(Run.status == RunStatus.QUEUED.value)
+            .where(Run.status == RunStatus.QUEUED)
             .order_by(Run.created_at, Run.id)
             .limit(1)
         ).first()
-        return None if row is None else _info(row)
 
     return db.read(read)
 
@@ -264,7 +201,7 @@ def _normalise(fields: Mapping[str, Any]) -> dict[str, Any]:
         if key == "status":
             values["status"] = _status(value)
         elif key == "config":
-            values["config_json"] = config_json(value)
+            values["config"] = config_object(value)
         elif key == "name":
             values["name"] = text_field(value, "name")
         elif key in ("pid", "total_steps"):
@@ -290,7 +227,7 @@ def _apply(session: Session, run_id: str, values: dict[str, Any]) -> RunInfo:
         raise RunNotFoundError(f"no run with id {run_id!r}")
     new = values.pop("status", None)
     if new is not None:
-        old = RunStatus(row.status)
+        old = row.status
         if new != old:
             if new not in TRANSITIONS[old]:
                 allowed = ", ".join(sorted(s.value for s in TRANSITIONS[old]))
@@ -309,12 +246,12 @@ def _apply(session: Session, run_id: str, values: dict[str, Any]) -> RunInfo:
             elif new in TERMINAL_STATUSES:
                 stamps["ended_at"] = now
             values = {**stamps, **values}  # explicitly given values win
-        row.status = new.value
+        row.status = new
     for key, value in values.items():
         setattr(row, key, value)
     session.add(row)
     session.flush()
-    return _info(row)
+    return row
 
 
 def update_run(db: Database, run_id: str, **fields: Any) -> RunInfo:
@@ -435,7 +372,7 @@ def run_progress(db: Database, *, owner: str | None = None) -> dict[str, RunProg
 
     def read(session: Session) -> dict[str, RunProgress]:
         return {
-            rid: RunProgress(RunStatus(status), last_step, cursor or 0, beat)
+            rid: RunProgress(status, last_step, cursor or 0, beat)
             for rid, status, last_step, cursor, beat in session.execute(query)
         }
 

@@ -9,8 +9,11 @@ Conventions:
   a reader that has seen id ``n`` will never later see a new row with an id below ``n``.
 - A metric value that is not a finite number (NaN, ±inf, ``None``) is stored as NULL: the
   point stays in the series (a chart draws a gap there and can flag it) instead of vanishing.
-- JSON columns (``Run.config_json``, ``Sample.trace_json``, ``Sample.extra_json``) hold strict
-  JSON (non-finite floats become ``null``), so a browser can parse them as they are.
+- JSON columns (``run.config_json``, ``sample.trace_json``, ``sample.extra_json``) hold strict
+  JSON (non-finite floats become ``null``), so a browser can parse them as they are. The models
+  expose them decoded (``Run.config``, ``Sample.trace``, ``Sample.extra``) through
+  :class:`JSONText`, and ``Run.status`` as a :class:`RunStatus` through :class:`StatusText`:
+  the table models are the row types the rest of the code reads, nothing is defined twice.
 
 The schema changes only together with ``SCHEMA_VERSION`` and a numbered step in
 :mod:`storage.migrations`.
@@ -18,10 +21,15 @@ The schema changes only together with ``SCHEMA_VERSION`` and a numbered step in
 
 from __future__ import annotations
 
+import json
 from enum import Enum
+from typing import Any
 
-from sqlalchemy import Column, Index, Text
+from sqlalchemy import Column, Dialect, Index, String, Text
+from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
+
+from storage.encoding import json_text
 
 SCHEMA_VERSION = 2
 
@@ -77,8 +85,39 @@ TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
 }
 
 
+class JSONText(TypeDecorator[Any]):
+    """A TEXT column holding strict JSON, read and written as plain Python values.
+
+    Values are checked and made plain (with an error naming the field) before they reach the
+    model, by :func:`storage.encoding.plain_json`; this only writes and parses the text.
+    """
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        return None if value is None else json_text(value)
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
+        return None if value is None else json.loads(value)
+
+
+class StatusText(TypeDecorator[RunStatus]):
+    """A VARCHAR column holding a :class:`RunStatus` value, read back as the enum."""
+
+    impl = String
+    cache_ok = True
+
+    def process_bind_param(self, value: RunStatus | str | None, dialect: Dialect) -> str | None:
+        return None if value is None else RunStatus(value).value
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> RunStatus | None:
+        return None if value is None else RunStatus(value)
+
+
 class Run(SQLModel, table=True):
-    """One training run; ``config_json`` is the full run config it was started from."""
+    """One training run, as stored and as the UI and the engine read it; ``config`` is the full
+    run config it was started from (column ``config_json``)."""
 
     __tablename__ = "run"
     __table_args__ = (
@@ -89,8 +128,10 @@ class Run(SQLModel, table=True):
     id: str = Field(primary_key=True)  # short and readable, e.g. "grpo-3f9a1c2b"
     name: str
     algorithm: str
-    status: str = Field(default=RunStatus.QUEUED.value)
-    config_json: str = Field(sa_column=Column(Text, nullable=False))
+    status: RunStatus = Field(
+        default=RunStatus.QUEUED, sa_column=Column("status", StatusText, nullable=False)
+    )
+    config: dict[str, Any] = Field(sa_column=Column("config_json", JSONText, nullable=False))
     created_at: float
     started_at: float | None = None  # start of the current attempt
     ended_at: float | None = None
@@ -105,6 +146,10 @@ class Run(SQLModel, table=True):
     # Who may see and act on the run: "local", "user:<login>", "hf:<username>" or
     # "anon:<browser session>" (see ui.identity); set by the server, never by the client.
     owner: str = Field(default=LOCAL_OWNER, nullable=False)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
 
 
 class Metric(SQLModel, table=True):
@@ -130,7 +175,11 @@ class Metric(SQLModel, table=True):
 
 
 class Sample(SQLModel, table=True):
-    """One generated completion at a step, with its total reward and per-component trace."""
+    """One generated completion at a step, with its total reward and per-component trace.
+
+    ``trace`` is the reward composer's per-component trace (column ``trace_json``), ``extra``
+    any further fields (column ``extra_json``); both are plain JSON values.
+    """
 
     __tablename__ = "sample"
     __table_args__ = (Index("ix_sample_run_step", "run_id", "step"),)
@@ -144,10 +193,14 @@ class Sample(SQLModel, table=True):
     completion: str = Field(sa_column=Column(Text, nullable=False))
     answer: str | None = Field(default=None, sa_column=Column(Text))
     total: float | None = None  # weighted total reward; NULL when it could not be scored
-    trace_json: str = Field(default="[]", sa_column=Column(Text, nullable=False))
+    trace: list[Any] = Field(
+        default_factory=list, sa_column=Column("trace_json", JSONText, nullable=False)
+    )
     advantage: float | None = None
     value: float | None = None  # PPO value estimate
-    extra_json: str = Field(default="{}", sa_column=Column(Text, nullable=False))
+    extra: dict[str, Any] = Field(
+        default_factory=dict, sa_column=Column("extra_json", JSONText, nullable=False)
+    )
     time: float
 
 

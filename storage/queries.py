@@ -1,0 +1,81 @@
+"""The query patterns the per-table modules share, each written once.
+
+- :func:`insert_rows`: a batch of one run's rows in one transaction.
+- :func:`rows_since`: a run's rows after a cursor (the last id seen), in id order.
+- :func:`distinct_values`: the distinct values of a column within a run, by index skip-scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, Row, Select, func, insert, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import InstrumentedAttribute
+from sqlmodel import SQLModel
+
+from storage.db import Database
+from storage.encoding import as_int
+from storage.runs import RunNotFoundError
+
+
+def insert_rows(
+    db: Database, model: type[SQLModel], run_id: str, rows: Sequence[dict[str, Any]]
+) -> int:
+    """Insert ``rows`` (dicts keyed by the model's field names) of run ``run_id`` in one
+    transaction; returns how many. A missing run fails the foreign key: RunNotFoundError."""
+    if not rows:
+        return 0
+    try:
+        db.write(lambda session: session.execute(insert(model), rows))
+    except IntegrityError as exc:
+        raise RunNotFoundError(f"no run with id {run_id!r}") from exc
+    return len(rows)
+
+
+def rows_since(
+    db: Database,
+    columns: Sequence[InstrumentedAttribute[Any]],
+    run_id: str,
+    cursor: int,
+    limit: int,
+    *filters: ColumnElement[bool],
+) -> tuple[list[Row[Any]], int]:
+    """The run's rows with ``id > cursor`` (and ``filters``) in id order, at most ``limit``, as
+    rows of ``columns`` (the first must be the model's ``id``), and the next cursor: the last
+    id returned, or ``cursor`` when there is nothing new.
+
+    Selecting columns, not model objects, keeps a 50,000-row page cheap (no ORM identity map).
+    Ids are safe cursors with several writers: see :mod:`storage.schema`.
+    """
+    cursor = as_int(cursor, "cursor", minimum=0)
+    limit = as_int(limit, "limit", minimum=1)
+    table = columns[0].class_
+    query = (
+        select(*columns)
+        .where(table.run_id == run_id, table.id > cursor, *filters)
+        .order_by(table.id)
+        .limit(limit)
+    )
+    rows = db.read(lambda session: list(session.execute(query)))
+    return rows, (rows[-1].id if rows else cursor)
+
+
+def distinct_values(db: Database, column: InstrumentedAttribute[Any], run_id: str) -> list[Any]:
+    """The distinct values of ``column`` in the rows of run ``run_id``, ascending."""
+    query = distinct_values_query(column, run_id)
+    return db.read(lambda session: list(session.execute(query).scalars()))
+
+
+def distinct_values_query(column: InstrumentedAttribute[Any], run_id: str) -> Select[Any]:
+    """The query of :func:`distinct_values`: a recursive CTE that seeks the next larger value on
+    a ``(run_id, column)`` index, one B-tree seek per distinct value instead of reading every
+    row (the "loose index scan" of https://wiki.postgresql.org/wiki/Loose_indexscan, in SQLite's
+    recursive CTE syntax)."""
+    table = column.class_
+    first = select(func.min(column).label("value")).where(table.run_id == run_id)
+    found = first.cte("found", recursive=True)
+    following = select(func.min(column)).where(table.run_id == run_id, column > found.c.value)
+    found = found.union_all(select(following.scalar_subquery()).where(found.c.value.is_not(None)))
+    return select(found.c.value).where(found.c.value.is_not(None))
