@@ -62,8 +62,8 @@ def knob(
 ) -> Any:
     """A config dataclass field with its help text, range and choices, declared once.
 
-    ``help`` says what the knob does; the range and choices are appended by :func:`field_help`,
-    so the text never repeats them.
+    ``help`` says what the knob does; :func:`field_help` appends the range, so the text never
+    states it. ``lo_field`` names a sibling field whose value is the lower bound.
     """
     metadata: dict[str, Any] = {"help": help}
     if choices:

@@ -14,6 +14,7 @@ import pytest
 from engine.config import RunConfig
 from engine.dataclass_io import ConfigError, field_help, from_dict
 from rewards.params import Bounds
+from rewards.spec import RewardSpec
 from ui import train_form
 
 
@@ -44,6 +45,38 @@ def _numeric_fields() -> list[tuple[str, type, dataclasses.Field, type]]:
 
 NUMERIC = _numeric_fields()
 IDS = [path for path, *_ in NUMERIC]
+
+
+def _every_numeric_path(cls: type, prefix: str = "") -> set[str]:
+    """Dotted paths of every int/float field of ``cls`` and the config dataclasses it nests."""
+    out = set()
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp, path = _scalar(hints[f.name]), f"{prefix}{f.name}"
+        if tp in (int, float) and "bounds" not in f.metadata:
+            out.add(path)
+        elif dataclasses.is_dataclass(tp) and tp is not RewardSpec:  # its params: ParamSpecs
+            out |= _every_numeric_path(tp, f"{path}.")
+    return out
+
+
+# Numeric fields whose ranges are still checked by hand in engine/models.py and
+# engine/datasets.py (outside the config module); declaring them with ``knob`` is the next step,
+# so this set may only shrink.
+HAND_CHECKED = {
+    "model.lora.r",
+    "model.lora.alpha",
+    "model.lora.dropout",
+    "data.max_prompt_chars",
+    "data.max_rows",
+    "data.heldout_share",
+    "data.max_file_mb",
+    "data.seed",
+}
+
+
+def test_no_new_numeric_field_goes_without_a_declared_range():
+    assert _every_numeric_path(RunConfig) == HAND_CHECKED
 
 
 def test_the_config_sections_hold_numeric_knobs():
