@@ -107,7 +107,8 @@ class Browser:
             d for d in self.config()["dependencies"] if any(t[1] == "load" for t in d["targets"])
         ]
         assert loads, "the page has no load event"
-        return self._event(loads[0]["targets"][0], [])
+        # A fresh browser has nothing in local storage: no value for the load's inputs.
+        return self._event(loads[0]["targets"][0], [None] * len(loads[0]["inputs"]))
 
     def _event(self, trigger: list, data: list) -> list:
         deps = [
