@@ -16,6 +16,8 @@ from typing import Any
 import yaml
 
 from engine.dataclass_io import (
+    POSITIVE,
+    SEED,
     ConfigError,
     check_fields,
     field_help,
@@ -40,8 +42,6 @@ PPO_REWARD_NORMALIZATION = ("none", "batch", "running")
 PPO_VALUE_MODELS = ("shared", "separate")
 GENERATION_BACKENDS = ("auto", "hf", "compiled", "vllm")
 DISTRIBUTED = ("ddp", "fsdp")
-#: The range of a positive amount with no natural limit (a time, a clip bound, a KL target).
-POSITIVE: dict[str, Any] = {"lo": 0, "hi": 1e6, "lo_open": True}
 
 
 @dataclass
@@ -265,7 +265,7 @@ class TrainingSettings:
     )
     warmup_steps: int = knob(0, help="Linear warm-up steps.", lo=0, hi=1_000_000)
     max_grad_norm: float = knob(1.0, help="Gradient-norm clipping.", **POSITIVE)
-    seed: int = knob(0, help="Seed for sampling, data order and init.", lo=0, hi=2**31 - 1)
+    seed: int = knob(0, help="Seed for sampling, data order and init.", **SEED)
     logging_steps: int = knob(
         1, help="Write metrics and samples every N steps.", lo=1, hi=1_000_000
     )

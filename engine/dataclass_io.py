@@ -48,6 +48,11 @@ class ConfigError(ValueError):
 #: Largest config text (YAML or JSON) accepted; a full documented config is about 10 kB.
 MAX_CONFIG_CHARS = 1_000_000
 
+#: The range of a positive amount with no natural limit (a time, a clip bound, a file size).
+POSITIVE: dict[str, Any] = {"lo": 0, "hi": 1e6, "lo_open": True}
+#: The range of a random seed (what every seeded library accepts: a 31-bit integer).
+SEED: dict[str, Any] = {"lo": 0, "hi": 2**31 - 1}
+
 
 def knob(
     default: Any = _NO_DEFAULT,
@@ -57,19 +62,21 @@ def knob(
     hi: float | None = None,
     lo_open: bool = False,
     lo_field: str | None = None,
+    hi_open: bool = False,
     choices: tuple[str, ...] = (),
     default_factory: Any = _NO_DEFAULT,
 ) -> Any:
     """A config dataclass field with its help text, range and choices, declared once.
 
     ``help`` says what the knob does; :func:`field_help` appends the range, so the text never
-    states it. ``lo_field`` names a sibling field whose value is the lower bound.
+    states it. ``lo_field`` names a sibling field whose value is the lower bound; ``lo_open``
+    and ``hi_open`` refuse the bound itself (``(0, 1e6]``, ``[0, 1)``).
     """
     metadata: dict[str, Any] = {"help": help}
     if choices:
         metadata["choices"] = choices
     if lo is not None or hi is not None or lo_field is not None:
-        metadata["bounds"] = Bounds(lo, hi, lo_open, lo_field)
+        metadata["bounds"] = Bounds(lo, hi, lo_open, lo_field, hi_open)
     if default_factory is not _NO_DEFAULT:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)

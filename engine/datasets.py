@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.dataclass_io import POSITIVE, SEED, ConfigError, check_fields, from_dict, knob
+
 logger = logging.getLogger(__name__)
 
 SOURCES = ("builtin", "file", "hub")
@@ -35,6 +37,10 @@ FILE_TYPES = (".jsonl", ".json", ".csv", ".parquet")
 BUILTIN_SPLITS = ("train", "heldout")
 FILE_SPLITS = ("train", "heldout", "all")
 ROLES = ("system", "user", "assistant")
+#: Longest prompt cap (characters): far above any model's context, well below a memory problem.
+MAX_PROMPT_CHARS = 1_000_000
+#: Most rows a dataset may be cut to (a cap, not a size: larger datasets are read in full).
+MAX_ROWS = 10**9
 _GSM8K_GOLD = re.compile(r"####\s*(.+?)\s*$", re.S)
 
 
@@ -81,11 +87,9 @@ class DataSpec:
         difficulty_column: optional integer column used to break metrics down.
         answer_format: ``"gsm8k"`` keeps what follows ``####``; ``"plain"`` keeps the
             whole answer; ``"auto"`` does the first when ``####`` is present.
-        max_prompt_chars: longest prompt (all message contents) accepted.
-        max_rows: keep at most this many rows (the first ones of the split); None keeps all.
-        heldout_share: share of a file's distinct prompts set aside as its held-out split.
-        max_file_mb: refuse files larger than this.
-        seed: seed of the built-in task.
+
+    The numeric knobs declare their help and range once (:func:`engine.dataclass_io.knob`); a
+    value outside it raises :class:`DatasetError` naming the field.
     """
 
     source: str = "builtin"
@@ -98,11 +102,24 @@ class DataSpec:
     system_prompt: str | None = None
     difficulty_column: str | None = None
     answer_format: str = "auto"
-    max_prompt_chars: int = 2000
-    max_rows: int | None = None
-    heldout_share: float = 0.1
-    max_file_mb: float = 200.0
-    seed: int = 0
+    max_prompt_chars: int = knob(
+        2000, help="Longest prompt (all message contents) accepted.", lo=1, hi=MAX_PROMPT_CHARS
+    )
+    max_rows: int | None = knob(
+        None,
+        help="Keep at most this many rows (the first ones of the split); empty keeps all.",
+        lo=1,
+        hi=MAX_ROWS,
+    )
+    heldout_share: float = knob(
+        0.1,
+        help="Share of a file's distinct prompts set aside as its held-out split.",
+        lo=0,
+        hi=1,
+        hi_open=True,
+    )
+    max_file_mb: float = knob(200.0, help="Refuse files larger than this (MB).", **POSITIVE)
+    seed: int = knob(0, help="Seed of the built-in task.", **SEED)
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -119,18 +136,14 @@ class DataSpec:
             raise DatasetError(
                 f"must be one of {FILE_SPLITS} for a file, got {self.split!r}", "split"
             )
-        if not 0.0 <= self.heldout_share < 1.0:
-            raise DatasetError(f"must be in [0, 1), got {self.heldout_share}", "heldout_share")
+        try:
+            check_fields(self, "")
+        except ConfigError as exc:
+            raise DatasetError(exc.reason, exc.field) from None
         if self.answer_format not in ANSWER_FORMATS:
             raise DatasetError(
                 f"must be one of {ANSWER_FORMATS}, got {self.answer_format!r}", "answer_format"
             )
-        if self.max_prompt_chars < 1:
-            raise DatasetError(f"must be >= 1, got {self.max_prompt_chars}", "max_prompt_chars")
-        if self.max_rows is not None and self.max_rows < 1:
-            raise DatasetError(f"must be >= 1 or empty, got {self.max_rows}", "max_rows")
-        if self.max_file_mb <= 0:
-            raise DatasetError(f"must be > 0, got {self.max_file_mb}", "max_file_mb")
         for name in ("prompt_column", "answer_column"):
             if not getattr(self, name):
                 raise DatasetError("must name a column", name)
@@ -141,8 +154,6 @@ class DataSpec:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataSpec:
         """Checked field by field (type, size, text) by :func:`engine.dataclass_io.from_dict`."""
-        from engine.dataclass_io import ConfigError, from_dict
-
         try:
             return from_dict(cls, data)
         except ConfigError as exc:

@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.dataclass_io import check_fields, knob
+
 if TYPE_CHECKING:  # torch loads where a model does, so config-only callers stay light
     import torch
 
@@ -50,25 +52,22 @@ class ModelUnavailableError(ModelLoadError):
 class LoraSpec:
     """LoRA adapter settings (peft ``LoraConfig``; Hu et al. 2021, "LoRA").
 
+    The numeric knobs declare their help and range once (:func:`engine.dataclass_io.knob`);
+    a value outside it raises ``ConfigError`` naming ``lora.<field>``.
+
     Attributes:
-        r: adapter rank.
-        alpha: scaling numerator; the update is scaled by ``alpha / r``.
-        dropout: dropout on the adapter input.
         target_modules: module names to adapt, or ``"all-linear"``.
     """
 
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
+    r: int = knob(16, help="Adapter rank.", lo=1, hi=8192)
+    alpha: int = knob(
+        32, help="Scaling numerator: the adapter's update is scaled by alpha / r.", lo=1, hi=65536
+    )
+    dropout: float = knob(0.05, help="Dropout on the adapter's input.", lo=0, hi=1, hi_open=True)
     target_modules: list[str] | str = "all-linear"
 
     def __post_init__(self) -> None:
-        if self.r < 1:
-            raise ValueError(f"lora.r must be >= 1, got {self.r}")
-        if self.alpha <= 0:
-            raise ValueError(f"lora.alpha must be > 0, got {self.alpha}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"lora.dropout must be in [0, 1), got {self.dropout}")
+        check_fields(self, "lora")
         if isinstance(self.target_modules, str):
             if not self.target_modules:
                 raise ValueError("lora.target_modules must be 'all-linear' or module names")

@@ -109,28 +109,31 @@ def text_problem(value: str) -> str | None:
 
 @dataclass(frozen=True)
 class Bounds:
-    """A numeric range, inclusive unless ``lo_open`` (``(0, 1]``): the one range check that
-    config fields, reward parameters and component weights share.
+    """A numeric range, inclusive unless ``lo_open`` (``(0, 1]``) or ``hi_open`` (``[0, 1)``):
+    the one range check that config fields, reward parameters and component weights share.
 
     Attributes:
         lo, hi: the bounds (``None``: unbounded on that side).
         lo_open: the lower bound itself is refused.
         lo_field: for a config field, a sibling field whose value is the lower bound instead of
             ``lo`` (``epsilon_high`` is at least ``epsilon``).
+        hi_open: the upper bound itself is refused (a dropout or a share below 1).
     """
 
     lo: float | None = None
     hi: float | None = None
     lo_open: bool = False
     lo_field: str | None = None
+    hi_open: bool = False
 
     def describe(self, lo: float | None = None, fmt: Callable[[Any], str] | None = None) -> str:
-        """The range as ``[1, 64]`` or ``(0, 2]``; ``lo`` is the resolved ``lo_field`` value
-        (without it the field's name stands for the bound); ``fmt`` prints a bound."""
+        """The range as ``[1, 64]``, ``(0, 2]`` or ``[0, 1)``; ``lo`` is the resolved ``lo_field``
+        value (without it the field's name stands for the bound); ``fmt`` prints a bound."""
         fmt = fmt or exact_number
         low = lo if lo is not None else self.lo
         shown = self.lo_field if low is None and self.lo_field else fmt(low)
-        return f"{'(' if self.lo_open else '['}{shown}, {fmt(self.hi)}]"
+        opening, closing = "(" if self.lo_open else "[", ")" if self.hi_open else "]"
+        return f"{opening}{shown}, {fmt(self.hi)}{closing}"
 
     def contains(self, value: Any, lo: float | None = None) -> bool:
         """Whether ``value`` is a finite real number (not a bool) inside the range."""
@@ -141,7 +144,7 @@ class Bounds:
         low = self.lo if lo is None else lo
         if low is not None and (value <= low if self.lo_open else value < low):
             return False
-        return self.hi is None or value <= self.hi
+        return self.hi is None or (value < self.hi if self.hi_open else value <= self.hi)
 
     def problem(self, value: Any, lo: float | None = None) -> str | None:
         """Why ``value`` is outside the range, in the words of an error message, or None."""
@@ -149,9 +152,10 @@ class Bounds:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             return f"must be a number, got {describe_value(value)}"
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             return f"must be a finite number, got {value!r}"
-        return f"must be in {self.describe(lo)}, got {exact_number(value)}"
+        shown = describe_value(value) if abs(value) > MAX_ABS_INT else exact_number(value)
+        return f"must be in {self.describe(lo)}, got {shown}"
 
 
 def exact_number(x: float | None) -> str:

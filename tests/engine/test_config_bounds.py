@@ -13,7 +13,9 @@ import pytest
 
 from engine.config import RunConfig
 from engine.dataclass_io import ConfigError, field_help, from_dict
-from rewards.params import Bounds
+from engine.datasets import DatasetError, DataSpec
+from engine.models import LoraSpec
+from rewards.params import Bounds, exact_number
 from rewards.spec import RewardSpec
 from ui import train_form
 
@@ -60,23 +62,9 @@ def _every_numeric_path(cls: type, prefix: str = "") -> set[str]:
     return out
 
 
-# Numeric fields whose ranges are still checked by hand in engine/models.py and
-# engine/datasets.py (outside the config module); declaring them with ``knob`` is the next step,
-# so this set may only shrink.
-HAND_CHECKED = {
-    "model.lora.r",
-    "model.lora.alpha",
-    "model.lora.dropout",
-    "data.max_prompt_chars",
-    "data.max_rows",
-    "data.heldout_share",
-    "data.max_file_mb",
-    "data.seed",
-}
-
-
-def test_no_new_numeric_field_goes_without_a_declared_range():
-    assert _every_numeric_path(RunConfig) == HAND_CHECKED
+def test_no_numeric_field_goes_without_a_declared_range():
+    # model.lora.* and data.* too: their specs live outside the config module.
+    assert _every_numeric_path(RunConfig) == set()
 
 
 def test_the_config_sections_hold_numeric_knobs():
@@ -93,8 +81,20 @@ def _outside(bounds: Bounds, lo: float, tp: type) -> list[float]:
         else:
             values.append(lo - 1 if tp is int else math.nextafter(lo, -math.inf))
     if bounds.hi is not None:
-        values.append(bounds.hi + 1 if tp is int else math.nextafter(bounds.hi, math.inf))
+        if bounds.hi_open:
+            values.append(bounds.hi)
+        else:
+            values.append(bounds.hi + 1 if tp is int else math.nextafter(bounds.hi, math.inf))
     return values
+
+
+def _inside(bounds: Bounds, lo: float, tp: type) -> list[float]:
+    """The bounds themselves, or just inside an open one."""
+    low = lo if not bounds.lo_open else (lo + 1 if tp is int else math.nextafter(lo, math.inf))
+    high = bounds.hi
+    if bounds.hi_open:
+        high = high - 1 if tp is int else math.nextafter(high, -math.inf)
+    return [int(v) if tp is int else v for v in (low, high)]
 
 
 @pytest.mark.parametrize(("path", "cls", "f", "tp"), NUMERIC, ids=IDS)
@@ -116,13 +116,74 @@ def test_each_numeric_field_declares_its_range_and_refuses_values_just_outside(p
             from_dict(cls, {f.name: value}, section)
         assert info.value.field == path
         assert f"must be in {allowed}" in str(info.value), str(info.value)
-    # The bounds themselves are accepted (the open lower bound only just above it).
-    inside_lo = (
-        lo if not bounds.lo_open else (lo + 1 if tp is int else math.nextafter(lo, 2 * lo + 1))
-    )
-    for value in (inside_lo, bounds.hi):
-        value = int(value) if tp is int else value
+    # The bounds themselves are accepted (an open bound only just inside it).
+    for value in _inside(bounds, lo, tp):
         assert getattr(from_dict(cls, {f.name: value}, section), f.name) == value
+
+
+def _spec_fields() -> list[tuple[str, dataclasses.Field, type]]:
+    """Numeric fields of the specs RunConfig nests from other modules: ``model.lora.r``,
+    ``data.heldout_share``..."""
+    specs = {"model.lora": LoraSpec, "data": DataSpec}
+    out = []
+    for prefix, cls in specs.items():
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            tp = _scalar(hints[f.name])
+            if tp in (int, float):
+                out.append((f"{prefix}.{f.name}", f, tp))
+    return out
+
+
+def _config_with(path: str, value: float) -> dict:
+    data = RunConfig().to_dict()
+    data["model"]["lora"] = {}
+    *parents, name = path.split(".")
+    holder = data
+    for part in parents:
+        holder = holder[part]
+    holder[name] = value
+    return data
+
+
+SPEC_FIELDS = _spec_fields()
+
+
+@pytest.mark.parametrize(("path", "f", "tp"), SPEC_FIELDS, ids=[p for p, *_ in SPEC_FIELDS])
+def test_nested_spec_fields_declare_their_range_and_refuse_values_just_outside(path, f, tp):
+    bounds = f.metadata.get("bounds")
+    assert isinstance(bounds, Bounds), f"{path} declares no range in its metadata"
+    assert bounds.lo is not None and bounds.hi is not None, f"{path} is unbounded on a side"
+    assert bounds.describe() in field_help(f)
+    assert bounds.describe() not in f.metadata["help"], f"{path} repeats its range in its help"
+    for value in _outside(bounds, bounds.lo, tp):
+        with pytest.raises(ConfigError) as info:
+            RunConfig.from_dict(_config_with(path, value))
+        assert info.value.field == path
+        shown = exact_number(value)
+        assert str(info.value) == f"{path}: must be in {bounds.describe()}, got {shown}"
+    for value in _inside(bounds, bounds.lo, tp):
+        config = RunConfig.from_dict(_config_with(path, value))
+        holder = config.model.lora if path.startswith("model.lora.") else config.data
+        assert getattr(holder, f.name) == value
+
+
+def test_half_open_ranges_read_and_check_as_written():
+    # A dropout or a held-out share of exactly 1 would drop everything: [0, 1) refuses it.
+    assert SPEC_FIELDS and {p for p, *_ in SPEC_FIELDS} >= {"model.lora.dropout", "data.seed"}
+    share = Bounds(0, 1, hi_open=True)
+    assert share.describe() == "[0, 1)"
+    assert share.problem(1.0) == "must be in [0, 1), got 1"
+    assert share.problem(0.0) is None and share.problem(math.nextafter(1.0, 0)) is None
+    with pytest.raises(DatasetError) as info:
+        DataSpec(heldout_share=1.0)
+    assert info.value.field == "heldout_share"
+    assert str(info.value) == "heldout_share: must be in [0, 1), got 1"
+    with pytest.raises(ConfigError, match=r"^lora\.dropout: must be in \[0, 1\), got 1$"):
+        LoraSpec(dropout=1.0)
+    # Hostile sizes are refused by the range, not by an overflow in the message.
+    with pytest.raises(ConfigError, match=r"^lora\.r: must be in \[1, 8192\], got an integer"):
+        LoraSpec(r=10**400)
 
 
 @pytest.mark.parametrize("field", train_form.form_fields(), ids=lambda f: f.path)
