@@ -40,7 +40,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     launcher = Launcher(_data_dir(args.data_dir))
     # Before anything touches CUDA: this run sees only its GPUs (the free ones, else the least
     # busy: a foreground run does not wait).
-    active = [r.id for r in launcher.list() if r.status == RunStatus.RUNNING]
+    runs = launcher.list(scan=False)  # main() has just marked runs whose worker died
+    active = [r.id for r in runs if r.status == RunStatus.RUNNING]
     # None: more GPUs asked for than the machine has, which record() refuses by field.
     assignment = launcher.assign(config, active, launcher.max_concurrent, wait=False)
     assignment = assignment or Assignment()
@@ -113,7 +114,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from engine.launcher import Launcher
 
-    runs = Launcher(_data_dir(args.data_dir)).list()
+    runs = Launcher(_data_dir(args.data_dir)).list(scan=False)  # main() has just scanned
     if not runs:
         print("no runs yet")
         return 0

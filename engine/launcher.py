@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import shutil
@@ -123,16 +124,24 @@ class Launcher:
         policy: InputPolicy | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
-        self._gpus = gpus
+        self._query_gpus = gpus  # nvidia-smi: a subprocess of up to seconds, so asked sparingly
         self.policy = policy  # set for the web app: what visitors' runs may read, hub token
         env_limit = os.environ.get("STUDIO_MAX_CONCURRENT_RUNS", "").strip()
         self._max_concurrent = max_concurrent or (int(env_limit) if env_limit else None)
         self._children: dict[str, subprocess.Popen] = {}
 
+    @functools.cached_property
+    def machine_gpus(self) -> list[Gpu]:
+        """This machine's GPUs, read once per launcher: the set of GPUs does not change while
+        the app runs (the supervisor dispatches every few seconds, each time asking for the
+        slot count). Their free memory does change; :meth:`assign` reads it again when it
+        has to choose between GPUs."""
+        return self._query_gpus()
+
     @property
     def max_concurrent(self) -> int:
         """Runs that train at once: as set, else one per GPU (one without GPUs)."""
-        return self._max_concurrent or max(1, len(self._gpus()))
+        return self._max_concurrent or max(1, len(self.machine_gpus))
 
     def _db(self) -> Database:
         return Database(db_path(self.data_dir))
@@ -235,12 +244,19 @@ class Launcher:
         """The GPUs (or, without GPUs, CPU cores) a run gets next to the ``active_ids`` runs;
         None when its GPUs are taken and ``wait`` (else it shares the least busy ones)."""
         held = [Assignment.load(self.run_dir(run_id)) for run_id in active_ids]
-        gpus = self._gpus()
+        gpus = self.machine_gpus
         if not gpus:
             taken = {c for a in held for c in a.cpu_cores}
             return Assignment(cpu_cores=core_share(machine_cores(), slots, taken))
         t = config.training
         taken = {g for a in held for g in a.gpu_ids}
+        free = [g for g in gpus if g.index not in taken]
+        # A run that does not wait takes the least busy GPUs when too few are free.
+        candidates = free if wait or len(free) >= t.num_gpus else gpus
+        if not t.gpu_list and len(candidates) > t.num_gpus:
+            # The ones with the most free memory win: read it now. Without a choice (GPUs named,
+            # or just enough or too few free), who holds what decides, and nvidia-smi is not run.
+            gpus = self._query_gpus() or gpus
         ids = pick_gpus(gpus, taken, t.num_gpus, t.gpu_list)
         if not ids and not wait:
             ids = t.gpu_list or pick_gpus(gpus, (), t.num_gpus, [])
@@ -321,8 +337,10 @@ class Launcher:
             run_store.delete_run(db, run_id)
         shutil.rmtree(self.run_dir(run_id), ignore_errors=True)
 
-    def list(self) -> list:
-        self.scan()
+    def list(self, *, scan: bool = True) -> list:
+        """Every run, after a :meth:`scan` unless the caller has just made one."""
+        if scan:
+            self.scan()
         with self._db() as db:
             return run_store.list_runs(db)
 
@@ -334,7 +352,9 @@ class Launcher:
         lost = []
         now = time.time()
         with self._db() as db:
-            for run in run_store.list_runs(db, statuses=ACTIVE):
+            active = run_store.list_runs(db, statuses=ACTIVE)
+            logger.debug("Scanning %d running runs for lost workers", len(active))
+            for run in active:
                 stale = run.heartbeat_at is not None and now - run.heartbeat_at > STALE_HEARTBEAT_S
                 if stale or not process_alive(run.pid, run.started_at):
                     try:
