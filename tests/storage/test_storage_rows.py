@@ -182,8 +182,8 @@ def test_distinct_values_of_a_run_ascending(db):
     [(Metric.name, "ix_metric_run_name_id"), (Sample.step, "ix_sample_run_step")],
 )
 def test_distinct_values_seek_the_index_instead_of_scanning_the_table(db, column, index):
-    query = distinct_values_query(column, "a").compile(compile_kwargs={"literal_binds": True})
-    plan = db.read(lambda s: s.execute(text(f"EXPLAIN QUERY PLAN {query}")).all())
+    query = distinct_values_query(column.class_, column.key).text
+    plan = db.read(lambda s: s.execute(text(f"EXPLAIN QUERY PLAN {query}"), {"run_id": "a"}).all())
     details = [row[-1] for row in plan]
     assert not [d for d in details if d.startswith(f"SCAN {column.class_.__tablename__}")]
     assert any(index in d for d in details), details
