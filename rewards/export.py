@@ -17,6 +17,8 @@ import pprint
 import re
 from pathlib import Path
 
+from rewards.components.python_code import read_path as _read_user_code
+from rewards.errors import RewardSpecError
 from rewards.spec import RewardSpec
 
 _ROOT = Path(__file__).resolve().parent
@@ -39,6 +41,7 @@ _MODULES = (
     "components/conciseness.py",
     "components/language.py",
     "components/rule.py",
+    "@python_code",
 )
 
 # Definitions that only describe components for the registry (forms, validation).
@@ -57,6 +60,43 @@ def get_checker():
     return _InProcessChecker()
 '''
 
+# The python component's user code travels as a string literal in ``_ENABLED``; this class runs
+# it in the importing process, on the first call (the app ran it in a child process with time
+# and memory limits, which a standalone module leaves to the user's own script).
+_PYTHON_CODE = '''
+class PythonCode(RewardComponent):
+    """Your own reward(completions, **columns), exported as text and run in this process."""
+
+    component = "python"
+
+    def __init__(self, name=None, *, code, path="", timeout_s=None, memory_mb=None):
+        super().__init__(name)
+        self.code = code
+        self._reward = None
+
+    def __getstate__(self):
+        return {**self.__dict__, "_reward": None}
+
+    def judge(self, texts, ctx):
+        if self._reward is None:
+            namespace = {"__name__": "__reward__"}
+            exec(compile(self.code, f"<reward {self.__name__}>", "exec"), namespace)
+            self._reward = namespace["reward"]
+        columns = {k: ctx.column(k) for k in ctx.columns}
+        if ctx.prompts is not None:
+            columns["prompts"] = list(ctx.prompts)
+        values = list(self._reward(texts, **columns))
+        if len(values) != len(texts):
+            raise ValueError(f"{self.__name__}: {len(values)} scores for {len(texts)} completions")
+        out = []
+        for value in values:
+            why = "your function"
+            if isinstance(value, list | tuple) and len(value) == 2 and isinstance(value[1], str):
+                value, why = value
+            out.append(Judgement(None if value is None else float(value), why))
+        return out
+'''
+
 _CLASSES = {
     "correctness": "Correctness",
     "format": "Format",
@@ -65,6 +105,7 @@ _CLASSES = {
     "conciseness": "Conciseness",
     "language": "Language",
     "rule": "Rule",
+    "python": "PythonCode",
 }
 
 
@@ -174,11 +215,22 @@ def export_module(spec: RewardSpec, module_name: str = "reward_studio_reward") -
         {"name": name, "component": comp.name, "weight": comp.weight, "params": comp.params}
         for name, comp in spec.enabled_components()
     ]
+    for entry in enabled:
+        if entry["component"] not in _CLASSES:
+            raise RewardSpecError(
+                "components", f"component {entry['component']!r} cannot be exported yet"
+            )
+        if entry["component"] == "python" and entry["params"]["path"]:
+            # the file's code is embedded, so the module runs without the file
+            code = _read_user_code(entry["params"]["path"])
+            entry["params"] = {**entry["params"], "code": code, "path": ""}
     parts = []
     imports = {":threading"}
     for entry in _MODULES:
         if entry == "@in_process_checker":
             parts.append(_IN_PROCESS_CHECKER.strip("\n"))
+        elif entry == "@python_code":
+            parts.append(_PYTHON_CODE.strip("\n"))
         else:
             parts.append(f"# --- from Reward Studio rewards/{entry} ---\n" + _strip(entry, imports))
     body = "\n\n\n".join(parts)

@@ -14,6 +14,7 @@ from rewards.components import (
     conciseness,
     correctness,
     language,
+    python_code,
     reasoning_steps,
     repetition,
     rule,
@@ -33,6 +34,7 @@ REGISTRY: dict[str, ComponentInfo] = {
         conciseness,
         language,
         rule,
+        python_code,
     )
 }
 

@@ -1,7 +1,9 @@
 """Property tests: the composer and probes never fail on any text or any valid spec."""
 
 import math
+import os
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -9,6 +11,19 @@ from rewards.composer import score
 from rewards.probes import run_probes
 from rewards.registry import REGISTRY
 from rewards.spec import ComponentSpec, RewardSpec, RewardSpecError
+
+
+@pytest.fixture(autouse=True, scope="module")
+def code_allowed():
+    """The python component is part of the registry under test (user code enabled)."""
+    old = os.environ.get("STUDIO_ALLOW_CODE")
+    os.environ["STUDIO_ALLOW_CODE"] = "1"
+    yield
+    if old is None:
+        del os.environ["STUDIO_ALLOW_CODE"]
+    else:
+        os.environ["STUDIO_ALLOW_CODE"] = old
+
 
 TAGS = st.from_regex(r"[a-z][a-z0-9_-]{0,8}", fullmatch=True)
 SPECIAL = {
@@ -19,6 +34,18 @@ SPECIAL = {
     "pattern": st.sampled_from(
         ["sorry", r"\d+", r"(a+)+$", r"^<think>", "[[:alpha:]]{5,}", "é|ß|中"]
     ),
+    # python: user functions that score, explain, skip, fail, or read a column
+    "code": st.sampled_from(
+        [
+            "def reward(completions, **k):\n    return [len(c) / 100 for c in completions]",
+            "def reward(completions, **k):\n    return [(0.5, 'why') for c in completions]",
+            "def reward(completions, **k):\n    return [None] * len(completions)",
+            "def reward(completions, **k):\n    raise ValueError('user bug')",
+            "def reward(completions, answer=None, **k):\n"
+            "    return [float(str(a) in c) for c, a in zip(completions, answer or completions)]",
+        ]
+    ),
+    "path": st.just(""),
     "markers": st.lists(
         st.sampled_from([r"Step \d+:", r"^\d+\.", "First,", ";", r"\n-"]), max_size=4
     ),
@@ -45,6 +72,8 @@ def component_specs(draw):
     info = REGISTRY[name]
     chosen = draw(st.lists(st.sampled_from(info.params), unique_by=lambda p: p.name))
     params = {p.name: draw(param_values(p)) for p in chosen}
+    if name == "python":  # the one parameter without a usable default
+        params["code"] = draw(SPECIAL["code"])
     weight = draw(st.floats(-100, 100, allow_nan=False))
     return ComponentSpec(name, weight, params, enabled=draw(st.booleans()))
 
