@@ -39,6 +39,8 @@ _MODULES = (
     "components/reasoning_steps.py",
     "components/repetition.py",
     "components/conciseness.py",
+    "components/relative_length.py",
+    "components/code_format.py",
     "components/language.py",
     "components/rule.py",
     "@python_code",
@@ -105,6 +107,8 @@ _CLASSES = {
     "conciseness": "Conciseness",
     "language": "Language",
     "rule": "Rule",
+    "relative_length": "RelativeLength",
+    "code_format": "CodeFormat",
     "python": "PythonCode",
 }
 
@@ -245,7 +249,7 @@ Use it in a TRL (1.16) script:
                           args=GRPOConfig(..., reward_weights=reward_weights))
 
 The dataset needs the gold-answer column the components read (``answer`` by default).
-Requires: math-verify, py3langid, google-re2, numpy.
+Requires: math-verify, py3langid, google-re2, numpy (and jieba for Chinese repetition).
 """
 
 from __future__ import annotations

@@ -11,11 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from rewards.components import (
+    code_format,
     conciseness,
     correctness,
     language,
     python_code,
     reasoning_steps,
+    relative_length,
     repetition,
     rule,
 )
@@ -32,7 +34,9 @@ REGISTRY: dict[str, ComponentInfo] = {
         reasoning_steps,
         repetition,
         conciseness,
+        relative_length,
         language,
+        code_format,
         rule,
         python_code,
     )
