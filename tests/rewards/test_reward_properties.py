@@ -52,7 +52,13 @@ SPECIAL = {
 }
 
 
-def param_values(spec):
+#: Parameters whose name means something else in another component.
+SPECIAL_OF = {("code_format", "language"): st.sampled_from(["python", "json", "js", "PY"])}
+
+
+def param_values(spec, component=""):
+    if (component, spec.name) in SPECIAL_OF:
+        return SPECIAL_OF[component, spec.name]
     if spec.name in SPECIAL:
         return SPECIAL[spec.name]
     if spec.type == "float":
@@ -71,7 +77,7 @@ def component_specs(draw):
     name = draw(st.sampled_from(list(REGISTRY)))
     info = REGISTRY[name]
     chosen = draw(st.lists(st.sampled_from(info.params), unique_by=lambda p: p.name))
-    params = {p.name: draw(param_values(p)) for p in chosen}
+    params = {p.name: draw(param_values(p, name)) for p in chosen}
     if name == "python":  # the one parameter without a usable default
         params["code"] = draw(SPECIAL["code"])
     weight = draw(st.floats(-100, 100, allow_nan=False))
@@ -95,7 +101,7 @@ BIG = [
 ]
 TEXTS = st.one_of(
     st.text(max_size=300),
-    st.sampled_from(["", " ", "\n\t  \n", "\u200b", *BIG]),
+    st.sampled_from(["", " ", "\n\t  \n", "\u200b", "```python\nx = (\n```", "我喜欢吃苹果", *BIG]),
     st.builds(
         lambda a, b, c: f"<think>{a}</think><answer>{b}</answer>{c}",
         st.text(max_size=80),
