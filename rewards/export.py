@@ -41,6 +41,7 @@ _MODULES = (
     "components/conciseness.py",
     "components/relative_length.py",
     "components/code_format.py",
+    "components/similarity.py",
     "components/language.py",
     "components/rule.py",
     "@python_code",
@@ -109,6 +110,7 @@ _CLASSES = {
     "rule": "Rule",
     "relative_length": "RelativeLength",
     "code_format": "CodeFormat",
+    "similarity": "Similarity",
     "python": "PythonCode",
 }
 
@@ -249,7 +251,8 @@ Use it in a TRL (1.16) script:
                           args=GRPOConfig(..., reward_weights=reward_weights))
 
 The dataset needs the gold-answer column the components read (``answer`` by default).
-Requires: math-verify, py3langid, google-re2, numpy (and jieba for Chinese repetition).
+Requires: math-verify, py3langid, google-re2, numpy (and jieba for Chinese repetition;
+rouge-score, sacrebleu or sentence-transformers for similarity).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from rewards.components import (
     relative_length,
     repetition,
     rule,
+    similarity,
 )
 from rewards.components import format as format_
 from rewards.params import ComponentInfo, ParamSpec
@@ -37,6 +38,7 @@ REGISTRY: dict[str, ComponentInfo] = {
         relative_length,
         language,
         code_format,
+        similarity,
         rule,
         python_code,
     )

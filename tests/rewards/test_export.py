@@ -24,6 +24,8 @@ SPEC = RewardSpec(
         ComponentSpec("language", 0.7, {"language": "en"}),
         ComponentSpec("relative_length", 0.3),
         ComponentSpec("code_format", 0.2, {"scope": "answer"}),
+        ComponentSpec("similarity", 0.5, {"scope": "answer"}),
+        ComponentSpec("similarity", 0.25, {"metric": "chrf"}),
         ComponentSpec("rule", -0.4, {"pattern": "sorry"}),
         ComponentSpec(
             "rule",
@@ -65,6 +67,9 @@ def test_exported_module_uses_only_public_imports():
         "re2",
         "numpy",
         "jieba",  # imported only when repetition splits Chinese
+        "rouge_score",  # and these only by the similarity metric that needs them
+        "sacrebleu",
+        "sentence_transformers",
     }
 
 

@@ -46,6 +46,7 @@ SPECIAL = {
         ]
     ),
     "path": st.just(""),
+    "embedding_model": st.just(""),
     "markers": st.lists(
         st.sampled_from([r"Step \d+:", r"^\d+\.", "First,", ";", r"\n-"]), max_size=4
     ),
