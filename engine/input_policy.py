@@ -151,8 +151,14 @@ class InputPolicy:
 
     # ---- reward code ---------------------------------------------------------------------------
     def check_reward(self, spec: RewardSpec) -> None:
-        """Raise ``ConfigError`` on a ``python`` component's ``path`` outside the uploads."""
+        """Raise ``ConfigError`` on a ``python`` component's ``path`` outside the uploads, or a
+        ``reward_model`` component's model that :meth:`check_model` would refuse."""
         for i, comp in enumerate(spec.components):
+            if comp.name == "reward_model":
+                try:
+                    self.check_model(ModelSpec(name_or_path=comp.params["model"]))
+                except ConfigError as err:
+                    raise ConfigError(f"reward.components[{i}].params.model", err.reason) from None
             path = comp.params.get("path", "") if comp.name == "python" else ""
             if path and not self.file_allowed(path):
                 raise ConfigError(

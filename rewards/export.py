@@ -42,6 +42,7 @@ _MODULES = (
     "components/relative_length.py",
     "components/code_format.py",
     "components/similarity.py",
+    "components/reward_model.py",
     "components/language.py",
     "components/rule.py",
     "@python_code",
@@ -111,6 +112,7 @@ _CLASSES = {
     "relative_length": "RelativeLength",
     "code_format": "CodeFormat",
     "similarity": "Similarity",
+    "reward_model": "RewardModel",
     "python": "PythonCode",
 }
 
@@ -252,7 +254,8 @@ Use it in a TRL (1.16) script:
 
 The dataset needs the gold-answer column the components read (``answer`` by default).
 Requires: math-verify, py3langid, google-re2, numpy (and jieba for Chinese repetition;
-rouge-score, sacrebleu or sentence-transformers for similarity).
+rouge-score, sacrebleu or sentence-transformers for similarity; torch and transformers for
+a reward model).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from rewards.components import (
     reasoning_steps,
     relative_length,
     repetition,
+    reward_model,
     rule,
     similarity,
 )
@@ -39,6 +40,7 @@ REGISTRY: dict[str, ComponentInfo] = {
         language,
         code_format,
         similarity,
+        reward_model,
         rule,
         python_code,
     )

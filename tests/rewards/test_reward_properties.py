@@ -2,20 +2,29 @@
 
 import math
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from engine.tokenizer import build_char_tokenizer
 from rewards.composer import score
 from rewards.probes import run_probes
 from rewards.registry import REGISTRY
 from rewards.spec import ComponentSpec, RewardSpec, RewardSpecError
+from tests.tiny_models import save_tiny_reward_model
+
+#: The reward_model component's model: a tiny random one, built once for this module.
+TINY_RM = Path(tempfile.mkdtemp(prefix="tiny-rm-")) / "rm"
 
 
 @pytest.fixture(autouse=True, scope="module")
 def code_allowed():
-    """The python component is part of the registry under test (user code enabled)."""
+    """The python component is part of the registry under test (user code enabled), and the
+    reward_model component has a real model to load."""
+    save_tiny_reward_model(TINY_RM, build_char_tokenizer())
     old = os.environ.get("STUDIO_ALLOW_CODE")
     os.environ["STUDIO_ALLOW_CODE"] = "1"
     yield
@@ -47,6 +56,8 @@ SPECIAL = {
     ),
     "path": st.just(""),
     "embedding_model": st.just(""),
+    "model": st.just(str(TINY_RM)),
+    "device": st.just("cpu"),
     "markers": st.lists(
         st.sampled_from([r"Step \d+:", r"^\d+\.", "First,", ";", r"\n-"]), max_size=4
     ),
@@ -79,8 +90,10 @@ def component_specs(draw):
     info = REGISTRY[name]
     chosen = draw(st.lists(st.sampled_from(info.params), unique_by=lambda p: p.name))
     params = {p.name: draw(param_values(p, name)) for p in chosen}
-    if name == "python":  # the one parameter without a usable default
+    if name == "python":  # parameters without a usable default
         params["code"] = draw(SPECIAL["code"])
+    if name == "reward_model":
+        params["model"] = str(TINY_RM)
     weight = draw(st.floats(-100, 100, allow_nan=False))
     return ComponentSpec(name, weight, params, enabled=draw(st.booleans()))
 

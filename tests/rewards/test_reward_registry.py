@@ -24,7 +24,10 @@ def test_every_component_is_described_completely():
 
 
 #: Components whose defaults leave out what only the user can give (their code, their model).
-USER_INPUT = {"python": {"code": "def reward(completions, **columns):\n    return [0.0]"}}
+USER_INPUT = {
+    "python": {"code": "def reward(completions, **columns):\n    return [0.0]"},
+    "reward_model": {"model": "owner/some-reward-model"},  # checked, not loaded, when built
+}
 
 
 def test_defaults_build_a_named_picklable_function(monkeypatch):

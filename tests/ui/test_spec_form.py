@@ -77,7 +77,10 @@ def test_a_bad_parameter_is_reported_on_that_parameter(form):
 def test_numeric_parameters_out_of_range_name_their_input(form, monkeypatch):
     monkeypatch.setenv("STUDIO_ALLOW_CODE", "1")
     # what only the user can give (their code) is not defaulted
-    user_input = {"python": {"code": "def reward(completions, **columns):\n    return [0.0]"}}
+    user_input = {
+        "python": {"code": "def reward(completions, **columns):\n    return [0.0]"},
+        "reward_model": {"model": "owner/some-reward-model"},
+    }
     checked = 0
     for slot in form.slots:
         for p in slot.info.params:
