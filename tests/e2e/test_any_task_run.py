@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -29,7 +30,21 @@ def test_grpo_trains_with_a_python_and_a_reward_model_component(data_dir, tmp_pa
     rm = save_tiny_reward_model(tmp_path / "rm", build_char_tokenizer())
     path = tmp_path / "run.yaml"
     env = {**os.environ, "STUDIO_ALLOW_CODE": "1", "STUDIO_DATA_DIR": str(data_dir)}
-    path.write_text(yaml.safe_dump(_config_dict(rm)), encoding="utf-8")
+    data = tmp_path / "sums.jsonl"
+    data.write_text(
+        "\n".join(json.dumps({"q": f"What is {i} + 2?", "a": str(i + 2)}) for i in range(40)),
+        encoding="utf-8",
+    )
+    config = _config_dict(rm)
+    config["data"] = {
+        "source": "file",
+        "path": str(data),
+        "prompt_column": "q",
+        "answer_column": "a",
+        "heldout_share": 0.25,
+    }
+    config["training"] |= {"eval_steps": 1, "eval_samples": 4}
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
     result = engine_cli("train", path, "--data-dir", data_dir, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     with Database(db_path(data_dir)) as db:
@@ -39,6 +54,9 @@ def test_grpo_trains_with_a_python_and_a_reward_model_component(data_dir, tmp_pa
         steps = sample_store.sample_steps(db, run.id)
         samples = sample_store.samples_at(db, run.id, steps[-1])
     assert {"rewards/python", "rewards/reward_model", "reward/total"} <= names
+    # the file's held-out split is evaluated with the run's own reward
+    assert {"eval/reward_total", "eval/rewards/python", "eval/rewards/reward_model"} <= names
+    assert "eval/format_rate" not in names  # the built-in task's check, not this dataset's
     assert run.last_step == 2
     traces = [s.trace for s in samples]
     assert all([t["name"] for t in trace] == ["python", "reward_model"] for trace in traces)
