@@ -43,6 +43,8 @@ _MODULES = (
     "components/code_format.py",
     "components/similarity.py",
     "components/reward_model.py",
+    "components/judge_parse.py",
+    "components/judge.py",
     "components/language.py",
     "components/rule.py",
     "@python_code",
@@ -113,6 +115,7 @@ _CLASSES = {
     "code_format": "CodeFormat",
     "similarity": "Similarity",
     "reward_model": "RewardModel",
+    "judge": "Judge",
     "python": "PythonCode",
 }
 
@@ -168,7 +171,7 @@ def _check_unique_names(source: str) -> None:
             name = node.targets[0].id
         else:
             continue
-        if name in seen and name not in ("_LOCK",):
+        if name in seen and name not in ("_LOCK", "logger"):
             raise RuntimeError(
                 f"exported module defines {name!r} twice (lines {seen[name]}, {node.lineno})"
             )

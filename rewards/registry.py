@@ -14,6 +14,7 @@ from rewards.components import (
     code_format,
     conciseness,
     correctness,
+    judge,
     language,
     python_code,
     reasoning_steps,
@@ -41,6 +42,7 @@ REGISTRY: dict[str, ComponentInfo] = {
         code_format,
         similarity,
         reward_model,
+        judge,
         rule,
         python_code,
     )

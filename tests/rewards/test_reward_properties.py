@@ -18,6 +18,7 @@ from tests.tiny_models import save_tiny_reward_model
 
 #: The reward_model component's model: a tiny random one, built once for this module.
 TINY_RM = Path(tempfile.mkdtemp(prefix="tiny-rm-")) / "rm"
+DEAD_JUDGE = "http://127.0.0.1:9/v1"
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -25,13 +26,15 @@ def code_allowed():
     """The python component is part of the registry under test (user code enabled), and the
     reward_model component has a real model to load."""
     save_tiny_reward_model(TINY_RM, build_char_tokenizer())
-    old = os.environ.get("STUDIO_ALLOW_CODE")
-    os.environ["STUDIO_ALLOW_CODE"] = "1"
+    settings = {"STUDIO_ALLOW_CODE": "1", "STUDIO_JUDGE_URLS": DEAD_JUDGE}
+    old = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
     yield
-    if old is None:
-        del os.environ["STUDIO_ALLOW_CODE"]
-    else:
-        os.environ["STUDIO_ALLOW_CODE"] = old
+    for key, value in old.items():
+        if value is None:
+            del os.environ[key]
+        else:
+            os.environ[key] = value
 
 
 TAGS = st.from_regex(r"[a-z][a-z0-9_-]{0,8}", fullmatch=True)
@@ -56,6 +59,8 @@ SPECIAL = {
     ),
     "path": st.just(""),
     "embedding_model": st.just(""),
+    "rubric": st.sampled_from(["Grade it.", "é 中 ] } \n {score}"]),
+    "api_key_env": st.just("NO_SUCH_JUDGE_KEY"),
     "model": st.just(str(TINY_RM)),
     "device": st.just("cpu"),
     "markers": st.lists(
@@ -65,7 +70,14 @@ SPECIAL = {
 
 
 #: Parameters whose name means something else in another component.
-SPECIAL_OF = {("code_format", "language"): st.sampled_from(["python", "json", "js", "PY"])}
+SPECIAL_OF = {
+    ("code_format", "language"): st.sampled_from(["python", "json", "js", "PY"]),
+    # judge: an endpoint that refuses at once (discard port), so every judgement fails
+    ("judge", "url"): st.just(DEAD_JUDGE),
+    ("judge", "backend"): st.just("openai"),
+    ("judge", "retries"): st.just(0),
+    ("judge", "model"): st.just("judge-1"),
+}
 
 
 def param_values(spec, component=""):
@@ -94,6 +106,8 @@ def component_specs(draw):
         params["code"] = draw(SPECIAL["code"])
     if name == "reward_model":
         params["model"] = str(TINY_RM)
+    if name == "judge":
+        params |= {"model": "judge-1", "url": DEAD_JUDGE, "retries": 0, "backend": "openai"}
     weight = draw(st.floats(-100, 100, allow_nan=False))
     return ComponentSpec(name, weight, params, enabled=draw(st.booleans()))
 

@@ -26,12 +26,17 @@ def test_every_component_is_described_completely():
 #: Components whose defaults leave out what only the user can give (their code, their model).
 USER_INPUT = {
     "python": {"code": "def reward(completions, **columns):\n    return [0.0]"},
-    "reward_model": {"model": "owner/some-reward-model"},  # checked, not loaded, when built
+    "reward_model": {"model": "owner/some-reward-model"},
+    "judge": {
+        "model": "judge-1",
+        "url": "https://judge.example/v1",
+    },  # checked, not loaded, when built
 }
 
 
 def test_defaults_build_a_named_picklable_function(monkeypatch):
     monkeypatch.setenv("STUDIO_ALLOW_CODE", "1")
+    monkeypatch.setenv("STUDIO_JUDGE_URLS", "https://judge.example/v1")
     for name, info in REGISTRY.items():
         fn = info.build(USER_INPUT.get(name, {}))
         assert fn.__name__ == name

@@ -76,10 +76,12 @@ def test_a_bad_parameter_is_reported_on_that_parameter(form):
 
 def test_numeric_parameters_out_of_range_name_their_input(form, monkeypatch):
     monkeypatch.setenv("STUDIO_ALLOW_CODE", "1")
+    monkeypatch.setenv("STUDIO_JUDGE_URLS", "https://judge.example/v1")
     # what only the user can give (their code) is not defaulted
     user_input = {
         "python": {"code": "def reward(completions, **columns):\n    return [0.0]"},
         "reward_model": {"model": "owner/some-reward-model"},
+        "judge": {"model": "judge-1", "url": "https://judge.example/v1"},
     }
     checked = 0
     for slot in form.slots:
