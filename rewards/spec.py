@@ -300,6 +300,22 @@ def _presets() -> dict[str, RewardSpec]:
                 "short right answers most; repeated trigrams are penalised."
             ),
         ),
+        "summaries (reference)": RewardSpec(
+            [
+                ComponentSpec("similarity", 1.0, {"metric": "rouge_l"}),
+                ComponentSpec("similarity", 0.5, {"metric": "chrf"}, label="chrf"),
+                ComponentSpec(
+                    "conciseness",
+                    0.5,
+                    {"mode": "overlong", "unit": "words", "max_len": 60, "cache": 30},
+                ),
+            ],
+            description=(
+                "Summaries scored against the reference column: ROUGE-L (word overlap) and chrF "
+                "(character overlap, any language), and a penalty past 30 words reaching -1 at "
+                "60. See docs/any_task.md."
+            ),
+        ),
         "format only": RewardSpec(
             [ComponentSpec("format", 1.0, {"mode": "strict"})],
             description="Only the tag structure; useful to teach a format before accuracy.",
