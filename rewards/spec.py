@@ -112,7 +112,9 @@ class RewardSpec:
                 raise RewardSpecError(
                     f"{where}.name",
                     f"{comp.name!r} already appears at components[{seen[comp.name]}]; "
-                    "only rule and conciseness may appear more than once",
+                    "only "
+                    + ", ".join(n for n, i in REGISTRY.items() if i.allow_multiple)
+                    + " may appear more than once",
                 )
             seen.setdefault(comp.name, i)
             w = comp.weight

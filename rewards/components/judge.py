@@ -283,6 +283,5 @@ INFO = ComponentInfo(
         "scored."
     ),
     source="Zheng et al. 2023 'Judging LLM-as-a-Judge' (MT-Bench single-answer grading)",
-    allow_multiple=True,
     check=_check,
 )

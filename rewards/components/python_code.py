@@ -310,6 +310,5 @@ INFO = ComponentInfo(
         "run in a separate process with time and memory limits. Needs STUDIO_ALLOW_CODE=1."
     ),
     source="TRL GRPOTrainer reward_funcs convention (fn(completions, **kwargs) -> list[float])",
-    allow_multiple=True,
     check=_check,
 )

@@ -217,6 +217,5 @@ INFO = ComponentInfo(
         "prompt + completion through its chat template; raw, sigmoid or standardised per batch."
     ),
     source="Ouyang et al. 2022 (InstructGPT) §3.5 reward model; TRL GRPOTrainer reward models",
-    allow_multiple=True,
     check=_check,
 )
