@@ -70,25 +70,25 @@ def test_code_from_a_file_with_a_helper_module(code_on, tmp_path):
     assert scored[0].total == 0.5
 
 
-@pytest.mark.parametrize(
-    "code, fragment",
-    [
-        (
-            "def reward(c, **k):\n    raise ValueError('boom')",
-            "reward() raised ValueError: boom (line 2)",
-        ),
-        ("def reward(c, **k):\n    return [1.0]", "must return a list of 2 scores"),
-        ("def reward(c, **k):\n    return ['x', 1]", "item 0 is 'x'"),
-        ("def reward(c, **k):\n    return [float('nan'), 1]", "item 0 is nan"),
-        ("def reward(c, **k):\n    return 3", "must return a list of 2 scores"),
-        ("def reward(c, **k):\n    return [object(), 1]", "holds a object"),
-        ("import os\ndef reward(c, **k):\n    os._exit(3)", "exit code 3"),
-        ("def reward(c, **k):\n    return bytearray(10**10)", "ran out of memory (limit 256 MB)"),
-        ("def reward(c, **k):\n    while True:\n        pass", "did not finish within 1 s"),
-        ("import time\ndef reward(c, **k):\n    time.sleep(60)", "did not finish within 1 s"),
-        ("reward = None", "defines no function named 'reward'"),
-    ],
-)
+FAULTS = [
+    (
+        "def reward(c, **k):\n    raise ValueError('boom')",
+        "reward() raised ValueError: boom (line 2)",
+    ),
+    ("def reward(c, **k):\n    return [1.0]", "must return a list of 2 scores"),
+    ("def reward(c, **k):\n    return ['x', 1]", "item 0 is 'x'"),
+    ("def reward(c, **k):\n    return [float('nan'), 1]", "item 0 is nan"),
+    ("def reward(c, **k):\n    return 3", "must return a list of 2 scores"),
+    ("def reward(c, **k):\n    return [object(), 1]", "holds a object"),
+    ("import os\ndef reward(c, **k):\n    os._exit(3)", "exit code 3"),
+    ("def reward(c, **k):\n    return bytearray(10**10)", "ran out of memory (limit 256 MB)"),
+    ("def reward(c, **k):\n    while True:\n        pass", "did not finish within 1 s"),
+    ("import time\ndef reward(c, **k):\n    time.sleep(60)", "did not finish within 1 s"),
+    ("reward = None", "defines no function named 'reward'"),
+]
+
+
+@pytest.mark.parametrize("code, fragment", FAULTS)
 def test_failures_name_the_component_and_leave_the_batch_unscored(code_on, code, fragment):
     spec = spec_of(code, timeout_s=1.0, memory_mb=256)
     fn = spec.build()[0][0]
@@ -221,3 +221,25 @@ def test_web_paths_follow_the_input_policy(code_on, tmp_path):
             spec_of(path=str(outside)).build()
     finally:
         restrict_code_paths(None)
+
+
+@pytest.mark.reliability
+def test_every_user_code_fault_is_contained(code_on, record_property):
+    """Each fault kind, run through the composer: none escapes, none outlives its limit."""
+    import time
+
+    uncaught = overran = 0
+    for code, _ in FAULTS:
+        spec = spec_of(code, timeout_s=1.0, memory_mb=256)
+        started = time.monotonic()
+        try:
+            scored = score(spec, None, ["a", "b"])
+        except Exception:  # counting escapes is the point
+            uncaught += 1
+            continue
+        overran += time.monotonic() - started > 1.0 + 5.0  # limit plus process start
+        uncaught += any(s.total is not None for s in scored)
+    record_property("code_faults", len(FAULTS))
+    record_property("uncaught_errors", uncaught)
+    record_property("limit_overruns", overran)
+    assert uncaught == 0
