@@ -6,7 +6,13 @@ the exported reward computes exactly what the app computes; only the registry me
 imports between our modules are left out, and math-verify runs in-process instead of in
 supervised workers (with math-verify's own timeouts in the main thread, as TRL's
 ``accuracy_reward`` does). It imports only public libraries: math-verify, py3langid, numpy,
-google-re2 (``re2``) and the standard library.
+google-re2 (``re2``) and the standard library (components that need more import it where
+they use it: jieba, rouge-score, sacrebleu, torch/transformers).
+
+A ``python`` component's code (from its text, or read from its file now) is embedded as a
+string literal and executed by the importing script on the component's first call, in that
+process: the app's child-process time and memory limits do not travel with it. This is the
+user's own code going to the user's own script; nothing runs while the module is written.
 """
 
 from __future__ import annotations
