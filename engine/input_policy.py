@@ -152,13 +152,15 @@ class InputPolicy:
     # ---- reward code ---------------------------------------------------------------------------
     def check_reward(self, spec: RewardSpec) -> None:
         """Raise ``ConfigError`` on a ``python`` component's ``path`` outside the uploads, or a
-        ``reward_model`` component's model that :meth:`check_model` would refuse."""
+        reward model's or local judge's model that :meth:`check_model` would refuse."""
+        from rewards.components.reward_model import loaded_models
+
+        for i, name in loaded_models(spec):
+            try:
+                self.check_model(ModelSpec(name_or_path=name))
+            except ConfigError as err:
+                raise ConfigError(f"reward.components[{i}].params.model", err.reason) from None
         for i, comp in enumerate(spec.components):
-            if comp.name == "reward_model":
-                try:
-                    self.check_model(ModelSpec(name_or_path=comp.params["model"]))
-                except ConfigError as err:
-                    raise ConfigError(f"reward.components[{i}].params.model", err.reason) from None
             path = comp.params.get("path", "") if comp.name == "python" else ""
             if path and not self.file_allowed(path):
                 raise ConfigError(

@@ -54,6 +54,17 @@ PARAMS = (
 )
 
 
+def loaded_models(spec: Any) -> list[tuple[int, str]]:
+    """``(component index, model)`` of each enabled component of a ``RewardSpec`` that loads a
+    model into the run (a reward model, a local judge), for size and source checks."""
+    out = []
+    for i, comp in enumerate(spec.components):
+        local_judge = comp.name == "judge" and comp.params.get("backend") == "local"
+        if comp.enabled and (comp.name == "reward_model" or local_judge):
+            out.append((i, comp.params["model"]))
+    return out
+
+
 def pick_device(device: str) -> str:
     """``cpu``, or this process's current CUDA device (each DDP rank has its own)."""
     import torch

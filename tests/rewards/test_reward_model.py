@@ -104,3 +104,17 @@ def test_web_runs_name_reward_models_as_they_name_policy_models(rm_dir, tmp_path
     assert err.value.field == "reward.components[0].params.model"
     allowed = InputPolicy.for_web(tmp_path, env={"STUDIO_MODEL_ROOTS": str(rm_dir.parent)})
     allowed.check_reward(spec(rm_dir))
+
+
+def test_a_demo_caps_the_size_of_reward_models_too(rm_dir, tmp_path, monkeypatch):
+    from engine.dataclass_io import ConfigError
+    from ui.context import AppContext, DemoLimits
+
+    monkeypatch.setenv("STUDIO_MODEL_ROOTS", str(rm_dir.parent))
+    small = AppContext(data_dir=tmp_path, demo=DemoLimits(max_model_params=1000))
+    with pytest.raises(ConfigError) as err:
+        small.check_reward_model_sizes(spec(rm_dir))
+    assert err.value.field == "reward.components[0].params.model"
+    assert "over this demo's cap of 1,000" in str(err.value)
+    roomy = AppContext(data_dir=tmp_path, demo=DemoLimits(max_model_params=10**9))
+    roomy.check_reward_model_sizes(spec(rm_dir))
