@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parse_args(argv)
     from rewards.components.python_code import enforce_code_policy, restrict_code_paths
+    from rewards.components.reward_model import restrict_models
     from storage.paths import resolve_data_dir
     from ui.app import build_app, launch_kwargs
     from ui.context import AppContext, DemoLimits, SettingsError, auth_from_env, is_public
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     ctx = AppContext(data_dir=data_dir, demo=demo_limits)
     restrict_code_paths(ctx.input_policy.file_allowed)  # reward code files: uploads only
+    restrict_models(ctx.check_reward_model)  # reward/judge models: the policy's and demo's rules
     ctx.launcher.scan()  # runs whose worker died while the app was down become interrupted
     ctx.start_supervisor()
     logging.getLogger("app").info("Data dir: %s", data_dir)

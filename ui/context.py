@@ -276,6 +276,15 @@ class AppContext:
         self.check_reward_model_sizes(config.reward)
         return self.launcher.start(config, owner=owner, caps=caps)
 
+    def check_reward_model(self, name: str) -> None:
+        """Raise ``ConfigError`` (a ``ValueError``) for a reward or judge model this app's
+        visitors may not load: the input policy's model rule, then the demo's size cap."""
+        from engine.models import ModelSpec
+
+        spec = ModelSpec(name_or_path=name)
+        self.input_policy.check_model(spec)
+        self.check_model_size(spec)
+
     def check_reward_model_sizes(self, reward: Any) -> None:
         """The demo's model-size cap for the models a reward loads (a reward model, a local
         judge), raised on that component's ``model`` field."""

@@ -33,7 +33,7 @@ from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.components.judge_parse import JudgeVerdict, parse_pass_fail, parse_score
-from rewards.components.reward_model import pick_device
+from rewards.components.reward_model import check_model_allowed, pick_device
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value
 
@@ -119,6 +119,7 @@ def post_chat(url: str, body: dict[str, Any], key: str | None, timeout_s: float)
 @functools.lru_cache(maxsize=1)
 def load_judge_model(name_or_path: str, device: str) -> tuple[Any, Any]:
     """A local causal-LM judge (eval mode, safetensors, no remote code) and its tokenizer."""
+    check_model_allowed(name_or_path)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=False)

@@ -20,6 +20,7 @@ import functools
 import logging
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,23 @@ PARAMS = (
 )
 
 
+# Checks a model name before this process loads it (raises ValueError); the web app installs
+# its input policy and size cap here, so a preview cannot load what a run could not.
+_model_rule: Callable[[str], None] | None = None
+
+
+def restrict_models(rule: Callable[[str], None] | None) -> None:
+    """Check every reward or judge model with ``rule`` before loading it (None: no check)."""
+    global _model_rule
+    _model_rule = rule
+
+
+def check_model_allowed(name: str) -> None:
+    """Raise ``ValueError`` when the installed rule refuses model ``name``."""
+    if _model_rule is not None:
+        _model_rule(name)
+
+
 def loaded_models(spec: Any) -> list[tuple[int, str]]:
     """``(component index, model)`` of each enabled component of a ``RewardSpec`` that loads a
     model into the run (a reward model, a local judge), for size and source checks."""
@@ -77,6 +95,7 @@ def pick_device(device: str) -> str:
 @functools.lru_cache(maxsize=2)
 def load_reward_model(name_or_path: str, device: str) -> tuple[Any, Any]:
     """The model (eval mode, on ``device``) and its tokenizer (right padding, a pad token)."""
+    check_model_allowed(name_or_path)
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=False)

@@ -118,3 +118,19 @@ def test_a_demo_caps_the_size_of_reward_models_too(rm_dir, tmp_path, monkeypatch
     assert "over this demo's cap of 1,000" in str(err.value)
     roomy = AppContext(data_dir=tmp_path, demo=DemoLimits(max_model_params=10**9))
     roomy.check_reward_model_sizes(spec(rm_dir))
+
+
+def test_the_web_apps_rule_is_checked_before_a_model_loads(rm_dir, tmp_path):
+    from rewards.components import reward_model
+    from ui.context import AppContext, DemoLimits
+
+    ctx = AppContext(data_dir=tmp_path, demo=DemoLimits(max_model_params=10**9))
+    reward_model.restrict_models(ctx.check_reward_model)
+    reward_model.load_reward_model.cache_clear()
+    try:
+        got = score(spec(rm_dir), PROMPTS[:1], COMPLETIONS[:1])  # a server folder: refused
+        assert got[0].total is None
+        assert "model.name_or_path: must be a Hugging Face model id" in got[0].trace[0].explanation
+    finally:
+        reward_model.restrict_models(None)
+    assert score(spec(rm_dir), PROMPTS[:1], COMPLETIONS[:1])[0].total is not None
