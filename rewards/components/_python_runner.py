@@ -1,9 +1,10 @@
 """Runs a user's reward function in this (child) process; started by :mod:`python_code`.
 
 Reads one JSON request from stdin: ``{"code", "filename", "memory_mb", "cpu_s", "completions",
-"columns"}``; limits its own address space (``RLIMIT_AS``) and CPU time (``RLIMIT_CPU``) before
-the user's code runs; writes one JSON reply to the original stdout: ``{"values": [...]}`` or
-``{"error": "..."}``. The user's own ``print`` goes to stderr, so it cannot corrupt the reply.
+"columns"}``; limits its own address space (``RLIMIT_AS``), CPU time (``RLIMIT_CPU``) and file
+size (``RLIMIT_FSIZE``) before the user's code runs; writes one JSON reply to the original
+stdout: ``{"values": [...]}`` or ``{"error": "..."}``. The user's own ``print`` goes to stderr,
+so it cannot corrupt the reply.
 Standard library only: it is started with ``python -I`` (no cwd, no user site on the path).
 """
 
@@ -13,11 +14,16 @@ import resource
 import sys
 import traceback
 
+#: Largest file the user's code may write, its printed output included.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
 
 def _limit(memory_mb: int, cpu_s: int) -> None:
     limit = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    # no file it writes (its printed output included) may fill the server's disk
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
 
 
 def _last_frame(exc: BaseException, filename: str) -> str:

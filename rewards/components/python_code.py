@@ -184,30 +184,48 @@ def _child_env() -> dict[str, str]:
 def _run_child(request: str, timeout_s: float) -> tuple[str, str, int | None]:
     """Run the runner on ``request``; ``(stdout, stderr, exit code)``, code ``None`` on timeout.
 
-    The child leads its own process group, so a timeout stops whatever it started too; it works
-    in a fresh temporary folder, so files it writes never land in the server's folders.
+    The child leads its own process group, so whatever it started is stopped with it when it
+    ends or times out; it works in a fresh temporary folder, so files it writes never land in
+    the server's folders. Its input and output go through files, not pipes: a process the user's
+    code leaves behind would hold a pipe open, and the batch would wait for it.
     """
     with (
         tempfile.TemporaryDirectory(prefix="reward-code-") as cwd,
-        subprocess.Popen(
-            [sys.executable, "-I", str(_RUNNER)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_child_env(),
-            start_new_session=True,
-            cwd=cwd,
-        ) as child,
+        tempfile.TemporaryDirectory(prefix="reward-io-") as io_dir,
     ):
-        try:
-            stdout, stderr = child.communicate(request, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
+        io = Path(io_dir)
+        (io / "in").write_text(request, encoding="utf-8")
+        with (
+            open(io / "in", "rb") as stdin,
+            open(io / "out", "wb") as stdout,
+            open(io / "err", "wb") as stderr,
+        ):
+            child = subprocess.Popen(
+                [sys.executable, "-I", str(_RUNNER)],
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                env=_child_env(),
+                start_new_session=True,
+                cwd=cwd,
+            )
+            try:
+                returncode: int | None = child.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                returncode = None
+            with contextlib.suppress(ProcessLookupError):  # and whatever it left running
                 os.killpg(child.pid, signal.SIGKILL)
-            child.communicate()
+            child.wait()
+        if returncode is None:
             return "", "", None
-    return stdout, stderr, child.returncode
+        return _tail(io / "out", 1 << 24), _tail(io / "err", 2000), returncode
+
+
+def _tail(path: Path, limit: int) -> str:
+    """The last ``limit`` bytes of ``path`` as text (undecodable bytes replaced)."""
+    with open(path, "rb") as file:
+        file.seek(max(0, path.stat().st_size - limit))
+        return file.read().decode("utf-8", errors="replace")
 
 
 def _jsonable(values: Any) -> Any:

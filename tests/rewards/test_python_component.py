@@ -243,3 +243,28 @@ def test_every_user_code_fault_is_contained(code_on, record_property):
     record_property("uncaught_errors", uncaught)
     record_property("limit_overruns", overran)
     assert uncaught == 0
+
+
+def test_processes_the_users_code_starts_are_stopped_with_it(code_on, tmp_path):
+    import time
+    from pathlib import Path
+
+    marker = tmp_path / "pid"
+    code = (
+        "import subprocess, sys\n"
+        "def reward(c, **k):\n"
+        "    p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"    open({str(marker)!r}, 'w').write(str(p.pid))\n"
+        "    print(b'\\xff\\xfe not utf-8'.decode('latin-1'), file=sys.stderr)\n"
+        "    return [1.0 for _ in c]\n"
+    )
+    assert score(spec_of(code), None, ["a"])[0].total == 1.0
+    pid = int(marker.read_text())
+    status = Path(f"/proc/{pid}/status")
+    for _ in range(50):  # the kill is sent; the process may take a moment to go
+        # gone, or a zombie waiting for this container's init to reap it: either way, not running
+        if not status.exists() or "State:\tZ" in status.read_text():
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the background process outlived the batch")
