@@ -48,9 +48,11 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     args = parse_args(argv)
+    from rewards.components.python_code import enforce_code_policy, restrict_code_paths
+    from rewards.components.reward_model import restrict_models
     from storage.paths import resolve_data_dir
     from ui.app import build_app, launch_kwargs
-    from ui.context import AppContext, DemoLimits, SettingsError, auth_from_env
+    from ui.context import AppContext, DemoLimits, SettingsError, auth_from_env, is_public
     from ui.identity import run_caps
     from ui.login import LoginGuard
 
@@ -58,12 +60,16 @@ def main(argv: list[str] | None = None) -> int:
         data_dir = resolve_data_dir(args.data_dir)
         auth = auth_from_env()
         guard = LoginGuard.from_env(auth) if auth else None
+        # user reward code (STUDIO_ALLOW_CODE) never runs on a public app without a login
+        enforce_code_policy(os.environ, public=is_public(), login=bool(auth))
         demo_limits = DemoLimits.from_env()
         run_caps()  # a bad STUDIO_DEMO_MAX_*_RUNS value stops the app here, not a run
     except (SettingsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     ctx = AppContext(data_dir=data_dir, demo=demo_limits)
+    restrict_code_paths(ctx.input_policy.file_allowed)  # reward code files: uploads only
+    restrict_models(ctx.check_reward_model)  # reward/judge models: the policy's and demo's rules
     ctx.launcher.scan()  # runs whose worker died while the app was down become interrupted
     ctx.start_supervisor()
     logging.getLogger("app").info("Data dir: %s", data_dir)

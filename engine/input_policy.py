@@ -7,6 +7,8 @@ the web entry points (the Train form, ``/start_run``, the Preview tab) pass an
 - a data file outside the uploads folder of the data dir and the folders the operator lists in
   ``STUDIO_DATA_ROOTS`` (symlinks are resolved first; ``..`` is refused outright);
 - a ``source: hub`` dataset that is not a hub id (``owner/name``), so no local folder loads;
+- a ``python`` reward component's code file outside those same folders (code comes from the
+  editor instead);
 - a model that is neither a listed alias nor a hub id, unless it lies under a folder listed in
   ``STUDIO_MODEL_ROOTS``; the refusal reads the same whether or not the path exists.
 
@@ -33,6 +35,7 @@ from engine.dataclass_io import ConfigError
 from engine.datasets import FILE_TYPES, DataSpec
 from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
 from engine.run_layout import CONFIG_FILE, NO_HUB_TOKEN_MARKER
+from rewards.spec import RewardSpec
 from storage.paths import RUNS_DIR
 
 UPLOADS_DIR = "uploads"
@@ -177,6 +180,26 @@ class InputPolicy:
             f"the server's space for uploads is full ({self.uploads_quota // 2**20} MiB, "
             f"{UPLOADS_QUOTA_ENV}); the files there belong to runs",
         )
+
+    # ---- reward code ---------------------------------------------------------------------------
+    def check_reward(self, spec: RewardSpec) -> None:
+        """Raise ``ConfigError`` on a ``python`` component's ``path`` outside the uploads, or a
+        reward model's or local judge's model that :meth:`check_model` would refuse."""
+        from rewards.components.reward_model import loaded_models
+
+        for i, name in loaded_models(spec):
+            try:
+                self.check_model(ModelSpec(name_or_path=name))
+            except ConfigError as err:
+                raise ConfigError(f"reward.components[{i}].params.model", err.reason) from None
+        for i, comp in enumerate(spec.components):
+            path = comp.params.get("path", "") if comp.name == "python" else ""
+            if path and not self.file_allowed(path):
+                raise ConfigError(
+                    f"reward.components[{i}].params.path",
+                    "must be a file uploaded here; other server paths are not readable from the "
+                    "web (paste the code into the code field instead)",
+                )
 
     # ---- models ------------------------------------------------------------------------------
     def check_model(self, spec: ModelSpec) -> None:

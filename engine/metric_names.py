@@ -28,6 +28,7 @@ GEN_LOGPROB_GAP = "gen/logprob_gap"
 EVAL_ACCURACY = "eval/accuracy"
 EVAL_STRICT_ACCURACY = "eval/strict_accuracy"
 EVAL_FORMAT_RATE = "eval/format_rate"
+EVAL_REWARD_TOTAL = "eval/reward_total"  # the run's reward on held-out samples (mean total)
 # PPO (our trainer): Schulman et al. 2017 diagnostics and the RLHF KL penalty.
 REWARD_UNSCORED_FRACTION = "reward/unscored_fraction"
 PPO_APPROX_KL = "ppo/approx_kl"
@@ -61,6 +62,11 @@ _TRL_SUMMARY_KEY = "train_runtime"
 def component_metric(component: str) -> str:
     """The series of one reward component's raw (unweighted) mean score."""
     return f"rewards/{component}"
+
+
+def eval_component_metric(component: str) -> str:
+    """The series of one reward component's raw mean score on held-out samples."""
+    return f"eval/rewards/{component}"
 
 
 def is_run_summary(logs: dict) -> bool:

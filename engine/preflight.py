@@ -31,6 +31,7 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
     if policy is not None:
         policy.check_model(config.model)
         policy.check_data(config.data)
+        policy.check_reward(config.reward)
     check_gpus(config.training.num_gpus)
     check_gpu_ids(config.training.gpu_list)
     check_trackers(config.training.report_to)

@@ -66,12 +66,23 @@ def resume_point(folder: Path, config: RunConfig, recorder: RunRecorder) -> Path
 
 
 def heldout_rows(data: DataSpec, n: int) -> list[dict[str, Any]]:
-    """The first ``n`` held-out rows of the built-in task; other datasets have no held-out split."""
-    if n == 0 or data.source != "builtin":
-        return []
-    from engine.datasets import load_rows
+    """The first ``n`` held-out rows: the built-in task's, or a file's or hub dataset's
+    ``heldout_share`` of prompts (the rows training leaves out).
 
-    return load_rows(replace(data, split="heldout", max_rows=n))
+    None when ``n`` is 0, when training reads split ``all`` or a named hub split (no rows are
+    left out then), or when the held-out split is empty (a small file, a small share).
+    """
+    if n == 0:
+        return []
+    from engine.datasets import DatasetError, load_rows
+
+    if data.source != "builtin" and (data.split != "train" or data.heldout_share <= 0):
+        return []
+    try:
+        return load_rows(replace(data, split="heldout", max_rows=n))
+    except DatasetError as err:
+        logger.info("No held-out evaluation: %s", err)
+        return []
 
 
 def run(
@@ -164,6 +175,7 @@ def _train(
 
     from engine.datasets import load_rows
     from engine.evaluation import evaluate
+    from engine.heldout_rewards import heldout_reward_metrics
     from engine.memory import describe, local_card_bytes, with_default_micro_batch
     from engine.models import load_model_and_tokenizer, save_plain_weights
     from engine.prompts import for_trainer, prompt_format
@@ -201,11 +213,14 @@ def _train(
             report.accuracy,
             report.format_rate,
         )
-        return {
-            metric_names.EVAL_ACCURACY: report.accuracy,
-            metric_names.EVAL_STRICT_ACCURACY: report.strict_accuracy,
-            metric_names.EVAL_FORMAT_RATE: report.format_rate,
-        }
+        metrics = heldout_reward_metrics(config.reward, eval_rows, report.samples)
+        if config.data.source == "builtin":  # the task's own answer and format checks
+            metrics |= {
+                metric_names.EVAL_ACCURACY: report.accuracy,
+                metric_names.EVAL_STRICT_ACCURACY: report.strict_accuracy,
+                metric_names.EVAL_FORMAT_RATE: report.format_rate,
+            }
+        return metrics
 
     # Every process must take the same steps; only the main one evaluates (its results are the
     # ones recorded) while the others wait for it at the next gradient sync.

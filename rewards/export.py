@@ -6,7 +6,13 @@ the exported reward computes exactly what the app computes; only the registry me
 imports between our modules are left out, and math-verify runs in-process instead of in
 supervised workers (with math-verify's own timeouts in the main thread, as TRL's
 ``accuracy_reward`` does). It imports only public libraries: math-verify, py3langid, numpy,
-google-re2 (``re2``) and the standard library.
+google-re2 (``re2``) and the standard library (components that need more import it where
+they use it: jieba, rouge-score, sacrebleu, torch/transformers).
+
+A ``python`` component's code (from its text, or read from its file now) is embedded as a
+string literal and executed by the importing script on the component's first call, in that
+process: the app's child-process time and memory limits do not travel with it. This is the
+user's own code going to the user's own script; nothing runs while the module is written.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import pprint
 import re
 from pathlib import Path
 
+from rewards.components.python_code import read_path as _read_user_code
+from rewards.errors import RewardSpecError
 from rewards.spec import RewardSpec
 
 _ROOT = Path(__file__).resolve().parent
@@ -38,8 +46,15 @@ _MODULES = (
     "components/reasoning_steps.py",
     "components/repetition.py",
     "components/conciseness.py",
+    "components/relative_length.py",
+    "components/code_format.py",
+    "components/similarity.py",
+    "components/reward_model.py",
+    "components/judge_parse.py",
+    "components/judge.py",
     "components/language.py",
     "components/rule.py",
+    "@python_code",
 )
 
 # Definitions that only describe components for the registry (forms, validation).
@@ -68,6 +83,43 @@ def with_defaults(_specs, given):
     return dict(given)
 """
 
+# The python component's user code travels as a string literal in ``_ENABLED``; this class runs
+# it in the importing process, on the first call (the app ran it in a child process with time
+# and memory limits, which a standalone module leaves to the user's own script).
+_PYTHON_CODE = '''
+class PythonCode(RewardComponent):
+    """Your own reward(completions, **columns), exported as text and run in this process."""
+
+    component = "python"
+
+    def __init__(self, name=None, *, code, path="", timeout_s=None, memory_mb=None):
+        super().__init__(name)
+        self.code = code
+        self._reward = None
+
+    def __getstate__(self):
+        return {**self.__dict__, "_reward": None}
+
+    def judge(self, texts, ctx):
+        if self._reward is None:
+            namespace = {"__name__": "__reward__"}
+            exec(compile(self.code, f"<reward {self.__name__}>", "exec"), namespace)
+            self._reward = namespace["reward"]
+        columns = {k: ctx.column(k) for k in ctx.columns}
+        if ctx.prompts is not None:
+            columns["prompts"] = list(ctx.prompts)
+        values = list(self._reward(texts, **columns))
+        if len(values) != len(texts):
+            raise ValueError(f"{self.__name__}: {len(values)} scores for {len(texts)} completions")
+        out = []
+        for value in values:
+            why = "your function"
+            if isinstance(value, list | tuple) and len(value) == 2 and isinstance(value[1], str):
+                value, why = value
+            out.append(Judgement(None if value is None else float(value), why))
+        return out
+'''
+
 _CLASSES = {
     "correctness": "Correctness",
     "format": "Format",
@@ -76,6 +128,12 @@ _CLASSES = {
     "conciseness": "Conciseness",
     "language": "Language",
     "rule": "Rule",
+    "relative_length": "RelativeLength",
+    "code_format": "CodeFormat",
+    "similarity": "Similarity",
+    "reward_model": "RewardModel",
+    "judge": "Judge",
+    "python": "PythonCode",
 }
 
 
@@ -130,7 +188,7 @@ def _check_unique_names(source: str) -> None:
             name = node.targets[0].id
         else:
             continue
-        if name in seen and name not in ("_LOCK",):
+        if name in seen and name not in ("_LOCK", "logger"):
             raise RuntimeError(
                 f"exported module defines {name!r} twice (lines {seen[name]}, {node.lineno})"
             )
@@ -185,6 +243,15 @@ def export_module(spec: RewardSpec, module_name: str = "reward_studio_reward") -
         {"name": name, "component": comp.name, "weight": comp.weight, "params": comp.params}
         for name, comp in spec.enabled_components()
     ]
+    for entry in enabled:
+        if entry["component"] not in _CLASSES:
+            raise RewardSpecError(
+                "components", f"component {entry['component']!r} cannot be exported yet"
+            )
+        if entry["component"] == "python" and entry["params"]["path"]:
+            # the file's code is embedded, so the module runs without the file
+            code = _read_user_code(entry["params"]["path"])
+            entry["params"] = {**entry["params"], "code": code, "path": ""}
     parts = []
     imports = {":threading"}
     for entry in _MODULES:
@@ -192,6 +259,8 @@ def export_module(spec: RewardSpec, module_name: str = "reward_studio_reward") -
             parts.append(_IN_PROCESS_CHECKER.strip("\n"))
         elif entry == "@given_params":
             parts.append(_GIVEN_PARAMS.strip("\n"))
+        elif entry == "@python_code":
+            parts.append(_PYTHON_CODE.strip("\n"))
         else:
             parts.append(f"# --- from Reward Studio rewards/{entry} ---\n" + _strip(entry, imports))
     body = "\n\n\n".join(parts)
@@ -206,7 +275,9 @@ Use it in a TRL (1.16) script:
                           args=GRPOConfig(..., reward_weights=reward_weights))
 
 The dataset needs the gold-answer column the components read (``answer`` by default).
-Requires: math-verify, py3langid, google-re2, numpy.
+Requires: math-verify, py3langid, google-re2, numpy (and jieba for Chinese repetition;
+rouge-score, sacrebleu or sentence-transformers for similarity; torch and transformers for
+a reward model).
 """
 
 from __future__ import annotations

@@ -11,12 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from rewards.components import (
+    code_format,
     conciseness,
     correctness,
+    judge,
     language,
+    python_code,
     reasoning_steps,
+    relative_length,
     repetition,
+    reward_model,
     rule,
+    similarity,
 )
 from rewards.components import format as format_
 from rewards.params import ComponentInfo, ParamSpec
@@ -31,8 +37,14 @@ REGISTRY: dict[str, ComponentInfo] = {
         reasoning_steps,
         repetition,
         conciseness,
+        relative_length,
         language,
+        code_format,
+        similarity,
+        reward_model,
+        judge,
         rule,
+        python_code,
     )
 }
 

@@ -128,7 +128,9 @@ class RewardSpec:
                 raise RewardSpecError(
                     f"{where}.name",
                     f"{comp.name!r} already appears at components[{seen[comp.name]}]; "
-                    "only rule and conciseness may appear more than once",
+                    "only "
+                    + ", ".join(n for n, i in REGISTRY.items() if i.allow_multiple)
+                    + " may appear more than once",
                 )
             seen.setdefault(comp.name, i)
             problem = weight_problem(comp.weight)
@@ -307,6 +309,22 @@ def _presets() -> dict[str, RewardSpec]:
             description=(
                 "Correct, well-formatted and short: the cosine length reward (Kimi 1.5) pays "
                 "short right answers most; repeated trigrams are penalised."
+            ),
+        ),
+        "summaries (reference)": RewardSpec(
+            [
+                ComponentSpec("similarity", 1.0, {"metric": "rouge_l"}),
+                ComponentSpec("similarity", 0.5, {"metric": "chrf"}, label="chrf"),
+                ComponentSpec(
+                    "conciseness",
+                    0.5,
+                    {"mode": "overlong", "unit": "words", "max_len": 60, "cache": 30},
+                ),
+            ],
+            description=(
+                "Summaries scored against the reference column: ROUGE-L (word overlap) and chrF "
+                "(character overlap, any language), and a penalty past 30 words reaching -1 at "
+                "60. See docs/any_task.md."
             ),
         ),
         "format only": RewardSpec(

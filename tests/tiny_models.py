@@ -40,3 +40,30 @@ def save_tiny_llama(path: Path, tokenizer: PreTrainedTokenizerBase) -> Path:
     LlamaForCausalLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def save_tiny_reward_model(path: Path, tokenizer: PreTrainedTokenizerBase) -> Path:
+    """A seeded random 2-layer Llama reward model (one-label sequence classification, saved
+    as safetensors) sized to ``tokenizer``, saved with it in ``path``."""
+    from transformers import LlamaForSequenceClassification
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        num_labels=1,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = LlamaForSequenceClassification(config)
+    with torch.no_grad():  # a readable spread of scores instead of near-zero logits
+        model.score.weight.normal_(0, 2.0)
+    model.save_pretrained(path, safe_serialization=True)
+    tokenizer.save_pretrained(path)
+    return path

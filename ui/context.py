@@ -273,7 +273,31 @@ class AppContext:
         self.demo.check_config(config)
         self.input_policy.check_model(config.model)  # before its size is read from a path
         self.check_model_size(config.model)
+        self.check_reward_model_sizes(config.reward)
         return self.launcher.start(config, owner=owner, caps=caps)
+
+    def check_reward_model(self, name: str) -> None:
+        """Raise ``ConfigError`` (a ``ValueError``) for a reward or judge model this app's
+        visitors may not load: the input policy's model rule, then the demo's size cap."""
+        from engine.models import ModelSpec
+
+        spec = ModelSpec(name_or_path=name)
+        self.input_policy.check_model(spec)
+        self.check_model_size(spec)
+
+    def check_reward_model_sizes(self, reward: Any) -> None:
+        """The demo's model-size cap for the models a reward loads (a reward model, a local
+        judge), raised on that component's ``model`` field."""
+        from engine.dataclass_io import ConfigError
+        from engine.models import ModelSpec
+        from rewards.components.reward_model import loaded_models
+
+        self.input_policy.check_reward(reward)  # before a size is read from a path
+        for i, name in loaded_models(reward):
+            try:
+                self.check_model_size(ModelSpec(name_or_path=name))
+            except ConfigError as err:
+                raise ConfigError(f"reward.components[{i}].params.model", err.reason) from None
 
     def _hub_token(self) -> bool | None:
         """Hub downloads for visitors go without the server's token unless the operator allows

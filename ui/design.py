@@ -50,6 +50,10 @@ class DesignHandles:
     form: SpecForm
 
 
+#: A text parameter this long (``max_length``) gets a multi-line editor.
+LONG_TEXT_CHARS = 10_000
+
+
 def elem_key(key: str) -> str:
     """An input key as a DOM-friendly id fragment (``rule#2.weight`` -> ``rule-2-weight``)."""
     return key.replace("#", "-").replace(".", "-").replace("_", "-")
@@ -68,6 +72,8 @@ def _param_input(slot: Slot, p: ParamSpec, value: Any) -> gr.components.Componen
         return gr.Textbox(
             value=value, lines=3, max_lines=8, info=f"{p.doc}; one per line", **common
         )
+    if (p.max_length or 0) >= LONG_TEXT_CHARS:  # code or a rubric: a multi-line editor
+        return gr.Textbox(value=value, lines=6, max_lines=30, info=p.doc, **common)
     return gr.Textbox(value=value, info=info, **common)
 
 

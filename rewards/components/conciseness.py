@@ -50,6 +50,17 @@ PARAMS = (
 )
 
 
+def completion_lengths(texts: list[str], ctx: BatchContext, unit: str) -> list[int] | None:
+    """Each completion's length in ``unit``; ``None`` for tokens without ``completion_ids``."""
+    if unit == "tokens":
+        if ctx.completion_ids is None:
+            return None
+        return [len(ids) for ids in ctx.completion_ids]
+    if unit == "words":
+        return [len(t.split()) for t in texts]
+    return [len(t) for t in texts]
+
+
 def cosine_scaled(length: int, max_len: int, lo: float, hi: float) -> float:
     """``lo + 0.5 * (hi - lo) * (1 + cos(pi * min(length / max_len, 1)))`` (Kimi 1.5)."""
     progress = min(length / max_len, 1.0)
@@ -83,13 +94,7 @@ class Conciseness(RewardComponent):
         self.answer_tag = p["answer_tag"]
 
     def lengths(self, texts: list[str], ctx: BatchContext) -> list[int] | None:
-        if self.unit == "tokens":
-            if ctx.completion_ids is None:
-                return None
-            return [len(ids) for ids in ctx.completion_ids]
-        if self.unit == "words":
-            return [len(t.split()) for t in texts]
-        return [len(t) for t in texts]
+        return completion_lengths(texts, ctx, self.unit)
 
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
         lengths = self.lengths(texts, ctx)

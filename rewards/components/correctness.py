@@ -7,15 +7,27 @@ Departures (see :mod:`rewards.verify`): the answer is extracted first (``<answer
 runs in supervised workers with a deadline; a wrong answer scores ``wrong_value`` (0 by default;
 -0.5 in hand-tuned GRPO scripts). Extra modes for non-math tasks: numeric with tolerance,
 normalised exact string, multiple-choice letter.
+
+``answer_source`` decides what an answer must look like to be paid. ``any`` (the default, as
+before) takes the answer tag, then ``\\boxed{}``, then GSM8K's ``####``, and else judges the
+whole text, so an untagged "The answer is 6" can score 1. ``tag_or_boxed`` pays only an answer
+inside the answer tag or ``\\boxed{}``, as open-r1's ``accuracy_reward`` and TRL's
+``accuracy_reward`` do (their math-verify extraction reads LaTeX/boxed answers only); anything
+else scores ``wrong_value``. The default stays ``any`` so existing specs keep their numbers and
+the format component, not correctness, is what pays the tags; choose ``tag_or_boxed`` to make
+correctness alone insist on a marked answer.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from rewards.answers import find_answer
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
 from rewards.verify import MODES, Verdict, judge_batch
+
+ANSWER_SOURCES = ("any", "tag_or_boxed")
 
 PARAMS = (
     ParamSpec("mode", "str", "math", "how answers are compared", choices=MODES),
@@ -24,6 +36,14 @@ PARAMS = (
     ),
     ParamSpec(
         "answer_tag", "str", "answer", "tag around the final answer ('' to skip)", max_length=32
+    ),
+    ParamSpec(
+        "answer_source",
+        "str",
+        "any",
+        "which answers are paid: any (tag, \\boxed{}, ####, else the whole text) or only "
+        "tag_or_boxed",
+        choices=ANSWER_SOURCES,
     ),
     ParamSpec("wrong_value", "float", 0.0, "score of a wrong answer", min=-1.0, max=0.0),
     ParamSpec("abs_tol", "float", 1e-6, "numeric mode: absolute tolerance", min=0.0, max=1e6),
@@ -52,6 +72,8 @@ class Correctness(RewardComponent):
         self.mode = p["mode"]
         self.gold_column = p["gold_column"]
         self.wrong_value = p["wrong_value"]
+        self.answer_tag = p["answer_tag"]
+        self.answer_source = p["answer_source"]
         self.options = {
             "answer_tag": p["answer_tag"],
             "abs_tol": p["abs_tol"],
@@ -61,12 +83,24 @@ class Correctness(RewardComponent):
 
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
         out = []
-        for v in verdicts(texts, ctx, mode=self.mode, gold_column=self.gold_column, **self.options):
+        found = verdicts(texts, ctx, mode=self.mode, gold_column=self.gold_column, **self.options)
+        for text, v in zip(texts, found, strict=True):
             if v.correct is None:
                 out.append(Judgement(None, v.explanation))
+            elif self.answer_source == "tag_or_boxed" and not self._tagged_or_boxed(text):
+                where = f"<{self.answer_tag}>" if self.answer_tag else "an answer tag"
+                out.append(
+                    Judgement(
+                        self.wrong_value, f"no answer inside {where} or \\boxed{{}}: not paid"
+                    )
+                )
             else:
                 out.append(Judgement(1.0 if v.correct else self.wrong_value, v.explanation))
         return out
+
+    def _tagged_or_boxed(self, text: str) -> bool:
+        span = find_answer(text, self.answer_tag)
+        return span is not None and span.source in ("answer_tag", "boxed")
 
 
 def _check(params: dict[str, Any]) -> None:

@@ -20,6 +20,9 @@ def _other_value(p):
     return None  # free text and lists: no obviously valid other value
 
 
+# What a component needs besides defaults to be built at all.
+REQUIRED = {"python": {"code": "def reward(completions, **columns):\n    return [0.0]\n"}}
+
 CASES = [
     (info, p, _other_value(p))
     for info in REGISTRY.values()
@@ -45,8 +48,10 @@ def test_constructors_state_no_default_of_their_own(info):
     ("info", "p", "value"), CASES, ids=[f"{i.name}.{p.name}" for i, p, _ in CASES]
 )
 def test_a_changed_paramspec_default_reaches_the_component(monkeypatch, info, p, value):
+    monkeypatch.setenv("STUDIO_ALLOW_CODE", "1")
     module = importlib.import_module(info.factory.__module__)
     patched = tuple(dataclasses.replace(q, default=value) if q is p else q for q in module.PARAMS)
     monkeypatch.setattr(module, "PARAMS", patched)
-    assert vars(info.factory()) == vars(info.factory(**{p.name: value}))
-    assert vars(info.factory()) != vars(info.factory(**{p.name: p.default}))
+    given = REQUIRED.get(info.name, {})
+    assert vars(info.factory(**given)) == vars(info.factory(**given, **{p.name: value}))
+    assert vars(info.factory(**given)) != vars(info.factory(**given, **{p.name: p.default}))

@@ -18,10 +18,14 @@ SPEC = RewardSpec(
         ComponentSpec("correctness", 1.0, {"wrong_value": -0.5}),
         ComponentSpec("format", 0.5, {"mode": "soft"}),
         ComponentSpec("reasoning_steps", 0.3, {"target": 4}),
-        ComponentSpec("repetition", 0.2, {"n": 2}),
+        ComponentSpec("repetition", 0.2, {"n": 2, "split": "jieba"}),
         ComponentSpec("conciseness", 0.1, {"unit": "characters", "max_len": 300}),
         ComponentSpec("conciseness", 0.1, {"mode": "overlong", "max_len": 20, "cache": 10}),
         ComponentSpec("language", 0.7, {"language": "en"}),
+        ComponentSpec("relative_length", 0.3),
+        ComponentSpec("code_format", 0.2, {"scope": "answer"}),
+        ComponentSpec("similarity", 0.5, {"scope": "answer"}),
+        ComponentSpec("similarity", 0.25, {"metric": "chrf"}),
         ComponentSpec("rule", -0.4, {"pattern": "sorry"}),
         ComponentSpec(
             "rule",
@@ -57,7 +61,18 @@ def test_exported_module_uses_only_public_imports():
         elif isinstance(node, ast.ImportFrom):
             modules.add((node.module or "").split(".")[0])
     assert "rewards" not in modules
-    assert modules <= set(sys.stdlib_module_names) | {"math_verify", "py3langid", "re2", "numpy"}
+    assert modules <= set(sys.stdlib_module_names) | {
+        "math_verify",
+        "py3langid",
+        "re2",
+        "numpy",
+        "jieba",  # imported only when repetition splits Chinese
+        "rouge_score",  # and these only by the similarity metric that needs them
+        "sacrebleu",
+        "sentence_transformers",
+        "torch",  # and these only by a reward model
+        "transformers",
+    }
 
 
 def test_exported_module_matches_the_composer_in_a_fresh_interpreter(tmp_path):

@@ -1,14 +1,41 @@
 """Property tests: the composer and probes never fail on any text or any valid spec."""
 
 import math
+import os
+import tempfile
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from engine.tokenizer import build_char_tokenizer
 from rewards.composer import score
 from rewards.probes import run_probes
 from rewards.registry import REGISTRY
 from rewards.spec import ComponentSpec, RewardSpec, RewardSpecError
+from tests.tiny_models import save_tiny_reward_model
+
+#: The reward_model component's model: a tiny random one, built once for this module.
+TINY_RM = Path(tempfile.mkdtemp(prefix="tiny-rm-")) / "rm"
+DEAD_JUDGE = "http://127.0.0.1:9/v1"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def code_allowed():
+    """The python component is part of the registry under test (user code enabled), and the
+    reward_model component has a real model to load."""
+    save_tiny_reward_model(TINY_RM, build_char_tokenizer())
+    settings = {"STUDIO_ALLOW_CODE": "1", "STUDIO_JUDGE_URLS": DEAD_JUDGE}
+    old = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
+    yield
+    for key, value in old.items():
+        if value is None:
+            del os.environ[key]
+        else:
+            os.environ[key] = value
+
 
 TAGS = st.from_regex(r"[a-z][a-z0-9_-]{0,8}", fullmatch=True)
 SPECIAL = {
@@ -19,13 +46,43 @@ SPECIAL = {
     "pattern": st.sampled_from(
         ["sorry", r"\d+", r"(a+)+$", r"^<think>", "[[:alpha:]]{5,}", "é|ß|中"]
     ),
+    # python: user functions that score, explain, skip, fail, or read a column
+    "code": st.sampled_from(
+        [
+            "def reward(completions, **k):\n    return [len(c) / 100 for c in completions]",
+            "def reward(completions, **k):\n    return [(0.5, 'why') for c in completions]",
+            "def reward(completions, **k):\n    return [None] * len(completions)",
+            "def reward(completions, **k):\n    raise ValueError('user bug')",
+            "def reward(completions, answer=None, **k):\n"
+            "    return [float(str(a) in c) for c, a in zip(completions, answer or completions)]",
+        ]
+    ),
+    "path": st.just(""),
+    "embedding_model": st.just(""),
+    "rubric": st.sampled_from(["Grade it.", "é 中 ] } \n {score}"]),
+    "api_key_env": st.just("NO_SUCH_JUDGE_KEY"),
+    "model": st.just(str(TINY_RM)),
+    "device": st.just("cpu"),
     "markers": st.lists(
         st.sampled_from([r"Step \d+:", r"^\d+\.", "First,", ";", r"\n-"]), max_size=4
     ),
 }
 
 
-def param_values(spec):
+#: Parameters whose name means something else in another component.
+SPECIAL_OF = {
+    ("code_format", "language"): st.sampled_from(["python", "json", "js", "PY"]),
+    # judge: an endpoint that refuses at once (discard port), so every judgement fails
+    ("judge", "url"): st.just(DEAD_JUDGE),
+    ("judge", "backend"): st.just("openai"),
+    ("judge", "retries"): st.just(0),
+    ("judge", "model"): st.just("judge-1"),
+}
+
+
+def param_values(spec, component=""):
+    if (component, spec.name) in SPECIAL_OF:
+        return SPECIAL_OF[component, spec.name]
     if spec.name in SPECIAL:
         return SPECIAL[spec.name]
     if spec.type == "float":
@@ -44,7 +101,13 @@ def component_specs(draw):
     name = draw(st.sampled_from(list(REGISTRY)))
     info = REGISTRY[name]
     chosen = draw(st.lists(st.sampled_from(info.params), unique_by=lambda p: p.name))
-    params = {p.name: draw(param_values(p)) for p in chosen}
+    params = {p.name: draw(param_values(p, name)) for p in chosen}
+    if name == "python":  # parameters without a usable default
+        params["code"] = draw(SPECIAL["code"])
+    if name == "reward_model":
+        params["model"] = str(TINY_RM)
+    if name == "judge":
+        params |= {"model": "judge-1", "url": DEAD_JUDGE, "retries": 0, "backend": "openai"}
     weight = draw(st.floats(-100, 100, allow_nan=False))
     return ComponentSpec(name, weight, params, enabled=draw(st.booleans()))
 
@@ -66,7 +129,7 @@ BIG = [
 ]
 TEXTS = st.one_of(
     st.text(max_size=300),
-    st.sampled_from(["", " ", "\n\t  \n", "\u200b", *BIG]),
+    st.sampled_from(["", " ", "\n\t  \n", "\u200b", "```python\nx = (\n```", "我喜欢吃苹果", *BIG]),
     st.builds(
         lambda a, b, c: f"<think>{a}</think><answer>{b}</answer>{c}",
         st.text(max_size=80),

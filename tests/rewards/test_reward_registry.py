@@ -23,9 +23,22 @@ def test_every_component_is_described_completely():
     json.dumps(describe())  # forms are generated from this
 
 
-def test_defaults_build_a_named_picklable_function():
+#: Components whose defaults leave out what only the user can give (their code, their model).
+USER_INPUT = {
+    "python": {"code": "def reward(completions, **columns):\n    return [0.0]"},
+    "reward_model": {"model": "owner/some-reward-model"},
+    "judge": {
+        "model": "judge-1",
+        "url": "https://judge.example/v1",
+    },  # checked, not loaded, when built
+}
+
+
+def test_defaults_build_a_named_picklable_function(monkeypatch):
+    monkeypatch.setenv("STUDIO_ALLOW_CODE", "1")
+    monkeypatch.setenv("STUDIO_JUDGE_URLS", "https://judge.example/v1")
     for name, info in REGISTRY.items():
-        fn = info.build()
+        fn = info.build(USER_INPUT.get(name, {}))
         assert fn.__name__ == name
         assert pickle.loads(pickle.dumps(fn)).__name__ == name
 

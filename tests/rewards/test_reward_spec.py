@@ -29,7 +29,12 @@ def test_preset_returns_an_independent_copy():
 
 def test_defaults_are_filled_in():
     spec = RewardSpec([ComponentSpec("repetition", 0.5)])
-    assert spec.components[0].params == {"n": 3, "max_penalty": -1.0, "unit": "words"}
+    assert spec.components[0].params == {
+        "n": 3,
+        "max_penalty": -1.0,
+        "split": "whitespace",
+        "unit": "words",
+    }
 
 
 def test_metric_names_for_repeated_rules_and_labels():

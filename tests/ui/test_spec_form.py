@@ -85,12 +85,21 @@ def test_a_bad_parameter_is_reported_on_that_parameter(form):
     assert "strict" in check.errors["format.mode"]  # the allowed values are listed
 
 
-def test_numeric_parameters_out_of_range_name_their_input(form):
+def test_numeric_parameters_out_of_range_name_their_input(form, monkeypatch):
+    monkeypatch.setenv("STUDIO_ALLOW_CODE", "1")
+    monkeypatch.setenv("STUDIO_JUDGE_URLS", "https://judge.example/v1")
+    # what only the user can give (their code) is not defaulted
+    user_input = {
+        "python": {"code": "def reward(completions, **columns):\n    return [0.0]"},
+        "reward_model": {"model": "owner/some-reward-model"},
+        "judge": {"model": "judge-1", "url": "https://judge.example/v1"},
+    }
     checked = 0
     for slot in form.slots:
         for p in slot.info.params:
             if p.type in ("int", "float") and p.max is not None and slot.instance == 1:
-                values = form.values_from_spec(spec_of((slot.info.name, 1.0)))
+                given = user_input.get(slot.info.name, {})
+                values = form.values_from_spec(spec_of((slot.info.name, 1.0, given)))
                 values[f"{slot.key}.{p.name}"] = p.max + 1
                 assert f"{slot.key}.{p.name}" in form.check(values).errors
                 checked += 1

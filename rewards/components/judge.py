@@ -1,0 +1,280 @@
+"""Judge: a language model grades each completion against the user's rubric.
+
+LLM-as-a-judge (Zheng et al. 2023, "Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena":
+single-answer grading on a 1-10 scale with a short explanation). The judge sees the rubric, the
+prompt and the completion, and answers with a score (``1-10``, mapped to ``score / 10``) or
+``pass_fail`` (1 or 0) and a one-line reason, read by :mod:`.judge_parse`; the reason goes
+into the trace.
+
+Backends: ``local``, a causal LM loaded through transformers (local folder or hub id,
+safetensors only, no remote code), greedy, batched on the run's device; ``openai``, any
+OpenAI-compatible ``/chat/completions`` endpoint. The endpoint's URL must start with one of the
+prefixes the operator lists in ``STUDIO_JUDGE_URLS`` (so no spec, from the web or elsewhere,
+makes the server call an address the operator did not choose); its key is read at call time
+from the environment variable named by ``api_key_env`` and is never stored in the spec, the
+config, logs or the database. Identical (prompt, completion) pairs are judged once (a bounded
+cache per component); each request has a timeout and ``retries`` retries with backoff; a failed
+or unreadable judgement is ``None`` (not scored), never 0.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from rewards.components.base import BatchContext, Judgement, RewardComponent
+from rewards.components.judge_parse import JudgeVerdict, parse_pass_fail, parse_score
+from rewards.components.reward_model import check_model_allowed, pick_device
+from rewards.errors import RewardSpecError
+from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
+
+logger = logging.getLogger(__name__)
+
+JUDGE_URLS_ENV = "STUDIO_JUDGE_URLS"
+#: Most cached judgements per component (oldest dropped first).
+JUDGE_CACHE_SIZE = 4096
+#: Longest judge answer read (characters).
+MAX_JUDGE_ANSWER_CHARS = 4000
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
+
+DEFAULT_RUBRIC = (
+    "Grade how well the response answers the prompt: correct, complete, concise, and "
+    "faithful to the prompt."
+)
+
+PARAMS = (
+    ParamSpec("rubric", "str", DEFAULT_RUBRIC, "what the judge grades", max_length=10_000),
+    ParamSpec("scale", "str", "1-10", "how the judge answers", choices=("1-10", "pass_fail")),
+    ParamSpec("backend", "str", "openai", "who judges", choices=("openai", "local")),
+    ParamSpec(
+        "model",
+        "str",
+        "",
+        "the judge model (endpoint model name, or local folder/hub id)",
+        max_length=4096,
+    ),
+    ParamSpec("url", "str", "", "openai: the endpoint base URL (…/v1)", max_length=2048),
+    ParamSpec(
+        "api_key_env",
+        "str",
+        "OPENAI_API_KEY",
+        "openai: environment variable holding the key (never stored)",
+        max_length=64,
+    ),
+    ParamSpec("timeout_s", "float", 60.0, "per request, seconds", min=1.0, max=600.0),
+    ParamSpec("retries", "int", 2, "retries of a failed request", min=0, max=10),
+    ParamSpec("concurrency", "int", 4, "openai: requests at a time", min=1, max=64),
+    ParamSpec("max_new_tokens", "int", 128, "local: tokens the judge may write", min=8, max=4096),
+)
+
+
+def judge_messages(rubric: str, scale: str, prompt: str, completion: str) -> list[dict[str, str]]:
+    """The conversation a judge reads."""
+    answer = (
+        "Answer with a line 'Score: N' (N from 1, worst, to 10, best)"
+        if scale == "1-10"
+        else "Answer with a line 'JudgeVerdict: PASS' or 'JudgeVerdict: FAIL'"
+    )
+    system = (
+        f"You are a strict, fair grader.\nRubric: {rubric}\n{answer}, then a line "
+        "'Reason: ...' with one sentence."
+    )
+    user = f"[Prompt]\n{prompt}\n\n[Response]\n{completion}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def allowed_url(url: str, env: dict[str, str] | None = None) -> bool:
+    """Whether ``url`` starts with one of the operator's ``STUDIO_JUDGE_URLS`` prefixes."""
+    raw = (os.environ if env is None else env).get(JUDGE_URLS_ENV, "")
+    prefixes = [p.strip() for p in raw.split(",") if p.strip()]
+    return url.startswith(("http://", "https://")) and any(url.startswith(p) for p in prefixes)
+
+
+def post_chat(url: str, body: dict[str, Any], key: str | None, timeout_s: float) -> str:
+    """One OpenAI-compatible chat completion; the reply's text (raises on any failure)."""
+    request = urllib.request.Request(
+        url.rstrip("/") + "/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={
+            "Content-Type": "application/json",
+            **({"Authorization": f"Bearer {key}"} if key else {}),
+        },
+        method="POST",
+    )
+    # the URL was checked against the operator's STUDIO_JUDGE_URLS when the spec was validated
+    with urllib.request.urlopen(request, timeout=timeout_s) as reply:
+        data = json.loads(reply.read(1_000_000))
+    return str(data["choices"][0]["message"]["content"])
+
+
+@functools.lru_cache(maxsize=1)
+def load_judge_model(name_or_path: str, device: str) -> tuple[Any, Any]:
+    """A local causal-LM judge (eval mode, safetensors, no remote code) and its tokenizer."""
+    check_model_allowed(name_or_path)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=False)
+    model = AutoModelForCausalLM.from_pretrained(
+        name_or_path, trust_remote_code=False, use_safetensors=True
+    )
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model.to(device).eval(), tokenizer
+
+
+class Judge(RewardComponent):
+    component = "judge"
+
+    def __init__(self, name: str | None = None, **params: Any) -> None:
+        super().__init__(name)
+        p = with_defaults(PARAMS, params)
+        self.rubric, self.scale, self.backend, self.model = (
+            p["rubric"],
+            p["scale"],
+            p["backend"],
+            p["model"],
+        )
+        self.url, self.api_key_env = p["url"], p["api_key_env"]
+        self.timeout_s, self.retries = p["timeout_s"], p["retries"]
+        self.concurrency, self.max_new_tokens = p["concurrency"], p["max_new_tokens"]
+        self._cache: OrderedDict[tuple[str, str], JudgeVerdict] = OrderedDict()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_cache": OrderedDict()}
+
+    # ---- parsing and caching -----------------------------------------------------------------
+    def _parse(self, answer: str) -> JudgeVerdict:
+        answer = answer[:MAX_JUDGE_ANSWER_CHARS]
+        return parse_score(answer) if self.scale == "1-10" else parse_pass_fail(answer)
+
+    def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
+        prompts = list(ctx.prompts) if ctx.prompts is not None else [""] * len(texts)
+        prompt_texts = [p if isinstance(p, str) else _prompt_text(p) for p in prompts]
+        keys = list(zip(prompt_texts, texts, strict=True))
+        todo = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        if todo:
+            judged = self._judge_local(todo) if self.backend == "local" else self._judge_http(todo)
+            for key, verdict in zip(todo, judged, strict=True):
+                if verdict.score is not None:  # a failure is tried again next time
+                    self._cache[key] = verdict
+                    if len(self._cache) > JUDGE_CACHE_SIZE:
+                        self._cache.popitem(last=False)
+                else:
+                    self._cache.pop(key, None)
+            fresh = dict(zip(todo, judged, strict=True))
+        else:
+            fresh = {}
+        out = []
+        for key in keys:
+            verdict = fresh.get(key) or self._cache[key]
+            out.append(Judgement(verdict.score, f"judge: {verdict.reason}"))
+        return out
+
+    # ---- backends ----------------------------------------------------------------------------
+    def _judge_http(self, pairs: list[tuple[str, str]]) -> list[JudgeVerdict]:
+        key = os.environ.get(self.api_key_env) or None
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            return list(pool.map(lambda pair: self._ask(pair, key), pairs))
+
+    def _ask(self, pair: tuple[str, str], key: str | None) -> JudgeVerdict:
+        body = {
+            "model": self.model,
+            "messages": judge_messages(self.rubric, self.scale, *pair),
+            "temperature": 0.0,
+            "max_tokens": self.max_new_tokens,
+        }
+        problem = ""
+        for attempt in range(self.retries + 1):
+            try:
+                return self._parse(post_chat(self.url, body, key, self.timeout_s))
+            except urllib.error.HTTPError as err:
+                problem = f"HTTP {err.code}"
+                if err.code < 500 and err.code != 429:
+                    break  # the request itself is wrong; retrying cannot help
+            except (OSError, ValueError, KeyError, IndexError, TypeError) as err:
+                problem = type(err).__name__ if "timed out" not in str(err) else "timed out"
+            if attempt < self.retries:
+                time.sleep(min(0.5 * 2**attempt, 8.0))
+        message = f"judge {self.__name__!r} failed after {self.retries + 1} tries: {problem}"
+        logger.warning("%s", message)
+        return JudgeVerdict(None, message)
+
+    def _judge_local(self, pairs: list[tuple[str, str]]) -> list[JudgeVerdict]:
+        import torch
+
+        try:
+            model, tokenizer = load_judge_model(self.model, pick_device("auto"))
+            texts = [
+                tokenizer.apply_chat_template(
+                    judge_messages(self.rubric, self.scale, *pair),
+                    tokenize=False,
+                    add_generation_prompt=True,
+                )
+                for pair in pairs
+            ]
+            batch = tokenizer(
+                texts, return_tensors="pt", padding=True, add_special_tokens=False
+            ).to(model.device)
+            with torch.no_grad():
+                out = model.generate(
+                    **batch,
+                    max_new_tokens=self.max_new_tokens,
+                    do_sample=False,
+                    pad_token_id=tokenizer.pad_token_id,
+                )
+            answers = tokenizer.batch_decode(
+                out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True
+            )
+        except (OSError, ValueError, RuntimeError, ImportError) as err:
+            message = f"judge {self.__name__!r} ({self.model}) failed: {err}"[:400]
+            logger.warning("%s", message)
+            return [JudgeVerdict(None, message) for _ in pairs]
+        return [self._parse(a) for a in answers]
+
+
+def _prompt_text(prompt: Any) -> str:
+    if isinstance(prompt, list):
+        return "\n".join(str(m.get("content", "")) for m in prompt if isinstance(m, dict))
+    return "" if prompt is None else str(prompt)
+
+
+def _check(params: dict[str, Any]) -> None:
+    if not params["model"].strip():
+        raise RewardSpecError("model", "name the judge model")
+    if not params["rubric"].strip():
+        raise RewardSpecError("rubric", "write what the judge should grade")
+    if params["backend"] == "openai":
+        if not allowed_url(params["url"]):
+            raise RewardSpecError(
+                "url",
+                f"must start with one of the endpoints the operator lists in {JUDGE_URLS_ENV} "
+                f"(http or https), got {describe_value(params['url'])}",
+            )
+        if not _ENV_NAME.fullmatch(params["api_key_env"]):
+            raise RewardSpecError(
+                "api_key_env", "must be an environment variable name (A-Z, 0-9, _)"
+            )
+
+
+INFO = ComponentInfo(
+    name="judge",
+    factory=Judge,
+    params=PARAMS,
+    description=(
+        "A judge model grades each completion against your rubric (1-10 or pass/fail) with a "
+        "one-line reason: a local model or an OpenAI-compatible endpoint; failures are not "
+        "scored."
+    ),
+    source="Zheng et al. 2023 'Judging LLM-as-a-Judge' (MT-Bench single-answer grading)",
+    check=_check,
+)
