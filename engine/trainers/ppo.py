@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from accelerate import Accelerator
+from accelerate import Accelerator, DistributedType
 from accelerate.utils import gather_object
 from transformers import get_scheduler
 
@@ -62,6 +62,7 @@ from engine.generation import make_runner
 from engine.models import save_plain_weights
 from engine.recorder import RunRecorder
 from engine.stop_request import StopRequest
+from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
 from engine.trainers.ppo_checkpoint import (
     is_peft_model,
     read_checkpoint,
@@ -168,6 +169,11 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
         self.runner = make_runner(
             self.policy, config.generation.backend, config.generation.max_completion_length
         )
+        sharded = self.accelerator.distributed_type == DistributedType.FSDP
+        if compiles_on(self.accelerator.device, sharded):
+            for policy in (self.policy, self.ref_policy):
+                if policy is not None:
+                    compile_decoder_layers(policy)
 
     # ---- helpers --------------------------------------------------------------------------
     @property
