@@ -9,6 +9,7 @@ supplies the attributes it reads.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from dataclasses import dataclass, field
@@ -24,8 +25,9 @@ from engine.config import PPOSettings, RunConfig
 from engine.samples import prompt_text, sample_rows
 from engine.sampling import encode_prompts, sample_completions
 from engine.trainers.capture import GenerationBatch
+from engine.trainers.fused_head import head_logprobs, plain_head
 from engine.trainers.ppo_math import RunningMoments, chunked_logprobs_entropy
-from engine.trainers.value_head import position_ids_from
+from engine.trainers.value_head import decoder_hidden, position_ids_from
 from rewards.composer import ScoredSample, score
 
 Forward = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # logprobs, values, entropy: (B, T)
@@ -87,9 +89,10 @@ def completion_forward(
     ``entropy``: ``grad``, ``detached`` (a metric only) or ``skip`` (zeros); see
     :func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`.
 
-    Memory: the float32 log-softmax runs over chunks of positions
-    (:func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`), so a step never holds
-    float32 logits over the full vocabulary for the whole batch. The logits at position
+    Memory: the LM head and the log-softmax run fused over tiles
+    (:mod:`~engine.trainers.fused_head`), so no logits over the vocabulary are built; a model
+    that scales its logits falls back to a float32 log-softmax over chunks of positions
+    (:func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`). The logits at position
     ``P + t - 1`` predict completion token t, and the value of the state before token t is read
     there too.
 
@@ -99,10 +102,13 @@ def completion_forward(
     response = input_ids[:, context_length:]  # (B, T)
     # Positions P - 1 .. P + T - 1: the last T + 1 of the sequence; the final one predicts
     # nothing and is dropped.
-    logits, values = model(input_ids, attention_mask, keep=response.shape[1] + 1)
-    # (B, T, V) in the model's dtype; upcast chunk by chunk, never as a whole.
-    logprobs, entropies = chunked_logprobs_entropy(
-        logits[:, :-1], response, temperature, entropy=entropy
+    logprobs, values, entropies = model(
+        input_ids,
+        attention_mask,
+        keep=response.shape[1] + 1,
+        targets=response,
+        temperature=temperature,
+        entropy=entropy,
     )
     return logprobs, values[:, :-1].float(), entropies
 
@@ -282,18 +288,22 @@ class RolloutPhase:
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, P: int, temperature: float
     ) -> torch.Tensor:
         response = input_ids[:, P:]  # (B, T)
-        kwargs = {
-            "input_ids": input_ids,
-            "attention_mask": attention_mask,
-            "position_ids": position_ids_from(attention_mask),
-            "use_cache": False,
-            "logits_to_keep": response.shape[1] + 1,
-        }
-        if self.ref_policy is not None:
-            logits = self.ref_policy(**kwargs).logits
-        else:
-            with self.policy.disable_adapter():
-                logits = self.policy(**kwargs).logits
+        reference = self.ref_policy if self.ref_policy is not None else self.policy
+        adapters_off = (
+            self.policy.disable_adapter() if self.ref_policy is None else contextlib.nullcontext()
+        )
+        head = plain_head(reference)
+        with adapters_off:
+            if head is not None:  # no logits: the fused LM head
+                hidden = decoder_hidden(reference, input_ids, attention_mask)
+                return head_logprobs(head, hidden[:, P - 1 : -1], response, temperature)[0]
+            logits = reference(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids_from(attention_mask),
+                use_cache=False,
+                logits_to_keep=response.shape[1] + 1,
+            ).logits
         return chunked_logprobs_entropy(logits[:, :-1], response, temperature, entropy="skip")[0]
 
     def _rollout_metrics(self, rollout: Rollout) -> dict[str, float]:
