@@ -184,8 +184,13 @@ class RolloutPhase:
             runner=self.runner,
         )
         generation_s = time.monotonic() - started
-        # The prompt ids exactly as sampling encoded them, so the update sees the same context.
-        prompt_ids = encode_prompts(self.tokenizer, prompts)
+        # The prompt ids exactly as sampling encoded them, so the update sees the same context;
+        # each dataset row once, not once per sample (a chat template renders in Python).
+        encoded: dict[int, list[int]] = {}
+        for row in jobs:
+            if id(row) not in encoded:
+                encoded[id(row)] = encode_prompts(self.tokenizer, [row["prompt"]])[0]
+        prompt_ids = [encoded[id(row)] for row in jobs]
         completion_ids = [s.token_ids for s in samples]
         input_ids, attention_mask, response_mask = rollout_tensors(
             prompt_ids, completion_ids, self.pad_id
