@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -22,9 +23,13 @@ def _loss(model: LlamaForCausalLM, ids: torch.Tensor, mask: torch.Tensor) -> tor
     return torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
 
 
-def test_compiled_layers_give_the_eager_loss_and_gradients():
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_compiled_layers_give_the_eager_loss_and_gradients(checkpointing):
     torch.manual_seed(0)
     eager = LlamaForCausalLM(LlamaConfig(**TINY_SHAPE)).eval()
+    if checkpointing:  # training.activation_checkpointing recomputes the compiled layers
+        eager.activation_checkpointing_enable({"use_reentrant": False})
+        eager.train()  # checkpointing runs in training mode only (no dropout in this model)
     compiled = copy.deepcopy(eager)
     torch._dynamo.reset()
     assert compile_decoder_layers(compiled, backend="aot_eager") == TINY_SHAPE["num_hidden_layers"]

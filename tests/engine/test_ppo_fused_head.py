@@ -14,16 +14,19 @@ from engine.trainers.value_head import PolicyWithValue
 from tests.tiny_models import TINY_SHAPE
 
 
-def _policy(seed: int) -> PolicyWithValue:
+def _policy(seed: int, value_model: str = "shared") -> PolicyWithValue:
     torch.manual_seed(seed)
-    model = PolicyWithValue(LlamaForCausalLM(LlamaConfig(**TINY_SHAPE)).eval())
+    model = PolicyWithValue(LlamaForCausalLM(LlamaConfig(**TINY_SHAPE)).eval(), value_model)
     torch.nn.init.normal_(model.value_head.summary.weight)
     return model
 
 
-@pytest.mark.parametrize("entropy", ["grad", "detached", "skip"])
-def test_fused_forward_matches_the_logits_and_their_gradients(entropy):
-    fused, plain = _policy(0), _policy(0)
+@pytest.mark.parametrize(
+    ("entropy", "value_model"),
+    [("grad", "shared"), ("detached", "shared"), ("skip", "shared"), ("grad", "separate")],
+)
+def test_fused_forward_matches_the_logits_and_their_gradients(entropy, value_model):
+    fused, plain = _policy(0, value_model), _policy(0, value_model)
     ids = torch.randint(TINY_SHAPE["vocab_size"], (3, 10))
     mask = torch.ones_like(ids)
     mask[1, :3] = 0  # a left-padded prompt
