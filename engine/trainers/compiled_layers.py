@@ -53,7 +53,12 @@ def compile_decoder_layers(model: Any, backend: str = "inductor") -> int:
 COMPILE_ENV = "STUDIO_COMPILE_LAYERS"
 
 
-def compiles_on(device: torch.device, sharded: bool) -> bool:
+def compiles_on(
+    device: torch.device, sharded: bool, processes: int = 1, under_ddp: bool = True
+) -> bool:
     """Compile on CUDA for an unsharded model (FSDP wraps the layers after we would compile),
-    unless ``STUDIO_COMPILE_LAYERS=0``."""
+    under DDP (``processes > 1``) only where the trainer gains from it (``under_ddp``), unless
+    ``STUDIO_COMPILE_LAYERS=0``."""
+    if processes > 1 and not under_ddp:
+        return False
     return device.type == "cuda" and not sharded and os.environ.get(COMPILE_ENV, "1") != "0"

@@ -152,6 +152,7 @@ class RolloutPhase:
     model: Any
     ref_policy: Any
     uses_reference: bool
+    fsdp: bool
     reward_moments: RunningMoments
 
     # ---- one step ---------------------------------------------------------------------------
@@ -297,7 +298,8 @@ class RolloutPhase:
         adapters_off = (
             self.policy.disable_adapter() if self.ref_policy is None else contextlib.nullcontext()
         )
-        head = plain_head(reference)
+        # The policy under FSDP gathers its LM head only in its own forward: the logits path.
+        head = None if self.fsdp and self.ref_policy is None else plain_head(reference)
         with adapters_off:
             if head is not None:  # no logits: the fused LM head
                 hidden = decoder_hidden(reference, input_ids, attention_mask)

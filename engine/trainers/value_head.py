@@ -63,8 +63,13 @@ class PolicyWithValue(nn.Module):
     positions: (B, K, V) and (B, K).
     """
 
-    def __init__(self, policy: nn.Module, value_model: str = "shared") -> None:
+    def __init__(
+        self, policy: nn.Module, value_model: str = "shared", fused_head: bool = True
+    ) -> None:
         super().__init__()
+        # FSDP gathers the LM head's weight only inside its own forward, which the fused head
+        # skips: sharded models take the logits path.
+        self.fused_head = fused_head
         if value_model not in PPO_VALUE_MODELS:
             raise ValueError(f"value_model must be one of {PPO_VALUE_MODELS}, got {value_model!r}")
         self.policy = policy
@@ -101,7 +106,7 @@ class PolicyWithValue(nn.Module):
             "position_ids": position_ids_from(attention_mask),
             "use_cache": False,
         }
-        head = plain_head(self.policy) if targets is not None else None
+        head = plain_head(self.policy) if targets is not None and self.fused_head else None
         if head is not None:
             hidden = decoder_hidden(self.policy, input_ids, attention_mask)  # (B, L, d)
             logprobs, entropies = head_logprobs(

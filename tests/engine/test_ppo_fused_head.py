@@ -60,3 +60,16 @@ def test_a_model_that_scales_its_logits_keeps_the_materialised_path():
     assert plain_head(scaled) is None
     with pytest.raises(ValueError, match="entropy must be one of"):
         head_logprobs(model.lm_head, torch.zeros(1, 2, 32), torch.zeros(1, 2, dtype=int), 1.0, "x")
+
+
+def test_without_the_fused_head_targets_take_the_logits_path():
+    """What a sharded (FSDP) policy runs: the same numbers from materialised logits."""
+    fused, logits_path = _policy(1), _policy(1)
+    logits_path.fused_head = False
+    ids = torch.randint(TINY_SHAPE["vocab_size"], (2, 8))
+    mask = torch.ones_like(ids)
+    targets = ids[:, -4:]
+    expected = fused(ids, mask, 5, targets, 0.9, "detached")
+    got = logits_path(ids, mask, 5, targets, 0.9, "detached")
+    for a, b in zip(got, expected, strict=True):
+        torch.testing.assert_close(a, b)
