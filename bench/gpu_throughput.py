@@ -20,6 +20,7 @@ the peak-memory estimate for this card) and the estimated peak, beside the measu
 
     python bench/gpu_throughput.py --steps 6
     python bench/gpu_throughput.py --steps 5 --micro-batch 0 --variants grpo_compiled,ppo_compiled
+    python bench/gpu_throughput.py --gpus 2 --variants grpo_compiled,ppo_compiled
     python bench/gpu_throughput.py --layers 2 --steps 3 --prompts 4 --tokens 32  # smoke
 """
 
@@ -130,6 +131,8 @@ def run_config(variant: str, args: argparse.Namespace, model_dir: Path, data: Pa
         "logging_steps": 1,
         "samples_per_log": 0,
     }
+    if args.gpus > 1:  # one process per GPU, each sampling and training its share of the step
+        training["num_gpus"] = args.gpus
     if args.micro_batch and variant != "ppo_default":
         training["micro_batch_size"] = args.micro_batch
     return RunConfig.from_dict(
@@ -202,6 +205,7 @@ def main() -> None:
         "--micro-batch", type=int, default=64, help="0 = the config's default micro-batch"
     )
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--gpus", type=int, default=1, help="training.num_gpus of each run")
     parser.add_argument("--log-dir", type=Path, default=None, help="keep each run's log here")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -232,7 +236,7 @@ def main() -> None:
                         (args.log_dir / f"{variant}.log").write_bytes(log.read_bytes())
             logger.info("%s: %s (%.0f s)", variant, results[variant], time.perf_counter() - started)
 
-    report: dict[str, float | str] = {"card": card, "steps": args.steps}
+    report: dict[str, float | str] = {"card": card, "gpus": args.gpus, "steps": args.steps}
     anchor_tps = None
     for variant, r in results.items():
         if "error" in r:

@@ -43,19 +43,16 @@ DDP, and only the main process writes.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import logging
-import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from accelerate import Accelerator
+from accelerate import Accelerator, DistributedType
 from accelerate.utils import gather_object
 from transformers import get_scheduler
 
@@ -65,10 +62,8 @@ from engine.generation import make_runner
 from engine.models import save_plain_weights
 from engine.recorder import RunRecorder
 from engine.run_layout import CHECKPOINT_PREFIX, FINAL_DIR
-from engine.samples import sample_rows
-from engine.sampling import encode_prompts, sample_completions
 from engine.stop_request import StopRequest
-from engine.trainers.capture import GenerationBatch
+from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
 from engine.trainers.ppo_checkpoint import (
     is_peft_model,
     read_checkpoint,
@@ -79,18 +74,22 @@ from engine.trainers.ppo_math import (
     AdaptiveKLController,
     FixedKLController,
     RunningMoments,
-    chunked_logprobs_entropy,
     explained_variance,
     gae,
     masked_mean,
     masked_whiten,
-    policy_loss,
+    ppo_loss,
     token_rewards,
-    value_loss,
 )
-from engine.trainers.value_head import PolicyWithValue, position_ids_from
-from rewards.composer import ScoredSample, score
-from rewards.text import prompt_text
+from engine.trainers.ppo_rollout import (
+    Rollout,
+    RolloutPhase,
+    completion_forward,
+    prompt_indices,
+    rollout_tensors,
+)
+from engine.trainers.ppo_update import UpdatePhase
+from engine.trainers.value_head import PolicyWithValue
 from storage.schema import RunStatus
 
 logger = logging.getLogger(__name__)
@@ -100,143 +99,10 @@ Evaluate = Callable[[Any, int], dict[str, float]]
 # Logits elements of one no-grad forward (the rollout's and the reference's): 2^31 is 4 GiB in
 # bf16, 64 completions of 220 tokens at a 151,936-token vocabulary.
 INFERENCE_LOGITS_ELEMENTS = 1 << 31
-Forward = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # logprobs, values, entropy: (B, T)
-
-
-# ---- data and rollout tensors ----------------------------------------------------------------
-def prompt_indices(num_rows: int, step: int, per_step: int, seed: int) -> list[int]:
-    """Rows used at ``step`` (1-based): epochs of seeded shuffles of all rows, read in order.
-
-    A pure function of the step, so a resumed run reads exactly the prompts it would have.
-    """
-    if num_rows < 1:
-        raise ValueError("the dataset has no rows")
-    out = []
-    perms: dict[int, list[int]] = {}
-    for pos in range((step - 1) * per_step, step * per_step):
-        epoch = pos // num_rows
-        if epoch not in perms:
-            perm = list(range(num_rows))
-            random.Random(f"{seed}:ppo-epoch:{epoch}").shuffle(perm)
-            perms[epoch] = perm
-        out.append(perms[epoch][pos % num_rows])
-    return out
-
-
-def rollout_tensors(
-    prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Prompts left-padded to width P, completions right-padded to width T, side by side.
-
-    Returns:
-        ``(input_ids, attention_mask, response_mask)``: (B, P + T), (B, P + T) and (B, T).
-        The completion of row i is ``input_ids[i, P:]`` where ``response_mask[i]`` is 1.
-    """
-    P = max(len(p) for p in prompt_ids)
-    T = max(1, max(len(c) for c in completion_ids))
-    B = len(prompt_ids)
-    input_ids = torch.full((B, P + T), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((B, P + T), dtype=torch.long)
-    for i, (p, c) in enumerate(zip(prompt_ids, completion_ids, strict=True)):
-        input_ids[i, P - len(p) : P] = torch.tensor(p, dtype=torch.long)
-        attention_mask[i, P - len(p) : P] = 1
-        if c:
-            input_ids[i, P : P + len(c)] = torch.tensor(c, dtype=torch.long)
-            attention_mask[i, P : P + len(c)] = 1
-    return input_ids, attention_mask, attention_mask[:, P:].clone()
-
-
-def completion_forward(
-    model: torch.nn.Module,
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
-    context_length: int,
-    temperature: float,
-    entropy: str = "grad",
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Log-probabilities, values and entropies of the completion tokens.
-
-    ``entropy``: ``grad``, ``detached`` (a metric only) or ``skip`` (zeros); see
-    :func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`.
-
-    Memory: the float32 log-softmax runs over chunks of positions
-    (:func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`), so a step never holds
-    float32 logits over the full vocabulary for the whole batch. The logits at position
-    ``P + t - 1`` predict completion token t, and the value of the state before token t is read
-    there too.
-
-    Returns:
-        ``(logprobs, values, entropy)``, each (B, T).
-    """
-    response = input_ids[:, context_length:]  # (B, T)
-    # Positions P - 1 .. P + T - 1: the last T + 1 of the sequence; the final one predicts
-    # nothing and is dropped.
-    logits, values = model(input_ids, attention_mask, keep=response.shape[1] + 1)
-    # (B, T, V) in the model's dtype; upcast chunk by chunk, never as a whole.
-    logprobs, entropies = chunked_logprobs_entropy(
-        logits[:, :-1], response, temperature, entropy=entropy
-    )
-    return logprobs, values[:, :-1].float(), entropies
-
-
-def ppo_loss(
-    logprobs: torch.Tensor,
-    values: torch.Tensor,
-    entropy: torch.Tensor,
-    old_logprobs: torch.Tensor,
-    old_values: torch.Tensor,
-    advantages: torch.Tensor,
-    returns: torch.Tensor,
-    mask: torch.Tensor,
-    *,
-    clip_range: float,
-    clip_range_value: float | None,
-    vf_coef: float,
-    entropy_coef: float,
-) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """``L = L_clip + vf_coef * L_value - entropy_coef * H`` (Schulman et al. 2017, eq. 9).
-
-    All inputs are (B, T); padding (``mask == 0``) is left out of every term.
-    """
-    pg_loss, clipfrac, approx_kl = policy_loss(logprobs, old_logprobs, advantages, mask, clip_range)
-    vf_loss, vf_clipfrac = value_loss(values, old_values, returns, mask, clip_range_value)
-    entropy_mean = masked_mean(entropy, mask)
-    loss = pg_loss + vf_coef * vf_loss - entropy_coef * entropy_mean
-    stats = {
-        "policy_loss": pg_loss.detach(),
-        "value_loss": vf_loss.detach(),
-        "entropy": entropy_mean.detach(),
-        "approx_kl": approx_kl,
-        "clipfrac": clipfrac,
-        "vf_clipfrac": vf_clipfrac,
-    }
-    return loss, stats
-
-
-@dataclass
-class Rollout:
-    """One process's share of a step: completions, their scores and PPO's per-token tensors."""
-
-    prompts: list[Any]
-    answers: list[Any]
-    completions: list[str]
-    completion_ids: list[list[int]]
-    truncated: list[bool]
-    input_ids: torch.Tensor  # (B, P + T)
-    attention_mask: torch.Tensor  # (B, P + T)
-    response_mask: torch.Tensor  # (B, T)
-    context_length: int
-    scored: list[ScoredSample] = field(default_factory=list)
-    sampler_logprobs: torch.Tensor | None = None  # (B, T), from the static-cache sampler
-    generation_s: float = 0.0
-    logprobs: torch.Tensor | None = None  # (B, T)
-    values: torch.Tensor | None = None  # (B, T)
-    advantages: torch.Tensor | None = None  # (B, T), before whitening
-    returns: torch.Tensor | None = None  # (B, T)
 
 
 # ---- the trainer ------------------------------------------------------------------------------
-class PPOTrainer:
+class PPOTrainer(RolloutPhase, UpdatePhase):
     """Runs ``config`` with PPO through the worker's recorder, stop request and evaluation."""
 
     def __init__(
@@ -277,7 +143,8 @@ class PPOTrainer:
         self.ref_policy = None
         if self.uses_reference and not self.is_peft:
             self.ref_policy = copy.deepcopy(model).eval().requires_grad_(False)
-        module = PolicyWithValue(model, s.value_model)
+        self.fsdp = self.accelerator.distributed_type == DistributedType.FSDP
+        module = PolicyWithValue(model, s.value_model, fused_head=not self.fsdp)
         module.eval()  # no dropout: rollout and update log-probabilities must agree
         critic = [p for n, p in module.named_parameters() if n.startswith("value_")]
         actor = [
@@ -303,6 +170,13 @@ class PPOTrainer:
         self.runner = make_runner(
             self.policy, config.generation.backend, config.generation.max_completion_length
         )
+        # Under DDP this loop ran 2.5x slower with compiled layers (two H100s: 4.47 s a step
+        # against 1.79 s eager, bench/RESULTS.md), where TRL's GRPO gained: one process only.
+        processes = self.accelerator.num_processes
+        if compiles_on(self.accelerator.device, self.fsdp, processes, under_ddp=False):
+            for policy in (self.policy, self.ref_policy):
+                if policy is not None:
+                    compile_decoder_layers(policy)
 
     # ---- helpers --------------------------------------------------------------------------
     @property
@@ -335,239 +209,6 @@ class PPOTrainer:
         n, T = rollout.response_mask.shape
         vocab = self.policy.get_output_embeddings().weight.shape[0]
         return max(1, min(self._micro_size(n), INFERENCE_LOGITS_ELEMENTS // ((T + 1) * vocab)))
-
-    # ---- one step ---------------------------------------------------------------------------
-    def _local_jobs(self, step: int) -> list[dict[str, Any]]:
-        """This process's contiguous share of the step's (prompt, sample) pairs, prompt-major."""
-        t, g = self.config.training, self.config.generation
-        rows = prompt_indices(len(self.train_rows), step, t.prompts_per_step, t.seed)
-        jobs = [self.train_rows[i] for i in rows for _ in range(g.num_generations)]
-        per_process = len(jobs) // self.accelerator.num_processes
-        start = self.accelerator.process_index * per_process
-        return jobs[start : start + per_process]
-
-    def generate(self, step: int) -> Rollout:
-        """Sample this process's completions for ``step``."""
-        g, t = self.config.generation, self.config.training
-        jobs = self._local_jobs(step)
-        prompts = [row["prompt"] for row in jobs]
-        seed = (t.seed * 1_000_003 + step * 1_009 + self.accelerator.process_index) % 2**31
-        started = time.monotonic()
-        samples = sample_completions(
-            self.policy,
-            self.tokenizer,
-            prompts,
-            num_samples=1,
-            temperature=g.temperature,
-            top_p=g.top_p,
-            max_new_tokens=g.max_completion_length,
-            seed=seed,
-            batch_size=len(prompts),
-            runner=self.runner,
-        )
-        generation_s = time.monotonic() - started
-        # The prompt ids exactly as sampling encoded them, so the update sees the same context.
-        prompt_ids = encode_prompts(self.tokenizer, prompts)
-        completion_ids = [s.token_ids for s in samples]
-        input_ids, attention_mask, response_mask = rollout_tensors(
-            prompt_ids, completion_ids, self.pad_id
-        )
-        device = self.accelerator.device
-        sampler_logprobs = None
-        if all(s.logprobs is not None for s in samples):
-            sampler_logprobs = torch.zeros(response_mask.shape, dtype=torch.float32)
-            for i, s in enumerate(samples):
-                sampler_logprobs[i, : len(s.logprobs)] = torch.tensor(s.logprobs)
-            sampler_logprobs = sampler_logprobs.to(device)
-        return Rollout(
-            prompts=prompts,
-            answers=[row.get("answer") for row in jobs],
-            completions=[s.text for s in samples],
-            completion_ids=completion_ids,
-            truncated=[s.truncated for s in samples],
-            input_ids=input_ids.to(device),
-            attention_mask=attention_mask.to(device),
-            response_mask=response_mask.to(device),
-            context_length=input_ids.shape[1] - response_mask.shape[1],
-            sampler_logprobs=sampler_logprobs,
-            generation_s=generation_s,
-        )
-
-    def score(self, rollout: Rollout) -> torch.Tensor:
-        """Sequence rewards (B,) from the RewardSpec; unscorable completions get 0."""
-        rollout.scored = score(
-            self.config.reward,
-            [prompt_text(p) for p in rollout.prompts],
-            rollout.completions,
-            answers=rollout.answers,
-            completion_ids=rollout.completion_ids,
-        )
-        totals = [0.0 if s.total is None else s.total for s in rollout.scored]
-        return torch.tensor(totals, dtype=torch.float32, device=self.accelerator.device)
-
-    def shape_scores(self, scores: torch.Tensor) -> torch.Tensor:
-        """Normalise (batch or running statistics over all processes), then clip."""
-        s = self.settings
-        if s.reward_normalization != "none":
-            every = torch.tensor(gather_object(scores.tolist()), dtype=torch.float64)
-            if s.reward_normalization == "running":
-                self.reward_moments.update(every)
-                mean, std = self.reward_moments.mean, self.reward_moments.std
-            else:
-                mean, std = every.mean().item(), every.std(unbiased=False).item()
-            scores = (scores - mean) / max(std, 1e-8)
-        if s.reward_clip is not None:
-            scores = scores.clamp(-s.reward_clip, s.reward_clip)
-        return scores
-
-    @property
-    def _entropy_mode(self) -> str:
-        """Backpropagate through the entropy only when its bonus is in the loss."""
-        return "grad" if self.settings.entropy_coef > 0 else "detached"
-
-    def single_pass(self, n: int) -> bool:
-        """True when a step makes one update over all its ``n`` completions in one forward."""
-        s = self.settings
-        return s.ppo_epochs == 1 and s.num_minibatches == 1 and self._micro_size(n) >= n
-
-    def evaluate_rollout(self, rollout: Rollout) -> tuple[torch.Tensor, Forward | None]:
-        """Fill in the rollout's log-probabilities and values; return the reference's.
-
-        In a single-pass step the update's own forward (with gradients) supplies them, since its
-        ratio is exactly 1 at that point: one forward pass fewer per step. It is returned for
-        :meth:`update` to reuse.
-        """
-        T = self.config.generation.temperature
-        P = rollout.context_length
-        n = rollout.input_ids.shape[0]
-        forward = None
-        if self.single_pass(n):
-            forward = completion_forward(
-                self.model, rollout.input_ids, rollout.attention_mask, P, T, self._entropy_mode
-            )
-            rollout.logprobs, rollout.values = forward[0].detach(), forward[1].detach()
-        else:
-            logprobs, values = [], []
-            with torch.no_grad():
-                for rows in torch.arange(n).split(self._inference_size(rollout)):
-                    ids, mask = rollout.input_ids[rows], rollout.attention_mask[rows]
-                    lp, v, _ = completion_forward(self.unwrapped, ids, mask, P, T, "skip")
-                    logprobs.append(lp)
-                    values.append(v)
-            rollout.logprobs, rollout.values = torch.cat(logprobs), torch.cat(values)
-        if not self.uses_reference:
-            return rollout.logprobs.clone(), forward
-        with torch.no_grad():
-            ref_logprobs = [
-                self._reference_logprobs(
-                    rollout.input_ids[rows], rollout.attention_mask[rows], P, T
-                )
-                for rows in torch.arange(n).split(self._inference_size(rollout))
-            ]
-        return torch.cat(ref_logprobs), forward
-
-    def _reference_logprobs(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, P: int, temperature: float
-    ) -> torch.Tensor:
-        response = input_ids[:, P:]  # (B, T)
-        kwargs = {
-            "input_ids": input_ids,
-            "attention_mask": attention_mask,
-            "position_ids": position_ids_from(attention_mask),
-            "use_cache": False,
-            "logits_to_keep": response.shape[1] + 1,
-        }
-        if self.ref_policy is not None:
-            logits = self.ref_policy(**kwargs).logits
-        else:
-            with self.policy.disable_adapter():
-                logits = self.policy(**kwargs).logits
-        return chunked_logprobs_entropy(logits[:, :-1], response, temperature, entropy="skip")[0]
-
-    def update(
-        self,
-        rollout: Rollout,
-        advantages: torch.Tensor,
-        step: int,
-        forward: Forward | None = None,
-    ) -> dict[str, float]:
-        """``ppo_epochs`` passes of shuffled minibatch updates; returns mean diagnostics.
-
-        ``forward`` is the single-pass step's forward from :meth:`evaluate_rollout`.
-        """
-        s, t = self.settings, self.config.training
-        mask = rollout.response_mask
-        n = mask.shape[0]
-        seed = (t.seed * 7_919 + step * 31 + self.accelerator.process_index) % 2**31
-        gen = torch.Generator().manual_seed(seed)  # minibatch order: a function of the step
-        sums: dict[str, float] = {}
-        updates = 0
-        grad_norms = []
-        stop_early = False
-        for _ in range(s.ppo_epochs):
-            order = torch.randperm(n, generator=gen) if forward is None else torch.arange(n)
-            for minibatch in order.tensor_split(s.num_minibatches):
-                tokens = mask[minibatch].sum().clamp(min=1)
-                micro_batches = minibatch.split(self._micro_size(len(minibatch)))
-                self.optimizer.zero_grad(set_to_none=True)
-                mb_stats: dict[str, float] = {}
-                for k, rows in enumerate(micro_batches):
-                    sync = k == len(micro_batches) - 1
-                    context = (
-                        contextlib.nullcontext() if sync else self.accelerator.no_sync(self.model)
-                    )
-                    with context:
-                        if forward is not None:
-                            (logprobs, values, entropy), forward = forward, None
-                        else:
-                            logprobs, values, entropy = completion_forward(
-                                self.model,
-                                rollout.input_ids[rows],
-                                rollout.attention_mask[rows],
-                                rollout.context_length,
-                                self.config.generation.temperature,
-                                self._entropy_mode,
-                            )
-                        loss, stats = ppo_loss(
-                            logprobs,
-                            values,
-                            entropy,
-                            rollout.logprobs[rows],
-                            rollout.values[rows],
-                            advantages[rows],
-                            rollout.returns[rows],
-                            mask[rows],
-                            clip_range=s.clip_range,
-                            clip_range_value=s.clip_range_value,
-                            vf_coef=s.vf_coef,
-                            entropy_coef=s.entropy_coef,
-                        )
-                        # Token-weighted, so micro-batches add up to the minibatch's token mean.
-                        weight = mask[rows].sum() / tokens
-                        self.accelerator.backward(loss * weight)
-                    for key, value in stats.items():
-                        mb_stats[key] = mb_stats.get(key, 0.0) + float(value * weight)
-                grad_norm = self.accelerator.clip_grad_norm_(
-                    self.model.parameters(), t.max_grad_norm
-                )
-                grad_norms.append(float(grad_norm))
-                self.optimizer.step()
-                updates += 1
-                for key, value in mb_stats.items():
-                    sums[key] = sums.get(key, 0.0) + value
-                kl_now = self._mean_across(mb_stats["approx_kl"])
-                if s.max_approx_kl is not None and kl_now > s.max_approx_kl:
-                    stop_early = True
-                    break
-            if stop_early:
-                logger.info(
-                    "approx KL %.4f > %.4f: ending this step's updates", kl_now, s.max_approx_kl
-                )
-                break
-        means = {key: self._mean_across(value / updates) for key, value in sums.items()}
-        means["grad_norm"] = self._mean_across(sum(grad_norms) / len(grad_norms))
-        means["epochs"] = updates / s.num_minibatches
-        return means
 
     def train_step(self, step: int) -> tuple[dict[str, float], Rollout]:
         """Roll out, score, estimate advantages and update; returns the step's metrics."""
@@ -632,59 +273,6 @@ class PPOTrainer:
         metrics[metric_names.NUM_TOKENS] = self.num_tokens
         metrics[metric_names.TOKENS_PER_S] = tokens / step_time
         return metrics, rollout
-
-    def _rollout_metrics(self, rollout: Rollout) -> dict[str, float]:
-        """Reward, per-component and length statistics over the whole step (all processes)."""
-        g = self.config.generation.num_generations
-        totals = gather_object([s.total for s in rollout.scored])
-        lengths = gather_object([len(ids) for ids in rollout.completion_ids])
-        truncated = gather_object(list(rollout.truncated))
-        raws = gather_object([[t.raw for t in s.trace] for s in rollout.scored])
-        names = [t.name for t in rollout.scored[0].trace] if rollout.scored else []
-        filled = np.array([0.0 if v is None else v for v in totals])
-        groups = filled.reshape(-1, g) if len(filled) % g == 0 else filled.reshape(1, -1)
-        metrics = {
-            metric_names.REWARD_TOTAL: float(filled.mean()),
-            metric_names.REWARD_TOTAL_STD: float(filled.std()),
-            metric_names.REWARD_ZERO_STD_FRACTION: float((groups.std(axis=1) == 0).mean()),
-            metric_names.REWARD_UNSCORED_FRACTION: float(np.mean([v is None for v in totals])),
-            metric_names.COMPLETION_MEAN_LENGTH: float(np.mean(lengths)),
-            metric_names.COMPLETION_CLIPPED_RATIO: float(np.mean(truncated)),
-        }
-        for k, name in enumerate(names):
-            scored = [row[k] for row in raws if row[k] is not None]
-            if scored:  # TRL's rewards/<name>/mean: the mean of the raw scores it could give
-                metrics[metric_names.component_metric(name)] = float(np.mean(scored))
-        return metrics
-
-    def sample_rows(self, rollout: Rollout) -> list[dict[str, Any]]:
-        """Stored samples with traces; ``value`` and ``advantage`` are those of the first token.
-
-        ``value`` is the critic's estimate for the prompt, V(s_0); ``advantage`` is the GAE
-        advantage of the first completion token before whitening.
-        """
-        if not self.config.training.samples_per_log:
-            return []
-        values = gather_object(rollout.values[:, 0].tolist())
-        advantages = gather_object(rollout.advantages[:, 0].tolist())
-        batch = GenerationBatch(
-            prompts=gather_object(list(rollout.prompts)),
-            completions=gather_object(list(rollout.completions)),
-            answers=gather_object(list(rollout.answers)),
-            completion_ids=gather_object(list(rollout.completion_ids)),
-            advantages=advantages,
-        )
-        if not self.accelerator.is_main_process:
-            return []
-        rows = sample_rows(
-            self.config.reward,
-            batch,
-            self.config.generation.num_generations,
-            self.config.training.samples_per_log,
-        )
-        for i, row in enumerate(rows):
-            row["value"] = values[i]
-        return rows
 
     # ---- evaluation, checkpoints, the loop --------------------------------------------------
     def evaluate(self, step: int) -> None:

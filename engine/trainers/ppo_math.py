@@ -204,6 +204,40 @@ def value_loss(
     return loss, vf_clipfrac
 
 
+def ppo_loss(
+    logprobs: torch.Tensor,
+    values: torch.Tensor,
+    entropy: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    old_values: torch.Tensor,
+    advantages: torch.Tensor,
+    returns: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip_range: float,
+    clip_range_value: float | None,
+    vf_coef: float,
+    entropy_coef: float,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``L = L_clip + vf_coef * L_value - entropy_coef * H`` (Schulman et al. 2017, eq. 9).
+
+    All inputs are (B, T); padding (``mask == 0``) is left out of every term.
+    """
+    pg_loss, clipfrac, approx_kl = policy_loss(logprobs, old_logprobs, advantages, mask, clip_range)
+    vf_loss, vf_clipfrac = value_loss(values, old_values, returns, mask, clip_range_value)
+    entropy_mean = masked_mean(entropy, mask)
+    loss = pg_loss + vf_coef * vf_loss - entropy_coef * entropy_mean
+    stats = {
+        "policy_loss": pg_loss.detach(),
+        "value_loss": vf_loss.detach(),
+        "entropy": entropy_mean.detach(),
+        "approx_kl": approx_kl,
+        "clipfrac": clipfrac,
+        "vf_clipfrac": vf_clipfrac,
+    }
+    return loss, stats
+
+
 def approx_kl(logratio: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """``mean((ratio - 1) - log ratio)`` over real tokens: an unbiased, non-negative KL estimate."""
     return masked_mean(torch.expm1(logratio) - logratio, mask)

@@ -17,6 +17,7 @@ from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 from engine.config import RunConfig
 from engine.generation.trl_hook import FastGenerationMixin
 from engine.trainers.capture import BatchCaptureMixin
+from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
 from engine.trainers.staged_checkpoints import StagedCheckpointMixin
 from rewards.trl_adapter import to_trl
 
@@ -123,6 +124,9 @@ def build_trl_trainer(
         callbacks=callbacks,
     )
     trainer.before_publish = before_checkpoint_publish
+    sharded = trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled
+    if compiles_on(trainer.accelerator.device, sharded):
+        compile_decoder_layers(trainer.accelerator.unwrap_model(trainer.model))
     trainer.use_generation_backend(config.generation.backend)
     if show_progress:  # a bar with the reward, instead of every log dict printed under it
         trainer.remove_callback(ProgressCallback)

@@ -23,6 +23,8 @@ import torch
 from torch import nn
 
 from engine.config import PPO_VALUE_MODELS
+from engine.trainers.fused_head import head_logprobs, plain_head
+from engine.trainers.ppo_math import chunked_logprobs_entropy
 
 
 class ValueHead(nn.Module):
@@ -61,8 +63,13 @@ class PolicyWithValue(nn.Module):
     positions: (B, K, V) and (B, K).
     """
 
-    def __init__(self, policy: nn.Module, value_model: str = "shared") -> None:
+    def __init__(
+        self, policy: nn.Module, value_model: str = "shared", fused_head: bool = True
+    ) -> None:
         super().__init__()
+        # FSDP gathers the LM head's weight only inside its own forward, which the fused head
+        # skips: sharded models take the logits path.
+        self.fused_head = fused_head
         if value_model not in PPO_VALUE_MODELS:
             raise ValueError(f"value_model must be one of {PPO_VALUE_MODELS}, got {value_model!r}")
         self.policy = policy
@@ -78,15 +85,36 @@ class PolicyWithValue(nn.Module):
         self.value_head = ValueHead(hidden).to(device=param.device)
 
     def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, keep: int = 0
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits and values of the last ``keep`` positions (all when 0): (B, K, V), (B, K)."""
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        keep: int = 0,
+        targets: torch.Tensor | None = None,
+        temperature: float = 1.0,
+        entropy: str = "skip",
+    ) -> tuple[torch.Tensor, ...]:
+        """Logits and values of the last ``keep`` positions (all when 0): (B, K, V), (B, K).
+
+        With ``targets`` (B, K - 1), the tokens that positions ``-keep .. -2`` predict, it
+        returns ``(logprobs, values, entropies)`` instead, (B, K - 1), (B, K), (B, K - 1): the
+        log-probabilities at ``temperature`` come from the fused LM head
+        (:mod:`~engine.trainers.fused_head`) where the model allows, so no logits are built.
+        """
         common = {
             "input_ids": input_ids,
             "attention_mask": attention_mask,
             "position_ids": position_ids_from(attention_mask),
             "use_cache": False,
         }
+        head = plain_head(self.policy) if targets is not None and self.fused_head else None
+        if head is not None:
+            hidden = decoder_hidden(self.policy, input_ids, attention_mask)  # (B, L, d)
+            logprobs, entropies = head_logprobs(
+                head, hidden[:, -keep:-1], targets, temperature, entropy
+            )
+            if self.value_backbone is not None:
+                hidden = self.value_backbone(**common).last_hidden_state
+            return logprobs, self.value_head(hidden[:, -keep:]), entropies
         if self.value_backbone is None:
             out = self.policy(**common, output_hidden_states=True, logits_to_keep=keep)
             hidden = out.hidden_states[-1]  # (B, L, d), after the final norm
@@ -94,7 +122,12 @@ class PolicyWithValue(nn.Module):
             out = self.policy(**common, logits_to_keep=keep)
             hidden = self.value_backbone(**common).last_hidden_state  # (B, L, d)
         values = self.value_head(hidden[:, -keep:])  # (B, K)
-        return out.logits, values
+        if targets is None:
+            return out.logits, values
+        logprobs, entropies = chunked_logprobs_entropy(
+            out.logits[:, :-1], targets, temperature, entropy=entropy
+        )
+        return logprobs, values, entropies
 
     def critic_state_dict(self) -> dict[str, torch.Tensor]:
         """The critic's own weights (head, and backbone when separate), for checkpoints."""
@@ -115,6 +148,18 @@ class PolicyWithValue(nn.Module):
                 if k.startswith("value_backbone.")
             }
             self.value_backbone.load_state_dict(backbone)
+
+
+def decoder_hidden(
+    model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor
+) -> torch.Tensor:
+    """The decoder's last hidden states, after its final norm, without the LM head: (B, L, d)."""
+    return _decoder_of(model)(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=position_ids_from(attention_mask),
+        use_cache=False,
+    ).last_hidden_state
 
 
 def _decoder_of(model: nn.Module) -> nn.Module:

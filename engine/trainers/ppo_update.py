@@ -1,0 +1,120 @@
+"""PPO's update: ``ppo.ppo_epochs`` passes over shuffled minibatches, each split into
+micro-batches whose token-weighted losses add up to the minibatch's token mean (Schulman et al.
+2017; cleanrl ``ppo.py``'s epoch and minibatch loop). :class:`UpdatePhase` holds the trainer's
+update method; :class:`~engine.trainers.ppo.PPOTrainer` supplies the attributes it reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+import torch
+from accelerate import Accelerator
+
+from engine.config import PPOSettings, RunConfig
+from engine.trainers.ppo_math import ppo_loss
+from engine.trainers.ppo_rollout import Forward, Rollout, completion_forward
+
+logger = logging.getLogger(__name__)
+
+
+class UpdatePhase:
+    """The trainer's update method.
+
+    :class:`~engine.trainers.ppo.PPOTrainer` supplies the attributes below, ``_micro_size`` and
+    ``_mean_across``; ``_entropy_mode`` comes from
+    :class:`~engine.trainers.ppo_rollout.RolloutPhase`.
+    """
+
+    config: RunConfig
+    settings: PPOSettings
+    accelerator: Accelerator
+    model: Any
+    optimizer: Any
+
+    def update(
+        self,
+        rollout: Rollout,
+        advantages: torch.Tensor,
+        step: int,
+        forward: Forward | None = None,
+    ) -> dict[str, float]:
+        """``ppo_epochs`` passes of shuffled minibatch updates; returns mean diagnostics.
+
+        ``forward`` is the single-pass step's forward from :meth:`evaluate_rollout`.
+        """
+        s, t = self.settings, self.config.training
+        mask = rollout.response_mask
+        n = mask.shape[0]
+        seed = (t.seed * 7_919 + step * 31 + self.accelerator.process_index) % 2**31
+        gen = torch.Generator().manual_seed(seed)  # minibatch order: a function of the step
+        sums: dict[str, float] = {}
+        updates = 0
+        grad_norms = []
+        stop_early = False
+        for _ in range(s.ppo_epochs):
+            order = torch.randperm(n, generator=gen) if forward is None else torch.arange(n)
+            for minibatch in order.tensor_split(s.num_minibatches):
+                tokens = mask[minibatch].sum().clamp(min=1)
+                micro_batches = minibatch.split(self._micro_size(len(minibatch)))
+                self.optimizer.zero_grad(set_to_none=True)
+                mb_stats: dict[str, float] = {}
+                for k, rows in enumerate(micro_batches):
+                    sync = k == len(micro_batches) - 1
+                    context = (
+                        contextlib.nullcontext() if sync else self.accelerator.no_sync(self.model)
+                    )
+                    with context:
+                        if forward is not None:
+                            (logprobs, values, entropy), forward = forward, None
+                        else:
+                            logprobs, values, entropy = completion_forward(
+                                self.model,
+                                rollout.input_ids[rows],
+                                rollout.attention_mask[rows],
+                                rollout.context_length,
+                                self.config.generation.temperature,
+                                self._entropy_mode,
+                            )
+                        loss, stats = ppo_loss(
+                            logprobs,
+                            values,
+                            entropy,
+                            rollout.logprobs[rows],
+                            rollout.values[rows],
+                            advantages[rows],
+                            rollout.returns[rows],
+                            mask[rows],
+                            clip_range=s.clip_range,
+                            clip_range_value=s.clip_range_value,
+                            vf_coef=s.vf_coef,
+                            entropy_coef=s.entropy_coef,
+                        )
+                        # Token-weighted, so micro-batches add up to the minibatch's token mean.
+                        weight = mask[rows].sum() / tokens
+                        self.accelerator.backward(loss * weight)
+                    for key, value in stats.items():
+                        mb_stats[key] = mb_stats.get(key, 0.0) + float(value * weight)
+                grad_norm = self.accelerator.clip_grad_norm_(
+                    self.model.parameters(), t.max_grad_norm
+                )
+                grad_norms.append(float(grad_norm))
+                self.optimizer.step()
+                updates += 1
+                for key, value in mb_stats.items():
+                    sums[key] = sums.get(key, 0.0) + value
+                kl_now = self._mean_across(mb_stats["approx_kl"])
+                if s.max_approx_kl is not None and kl_now > s.max_approx_kl:
+                    stop_early = True
+                    break
+            if stop_early:
+                logger.info(
+                    "approx KL %.4f > %.4f: ending this step's updates", kl_now, s.max_approx_kl
+                )
+                break
+        means = {key: self._mean_across(value / updates) for key, value in sums.items()}
+        means["grad_norm"] = self._mean_across(sum(grad_norms) / len(grad_norms))
+        means["epochs"] = updates / s.num_minibatches
+        return means
