@@ -15,6 +15,9 @@ from pathlib import Path
 
 from engine.dataclass_io import ConfigError
 
+#: ``export --format`` choices (engine.exports.run_export.FORMATS, without importing torch).
+EXPORT_FORMATS = ("hf", "merged", "gguf", "ollama")
+
 
 def _data_dir(value: str | None) -> Path:
     from storage.paths import resolve_data_dir
@@ -137,6 +140,8 @@ def _lifecycle(action: str):
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.format:
+        return _export_model(args)
     from engine.launcher import Launcher, LaunchError
     from engine.worker import latest_model_dir
     from storage.db import Database
@@ -154,6 +159,43 @@ def cmd_export(args: argparse.Namespace) -> int:
         out = export_run(db, args.run_id, args.output, model_dir=model_dir)
     print(f"exported {args.run_id} to {out}")
     return 0
+
+
+def _export_model(args: argparse.Namespace) -> int:
+    """``export --format``: the run's model in a format other tools load."""
+    from engine.exports.gguf_file import GGUFExportError
+    from engine.exports.run_export import ExportError, export_recorded_run
+    from engine.launcher import Launcher, LaunchError
+    from storage.db import Database
+    from storage.paths import db_path
+    from storage.runs import get_run
+
+    launcher = Launcher(_data_dir(args.data_dir))
+    with Database(db_path(launcher.data_dir)) as db:
+        if get_run(db, args.run_id) is None:
+            raise LaunchError(f"no run with id {args.run_id!r}")
+        key = "latest" if args.checkpoint is None else _model_key(args.checkpoint)
+        try:
+            result = export_recorded_run(
+                db,
+                args.run_id,
+                launcher.run_dir(args.run_id),
+                Path(args.output),
+                args.format,
+                quant=args.quant,
+                model_key=key,
+            )
+        except (ExportError, GGUFExportError) as exc:
+            raise LaunchError(str(exc)) from None
+    print(f"exported {args.run_id} as {args.format} to {result.folder}: {', '.join(result.files)}")
+    if result.command:
+        print(f"run it, in that folder: {result.command}")
+    return 0
+
+
+def _model_key(checkpoint: str) -> str:
+    """``--checkpoint``: a step number, ``base``, ``final`` or a checkpoint folder name."""
+    return f"checkpoint-{checkpoint}" if checkpoint.isdigit() else checkpoint
 
 
 def cmd_push(args: argparse.Namespace) -> int:
@@ -241,10 +283,27 @@ def build_parser() -> argparse.ArgumentParser:
         ("delete", "Delete a run with its metrics, samples and files."),
     ):
         add(action, _lifecycle(action), text).add_argument("run_id")
-    p = add("export", cmd_export, "Write a run's metrics (CSV), samples (JSONL), logs, config.")
+    p = add(
+        "export",
+        cmd_export,
+        "Write a run's metrics (CSV), samples (JSONL), logs, config; with --format, its model.",
+    )
     p.add_argument("run_id")
     p.add_argument("output", help="folder to write into")
     p.add_argument("--model", action="store_true", help="also copy the final model/checkpoint")
+    p.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        default=None,
+        help="export the model instead: hf (as saved), merged (LoRA merged into its base), "
+        "gguf (llama.cpp), ollama (GGUF + Modelfile); each with a model card",
+    )
+    p.add_argument("--quant", choices=("F16", "Q8_0"), default="F16", help="GGUF weights")
+    p.add_argument(
+        "--checkpoint",
+        default=None,
+        help="which model: a checkpoint step, 'base' or 'final' (default: final, else newest)",
+    )
     p = add("push", cmd_push, "Upload a run's final model (or newest checkpoint) to the Hub.")
     p.add_argument("run_id")
     p.add_argument("repo_id", help="owner/name of a Hub model repo (created if missing)")
