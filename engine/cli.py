@@ -198,6 +198,64 @@ def _model_key(checkpoint: str) -> str:
     return f"checkpoint-{checkpoint}" if checkpoint.isdigit() else checkpoint
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Replies of a run's model to a prompt, streamed, then scored by the run's reward."""
+    from engine.launcher import Launcher, LaunchError
+    from engine.playground import GenerateError, SamplingSettings, chat_prompt, stream_replies
+    from engine.run_models import RunModelError, find_run_model, load_run_model, run_config
+    from rewards.composer import score
+
+    launcher = Launcher(_data_dir(args.data_dir))
+    run_dir = launcher.run_dir(args.run_id)
+    if not (run_dir / "config.yaml").is_file():
+        raise LaunchError(f"no run with id {args.run_id!r}")
+    key = "base" if args.base else _model_key(args.checkpoint or "latest")
+    settings = SamplingSettings(
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        num_samples=args.samples,
+        seed=args.seed,
+    )
+    try:
+        settings.check()
+        config = run_config(run_dir)
+        which = find_run_model(run_dir, key, config)
+        model, tokenizer, _ = load_run_model(run_dir, which.key, config=config)
+    except (GenerateError, RunModelError) as exc:
+        raise LaunchError(str(exc)) from None
+    system = config.data.system_prompt or _task_system_prompt(config)
+    prompt = chat_prompt(args.prompt, system)
+    print(f"{which.label} of run {args.run_id}:", flush=True)
+    shown = 0
+    replies: list[str] = []
+    for replies in stream_replies(model, tokenizer, prompt, settings):
+        if settings.num_samples == 1:  # one reply: print it as it grows
+            sys.stdout.write(replies[0][shown:])
+            sys.stdout.flush()
+            shown = len(replies[0])
+    scored = score(config.reward, [args.prompt] * len(replies), replies)
+    for i, (reply, sample) in enumerate(zip(replies, scored, strict=True)):
+        if settings.num_samples > 1:
+            print(f"--- sample {i + 1}\n{reply}")
+        total = "unscored" if sample.total is None else f"{sample.total:.3f}"
+        parts = ", ".join(f"{t.name} {t.raw}" for t in sample.trace)
+        print(f"\n[reward {total}: {parts}]")
+    return 0
+
+
+def _task_system_prompt(config) -> str | None:
+    """The system prompt of the built-in task's rows (what the default model was trained on)."""
+    if config.data.source != "builtin":
+        return None
+    from dataclasses import replace
+
+    from engine.datasets import load_rows
+
+    rows = load_rows(replace(config.data, max_rows=1))
+    first = rows[0]["prompt"] if rows else []
+    return next((m["content"] for m in first if m.get("role") == "system"), None)
+
+
 def cmd_push(args: argparse.Namespace) -> int:
     from engine.hub import HubPushError, push_model
     from engine.launcher import Launcher, LaunchError
@@ -304,6 +362,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="which model: a checkpoint step, 'base' or 'final' (default: final, else newest)",
     )
+    p = add("generate", cmd_generate, "Generate replies of a run's model to a prompt, scored.")
+    p.add_argument("run_id")
+    p.add_argument("prompt")
+    p.add_argument("--checkpoint", default=None, help="a checkpoint step (default: final model)")
+    p.add_argument("--base", action="store_true", help="the model the run started from")
+    p.add_argument("--samples", type=int, default=1, help="replies to draw")
+    p.add_argument("--temperature", type=float, default=0.8, help="0 for greedy")
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
     p = add("push", cmd_push, "Upload a run's final model (or newest checkpoint) to the Hub.")
     p.add_argument("run_id")
     p.add_argument("repo_id", help="owner/name of a Hub model repo (created if missing)")
