@@ -320,9 +320,9 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
     def on_tab(current: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None):
         choices = run_choices(ctx, viewer_for(request, profile))
         ids = [key for _, key in choices]
-        return gr.Dropdown(
-            choices=choices, value=current if current in ids else next(iter(ids), None)
-        )
+        requested = request.query_params.get("run") if request is not None else None
+        pick = next((r for r in (current, requested) if r in ids), next(iter(ids), None))
+        return gr.Dropdown(choices=choices, value=pick)
 
     tab.select(on_tab, inputs=run, outputs=run, api_visibility="private")
 
