@@ -24,7 +24,6 @@ from typing import Any
 
 import gradio as gr
 import yaml
-from gradio.data_classes import FileData
 
 from engine.config import RunConfig
 from engine.dataclass_io import MAX_CONFIG_CHARS, ConfigError
@@ -318,6 +317,28 @@ def _as_gradio_error(fn):
     return wrapped
 
 
+def _file_endpoint(fn, name: str) -> None:
+    """A named endpoint that returns a file: an event of hidden components, so the file goes
+    through ``gr.File``, which copies it into Gradio's cache and lets the client download it
+    (``gr.api`` returns a bare path the file route refuses)."""
+    with gr.Column(visible=False):
+        run_id = gr.Textbox(label="run_id")
+        fmt = gr.Textbox(label="format", value="merged")
+        quant = gr.Textbox(label="quant", value="F16")
+        file = gr.File(label="model zip")
+        command = gr.Textbox(label="command")
+        trigger = gr.Button(name)
+    trigger.click(
+        fn,
+        inputs=[run_id, fmt, quant],
+        outputs=[file, command],
+        api_name=name,
+        api_visibility="public",
+        concurrency_limit=CONCURRENCY[name],
+        concurrency_id=name,
+    )
+
+
 def build_api(ctx: AppContext) -> None:
     """Register the endpoints on the Blocks being built."""
 
@@ -396,17 +417,15 @@ def build_api(ctx: AppContext) -> None:
         quant: str = "F16",
         request: gr.Request = None,
         profile: gr.OAuthProfile | None = None,
-    ) -> tuple[FileData, str]:
+    ) -> tuple[str, str]:
         """A zip of one of your runs' models: format hf, merged, gguf or ollama; quant F16
         or Q8_0 (GGUF). Also the command that runs it (Ollama)."""
-        path, command = export_model(
-            ctx, run_id, format, quant, viewer=viewer_for(request, profile)
-        )
-        return FileData(path=path), command
+        return export_model(ctx, run_id, format, quant, viewer=viewer_for(request, profile))
+
+    _file_endpoint(export_model_endpoint, "export_model")
 
     for fn, name in (
         (generate_endpoint, "generate"),
-        (export_model_endpoint, "export_model"),
         (score_preview_endpoint, "score_preview"),
         (start_run_endpoint, "start_run"),
         (run_status_endpoint, "run_status"),
