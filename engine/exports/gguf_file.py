@@ -37,8 +37,6 @@ PERMUTED_QK = ("llama",)
 NORMAL, CONTROL, UNUSED = 1, 3, 5
 #: Sentencepiece's spelling of a space.
 SPACE = "\u2581"
-# Pre-tokenizer names llama.cpp and transformers' loader both know, per architecture.
-_BPE_PRE = {"llama": "llama-bpe", "qwen2": "qwen2"}
 
 
 class GGUFExportError(ValueError):
@@ -68,7 +66,7 @@ def gguf_architecture(model_type: str, architectures: list[str] | None = None) -
     return ARCHITECTURES[model_type]
 
 
-def read_vocab(tokenizer: Any, arch: str, vocab_size: int) -> Vocab:
+def read_vocab(tokenizer: Any, vocab_size: int) -> Vocab:
     """The tokenizer's vocabulary, padded with unused tokens to the model's ``vocab_size``."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
@@ -83,7 +81,7 @@ def read_vocab(tokenizer: Any, arch: str, vocab_size: int) -> Vocab:
         kind, pre, merges = "llama", "default", []
         tokens = _char_tokens(by_id, special)
     elif model["type"] == "BPE" and _byte_level(data):
-        kind, pre = "gpt2", _BPE_PRE[arch]
+        kind, pre = "gpt2", _bpe_pre(data["pre_tokenizer"])
         tokens = [by_id.get(i, f"[PAD{i}]") for i in range(max(by_id) + 1)]
         merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
     else:
@@ -100,6 +98,27 @@ def read_vocab(tokenizer: Any, arch: str, vocab_size: int) -> Vocab:
         tokens.append(f"[PAD{i}]")
         types.append(UNUSED)
     return Vocab(model=kind, pre=pre, tokens=tokens, types=types, merges=merges)
+
+
+def _bpe_pre(pre: dict) -> str:
+    """llama.cpp's name for how a byte-level BPE splits text before merging (``tokenizer.
+    ggml.pre``): GPT-2's own regex, or one of the splits both llama.cpp and transformers'
+    loader know (``GGUF_PRE_TOKENIZER_SPLITS``: Qwen2, Llama 3, ...), matched by pattern."""
+    from transformers.integrations.gguf.gguf_tokenizer_mapping import GGUF_PRE_TOKENIZER_SPLITS
+
+    parts = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
+    types = [p.get("type") for p in parts]
+    if types == ["ByteLevel"] and parts[0].get("use_regex", True):
+        return "gpt-2"
+    if types == ["Split", "ByteLevel"]:
+        pattern = (parts[0].get("pattern") or {}).get("Regex")
+        names = {regex: name for name, regex in reversed(GGUF_PRE_TOKENIZER_SPLITS.items())}
+        if pattern in names:
+            return names[pattern]
+    raise GGUFExportError(
+        f"GGUF export does not know this tokenizer's pre-tokenizer ({' + '.join(map(str, types))}"
+        "); known: GPT-2's, and the Qwen2, Llama 3 and other splits llama.cpp names"
+    )
 
 
 def _byte_level(data: dict) -> bool:
@@ -185,7 +204,7 @@ def write_gguf(model: Any, tokenizer: Any, path: str | Path, quant: str = "F16")
     n_head = config.num_attention_heads
     n_kv = getattr(config, "num_key_value_heads", None) or n_head
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // n_head
-    vocab = read_vocab(tokenizer, arch, config.vocab_size)
+    vocab = read_vocab(tokenizer, config.vocab_size)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = gguf.GGUFWriter(str(path), arch)

@@ -189,3 +189,87 @@ def test_export_refuses_unknown_format_and_model_by_name(lora_run, tmp_path, eng
         export_recorded_run(
             db, run_id, runs_dir(data_dir) / run_id, tmp_path / "y", "hf", model_key="checkpoint-9"
         )
+
+
+def byte_level_tokenizer(split: str | None):
+    """A small byte-level BPE trained here: GPT-2's pre-tokenizer, or ``split`` (a regex that
+    llama.cpp names, like Qwen2's) in front of a regex-free ByteLevel."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    core = Tokenizer(models.BPE())
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split is None)
+    core.pre_tokenizer = (
+        byte_level
+        if split is None
+        else pre_tokenizers.Sequence(
+            [pre_tokenizers.Split(Regex(split), behavior="isolated"), byte_level]
+        )
+    )
+    core.decoder = decoders.ByteLevel()
+    core.train_from_iterator(
+        ["What is 12 + 30? The answer is 42.", "<think>1+2=3</think><answer>3</answer>"] * 20,
+        trainers.BpeTrainer(
+            vocab_size=300,
+            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>"
+    )
+    tokenizer.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    return tokenizer
+
+
+@pytest.mark.parametrize("model_type", ["qwen2", "mistral"])
+@pytest.mark.parametrize("split", [None, "qwen2"])
+def test_qwen2_and_mistral_models_with_byte_level_bpe_round_trip(tmp_path, model_type, split):
+    from transformers import AutoConfig
+    from transformers.integrations.gguf.gguf_tokenizer_mapping import GGUF_PRE_TOKENIZER_SPLITS
+
+    tokenizer = byte_level_tokenizer(split and GGUF_PRE_TOKENIZER_SPLITS[split])
+    torch.manual_seed(0)
+    config = AutoConfig.for_model(
+        model_type,
+        vocab_size=len(tokenizer) + 5,  # embedding rows no token uses, as real models have
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        tie_word_embeddings=False,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = AutoModelForCausalLM.from_config(config).eval()
+    path = write_gguf(model, tokenizer, tmp_path / f"{model_type}.gguf")
+    back, back_tokenizer = load_gguf(path)
+    # Mistral is written as llama.cpp writes it, as a Llama (its q/k rows permuted and back).
+    assert (
+        type(back).__name__
+        == {"qwen2": "Qwen2ForCausalLM", "mistral": "LlamaForCausalLM"}[model_type]
+    )
+    prompts = [
+        tokenizer.apply_chat_template(
+            [{"role": "user", "content": q}], tokenize=False, add_generation_prompt=True
+        )
+        for q in ("What is 12 + 30?", "Hello   there, 2024 answers!", "<think>7+5</think>")
+    ]
+    for prompt in prompts:
+        assert back_tokenizer(prompt).input_ids == tokenizer(prompt).input_ids
+        assert back_tokenizer.decode(tokenizer(prompt).input_ids) == prompt
+    _, logits = greedy(model, tokenizer, prompts)
+    _, back_logits = greedy(back, back_tokenizer, prompts)
+    torch.testing.assert_close(back_logits, logits, atol=1e-2, rtol=0)
+    # A random model may pick an unused row, which the two tokenizers spell differently
+    # ("" and "[PADn]"): compare the tokens it generates.
+    ids = tokenizer(prompts[0], return_tensors="pt").input_ids
+    with torch.no_grad():
+        want = model.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False)
+        got = back.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False)
+    assert got.tolist() == want.tolist()
