@@ -273,3 +273,22 @@ def test_qwen2_and_mistral_models_with_byte_level_bpe_round_trip(tmp_path, model
         want = model.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False)
         got = back.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False)
     assert got.tolist() == want.tolist()
+
+
+def test_hf_export_is_the_folder_as_trained_without_training_state(lora_run, tmp_path):
+    from engine import cli
+    from engine.exports.run_export import FORMATS
+
+    assert cli.EXPORT_FORMATS == FORMATS  # the CLI's choices, kept free of torch imports
+    data_dir, run_id = lora_run
+    run_dir = runs_dir(data_dir) / run_id
+    assert (run_dir / "checkpoint-1" / "optimizer.pt").is_file()
+    with Database(db_path(data_dir)) as db:
+        adapter = export_recorded_run(
+            db, run_id, run_dir, tmp_path / "hf", "hf", model_key="checkpoint-1"
+        )
+        base = export_recorded_run(db, run_id, run_dir, tmp_path / "base", "hf", model_key="base")
+    assert ADAPTER_CONFIG in adapter.files and "README.md" in adapter.files
+    assert not {"optimizer.pt", "scheduler.pt", "trainer_state.json"} & set(adapter.files)
+    assert "checkpoint at step 1" in (adapter.folder / "README.md").read_text()
+    assert "config.json" in base.files and ADAPTER_CONFIG not in base.files
