@@ -7,13 +7,12 @@ random stream, so where their distributions agree their samples agree too.
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from engine.prompts import Prompt, adds_special_tokens, render_prompt
+from engine.sampling import stop_token_ids
 
 #: Bounds of one request on any app; a public app lowers samples and tokens (ui.context).
 MAX_SAMPLES = 8
@@ -83,84 +82,60 @@ def chat_prompt(question: str, system: str | None = None) -> list[dict[str, str]
     return [*messages, {"role": "user", "content": question}]
 
 
-class _StepStreamer:
-    """Receives each step's new tokens from ``generate`` (its ``streamer=`` interface: the
-    first call carries the prompt) and passes them on through a queue."""
-
-    def __init__(self) -> None:
-        self.steps: queue.Queue = queue.Queue()
-        self._prompt_seen = False
-
-    def put(self, value: Any) -> None:
-        if not self._prompt_seen:
-            self._prompt_seen = True
-            return
-        self.steps.put(value.reshape(-1).tolist())  # (B,) one new token per sample
-
-    def end(self) -> None:
-        self.steps.put(None)
-
-
 def stream_replies(
     model: Any, tokenizer: Any, prompt: Prompt, settings: SamplingSettings
 ) -> Iterator[list[str]]:
-    """The replies so far after every generated token: ``num_samples`` texts each time."""
+    """The replies so far after every generated token: ``num_samples`` texts each time.
+
+    A plain decode loop over the model's KV cache, drawing with our sampler
+    (:func:`engine.generation.sampler.sample_tokens`) from a generator seeded per request: two
+    models (or two requests at once) never share a random stream, so a seed gives the same
+    draws wherever it runs.
+    """
     import torch
+
+    from engine.generation.sampler import sample_tokens
 
     text = render_prompt(tokenizer, prompt)
     encoded = tokenizer(
         text, return_tensors="pt", add_special_tokens=adds_special_tokens(tokenizer, prompt)
     )
-    device = next(model.parameters()).device
-    ids = encoded.input_ids.to(device).repeat(settings.num_samples, 1)  # (S, T)
-    greedy = settings.temperature == 0
-    streamer = _StepStreamer()
-    failure: list[BaseException] = []
-    kwargs = dict(
-        input_ids=ids,
-        attention_mask=torch.ones_like(ids),
-        max_new_tokens=int(settings.max_new_tokens),
-        do_sample=not greedy,
-        pad_token_id=tokenizer.pad_token_id,
-        streamer=streamer,
+    room = getattr(model.config, "max_position_embeddings", None)
+    length = encoded.input_ids.shape[1]
+    if room is not None and length >= room:
+        raise GenerateError(
+            "prompt", f"{length} tokens; this model reads at most {room} (prompt and reply)"
+        )
+    new_tokens = (
+        int(settings.max_new_tokens)
+        if room is None
+        else min(int(settings.max_new_tokens), room - length)
     )
-    if not greedy:
-        kwargs.update(temperature=float(settings.temperature), top_p=float(settings.top_p))
-
-    def run() -> None:
-        try:
-            torch.manual_seed(int(settings.seed))
-            with torch.no_grad():
-                model.generate(**kwargs)
-        except BaseException as exc:  # re-raised in the caller's thread
-            failure.append(exc)
-            streamer.end()
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    eos = {tokenizer.eos_token_id, *_eos_ids(model)}
+    device = next(model.parameters()).device
+    generator = torch.Generator(device=device).manual_seed(int(settings.seed))
+    step_input = encoded.input_ids.to(device).repeat(settings.num_samples, 1)  # (S, T)
+    eos = stop_token_ids(model, tokenizer)
     tokens: list[list[int]] = [[] for _ in range(settings.num_samples)]
     done = [False] * settings.num_samples
-    while (step := streamer.steps.get()) is not None:
-        for i, token in enumerate(step):
-            if done[i]:
-                continue
-            if token in eos:
-                done[i] = True
-            else:
-                tokens[i].append(token)
-        yield [tokenizer.decode(t, skip_special_tokens=True) for t in tokens]
-    worker.join()
-    if failure:
-        raise failure[0]
-    yield [tokenizer.decode(t, skip_special_tokens=True) for t in tokens]
-
-
-def _eos_ids(model: Any) -> set[int]:
-    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    if eos is None:
-        return set()
-    return set(eos) if isinstance(eos, list) else {eos}
+    past = None
+    with torch.no_grad():
+        for _ in range(new_tokens):
+            out = model(input_ids=step_input, cache=past, use_cache=True)
+            past = out.cache
+            drawn, _ = sample_tokens(
+                out.logits[:, -1], float(settings.temperature), float(settings.top_p), generator
+            )  # (S,)
+            for i, token in enumerate(drawn.tolist()):
+                if done[i]:
+                    continue
+                if token in eos:
+                    done[i] = True
+                else:
+                    tokens[i].append(token)
+            yield [tokenizer.decode(t, skip_special_tokens=True) for t in tokens]
+            if all(done):
+                break
+            step_input = drawn.unsqueeze(-1)  # (S, 1)
 
 
 def generate_replies(

@@ -207,3 +207,38 @@ def test_cli_generate_prints_the_reply_and_its_reward(short_run, engine_cli):
     assert "starting model" in out.stdout and "[reward" in out.stdout
     bad = engine_cli("generate", run_id, "hi", "--checkpoint", "9", "--data-dir", data_dir)
     assert bad.returncode == 2 and "checkpoint-9" in bad.stderr
+
+
+def test_one_seed_gives_both_sides_the_same_draws_while_they_interleave(ctx, short_run):
+    """Each side draws from its own seeded generator, so the same model on both sides, streamed
+    turn by turn, samples the same replies (a shared global RNG would not promise that)."""
+    settings = SamplingSettings(temperature=1.0, num_samples=3, max_new_tokens=8, seed=11)
+    *_, (left, right) = compare_stream(
+        ctx,
+        LoadedModels(),
+        LOCAL_VIEWER,
+        short_run[1],
+        (Side(FINAL), Side(FINAL)),
+        "What is 2 + 3?",
+        None,
+        settings,
+        None,
+    )
+    assert left == right
+    *_, (other, _) = compare_stream(
+        ctx,
+        LoadedModels(),
+        LOCAL_VIEWER,
+        short_run[1],
+        (Side(FINAL), Side(FINAL)),
+        "What is 2 + 3?",
+        None,
+        SamplingSettings(temperature=1.0, num_samples=3, max_new_tokens=8, seed=12),
+        None,
+    )
+    assert other != left  # another seed, other draws
+
+
+def test_a_prompt_longer_than_the_model_reads_is_refused_by_field(ctx, short_run):
+    with pytest.raises(ApiError, match=r"prompt: \d+ tokens; this model reads at most 512"):
+        api.generate(ctx, LoadedModels(), short_run[1], "7 + 5 " * 100, "base", viewer=LOCAL_VIEWER)
