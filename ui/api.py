@@ -42,7 +42,7 @@ from ui import run_actions
 from ui.context import AppContext
 from ui.identity import IdentityError, Viewer, viewer_for
 from ui.model_export import model_export_archive
-from ui.playground import LoadedModels, PlaygroundError, generate_once
+from ui.playground_run import LoadedModels, PlaygroundError, generate_once
 from ui.spec_io import MAX_IMPORT_BYTES, load_text
 
 MAX_API_COMPLETIONS = 1000

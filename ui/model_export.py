@@ -68,7 +68,9 @@ def build_model_export(ctx, run_select: gr.Dropdown) -> None:
             quant = gr.Dropdown(label="GGUF weights", choices=list(QUANTS), value="F16")
             button = gr.Button("Export model (zip)", size="sm", elem_id="export-model")
         message = gr.Markdown(elem_id="export-message")
-        download = gr.File(label="Model download", visible=False, interactive=False)
+        download = gr.File(
+            label="Model download", visible=False, interactive=False, elem_id="export-download"
+        )
 
     def export(
         run_id: str | None,

@@ -45,3 +45,13 @@ def test_playground_shows_base_and_trained_replies_with_traces(page: Page, live_
         expect(side.locator(".pg-trace").first).to_contain_text("why")
         expect(side).to_contain_text("reward")
     expect(page.locator("#pg-message")).to_have_text("")
+    # The same run's model from the Runs view: an Ollama export, downloaded as a zip.
+    page.get_by_role("tab", name="Runs", exact=True).click()
+    page.get_by_text("Export the model (Hugging Face, merged, GGUF, Ollama)").click()
+    page.locator("#export-format input").click()
+    page.get_by_role("option", name="Ollama (GGUF + Modelfile)").click()
+    page.locator("button#export-model").click()
+    expect(page.locator("#export-message")).to_contain_text(
+        "ollama create playground-run -f Modelfile", timeout=60_000
+    )
+    expect(page.locator("#export-download a[href*='-ollama.zip']").first).to_be_visible()

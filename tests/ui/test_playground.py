@@ -18,7 +18,7 @@ from ui import api
 from ui.api import ApiError
 from ui.context import AppContext, DemoLimits
 from ui.identity import LOCAL_VIEWER, Viewer
-from ui.playground import LoadedModels, PlaygroundError, Side, compare_stream, model_choices
+from ui.playground_run import LoadedModels, PlaygroundError, Side, compare_stream, model_choices
 
 SPEC = {"components": [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}]}
 STRANGER = Viewer("hf:mallory", "mallory")
