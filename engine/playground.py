@@ -118,24 +118,26 @@ def stream_replies(
     tokens: list[list[int]] = [[] for _ in range(settings.num_samples)]
     done = [False] * settings.num_samples
     past = None
-    with torch.no_grad():
-        for _ in range(new_tokens):
+    for _ in range(new_tokens):
+        # Grad mode is thread state: no_grad must not stay on across a yield, or the caller's
+        # code (a training step, another handler) runs without gradients until this resumes.
+        with torch.no_grad():
             out = model(input_ids=step_input, cache=past, use_cache=True)
             past = out.cache
             drawn, _ = sample_tokens(
                 out.logits[:, -1], float(settings.temperature), float(settings.top_p), generator
             )  # (S,)
-            for i, token in enumerate(drawn.tolist()):
-                if done[i]:
-                    continue
-                if token in eos:
-                    done[i] = True
-                else:
-                    tokens[i].append(token)
-            yield [tokenizer.decode(t, skip_special_tokens=True) for t in tokens]
-            if all(done):
-                break
-            step_input = drawn.unsqueeze(-1)  # (S, 1)
+        for i, token in enumerate(drawn.tolist()):
+            if done[i]:
+                continue
+            if token in eos:
+                done[i] = True
+            else:
+                tokens[i].append(token)
+        yield [tokenizer.decode(t, skip_special_tokens=True) for t in tokens]
+        if all(done):
+            break
+        step_input = drawn.unsqueeze(-1)  # (S, 1)
 
 
 def generate_replies(

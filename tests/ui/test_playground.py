@@ -97,6 +97,25 @@ def test_both_sides_stream_then_show_rewards_with_traces(ctx, short_run):
     assert 'class="pg-trace"' not in frames[0][0]  # streamed frames come before the scores
 
 
+def test_a_stream_left_half_read_leaves_gradients_on(ctx, short_run):
+    """Grad mode is per thread: a generator holding no_grad across its yields turned gradients
+    off for the caller (a training run in the same process then failed)."""
+    stream = compare_stream(
+        ctx,
+        LoadedModels(),
+        LOCAL_VIEWER,
+        short_run[1],
+        (Side(BASE), Side(FINAL)),
+        "What is 2 + 3?",
+        None,
+        SamplingSettings(max_new_tokens=8),
+        None,
+    )
+    next(stream)
+    assert torch.is_grad_enabled()
+    stream.close()
+
+
 def test_a_stranger_cannot_generate_from_the_run(ctx, short_run):
     with pytest.raises(PlaygroundError, match="No run with id"):
         list(
