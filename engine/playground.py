@@ -13,6 +13,7 @@ from typing import Any
 
 from engine.prompts import Prompt, adds_special_tokens, render_prompt
 from engine.sampling import stop_token_ids
+from rewards.params import describe_value
 
 #: Bounds of one request on any app; a public app lowers samples and tokens (ui.context).
 MAX_SAMPLES = 8
@@ -65,7 +66,9 @@ class SamplingSettings:
         ):
             if not _number(value, lo, hi, whole):
                 kind = "a whole number" if whole else "a number"
-                raise GenerateError(name, f"must be {kind} in [{lo}, {hi}], got {value!r}")
+                raise GenerateError(
+                    name, f"must be {kind} in [{lo}, {hi}], got {describe_value(value)}"
+                )
 
 
 def check_prompt(text: Any) -> str:

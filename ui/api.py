@@ -281,15 +281,36 @@ def generate(
     _owned(ctx, run_id, viewer)
     if not isinstance(model, str):
         raise ApiError("model: must be base, final, latest or checkpoint-<step>")
-    fields = {f.name for f in dataclasses.fields(SamplingSettings)}
-    given = settings or {}
-    if not isinstance(given, dict) or set(given) - fields:
-        unknown = sorted(set(given) - fields) if isinstance(given, dict) else given
-        raise ApiError(f"settings: unknown {unknown!r}; allowed: {', '.join(sorted(fields))}")
     try:
-        return generate_once(ctx, models, viewer, run_id, model, prompt, SamplingSettings(**given))
+        return generate_once(
+            ctx, models, viewer, run_id, model, prompt, sampling_settings(settings)
+        )
     except (PlaygroundError, GenerateError) as exc:
         raise ApiError(str(exc)) from None
+
+
+def sampling_settings(settings: Any) -> SamplingSettings:
+    """``settings`` (a mapping of :class:`SamplingSettings` fields, or None) checked by field;
+    the app's own caps are checked where the run is known."""
+    fields = [f.name for f in dataclasses.fields(SamplingSettings)]
+    if settings is None:
+        return SamplingSettings()
+    if not isinstance(settings, dict):
+        raise ApiError(
+            f"settings: must be a mapping of {', '.join(fields)}, got {describe_value(settings)}"
+        )
+    unknown = [k for k in settings if k not in fields]
+    if unknown:
+        raise ApiError(
+            f"settings: unknown {', '.join(describe_value(k) for k in unknown[:5])}; "
+            f"allowed: {', '.join(fields)}"
+        )
+    out = SamplingSettings(**settings)
+    try:
+        out.check()
+    except GenerateError as exc:
+        raise ApiError(f"settings.{exc}") from None
+    return out
 
 
 def export_model(

@@ -190,7 +190,7 @@ def test_generate_endpoint_is_seeded_and_scored(ctx, short_run):
     )
     assert first["replies"] == again["replies"] and len(first["replies"]) == 2
     assert len(first["totals"]) == 2 and first["traces"][0]
-    with pytest.raises(ApiError, match="settings: unknown \\['temp'\\]"):
+    with pytest.raises(ApiError, match="settings: unknown 'temp'; allowed: temperature"):
         api.generate(ctx, models, short_run[1], "hi", "base", {"temp": 1}, viewer=LOCAL_VIEWER)
     with pytest.raises(ApiError, match="model: the run has no model 'checkpoint-9'"):
         api.generate(ctx, models, short_run[1], "hi", "checkpoint-9", viewer=LOCAL_VIEWER)
