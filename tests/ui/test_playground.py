@@ -18,7 +18,9 @@ from ui import api
 from ui.api import ApiError
 from ui.context import AppContext, DemoLimits
 from ui.identity import LOCAL_VIEWER, Viewer
+from ui.model_export import model_export_archive
 from ui.playground_run import LoadedModels, PlaygroundError, Side, compare_stream, model_choices
+from ui.run_actions import RunActionError
 
 SPEC = {"components": [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}]}
 STRANGER = Viewer("hf:mallory", "mallory")
@@ -135,6 +137,8 @@ def test_a_stranger_cannot_generate_from_the_run(ctx, short_run):
         api.generate(ctx, LoadedModels(), short_run[1], "hi", viewer=STRANGER)
     with pytest.raises(ApiError, match="run_id: no run"):
         api.export_model(ctx, short_run[1], "gguf", viewer=STRANGER)
+    with pytest.raises(RunActionError, match="No run with id"):  # the Runs view's own check
+        model_export_archive(ctx.db, STRANGER, short_run[1], "gguf")
 
 
 def test_public_caps_and_model_rules_bound_the_work(short_run, tmp_path):
