@@ -47,7 +47,8 @@ def encode_prompts(tokenizer: Any, prompts: Sequence[Prompt]) -> list[list[int]]
     return encoded
 
 
-def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+def stop_token_ids(model: Any, tokenizer: Any) -> set[int]:
+    """The token ids that end a completion: the generation config's and the tokenizer's EOS."""
     ids: set[int] = set()
     gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     for value in (gen_eos, tokenizer.eos_token_id):
@@ -100,7 +101,7 @@ def sample_completions(
     pad_id = tokenizer.pad_token_id
     if pad_id is None:
         pad_id = tokenizer.eos_token_id
-    eos_ids = _eos_ids(model, tokenizer)
+    eos_ids = stop_token_ids(model, tokenizer)
     encoded = encode_prompts(tokenizer, prompts)
     jobs = [(i, j) for i in range(len(prompts)) for j in range(num_samples)]
     if runner is not None:

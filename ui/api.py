@@ -5,7 +5,9 @@
 - ``/run_status``: a run's status, step and error;
 - ``/run_metrics``: a run's metric rows after a cursor (poll with the returned cursor);
 - ``/list_runs``: every run of the caller with its status;
-- ``/stop_run``, ``/resume_run``, ``/delete_run``: the Runs tab's actions.
+- ``/stop_run``, ``/resume_run``, ``/delete_run``: the Runs tab's actions;
+- ``/generate``: replies of one of a run's models to a prompt, scored, as the Playground makes;
+- ``/export_model``: a zip of a run's model as hf, merged, gguf or ollama.
 
 Each endpoint is a plain function of ``AppContext`` and JSON-able arguments (tested without
 Gradio); :func:`build_api` registers them with ``gr.api``. Errors come back as ``gr.Error``
@@ -16,6 +18,7 @@ caller's runs (an admin's: all); another user's run reads exactly like a missing
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -24,6 +27,7 @@ import yaml
 
 from engine.config import RunConfig
 from engine.dataclass_io import MAX_CONFIG_CHARS, ConfigError
+from engine.playground import GenerateError, SamplingSettings
 from rewards.composer import score
 from rewards.deadline import call_deadline
 from rewards.errors import RewardSpecError
@@ -37,6 +41,8 @@ from storage.runs import RunInfo
 from ui import run_actions
 from ui.context import AppContext
 from ui.identity import IdentityError, Viewer, viewer_for
+from ui.model_export import model_export_archive
+from ui.playground_run import LoadedModels, PlaygroundError, generate_once
 from ui.spec_io import MAX_IMPORT_BYTES, load_text
 
 MAX_API_COMPLETIONS = 1000
@@ -61,6 +67,8 @@ CONCURRENCY = {
     "stop_run": 4,
     "resume_run": 4,
     "delete_run": 4,
+    "generate": 1,
+    "export_model": 1,
 }
 
 
@@ -259,6 +267,64 @@ def run_action(ctx: AppContext, action: str, run_id: str, *, viewer: Viewer) -> 
     return {"run_id": run_id, "message": message}
 
 
+def generate(
+    ctx: AppContext,
+    models: LoadedModels,
+    run_id: str,
+    prompt: str,
+    model: str = "latest",
+    settings: dict[str, Any] | None = None,
+    *,
+    viewer: Viewer,
+) -> dict[str, Any]:
+    """Replies of the viewer's run's ``model`` to ``prompt`` with their rewards and traces."""
+    _owned(ctx, run_id, viewer)
+    if not isinstance(model, str):
+        raise ApiError("model: must be base, final, latest or checkpoint-<step>")
+    try:
+        return generate_once(
+            ctx, models, viewer, run_id, model, prompt, sampling_settings(settings)
+        )
+    except (PlaygroundError, GenerateError) as exc:
+        raise ApiError(str(exc)) from None
+
+
+def sampling_settings(settings: Any) -> SamplingSettings:
+    """``settings`` (a mapping of :class:`SamplingSettings` fields, or None) checked by field;
+    the app's own caps are checked where the run is known."""
+    fields = [f.name for f in dataclasses.fields(SamplingSettings)]
+    if settings is None:
+        return SamplingSettings()
+    if not isinstance(settings, dict):
+        raise ApiError(
+            f"settings: must be a mapping of {', '.join(fields)}, got {describe_value(settings)}"
+        )
+    unknown = [k for k in settings if k not in fields]
+    if unknown:
+        raise ApiError(
+            f"settings: unknown {', '.join(describe_value(k) for k in unknown[:5])}; "
+            f"allowed: {', '.join(fields)}"
+        )
+    out = SamplingSettings(**settings)
+    try:
+        out.check()
+    except GenerateError as exc:
+        raise ApiError(f"settings.{exc}") from None
+    return out
+
+
+def export_model(
+    ctx: AppContext, run_id: str, fmt: str, quant: str = "F16", *, viewer: Viewer
+) -> tuple[str, str]:
+    """``(zip path, run command)`` of the viewer's run's model in ``fmt``."""
+    _owned(ctx, run_id, viewer)
+    try:
+        path, command = model_export_archive(ctx.db, viewer, run_id, fmt, quant)
+    except run_actions.RunActionError as exc:
+        raise ApiError(str(exc)) from None
+    return str(path), command
+
+
 def _as_gradio_error(fn):
     """Report ``ApiError`` to the client as a ``gr.Error`` (its message, no traceback)."""
 
@@ -270,6 +336,28 @@ def _as_gradio_error(fn):
             raise gr.Error(str(exc), print_exception=False) from None
 
     return wrapped
+
+
+def _file_endpoint(fn, name: str) -> None:
+    """A named endpoint that returns a file: an event of hidden components, so the file goes
+    through ``gr.File``, which copies it into Gradio's cache and lets the client download it
+    (``gr.api`` returns a bare path the file route refuses)."""
+    with gr.Column(visible=False):
+        run_id = gr.Textbox(label="run_id")
+        fmt = gr.Textbox(label="format", value="merged")
+        quant = gr.Textbox(label="quant", value="F16")
+        file = gr.File(label="model zip")
+        command = gr.Textbox(label="command")
+        trigger = gr.Button(name)
+    trigger.click(
+        fn,
+        inputs=[run_id, fmt, quant],
+        outputs=[file, command],
+        api_name=name,
+        api_visibility="public",
+        concurrency_limit=CONCURRENCY[name],
+        concurrency_id=name,
+    )
 
 
 def build_api(ctx: AppContext) -> None:
@@ -326,7 +414,39 @@ def build_api(ctx: AppContext) -> None:
         endpoint.__doc__ = f"{action.capitalize()} one of your runs, as the Runs tab does."
         return endpoint
 
+    models = LoadedModels()
+
+    @_as_gradio_error
+    def generate_endpoint(
+        run_id: str,
+        prompt: str,
+        model: str = "latest",
+        settings: dict | None = None,
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+    ) -> dict:
+        """Replies of one of your runs' models (base, final, latest, checkpoint-N) to a prompt,
+        scored by the run's reward; settings: temperature, top_p, max_new_tokens,
+        num_samples, seed."""
+        viewer = viewer_for(request, profile)
+        return generate(ctx, models, run_id, prompt, model, settings, viewer=viewer)
+
+    @_as_gradio_error
+    def export_model_endpoint(
+        run_id: str,
+        format: str = "merged",
+        quant: str = "F16",
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+    ) -> tuple[str, str]:
+        """A zip of one of your runs' models: format hf, merged, gguf or ollama; quant F16
+        or Q8_0 (GGUF). Also the command that runs it (Ollama)."""
+        return export_model(ctx, run_id, format, quant, viewer=viewer_for(request, profile))
+
+    _file_endpoint(export_model_endpoint, "export_model")
+
     for fn, name in (
+        (generate_endpoint, "generate"),
         (score_preview_endpoint, "score_preview"),
         (start_run_endpoint, "start_run"),
         (run_status_endpoint, "run_status"),

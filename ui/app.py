@@ -26,6 +26,7 @@ from ui.identity import (
     viewer_for,
 )
 from ui.messages import escape
+from ui.playground import build_playground
 from ui.preview import build_preview
 from ui.runs import build_runs, initial_selection
 from ui.train import build_train
@@ -48,7 +49,8 @@ THEME = gr.themes.Soft(primary_hue="indigo", secondary_hue="amber")
 
 
 def build_app(ctx: AppContext) -> gr.Blocks:
-    """The whole dashboard: Design, Preview, Train, Runs and Compare tabs plus API endpoints."""
+    """The whole dashboard: Design, Preview, Train, Runs, Compare and Playground tabs plus API
+    endpoints."""
     # Gradio keeps every upload and served file in its cache until the server stops: sweep
     # files older than six hours every half hour, so visitors' uploads do not fill the disk.
     with gr.Blocks(title=TITLE, delete_cache=CACHE_SWEEP) as demo:
@@ -75,6 +77,8 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 runs = build_runs(ctx)
             with gr.Tab("Compare", id="compare", elem_id="tab-compare"):
                 compare = build_compare(ctx)
+            with gr.Tab("Playground", id="playground", elem_id="tab-playground") as playground:
+                build_playground(ctx, design, playground)
 
         # "Start training" takes the user to the new run.
         def to_new_run(run_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None):

@@ -22,6 +22,7 @@ from ui import charts, run_actions
 from ui.context import AppContext
 from ui.identity import Viewer, viewer_for
 from ui.messages import escape, ok, warn
+from ui.model_export import build_model_export
 from ui.named import Updates, Values
 from ui.plots import plot_value
 from ui.run_poll import RUN_COLUMNS, RunsUpdate, default_selection, poll, run_choices
@@ -386,6 +387,7 @@ def build_runs(ctx: AppContext) -> RunsHandles:
     _wire_poll(ctx, parts, timer)
     _wire_samples(ctx, parts)
     _wire_actions(ctx, parts)
+    build_model_export(ctx, parts.run_select)
     return RunsHandles(run_select=parts.run_select, view=parts.view, timer=timer)
 
 

@@ -293,6 +293,8 @@ def test_anonymous_sessions_see_and_touch_only_their_own_runs(space, record_prop
     assert other.predict(api_name="/list_runs") == []
     for api_name in ("/run_status", "/run_metrics", "/delete_run", "/resume_run", "/stop_run"):
         assert refused(lambda api_name=api_name: other.predict("anon-run", api_name=api_name))
+    for args, api_name in ((("anon-run", "hi"), "/generate"), (("anon-run",), "/export_model")):
+        assert refused(lambda a=args, n=api_name: other.predict(*a, api_name=n))
     # The Delete button's queue call, replayed from another browser session that opened the
     # page first (as the outside user did), then the config download's.
     stranger = Browser(space.url)

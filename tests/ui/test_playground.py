@@ -1,0 +1,267 @@
+"""The Playground, /generate, /export_model and ``engine generate`` on a short real run."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+import torch
+
+from engine.config import RunConfig
+from engine.playground import SamplingSettings
+from engine.run_models import BASE, FINAL
+from engine.tokenizer import build_char_tokenizer
+from storage.schema import RunStatus
+from tests.in_process_run import run_in_process
+from tests.tiny_models import save_tiny_llama
+from ui import api
+from ui.api import ApiError
+from ui.context import AppContext, DemoLimits
+from ui.identity import LOCAL_VIEWER, Viewer
+from ui.model_export import model_export_archive
+from ui.playground_run import LoadedModels, PlaygroundError, Side, compare_stream, model_choices
+from ui.run_actions import RunActionError
+
+SPEC = {"components": [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}]}
+STRANGER = Viewer("hf:mallory", "mallory")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    """A tiny Llama trained 2 steps (checkpoint-1 and final/), owned by the local viewer."""
+    root = tmp_path_factory.mktemp("playground")
+    model_dir = save_tiny_llama(root / "tiny", build_char_tokenizer())
+    data_dir = root / "data"
+    config = RunConfig.from_dict(
+        {
+            "name": "Tiny",
+            "model": {"name_or_path": str(model_dir)},
+            "generation": {"num_generations": 2, "max_completion_length": 8},
+            "training": {
+                "steps": 2,
+                "prompts_per_step": 2,
+                "save_steps": 1,
+                "eval_samples": 0,
+                "samples_per_log": 4,
+            },
+        }
+    )
+    run_id, status = run_in_process(data_dir, config)
+    assert status == RunStatus.COMPLETED
+    return data_dir, run_id
+
+
+@pytest.fixture
+def ctx(short_run):
+    context = AppContext(short_run[0])
+    yield context
+    context.close()
+
+
+def test_choices_default_to_the_starting_and_final_models(ctx, short_run):
+    keys = [key for _, key in model_choices(ctx, LOCAL_VIEWER, short_run[1])]
+    assert keys == [BASE, "checkpoint-1", "checkpoint-2", FINAL, "custom"]
+    assert [k for _, k in model_choices(ctx, STRANGER, short_run[1])] == ["custom"]
+
+
+def test_both_sides_stream_then_show_rewards_with_traces(ctx, short_run):
+    from rewards.spec import RewardSpec
+
+    settings = SamplingSettings(num_samples=2, max_new_tokens=6, seed=3)
+    frames = list(
+        compare_stream(
+            ctx,
+            LoadedModels(),
+            LOCAL_VIEWER,
+            short_run[1],
+            (Side(BASE), Side(FINAL)),
+            "What is 2 + 3?",
+            "5",
+            settings,
+            RewardSpec.from_dict(SPEC),
+        )
+    )
+    assert len(frames) >= 6  # one per token, then the scored frame
+    left, right = frames[-1]
+    for side, label in ((left, "starting model"), (right, "final model")):
+        assert label in side
+        assert side.count('class="pg-sample"') == 2
+        assert side.count('class="pg-trace"') == 2
+        assert "correctness" in side and "format" in side and "reward <b>" in side
+    assert 'class="pg-trace"' not in frames[0][0]  # streamed frames come before the scores
+
+
+def test_a_stream_left_half_read_leaves_gradients_on(ctx, short_run):
+    """Grad mode is per thread: a generator holding no_grad across its yields turned gradients
+    off for the caller (a training run in the same process then failed)."""
+    stream = compare_stream(
+        ctx,
+        LoadedModels(),
+        LOCAL_VIEWER,
+        short_run[1],
+        (Side(BASE), Side(FINAL)),
+        "What is 2 + 3?",
+        None,
+        SamplingSettings(max_new_tokens=8),
+        None,
+    )
+    next(stream)
+    assert torch.is_grad_enabled()
+    stream.close()
+
+
+def test_a_stranger_cannot_generate_from_the_run(ctx, short_run):
+    with pytest.raises(PlaygroundError, match="No run with id"):
+        list(
+            compare_stream(
+                ctx,
+                LoadedModels(),
+                STRANGER,
+                short_run[1],
+                (Side(BASE), Side(FINAL)),
+                "hi",
+                None,
+                SamplingSettings(),
+                None,
+            )
+        )
+    with pytest.raises(ApiError, match="run_id: no run"):
+        api.generate(ctx, LoadedModels(), short_run[1], "hi", viewer=STRANGER)
+    with pytest.raises(ApiError, match="run_id: no run"):
+        api.export_model(ctx, short_run[1], "gguf", viewer=STRANGER)
+    with pytest.raises(RunActionError, match="No run with id"):  # the Runs view's own check
+        model_export_archive(ctx.db, STRANGER, short_run[1], "gguf")
+
+
+def test_public_caps_and_model_rules_bound_the_work(short_run, tmp_path):
+    ctx = AppContext(
+        short_run[0],
+        demo=DemoLimits(max_preview_samples=2, sizes={"generation.max_completion_length": 32}),
+    )
+    try:
+        for settings, field in (
+            (SamplingSettings(num_samples=3, max_new_tokens=8), "num_samples"),
+            (SamplingSettings(max_new_tokens=33), "max_new_tokens"),
+        ):
+            with pytest.raises(PlaygroundError, match=f"{field}: must be a whole number"):
+                list(
+                    compare_stream(
+                        ctx,
+                        LoadedModels(),
+                        LOCAL_VIEWER,
+                        short_run[1],
+                        (Side(BASE), Side(FINAL)),
+                        "hi",
+                        None,
+                        settings,
+                        None,
+                    )
+                )
+        with pytest.raises(PlaygroundError, match=r"model: .*other server paths"):
+            list(
+                compare_stream(
+                    ctx,
+                    LoadedModels(),
+                    LOCAL_VIEWER,
+                    short_run[1],
+                    (Side("custom", str(tmp_path)), Side(FINAL)),
+                    "hi",
+                    None,
+                    SamplingSettings(max_new_tokens=8),
+                    None,
+                )
+            )
+    finally:
+        ctx.close()
+
+
+def test_generate_endpoint_is_seeded_and_scored(ctx, short_run):
+    models = LoadedModels()
+    settings = {"num_samples": 2, "seed": 7, "max_new_tokens": 8}
+    first = api.generate(
+        ctx, models, short_run[1], "What is 2 + 3?", "base", settings, viewer=LOCAL_VIEWER
+    )
+    again = api.generate(
+        ctx, models, short_run[1], "What is 2 + 3?", "base", settings, viewer=LOCAL_VIEWER
+    )
+    assert first["replies"] == again["replies"] and len(first["replies"]) == 2
+    assert len(first["totals"]) == 2 and first["traces"][0]
+    with pytest.raises(ApiError, match="settings: unknown 'temp'; allowed: temperature"):
+        api.generate(ctx, models, short_run[1], "hi", "base", {"temp": 1}, viewer=LOCAL_VIEWER)
+    with pytest.raises(ApiError, match="model: the run has no model 'checkpoint-9'"):
+        api.generate(ctx, models, short_run[1], "hi", "checkpoint-9", viewer=LOCAL_VIEWER)
+    with pytest.raises(ApiError, match="prompt: "):
+        api.generate(ctx, models, short_run[1], "", viewer=LOCAL_VIEWER)
+
+
+def test_export_endpoint_zips_an_ollama_export(ctx, short_run):
+    path, command = api.export_model(ctx, short_run[1], "ollama", "F16", viewer=LOCAL_VIEWER)
+    assert command == "ollama create tiny -f Modelfile && ollama run tiny"
+    names = zipfile.ZipFile(path).namelist()
+    assert {"Modelfile", "README.md", "tiny-F16.gguf"} <= set(names)
+    assert not path.startswith(str(short_run[0]))  # a per-request copy, outside the data dir
+    with pytest.raises(ApiError, match="format: must be one of hf, merged, gguf, ollama"):
+        api.export_model(ctx, short_run[1], "../../etc", viewer=LOCAL_VIEWER)
+
+
+def test_cli_generate_prints_the_reply_and_its_reward(short_run, engine_cli):
+    data_dir, run_id = short_run
+    out = engine_cli(
+        "generate",
+        run_id,
+        "What is 2 + 3?",
+        "--base",
+        "--temperature",
+        "0",
+        "--max-new-tokens",
+        "5",
+        "--data-dir",
+        data_dir,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "starting model" in out.stdout and "[reward" in out.stdout
+    bad = engine_cli("generate", run_id, "hi", "--checkpoint", "9", "--data-dir", data_dir)
+    assert bad.returncode == 2 and "checkpoint-9" in bad.stderr
+
+
+def test_one_seed_gives_both_sides_the_same_draws_while_they_interleave(ctx, short_run):
+    """Each side draws from its own seeded generator, so the same model on both sides, streamed
+    turn by turn, samples the same replies (a shared global RNG would not promise that)."""
+    settings = SamplingSettings(temperature=1.0, num_samples=3, max_new_tokens=8, seed=11)
+    *_, (left, right) = compare_stream(
+        ctx,
+        LoadedModels(),
+        LOCAL_VIEWER,
+        short_run[1],
+        (Side(FINAL), Side(FINAL)),
+        "What is 2 + 3?",
+        None,
+        settings,
+        None,
+    )
+    assert left == right
+    *_, (other, _) = compare_stream(
+        ctx,
+        LoadedModels(),
+        LOCAL_VIEWER,
+        short_run[1],
+        (Side(FINAL), Side(FINAL)),
+        "What is 2 + 3?",
+        None,
+        SamplingSettings(temperature=1.0, num_samples=3, max_new_tokens=8, seed=12),
+        None,
+    )
+    assert other != left  # another seed, other draws
+
+
+def test_a_prompt_longer_than_the_model_reads_is_refused_by_field(ctx, short_run):
+    with pytest.raises(ApiError, match=r"prompt: \d+ tokens; this model reads at most 512"):
+        api.generate(ctx, LoadedModels(), short_run[1], "7 + 5 " * 100, "base", viewer=LOCAL_VIEWER)

@@ -1,0 +1,283 @@
+"""The Playground's work, without Gradio: pick the sides, stream both, score the replies.
+
+One prompt (typed, or picked from the run's data), two models (by default the run's starting
+model and its final one; any checkpoint of the run, or a model folder the app allows), the
+same sampling settings and seed, replies streamed token by token, then each reply scored by
+the Design tab's reward spec with its trace. Everything here acts only on the viewer's own
+runs (``ui.run_actions.owned_run``); a public app caps samples and tokens as it caps previews.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.devices import bounded_threads
+from engine.models import ModelLoadError
+from engine.playground import (
+    GenerateError,
+    SamplingSettings,
+    chat_prompt,
+    check_prompt,
+    stream_replies,
+)
+from engine.run_models import RunModelError, load_run_model, run_config, run_models
+from rewards.composer import ScoredSample, score
+from rewards.deadline import call_deadline
+from rewards.mathpool import INTERACTIVE_DEADLINE_S
+from rewards.spec import RewardSpec
+from storage import runs as run_store
+from ui.context import AppContext
+from ui.design import TRACE_HEADERS
+from ui.identity import Viewer
+from ui.preview_run import CUSTOM, PreviewError, load_prompts, preview_thread_count, resolve_model
+from ui.run_actions import RunActionError, owned_run
+from ui.trace_view import completion_html, fmt
+
+logger = logging.getLogger(__name__)
+
+#: Data prompts offered in the picker.
+DATA_PROMPTS = 20
+#: Run models kept loaded (two sides).
+KEEP_LOADED = 2
+
+
+class PlaygroundError(ValueError):
+    """A request the Playground cannot serve; the message names the input."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One model to generate from: ``key`` is a run model (``base``, ``final``,
+    ``checkpoint-N``) or ``custom`` with ``custom`` naming a folder or hub id."""
+
+    key: str
+    custom: str = ""
+
+
+class LoadedModels:
+    """The run models the Playground has loaded, newest kept (a folder that changed since
+    loads again)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._models: dict[tuple, tuple[Any, Any]] = {}
+
+    def get(self, run_dir: Path, key: str) -> tuple[Any, Any]:
+        folder = run_dir / key
+        stamp = folder.stat().st_mtime_ns if folder.exists() else 0
+        cache_key = (str(run_dir), key, stamp)
+        with self._lock:
+            if cache_key not in self._models:
+                model, tokenizer, _ = load_run_model(run_dir, key)
+                while len(self._models) >= KEEP_LOADED:
+                    self._models.pop(next(iter(self._models)))
+                self._models[cache_key] = (model, tokenizer)
+            return self._models[cache_key]
+
+
+def run_dir_of(ctx: AppContext, viewer: Viewer, run_id: str | None) -> Path:
+    try:
+        run = owned_run(ctx.db, viewer, run_id)
+    except RunActionError as exc:
+        raise PlaygroundError(f"run: {exc}") from None
+    if not run.output_dir or not (Path(run.output_dir) / "config.yaml").is_file():
+        raise PlaygroundError(f"run: {run.id} has no folder with its config")
+    return Path(run.output_dir)
+
+
+def run_choices(ctx: AppContext, viewer: Viewer) -> list[tuple[str, str]]:
+    """The viewer's runs, newest first."""
+    runs = run_store.list_runs(ctx.db, owner=viewer.scope)
+    return [(f"{r.name or r.id} ({r.status})", r.id) for r in runs]
+
+
+def model_choices(ctx: AppContext, viewer: Viewer, run_id: str | None) -> list[tuple[str, str]]:
+    """The run's models (starting, checkpoints, final) and "another model folder"."""
+    out = []
+    if run_id:
+        try:
+            out = [(m.label, m.key) for m in run_models(run_dir_of(ctx, viewer, run_id))]
+        except PlaygroundError:
+            out = []
+    return [*out, ("Another model (folder or hub id)…", CUSTOM)]
+
+
+def default_sides(choices: list[tuple[str, str]]) -> tuple[str, str]:
+    """Starting model on the left, the newest trained one (final, else latest checkpoint)
+    on the right."""
+    keys = [key for _, key in choices if key != CUSTOM]
+    if not keys:
+        return CUSTOM, CUSTOM
+    return keys[0], keys[-1]
+
+
+def data_prompts(ctx: AppContext, viewer: Viewer, run_id: str | None) -> list[dict[str, Any]]:
+    """The first rows of the run's data (within what the app lets a visitor read)."""
+    config = run_config(run_dir_of(ctx, viewer, run_id))
+    try:
+        return load_prompts(asdict(config.data), DATA_PROMPTS, ctx.input_policy)
+    except PreviewError as exc:
+        raise PlaygroundError(f"data: {exc}") from None
+
+
+def question_of(prompt: Any) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    users = [m.get("content", "") for m in prompt if m.get("role") == "user"]
+    return users[-1] if users else ""
+
+
+def system_of(rows: list[dict[str, Any]]) -> str | None:
+    for row in rows[:1]:
+        if isinstance(row["prompt"], list):
+            for message in row["prompt"]:
+                if message.get("role") == "system":
+                    return message.get("content")
+    return None
+
+
+def check_settings(ctx: AppContext, settings: SamplingSettings) -> None:
+    """Bounded work: a public app's preview caps bound samples and new tokens here too."""
+    try:
+        settings.check(
+            max_samples=ctx.demo.max_preview_samples,
+            max_tokens=ctx.demo.sizes.get("generation.max_completion_length"),
+        )
+    except GenerateError as exc:
+        raise PlaygroundError(str(exc)) from None
+
+
+def load_side(
+    ctx: AppContext, models: LoadedModels, viewer: Viewer, run_id: str | None, side: Side
+) -> tuple[Any, Any, str]:
+    """``(model, tokenizer, label)`` of one side, owner-checked, within the model rules."""
+    try:
+        if side.key == CUSTOM:
+            spec = resolve_model(ctx, CUSTOM, side.custom or "")
+            model, tokenizer = ctx.model(spec)
+            return model, tokenizer, spec.name_or_path
+        run_dir = run_dir_of(ctx, viewer, run_id)
+        labels = {m.key: m.label for m in run_models(run_dir)}
+        if side.key not in labels:
+            raise PlaygroundError(
+                f"model: the run has no model {side.key!r}; it has {', '.join(labels)}"
+            )
+        model, tokenizer = models.get(run_dir, side.key)
+        return model, tokenizer, labels[side.key]
+    except PreviewError as exc:
+        raise PlaygroundError(f"model: {exc}") from None
+    except (ModelLoadError, RunModelError, OSError) as exc:
+        raise PlaygroundError(f"model: {exc}") from None
+
+
+def score_replies(
+    spec: RewardSpec, question: str, replies: list[str], answer: str | None
+) -> list[ScoredSample]:
+    with call_deadline(INTERACTIVE_DEADLINE_S):
+        return score(spec, [question] * len(replies), replies, answers=[answer] * len(replies))
+
+
+def replies_html(label: str, replies: list[str], scored: list[ScoredSample] | None) -> str:
+    """One side: each reply (tags coloured, answer marked) with its total and trace."""
+    parts = [f"<h4>{html.escape(label)}</h4>"]
+    for i, reply in enumerate(replies):
+        parts.append(f'<div class="pg-sample" data-sample="{i}">')
+        total = "" if scored is None else f" · reward <b>{fmt(scored[i].total)}</b>"
+        parts.append(f"<div><small>sample {i + 1}{total}</small></div>")
+        parts.append(f'<div class="pg-reply">{completion_html(reply) or "<i>(empty)</i>"}</div>')
+        if scored is not None:
+            parts.append(_trace_table(scored[i]))
+        parts.append("</div>")
+    return "".join(parts)
+
+
+def _trace_table(sample: ScoredSample) -> str:
+    """The Preview's trace columns (component, raw, weight, contribution, why) as a table."""
+    head = "".join(f"<th>{h}</th>" for h in TRACE_HEADERS)
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(v))}</td>"
+            for v in (t.name, fmt(t.raw), fmt(t.weight), fmt(t.contribution), t.explanation)
+        )
+        + "</tr>"
+        for t in sample.trace
+    )
+    return f'<table class="pg-trace"><tr>{head}</tr>{rows}</table>'
+
+
+def compare_stream(
+    ctx: AppContext,
+    models: LoadedModels,
+    viewer: Viewer,
+    run_id: str | None,
+    sides: tuple[Side, Side],
+    prompt_text: str,
+    answer: str | None,
+    settings: SamplingSettings,
+    spec: RewardSpec | None,
+) -> Iterator[tuple[str, str]]:
+    """Both sides' HTML after every token of either, then scored with their traces."""
+    check_prompt(prompt_text)
+    check_settings(ctx, settings)
+    rows = data_prompts(ctx, viewer, run_id) if run_id else []
+    prompt = chat_prompt(prompt_text, system_of(rows))
+    loaded = [load_side(ctx, models, viewer, run_id, side) for side in sides]
+    streams = [stream_replies(m, t, prompt, settings) for m, t, _ in loaded]
+    current: list[list[str]] = [[""] * settings.num_samples for _ in loaded]
+    active = [True, True]
+    with bounded_threads(preview_thread_count(ctx)):
+        while any(active):
+            for i, stream in enumerate(streams):  # take turns: both sides grow together
+                if active[i]:
+                    try:
+                        current[i] = next(stream)
+                    except StopIteration:
+                        active[i] = False
+            yield tuple(replies_html(loaded[i][2], current[i], None) for i in range(2))
+    if spec is not None:
+        yield tuple(
+            replies_html(
+                loaded[i][2], current[i], score_replies(spec, prompt_text, current[i], answer)
+            )
+            for i in range(2)
+        )
+
+
+def generate_once(
+    ctx: AppContext,
+    models: LoadedModels,
+    viewer: Viewer,
+    run_id: str | None,
+    model: str,
+    prompt_text: str,
+    settings: SamplingSettings,
+) -> dict[str, Any]:
+    """Replies of one model of the viewer's run, scored by the run's reward spec (for the
+    ``/generate`` endpoint): ``model`` is ``base``, ``final``, ``checkpoint-N`` or
+    ``latest`` (final, else the newest checkpoint)."""
+    check_prompt(prompt_text)
+    check_settings(ctx, settings)
+    run_dir = run_dir_of(ctx, viewer, run_id)
+    if model == "latest":
+        model = run_models(run_dir)[-1].key
+    rows = data_prompts(ctx, viewer, run_id)
+    loaded, tokenizer, label = load_side(ctx, models, viewer, run_id, Side(model))
+    with bounded_threads(preview_thread_count(ctx)):
+        *_, replies = stream_replies(
+            loaded, tokenizer, chat_prompt(prompt_text, system_of(rows)), settings
+        )
+    scored = score_replies(run_config(run_dir).reward, prompt_text, replies, None)
+    return {
+        "model": model,
+        "label": label,
+        "replies": replies,
+        "totals": [s.total for s in scored],
+        "traces": [[t.to_dict() for t in s.trace] for s in scored],
+    }
