@@ -34,24 +34,20 @@ from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
 from engine.tasks import ArithmeticTask
 from engine.tasks.arithmetic import COMPLETION_STYLES, LEVEL_NAMES, render_completion
+from engine.tasks.phrasings import FAMILY_NAMES, HELD_OUT_FAMILY_NAMES
 from engine.tokenizer import build_char_tokenizer
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "default_model"
 
-# Share of supervised targets per completion style: 40% strict, 40% loose formats that keep the
-# worked steps, 20% answers without working. Sampling at T=0.8 sharpens towards the strict
-# mode, so about half of the model's replies come out strict.
-STYLE_MIX: dict[str, float] = {
-    "strict": 0.40,
-    "think_then_number": 0.10,
-    "think_then_sentence": 0.10,
-    "unclosed_answer": 0.10,
-    "untagged_steps": 0.10,
-    "answer_only": 0.10,
-    "sentence_only": 0.10,
-}
+# Share of supervised targets per completion style: 60% strict, 40% loose habits (four that
+# keep the worked steps, two without working) in equal shares. With prompts in many phrasings the
+# strict share must be this high for replies to stay mostly strict on phrasings never trained
+# on; the loose share keeps about a quarter of replies off-format, so a format reward still has
+# something to teach on the built-in templates.
+LOOSE_STYLES = tuple(s for s in COMPLETION_STYLES if s != "strict")
+STYLE_MIX: dict[str, float] = {"strict": 0.6, **{s: 0.4 / len(LOOSE_STYLES) for s in LOOSE_STYLES}}
 
 
 @dataclass
@@ -70,8 +66,15 @@ class BuildConfig:
         min_lr_ratio: final learning rate as a share of ``lr``.
         weight_decay: AdamW decoupled weight decay.
         style_mix: share of targets per completion style (normalised).
+        builtin_share: share of training prompts asked in the built-in templates; the rest are
+            asked in the other trained phrasing families (``engine.tasks.phrasings``).
+        noise_share: share of training prompts with a surface change (case, spacing, prefix).
+        no_system_share: share of training prompts sent without the system message.
         hidden_size, num_layers, num_heads, intermediate_size, max_positions: Llama shape.
-        eval_rows: held-out prompts sampled once each at the end for the model card (0: skip).
+        eval_rows: held-out prompts sampled once each at the end for the model card, in the
+            built-in templates and again in the held-out phrasing families (0: skip).
+        eval_pass_rows, eval_pass_k: the first ``eval_pass_rows`` of each set are sampled
+            ``eval_pass_k`` times for the card's pass@k (0 rows: skip).
         eval_temperature: sampling temperature of that evaluation.
         eval_max_new_tokens: completion cap of that evaluation.
         threads: torch CPU threads. One by default: the weights are then bit-identical from
@@ -82,7 +85,7 @@ class BuildConfig:
 
     out: Path = DEFAULT_OUT
     seed: int = 0
-    steps: int = 500
+    steps: int = 700
     minutes: float | None = None
     batch_size: int = 32
     lr: float = 3e-3
@@ -90,12 +93,17 @@ class BuildConfig:
     min_lr_ratio: float = 0.1
     weight_decay: float = 0.01
     style_mix: dict[str, float] = field(default_factory=lambda: dict(STYLE_MIX))
+    builtin_share: float = 0.2
+    noise_share: float = 0.25
+    no_system_share: float = 0.1
     hidden_size: int = 128
     num_layers: int = 4
     num_heads: int = 4
     intermediate_size: int = 256
     max_positions: int = 512
     eval_rows: int = 400
+    eval_pass_rows: int = 100
+    eval_pass_k: int = 8
     eval_temperature: float = 0.8
     eval_max_new_tokens: int = 96
     threads: int = 1
@@ -114,6 +122,9 @@ class BuildConfig:
             raise ValueError(f"style_mix has unknown styles {sorted(unknown)}")
         if sum(self.style_mix.values()) <= 0 or min(self.style_mix.values()) < 0:
             raise ValueError("style_mix weights must be >= 0 with a positive sum")
+        for name in ("builtin_share", "noise_share", "no_system_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
 
 
 def model_config(tokenizer: Any, cfg: BuildConfig) -> LlamaConfig:
@@ -133,22 +144,29 @@ def model_config(tokenizer: Any, cfg: BuildConfig) -> LlamaConfig:
     )
 
 
+def training_prompt(task: ArithmeticTask, rng: random.Random, cfg: BuildConfig) -> tuple:
+    """(problem, chat messages) of one training example: a training-split problem asked in a
+    phrasing drawn by the task (``cfg.builtin_share``, ``cfg.noise_share``), without the
+    system message with probability ``cfg.no_system_share``."""
+    problem = task.sample_problem(rng, "train")
+    question = task.question(problem, rng, cfg.builtin_share, cfg.noise_share)
+    messages = task.prompt(question)
+    if rng.random() < cfg.no_system_share:
+        messages = [m for m in messages if m["role"] != "system"]
+    return problem, messages
+
+
 def make_batch(
-    task: ArithmeticTask,
-    tokenizer: Any,
-    rng: random.Random,
-    batch_size: int,
-    style_mix: dict[str, float],
+    task: ArithmeticTask, tokenizer: Any, rng: random.Random, cfg: BuildConfig
 ) -> dict[str, torch.Tensor]:
     """One right-padded batch; labels are -100 on the prompt and padding, so the loss covers
     the assistant reply and its end token only."""
-    styles, weights = zip(*style_mix.items(), strict=True)
+    styles, weights = zip(*cfg.style_mix.items(), strict=True)
+    batch_size = cfg.batch_size
     seqs, labels = [], []
     for _ in range(batch_size):
-        problem = task.sample_problem(rng, "train")
-        prompt = tokenizer.apply_chat_template(
-            task.prompt(problem.question(rng)), tokenize=False, add_generation_prompt=True
-        )
+        problem, messages = training_prompt(task, rng, cfg)
+        prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         reply = render_completion(problem, rng.choices(styles, weights)[0])
         p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         r_ids = tokenizer(reply, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
@@ -210,7 +228,7 @@ def train(cfg: BuildConfig) -> tuple[LlamaForCausalLM, Any, dict[str, Any]]:
         factor = lr_factor(progress, warmup, cfg.min_lr_ratio)
         for group in optimizer.param_groups:
             group["lr"] = cfg.lr * factor
-        batch = make_batch(task, tokenizer, rng, cfg.batch_size, cfg.style_mix)
+        batch = make_batch(task, tokenizer, rng, cfg)
         batch = {k: v.to(cfg.device) for k, v in batch.items()}
         loss = model(**batch).loss
         optimizer.zero_grad(set_to_none=True)
@@ -248,8 +266,16 @@ def save(model: LlamaForCausalLM, tokenizer: Any, out: Path) -> None:
     tokenizer.save_pretrained(out)
 
 
-def model_card(cfg: BuildConfig, stats: dict[str, Any], report: dict[str, Any] | None) -> str:
-    """The README.md written next to the weights."""
+def _rates_row(label: str, r: dict[str, Any]) -> str:
+    return (
+        f"| {label} | {r['n']} | {r['accuracy']:.1%} | {r['strict_accuracy']:.1%} | "
+        f"{r['format_rate']:.1%} |"
+    )
+
+
+def model_card(cfg: BuildConfig, stats: dict[str, Any], evals: dict[str, Any]) -> str:
+    """The README.md written next to the weights (``evals`` from :func:`evaluate_model`)."""
+    report = evals.get("builtin")
     mix = ", ".join(f"{k} {v:.0%}" for k, v in cfg.style_mix.items())
     command = f"python -m engine.build_default_model --seed {cfg.seed} --steps {stats['steps']}"
     if cfg.batch_size != BuildConfig.batch_size:
@@ -263,9 +289,18 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], report: dict[str, Any] |
         "A tiny character-level chat model trained from scratch on Reward Studio's built-in",
         "arithmetic word problems (`engine.tasks`), shipped so the app works offline at once.",
         "",
+        "It reads addition and subtraction asked in many ways: the built-in word-problem",
+        "templates, bare expressions (`What is 17 + 25?`, `Compute 17+25.`, `17 plus 25 equals",
+        "what?`), instructions that name the operation with the numbers in another order",
+        "(`Subtract 25 from 42.`), stories told in another order, with other verbs or with",
+        "units, in the second person or in shorthand, with changed case, spacing, punctuation",
+        "or a `Q:` prefix, with or without the system message (`engine.tasks.phrasings`).",
+        "Some phrasing families are never used in training; the evaluation below reports how",
+        "it reads them.",
+        "",
         "Its quality is set on purpose to leave reinforcement learning room to work. It writes",
         "the column method inside `<think>` (`52-38: 12-8=4, borrow 1; 5-1-3=1; so 14`) but",
-        "makes digit and copying slips, and only about half of its replies use the strict",
+        "makes digit and copying slips, and about a quarter of its replies miss the strict",
         "`<think>…</think><answer>…</answer>` format: its training targets mixed in loose habits",
         "(an answer after the think without tags, `The answer is 14.`, a missing closing tag,",
         "no working at all) so a format reward has something to teach, and training stopped",
@@ -293,6 +328,10 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], report: dict[str, Any] |
         f"{cfg.weight_decay}, loss on the reply only, seed {cfg.seed}, final loss "
         f"{stats['final_loss']}",
         f"- reply styles in the training targets: {mix}",
+        f"- prompts in the training stream: built-in templates {cfg.builtin_share:.0%}, the "
+        f"other trained phrasing families ({', '.join(FAMILY_NAMES[1:])}) evenly for the rest; "
+        f"a surface change on {cfg.noise_share:.0%}, no system message on "
+        f"{cfg.no_system_share:.0%}",
         f"- build time: {stats['train_seconds'] / 60:.1f} min training, "
         f"{stats['total_seconds'] / 60:.1f} min in all (with the evaluation below), on "
         f"{stats['machine']}"
@@ -310,7 +349,7 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], report: dict[str, Any] |
     if report:
         lines += [
             "",
-            "## Held-out evaluation",
+            "## Held-out evaluation: built-in templates",
             "",
             f"{report['n']} held-out prompts (`builtin_task({cfg.seed}).eval_rows("
             f"{report['n']})`: levels in turn, problems never seen in training), one sample "
@@ -323,10 +362,7 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], report: dict[str, Any] |
             f"{report['strict_accuracy']:.1%} | {report['format_rate']:.1%} |",
         ]
         for level, r in sorted(report["by_difficulty"].items(), key=lambda kv: int(kv[0])):
-            lines.append(
-                f"| {level}: {LEVEL_NAMES.get(int(level), '')} | {r['n']} | "
-                f"{r['accuracy']:.1%} | {r['strict_accuracy']:.1%} | {r['format_rate']:.1%} |"
-            )
+            lines.append(_rates_row(f"{level}: {LEVEL_NAMES.get(int(level), '')}", r))
         lines += [
             "",
             "Accuracy: the `correctness` reward (final answer equals the gold). Strict format:",
@@ -335,6 +371,7 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], report: dict[str, Any] |
             f"(`engine.evaluation`). Replies cut at the token limit: "
             f"{report.get('truncated_rate', 0):.1%}.",
         ]
+        lines += _unseen_section(cfg, evals) + _pass_at_k_section(evals)
     lines += [
         "",
         "## Use",
@@ -352,40 +389,141 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], report: dict[str, Any] |
     return "\n".join(lines)
 
 
-def build(cfg: BuildConfig) -> dict[str, Any]:
-    """Train, save, evaluate on the held-out split and write the model card."""
-    t0, cpu0 = time.perf_counter(), time.process_time()
-    model, tokenizer, stats = train(cfg)
-    save(model, tokenizer, cfg.out)
+def evaluate_model(model: Any, tokenizer: Any, cfg: BuildConfig) -> dict[str, Any]:
+    """The model card's evaluations, all sampled at ``cfg.eval_temperature`` with seed
+    ``cfg.seed``: one sample per held-out prompt in the built-in templates (``builtin``) and in
+    the held-out phrasing families (``unseen_phrasings``), and ``cfg.eval_pass_k`` samples per
+    prompt on the first ``cfg.eval_pass_rows`` of each (``*_pass_at_k``), the room a
+    reinforcement learner has above one sample's accuracy."""
+    from engine.evaluation import evaluate
+
+    task = ArithmeticTask(seed=cfg.seed)
+    settings = {
+        "temperature": cfg.eval_temperature,
+        "max_new_tokens": cfg.eval_max_new_tokens,
+        "seed": cfg.seed,
+    }
+    sets = {
+        "builtin": task.eval_rows(cfg.eval_rows),
+        "unseen_phrasings": task.unseen_phrasing_rows(cfg.eval_rows),
+    }
+    out: dict[str, Any] = {}
+    for name, rows in sets.items():
+        report = evaluate(model, tokenizer, rows, num_samples=1, **settings)
+        out[name] = report.to_dict()
+        if name == "unseen_phrasings":
+            out[name]["by_family"] = family_rates(rows, report.samples)
+        if cfg.eval_pass_rows > 0 and cfg.eval_pass_k > 1:
+            multi = evaluate(
+                model, tokenizer, rows[: cfg.eval_pass_rows], num_samples=cfg.eval_pass_k,
+                **settings,
+            )  # fmt: skip
+            out[f"{name}_pass_at_k"] = multi.to_dict()
+    return out
+
+
+def family_rates(rows: list[dict[str, Any]], samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Accuracy and strict-format rate per phrasing family of evaluated rows."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for s in samples:
+        groups.setdefault(rows[s["prompt_index"]]["family"], []).append(s)
+    return {
+        family: {
+            "n": len(group),
+            "accuracy": sum(bool(s["correct"]) for s in group) / len(group),
+            "format_rate": sum(s["strict"] for s in group) / len(group),
+        }
+        for family, group in groups.items()
+    }
+
+
+def finish(
+    model: Any, tokenizer: Any, cfg: BuildConfig, stats: dict[str, Any], t0: float, cpu0: float
+) -> dict[str, Any]:
+    """Evaluate the saved model, then write its model card and ``build_info.json``."""
     stats["parameters"] = sum(p.numel() for p in model.parameters())
     stats["vocab_size"] = len(tokenizer)
-    stats["cpu_count"] = os.cpu_count()
-    stats["machine"] = (
+    stats.setdefault("cpu_count", os.cpu_count())
+    stats.setdefault(
+        "machine",
         f"{platform.machine()} CPU, {cfg.threads} torch thread{'s' if cfg.threads > 1 else ''}"
         if cfg.device == "cpu"
-        else torch.cuda.get_device_name()
+        else torch.cuda.get_device_name(),
     )
-    report = None
-    if cfg.eval_rows > 0:
-        from engine.evaluation import evaluate
-
-        rows = ArithmeticTask(seed=cfg.seed).eval_rows(cfg.eval_rows)
-        report = evaluate(
-            model,
-            tokenizer,
-            rows,
-            num_samples=1,
-            temperature=cfg.eval_temperature,
-            max_new_tokens=cfg.eval_max_new_tokens,
-            seed=cfg.seed,
-        ).to_dict()
-    stats["total_seconds"] = round(time.perf_counter() - t0, 1)
-    stats["cpu_seconds"] = round(time.process_time() - cpu0, 1)
+    evals = evaluate_model(model, tokenizer, cfg) if cfg.eval_rows > 0 else {}
+    stats["total_seconds"] = round(stats.get("train_seconds", 0) + time.perf_counter() - t0, 1)
+    stats["cpu_seconds"] = round(stats.get("train_cpu_seconds", 0) + time.process_time() - cpu0, 1)
     stats["disk_mb"] = sum(f.stat().st_size for f in cfg.out.iterdir() if f.is_file()) / 1e6
-    (cfg.out / "README.md").write_text(model_card(cfg, stats, report), encoding="utf-8")
-    summary = {"config": {**asdict(cfg), "out": str(cfg.out)}, "stats": stats, "eval": report}
+    (cfg.out / "README.md").write_text(model_card(cfg, stats, evals), encoding="utf-8")
+    summary = {
+        "config": {**asdict(cfg), "out": str(cfg.out)},
+        "stats": stats,
+        "eval": evals.get("builtin"),
+        "evals": {k: v for k, v in evals.items() if k != "builtin"},
+    }
     (cfg.out / "build_info.json").write_text(json.dumps(summary, indent=2) + "\n", "utf-8")
     return summary
+
+
+def _unseen_section(cfg: BuildConfig, evals: dict[str, Any]) -> list[str]:
+    unseen = evals.get("unseen_phrasings")
+    if not unseen:
+        return []
+    lines = [
+        "",
+        "## Held-out evaluation: phrasings never trained on",
+        "",
+        f"The same held-out problems asked in phrasing families the training stream never uses "
+        f"(`builtin_task({cfg.seed}).unseen_phrasing_rows({unseen['n']})`: "
+        f"{', '.join(HELD_OUT_FAMILY_NAMES)}; a surface change on a quarter of them), same "
+        "sampling:",
+        "",
+        "| rows | n | accuracy | strict accuracy | strict format |",
+        "|---|---|---|---|---|",
+        _rates_row("all", unseen),
+    ]
+    for level, r in sorted(unseen["by_difficulty"].items(), key=lambda kv: int(kv[0])):
+        lines.append(_rates_row(f"level {level}", r))
+    lines += ["", "| family | n | accuracy | strict format |", "|---|---|---|---|"]
+    for family, r in unseen.get("by_family", {}).items():
+        lines.append(f"| {family} | {r['n']} | {r['accuracy']:.1%} | {r['format_rate']:.1%} |")
+    return lines
+
+
+def _pass_at_k_section(evals: dict[str, Any]) -> list[str]:
+    rows = [(name, evals.get(f"{key}_pass_at_k"), evals.get(key))
+            for name, key in (("built-in templates", "builtin"),
+                              ("unseen phrasings", "unseen_phrasings"))]  # fmt: skip
+    rows = [(name, multi, single) for name, multi, single in rows if multi]
+    if not rows:
+        return []
+    k = rows[0][1]["num_samples"]
+    lines = [
+        "",
+        "## Room for reinforcement learning",
+        "",
+        f"pass@{k}: the share of prompts with at least one right answer among {k} samples (the "
+        f"first {rows[0][1]['n'] // k} prompts of each set above, same sampling), next to one "
+        "sample's accuracy. A reward can only sharpen what the model sometimes gets right.",
+        "",
+        f"| prompts | accuracy (1 sample) | mean accuracy ({k} samples) | pass@{k} |",
+        "|---|---|---|---|",
+    ]
+    for name, multi, single in rows:
+        lines.append(
+            f"| {name} | {single['accuracy']:.1%} | {multi['accuracy']:.1%} | "
+            f"{multi['pass_at_k']:.1%} |"
+        )
+    return lines
+
+
+def build(cfg: BuildConfig) -> dict[str, Any]:
+    """Train, save, evaluate on the held-out split and write the model card."""
+    cpu0 = time.process_time()
+    model, tokenizer, stats = train(cfg)
+    stats["train_cpu_seconds"] = round(time.process_time() - cpu0, 1)
+    save(model, tokenizer, cfg.out)
+    return finish(model, tokenizer, cfg, stats, time.perf_counter(), time.process_time())
 
 
 def parse_args(argv: list[str] | None = None) -> BuildConfig:

@@ -1,7 +1,10 @@
 """Built-in tasks: generated, seeded, offline.
 
 ``builtin_task(seed)`` returns the arithmetic word-problem task the default model is trained on.
-Rows are plain dicts, the contract every trainer and the preview use::
+Its rows ask each problem in the built-in templates; :meth:`ArithmeticTask.question` asks it in
+any trained phrasing family (``engine.tasks.phrasings``) for the default model's training
+stream, and :meth:`ArithmeticTask.unseen_phrasing_rows` asks held-out problems in families that
+stream never uses. Rows are plain dicts, the contract every trainer and the preview use::
 
     {"id": "arith-train-00012",
      "prompt": [{"role": "system", "content": ...}, {"role": "user", "content": ...}],
@@ -22,6 +25,7 @@ from engine.tasks.arithmetic import (
     all_problems,
     is_held_out,
 )
+from engine.tasks.phrasings import BUILTIN, FAMILIES, HELD_OUT_FAMILIES, Family, add_noise, render
 
 SYSTEM_PROMPT = "Put your steps in <think></think> and the result in <answer></answer>."
 SPLITS = ("train", "heldout")
@@ -85,10 +89,30 @@ class ArithmeticTask:
         messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         return [*messages, {"role": "user", "content": question}]
 
-    def make_row(self, problem: Problem, rng: random.Random, row_id: str) -> dict[str, Any]:
+    def question(
+        self,
+        problem: Problem,
+        rng: random.Random,
+        builtin_share: float = 0.2,
+        noise_share: float = 0.25,
+        families: tuple[Family, ...] = FAMILIES,
+    ) -> str:
+        """``problem`` in a phrasing drawn from ``rng``: the built-in templates with probability
+        ``builtin_share``, else one of the other ``families`` that can ask it (evenly), then a
+        surface change (:func:`add_noise`) with probability ``noise_share``."""
+        others = [f for f in families if f is not BUILTIN and f.choices(problem.ops)]
+        if rng.random() < builtin_share or not others:
+            text = problem.question(rng)
+        else:
+            text = render(rng.choice(others), problem, rng)
+        return add_noise(text, rng) if rng.random() < noise_share else text
+
+    def make_row(
+        self, problem: Problem, rng: random.Random, row_id: str, question: str | None = None
+    ) -> dict[str, Any]:
         return {
             "id": row_id,
-            "prompt": self.prompt(problem.question(rng)),
+            "prompt": self.prompt(problem.question(rng) if question is None else question),
             "answer": str(problem.answer),
             "difficulty": problem.level,
             "key": problem.key,
@@ -105,22 +129,42 @@ class ArithmeticTask:
     def eval_rows(self, n: int | None = None) -> list[dict[str, Any]]:
         """``n`` held-out rows (default 400), levels in turn, each level's problems shuffled
         and cycled so every held-out problem appears before any repeats."""
+        rng = random.Random(f"{self.seed}:heldout-rows")
+        problems = self._heldout_sequence(n, rng)
+        return [self.make_row(p, rng, f"arith-heldout-{i:05d}") for i, p in enumerate(problems)]
+
+    def unseen_phrasing_rows(
+        self, n: int | None = None, noise_share: float = 0.25
+    ) -> list[dict[str, Any]]:
+        """The ``n`` held-out problems of :meth:`eval_rows`, in the same order, asked in the
+        held-out phrasing families, which the default model's training never uses: a measure of
+        how its reading generalises. Each row also names its ``family``."""
+        problems = self._heldout_sequence(n, random.Random(f"{self.seed}:heldout-rows"))
+        rng = random.Random(f"{self.seed}:unseen-phrasing-rows")
+        rows = []
+        for i, problem in enumerate(problems):
+            families = [f for f in HELD_OUT_FAMILIES if f.choices(problem.ops)]
+            family = families[(i // len(LEVELS)) % len(families)]
+            text = render(family, problem, rng)
+            text = add_noise(text, rng) if rng.random() < noise_share else text
+            row = self.make_row(problem, rng, f"arith-unseen-{i:05d}", question=text)
+            rows.append({**row, "family": family.name})
+        return rows
+
+    def _heldout_sequence(self, n: int | None, rng: random.Random) -> list[Problem]:
+        """Levels in turn, each level's held-out problems shuffled by ``rng`` and cycled."""
         n = DEFAULT_EVAL_ROWS if n is None else n
         if n < 0:
             raise ValueError(f"n must be >= 0, got {n}")
-        rng = random.Random(f"{self.seed}:heldout-rows")
         orders = {}
         for level in LEVELS:
             order = list(self.problems("heldout", level))
             rng.shuffle(order)
             orders[level] = order
-        rows = []
-        for i in range(n):
-            level = LEVELS[i % len(LEVELS)]
-            order = orders[level]
-            problem = order[(i // len(LEVELS)) % len(order)]
-            rows.append(self.make_row(problem, rng, f"arith-heldout-{i:05d}"))
-        return rows
+        return [
+            orders[LEVELS[i % len(LEVELS)]][(i // len(LEVELS)) % len(orders[LEVELS[i % 4]])]
+            for i in range(n)
+        ]
 
 
 def builtin_task(seed: int = 0) -> ArithmeticTask:

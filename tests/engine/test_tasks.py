@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -16,6 +17,14 @@ from engine.tasks.arithmetic import (
     column_steps,
     is_digit_fact,
     render_completion,
+)
+from engine.tasks.phrasings import (
+    BUILTIN,
+    FAMILIES,
+    FAMILY_NAMES,
+    HELD_OUT_FAMILIES,
+    HELD_OUT_FAMILY_NAMES,
+    render,
 )
 
 
@@ -135,3 +144,72 @@ def test_no_system_prompt_and_dataset():
     assert len(ds) == 12 and set(ds.column_names) >= {"prompt", "answer", "difficulty", "id"}
     with pytest.raises(ValueError, match="held_out_share"):
         ArithmeticTask(held_out_share=0.0)
+
+
+def _template_regex(template: str) -> re.Pattern[str]:
+    """A template as a regex whose fields match any text."""
+    parts = re.split(r"\{[^}]*\}", template)
+    return re.compile(".+?".join(re.escape(p) for p in parts), re.DOTALL)
+
+
+def _templates(family) -> list[str]:
+    return [t for ts in family.templates.values() for t in ts] + [*family.any_ops, *family.two_step]
+
+
+def test_every_family_asks_every_problem_shape_it_claims_with_all_numbers():
+    task = builtin_task()
+    rng = random.Random(0)
+    for family in (*FAMILIES, *HELD_OUT_FAMILIES):
+        for ops in {p.ops for lv in LEVELS for p in all_problems(lv)}:
+            if not family.choices(ops):
+                continue
+            problem = next(p for lv in LEVELS for p in task.problems("train", lv) if p.ops == ops)
+            for _ in range(20):
+                text = render(family, problem, rng)
+                assert "{" not in text and "}" not in text, text
+                assert all(str(n) in text for n in problem.numbers), text
+
+
+def test_training_questions_vary_in_structure_and_surface():
+    task = builtin_task()
+    rng = random.Random(1)
+    problems = [task.sample_problem(rng) for _ in range(600)]
+    questions = [task.question(p, rng) for p in problems]
+    assert len(set(questions)) > 550
+    for p, q in zip(problems, questions, strict=True):
+        assert all(str(n) in q for n in p.numbers), q
+    builtin = [
+        q for q in questions if any(_template_regex(t).fullmatch(q) for t in _templates(BUILTIN))
+    ]
+    assert 0.1 < len(builtin) / len(questions) < 0.3  # built-in 20%, before surface noise
+    assert any(q.startswith("What is ") and q.endswith("?") for q in questions)
+    assert any(q != q.strip() or q.isupper() or q.islower() for q in questions)
+    only_builtin = [task.question(p, rng, builtin_share=1.0, noise_share=0.0) for p in problems]
+    builtin_res = [_template_regex(t) for t in _templates(BUILTIN)]
+    assert all(any(r.fullmatch(q) for r in builtin_res) for q in only_builtin)
+
+
+def test_held_out_families_never_appear_in_the_training_stream():
+    assert not set(FAMILY_NAMES) & set(HELD_OUT_FAMILY_NAMES)
+    held = [_template_regex(t) for f in HELD_OUT_FAMILIES for t in _templates(f)]
+    task = builtin_task()
+    rng = random.Random(2)
+    for _ in range(3000):
+        q = task.question(task.sample_problem(rng), rng, noise_share=0.0)
+        assert not any(r.fullmatch(q) for r in held), q
+
+
+def test_unseen_phrasing_rows_are_held_out_problems_in_held_out_families():
+    task = builtin_task()
+    rows = task.unseen_phrasing_rows(80)
+    assert rows == task.unseen_phrasing_rows(80)
+    assert [r["difficulty"] for r in rows[:8]] == [1, 2, 3, 4, 1, 2, 3, 4]
+    assert {r["family"] for r in rows} == set(HELD_OUT_FAMILY_NAMES)
+    heldout = {p.key for lv in LEVELS for p in task.problems("heldout", lv)}
+    assert {r["key"] for r in rows} <= heldout
+    # Same problems as the built-in held-out rows, asked differently.
+    assert [r["key"] for r in rows] == [r["key"] for r in task.eval_rows(80)]
+    for r in rows:
+        assert str(eval(r["key"])) == r["answer"]
+        text = r["prompt"][-1]["content"]
+        assert all(n in text for n in r["key"].replace("-", "+").split("+")), text
