@@ -46,6 +46,11 @@ class Panel:
     note: str = ""
     exclude_suffixes: tuple[str, ...] = ()
     only_for: tuple[str, ...] = ()  # algorithms that log it; empty: every algorithm
+    note_for: tuple[str, ...] = ()  # algorithms the note is about; empty: every algorithm
+    right_axis: tuple[str, ...] = ()  # metrics drawn against a second y axis on the right
+
+    def note_shown_for(self, algorithm: str | None) -> bool:
+        return bool(self.note) and (not self.note_for or algorithm in self.note_for)
 
     def shown_for(self, algorithm: str | None) -> bool:
         return not self.only_for or algorithm in self.only_for
@@ -81,7 +86,12 @@ PANELS: tuple[Panel, ...] = (
         y_title="loss",
         note="A policy loss near 0 is normal in GRPO/RLOO: advantages are centred within each "
         "group, so the loss averages out. Watch the reward, not the loss.",
+        note_for=("grpo", "rloo"),
+        # PPO's value loss is often 100x its policy loss: one axis draws the policy loss flat.
+        right_axis=(m.LOSS_VALUE,),
     ),
+    Panel("grad_norm", "Gradient norm", names=(m.GRAD_NORM,), y_title="L2 norm"),
+    Panel("learning_rate", "Learning rate", names=(m.LEARNING_RATE,), y_title="learning rate"),
     Panel(
         "kl",
         "KL to the reference policy",
@@ -152,6 +162,7 @@ def changed_panels(changed: Iterable[str]) -> set[str]:
     return {p.key for p in PANELS if any(p.matches(n) for n in changed)}
 
 
+SINGLE_STEP_TICKS = 12  # up to this many steps, a tick on every step
 MAX_POINTS = 2000  # longer series are thinned for drawing (every k-th point, plus the last)
 
 Figure = dict[str, Any]  # a Plotly figure as plain JSON data: {"data": [...], "layout": {...}}
@@ -197,6 +208,18 @@ def _empty_note(text: str) -> dict:
     }
 
 
+def step_axis(last_step: int) -> dict:
+    """Whole-step ticks: one per step while there are few, else Plotly's own integer spacing."""
+    axis: dict[str, Any] = {"tickformat": "d"}
+    if last_step <= SINGLE_STEP_TICKS:
+        axis.update(tick0=0, dtick=1)
+    return axis
+
+
+def _last_step(series: Iterable[Series]) -> int:
+    return max((s.steps[-1] for s in series if s.steps), default=0)
+
+
 def _line(name: str, s: Series, color: str, width: float) -> dict:
     steps, values = thin(s.steps, s.values)
     return {
@@ -216,11 +239,25 @@ def _label(name: str) -> str:
 
 def panel_figure(panel: Panel, series: Mapping[str, Series]) -> Figure:
     """The figure of one panel; an empty panel says what it is waiting for."""
+    names = panel.select(series)
     data = [
         _line(_label(name), series[name], PALETTE[i % len(PALETTE)], 3 if i == 0 else 1.8)
-        for i, name in enumerate(panel.select(series))
+        for i, name in enumerate(names)
     ]
     layout = _layout(f"{panel.title} (by step)", panel.y_title, x_title="")
+    layout["xaxis"].update(step_axis(_last_step(series[n] for n in names)))
+    right = [i for i, name in enumerate(names) if name in panel.right_axis]
+    if right and len(right) < len(names):
+        for i in right:
+            data[i]["yaxis"] = "y2"
+        layout["yaxis"]["title"] = {"text": _label(names[0])}
+        layout["yaxis2"] = {
+            "title": {"text": ", ".join(_label(names[i]) for i in right)},
+            "overlaying": "y",
+            "side": "right",
+            "showgrid": False,
+            "automargin": True,
+        }
     if not data:
         layout["annotations"] = [_empty_note("no points yet")]
     return {"data": data, "layout": layout}
@@ -236,6 +273,7 @@ def overlay_figure(
         for i, (run_id, s) in enumerate(runs.items())
     ]
     layout = _layout(metric, _label(metric), height=420)
+    layout["xaxis"].update(step_axis(_last_step(runs.values())))
     if not data:
         layout["annotations"] = [_empty_note("pick runs and a metric")]
     return {"data": data, "layout": layout}

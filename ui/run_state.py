@@ -70,6 +70,8 @@ class RunView:
         status: the run status last shown.
         last_step: the run's last step last shown.
         list_key: :meth:`RunsSnapshot.list_key` of the run list last shown.
+        newest_sample_step: the newest step with samples last offered in the step picker; a
+            picker left on it follows the next newest step.
     """
 
     run_id: str | None = None
@@ -81,6 +83,7 @@ class RunView:
     last_step: int = -1
     list_key: tuple | None = None
     max_log_lines: int = 500
+    newest_sample_step: int | None = None
 
     def select(self, run_id: str | None) -> None:
         """Show another run: forget the points and cursors of the previous one."""
@@ -91,6 +94,16 @@ class RunView:
         self.log_lines = []
         self.status = None
         self.last_step = -1
+        self.newest_sample_step = None
+
+    def sample_step_to_show(self, steps: list[int], current: Any) -> int | None:
+        """The step the samples picker shows among ``steps``: the one the user picked if it is
+        one of them and not the newest offered before, else the newest (so the picker follows
+        training, and a step of another run never stays selected)."""
+        newest = steps[-1] if steps else None
+        following = current is None or current == self.newest_sample_step
+        self.newest_sample_step = newest
+        return current if current in steps and not following else newest
 
     def needs_metrics(self, progress: RunProgress | None) -> bool:
         """True when the database holds metric rows of the run this view has not read."""

@@ -62,7 +62,8 @@ class RunsParts:
     token: gr.Textbox
     push: gr.Button
     plots: dict[str, gr.Plot]  # panel key -> chart
-    panel_columns: dict[str, gr.Column]  # panel key -> column, for panels of some algorithms
+    panel_columns: dict[str, gr.Column]  # panel key -> column, shown once it has points
+    panel_notes: dict[str, gr.Markdown]  # panel key -> note, shown for the algorithms it is about
     step_select: gr.Dropdown
     samples: gr.Dataframe
     logs: gr.Code
@@ -84,6 +85,7 @@ class RunsParts:
             self.resume,
             self.delete,
             *self.panel_columns.values(),
+            *self.panel_notes.values(),
         ]
 
 
@@ -123,14 +125,15 @@ def poll_updates(
         )
     for key, figure in update.figures.items():
         out[parts.plots[key]] = plot_value(figure)
+        # An empty chart says nothing: panels appear with their first point.
+        out[parts.panel_columns[key]] = gr.Column(visible=bool(figure["data"]))
     if update.sample_steps is not None:
-        keep = current_step if current_step in update.sample_steps else None
-        latest = update.sample_steps[-1] if update.sample_steps else None
-        out[parts.step_select] = gr.Dropdown(choices=update.sample_steps, value=keep or latest)
+        shown = state.sample_step_to_show(update.sample_steps, current_step)
+        out[parts.step_select] = gr.Dropdown(choices=update.sample_steps, value=shown)
     out.update(action_buttons(parts, update.status))
     if update.algorithm is not None:
-        for key, column in parts.panel_columns.items():
-            out[column] = gr.Column(visible=_PANELS[key].shown_for(update.algorithm))
+        for key, note in parts.panel_notes.items():
+            out[note] = gr.Markdown(visible=_PANELS[key].note_shown_for(update.algorithm))
     return out
 
 
@@ -194,33 +197,46 @@ def _build_header() -> dict[str, Any]:
     )
 
 
-def _build_charts() -> tuple[dict[str, gr.Plot], dict[str, gr.Column]]:
-    """One chart per panel, three to a row; the columns of panels that only some algorithms
-    log, to show or hide when the selection changes."""
+def _build_charts() -> tuple[dict[str, gr.Plot], dict[str, gr.Column], dict[str, gr.Markdown]]:
+    """One chart per panel, three to a row, each hidden until it has points; the notes under
+    charts, shown for the algorithms they are about."""
     plots: dict[str, gr.Plot] = {}
     columns: dict[str, gr.Column] = {}
+    notes: dict[str, gr.Markdown] = {}
     panels = list(charts.PANELS)
     for start in range(0, len(panels), 3):
         with gr.Row():
             for panel in panels[start : start + 3]:
-                with gr.Column(min_width=300, visible=panel.shown_for(None)) as column:
-                    if panel.only_for:
-                        columns[panel.key] = column
+                with gr.Column(min_width=300, visible=False) as column:
+                    columns[panel.key] = column
                     plots[panel.key] = gr.Plot(
                         show_label=False, elem_id=f"chart-{panel.key}", elem_classes="run-chart"
                     )
                     if panel.note:
-                        gr.Markdown(f"<small>{panel.note}</small>")
-    return plots, columns
+                        notes[panel.key] = gr.Markdown(
+                            f"<small>{panel.note}</small>",
+                            visible=panel.note_shown_for(None),
+                            elem_id=f"chart-note-{panel.key}",
+                        )
+    return plots, columns, notes
 
 
 def build_runs_parts() -> RunsParts:
     """Every part of the Runs tab, laid out; nothing wired yet."""
     view = gr.State(RunView())
     header = _build_header()
-    plots, panel_columns = _build_charts()
+    plots, panel_columns, panel_notes = _build_charts()
     with gr.Accordion("Samples by step, with each component's score", open=True):
-        step_select = gr.Dropdown(label="Step", choices=[], value=None, elem_id="sample-step")
+        # A tick or a change event may still carry the previous run's step after the choices
+        # moved on: the handlers take any value (and show nothing for a step that is not there)
+        # instead of Gradio refusing it with an error toast.
+        step_select = gr.Dropdown(
+            label="Step",
+            choices=[],
+            value=None,
+            elem_id="sample-step",
+            allow_custom_value=True,
+        )
         samples = gr.Dataframe(
             value=[],
             headers=["prompt", "completion", "total"],
@@ -237,6 +253,7 @@ def build_runs_parts() -> RunsParts:
         **header,
         plots=plots,
         panel_columns=panel_columns,
+        panel_notes=panel_notes,
         step_select=step_select,
         samples=samples,
         logs=logs,
@@ -283,7 +300,20 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         row = evt.row_value if getattr(evt, "row_value", None) else None
         return row[0] if row else gr.skip()
 
-    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private")
+    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private").then(
+        clear_action_output, outputs=[parts.download, parts.action_md], api_visibility="private"
+    )
+    # The previous run's download and action message do not belong to the run now open.
+    parts.run_select.input(
+        clear_action_output,
+        outputs=[parts.download, parts.action_md],
+        api_visibility="private",
+        show_progress="hidden",
+    )
+
+
+def clear_action_output() -> tuple[gr.File, str]:
+    return gr.File(value=None, visible=False), ""
 
 
 def _wire_samples(ctx: AppContext, parts: RunsParts) -> None:

@@ -139,9 +139,11 @@ def test_a_model_that_is_not_there_is_refused_on_its_field(page: Page, live_app)
     assert run_count() == before
 
 
-def record_run(data_dir, name, *, steps, failed=False):
-    """A run written straight to the app's storage, as a worker would leave it."""
+def record_run(data_dir, name, *, steps, failed=False, samples=False, algorithm="grpo"):
+    """A run written straight to the app's storage, as a worker would leave it (``samples``:
+    one sample at every step)."""
     from storage import runs as run_store
+    from storage import samples as sample_store
     from storage.db import Database
     from storage.metrics import MetricWriter
     from storage.paths import db_path
@@ -150,7 +152,7 @@ def record_run(data_dir, name, *, steps, failed=False):
     with Database(db_path(data_dir)) as db:
         run = run_store.create_run(
             db,
-            algorithm="grpo",
+            algorithm=algorithm,
             name=name,
             config={"training": {"steps": steps}},
             total_steps=steps,
@@ -159,6 +161,8 @@ def record_run(data_dir, name, *, steps, failed=False):
         with MetricWriter(db, run.id) as writer:
             for step in range(1, steps + 1):
                 writer.log(step, {"reward/total": step / 10})
+        for step in range(1, steps + 1) if samples else ():
+            sample_store.add_samples(db, run.id, step, [{"prompt": f"q{step}", "completion": "a"}])
         if failed:
             run_store.set_status(
                 db,
@@ -176,12 +180,45 @@ def test_a_failed_run_shows_its_error_in_the_run_view(page: Page, live_app):
     run_id = record_run(live_app.data_dir, "broken run", steps=2, failed=True)
     page.goto(f"{live_app.url}?run={run_id}")
     page.wait_for_selector("#main-tabs")
-    open_tab(page, "Runs")
+    # A run link opens on the Runs tab, not on Design.
+    expect(page.get_by_role("tab", name="Runs", exact=True)).to_have_attribute(
+        "aria-selected", "true"
+    )
     expect(page.locator("#run-status")).to_contain_text("failed")
     expect(page.locator("#run-status")).to_contain_text("the prompt column is empty")
     expect(page.locator("#run-error")).to_contain_text("Traceback")
     expect(page.locator("#run-resume button, button#run-resume").first).to_be_enabled()
     expect(page.locator("#run-stop button, button#run-stop").first).to_be_disabled()
+
+
+def pick_run(page: Page, name: str) -> None:
+    page.locator("#run-select input").click()
+    page.get_by_role("option", name=re.compile(re.escape(name))).click()
+
+
+def test_switching_runs_leaves_nothing_of_the_previous_one(page: Page, live_app):
+    long_id = record_run(live_app.data_dir, "long samples", steps=6, samples=True)
+    record_run(live_app.data_dir, "short failed", steps=2, failed=True, samples=True)
+    page.goto(f"{live_app.url}?run={long_id}")
+    page.wait_for_selector("#main-tabs")
+    open_tab(page, "Runs")
+    step = page.locator("#sample-step input")
+    expect(step).to_have_value("6")  # the newest step, not the first
+    expect(page.locator("#run-samples")).to_contain_text("q6")
+    page.locator("button#run-config").click()  # a message that belongs to this run
+    expect(page.locator("#run-action-message")).to_contain_text("no output folder")
+    pick_run(page, "short failed")
+    expect(page.locator("#run-status")).to_contain_text("short failed")
+    expect(step).to_have_value("2")
+    expect(page.locator("#run-samples")).to_contain_text("q2")
+    expect(page.locator("#run-action-message")).not_to_contain_text("no output folder")
+    time.sleep(3)  # ticks that still carry step 6 of the other run
+    expect(page.locator(".toast-body")).to_have_count(0)
+    assert "not in the list of choices" not in live_app.log()
+    # Only charts with points are drawn: a failed run has no row of empty panels.
+    expect(page.locator("#chart-reward")).to_be_visible()
+    expect(page.locator("#chart-loss")).to_be_hidden()
+    expect(page.locator("#chart-kl")).to_be_hidden()
 
 
 def test_deleting_a_run_removes_it_from_the_list(page: Page, live_app):
@@ -197,10 +234,10 @@ def test_deleting_a_run_removes_it_from_the_list(page: Page, live_app):
 
 
 def test_compare_overlays_runs_and_diffs_their_configs(page: Page, live_app):
+    # Runs recorded after the page loaded: opening the tab lists them, no Refresh needed.
     record_run(live_app.data_dir, "short one", steps=2)
     record_run(live_app.data_dir, "long one", steps=4)
     open_tab(page, "Compare")
-    page.get_by_role("button", name="Refresh").click()
     box = page.locator("#compare-runs input")
     for name in ("short one", "long one"):
         box.click()

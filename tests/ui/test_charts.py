@@ -74,3 +74,18 @@ def test_contributions_stack_relative_with_totals():
     assert fig["layout"]["barmode"] == "relative"
     assert fig["data"][0]["y"] == [1.0, 0.0]  # not scored draws no bar
     assert fig["data"][-1]["name"] == "total"
+
+
+def test_step_ticks_are_whole_steps():
+    loss = next(p for p in charts.PANELS if p.key == "loss")
+    few = charts.panel_figure(loss, {"loss/policy": Series([1, 2, 3], [0.1, 0.2, 0.3])})
+    assert few["layout"]["xaxis"]["dtick"] == 1 and few["layout"]["xaxis"]["tickformat"] == "d"
+    many = charts.panel_figure(loss, {"loss/policy": Series(list(range(1, 101)), [0.0] * 100)})
+    assert "dtick" not in many["layout"]["xaxis"] and many["layout"]["xaxis"]["tickformat"] == "d"
+
+
+def test_grad_norm_and_learning_rate_have_panels():
+    assert charts.changed_panels(["train/grad_norm", "train/learning_rate"]) == {
+        "grad_norm",
+        "learning_rate",
+    }

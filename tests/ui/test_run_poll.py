@@ -170,3 +170,40 @@ def test_each_change_goes_to_its_own_component(db, parts):
     assert updates[parts.run_select].value == rid
     ppo_only = [key for key, p in {p.key: p for p in PANELS}.items() if p.only_for == ("ppo",)]
     assert ppo_only and all(not updates[parts.panel_columns[k]].visible for k in ppo_only)
+
+
+def test_the_samples_picker_follows_the_newest_step_and_drops_another_runs_step(db, parts):
+    from ui.runs import poll_updates
+
+    rid = make_run(db)
+    other = make_run(db, "grpo-bbbb2222")
+    for step in (1, 2):
+        sample_store.add_samples(db, rid, step, [{"prompt": "p", "completion": "c"}])
+    sample_store.add_samples(db, other, 7, [{"prompt": "p", "completion": "c"}])
+    view = RunView()
+    shown = poll_updates(parts, view, poll(db, view, rid), None)[parts.step_select].value
+    assert shown == 2
+    sample_store.add_samples(db, rid, 3, [{"prompt": "p", "completion": "c"}])
+    log_step(db, rid, 3, {"reward/total": 1.0})
+    shown = poll_updates(parts, view, poll(db, view, rid), shown)[parts.step_select].value
+    assert shown == 3  # it was on the newest step: it follows
+    log_step(db, rid, 4, {"reward/total": 1.0})
+    assert poll_updates(parts, view, poll(db, view, rid), 1)[parts.step_select].value == 1
+    # Step 3 of the first run is not a step of the other one.
+    assert poll_updates(parts, view, poll(db, view, other), 3)[parts.step_select].value == 7
+
+
+def test_empty_panels_are_hidden_and_grpo_notes_are_not_shown_for_ppo(db, parts):
+    from ui.runs import poll_updates
+
+    rid = "ppo-cccc3333"
+    run_store.create_run(db, run_id=rid, algorithm="ppo", config={}, status=RunStatus.RUNNING)
+    log_step(db, rid, 1, {"loss/policy": 0.01, "loss/value": 3.0})
+    view = RunView()
+    updates = poll_updates(parts, view, poll(db, view, rid), None)
+    assert updates[parts.panel_columns["loss"]].visible
+    assert not updates[parts.panel_columns["reward"]].visible
+    assert not updates[parts.panel_notes["loss"]].visible  # the note is about GRPO/RLOO
+    figure = poll(db, RunView(), rid).figures["loss"]
+    assert [t.get("yaxis") for t in figure["data"]] == [None, "y2"]
+    assert figure["layout"]["yaxis2"]["overlaying"] == "y"
