@@ -64,8 +64,8 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 train = build_train(ctx, design)
             with gr.Tab("Runs", id="runs", elem_id="tab-runs"):
                 runs = build_runs(ctx)
-            with gr.Tab("Compare", id="compare", elem_id="tab-compare"):
-                compare = build_compare(ctx)
+            with gr.Tab("Compare", id="compare", elem_id="tab-compare") as compare_tab:
+                compare = build_compare(ctx, compare_tab)
 
         # "Start training" takes the user to the new run.
         def to_new_run(run_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None):
@@ -82,11 +82,13 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         def on_load(request: gr.Request, profile: gr.OAuthProfile | None = None):
             requested = request.query_params.get("run") if request is not None else None
             choices, pick = initial_selection(ctx, viewer_for(request, profile), requested)
-            return gr.Dropdown(choices=choices, value=pick), gr.Dropdown(choices=choices)
+            # A link to one of the viewer's runs opens on that run's view.
+            tab = gr.Tabs(selected="runs") if requested and pick == requested else gr.Tabs()
+            return gr.Dropdown(choices=choices, value=pick), gr.Dropdown(choices=choices), tab
 
         demo.load(
             on_load,
-            outputs=[runs.run_select, compare.runs_box],
+            outputs=[runs.run_select, compare.runs_box, tabs],
             api_visibility="private",
         )
         build_api(ctx)

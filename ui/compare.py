@@ -84,13 +84,19 @@ class CompareHandles:
     runs_box: gr.Dropdown
 
 
-def build_compare(ctx: AppContext) -> CompareHandles:
+def build_compare(ctx: AppContext, tab: gr.Tab | None = None) -> CompareHandles:
+    """The Compare tab; ``tab`` (its ``gr.Tab``) refreshes the run picker whenever it is opened,
+    so runs started after the page loaded are there to pick."""
     with gr.Row():
         runs_box = gr.Dropdown(
             label="Runs", choices=[], multiselect=True, elem_id="compare-runs", scale=3
         )
         metric_box = gr.Dropdown(label="Metric", choices=[], elem_id="compare-metric", scale=2)
         refresh = gr.Button("Refresh", size="sm", scale=0)
+    gr.Markdown(
+        "<small>The run list is read when this tab opens; Refresh reads it again.</small>",
+        elem_id="compare-hint",
+    )
     plot = gr.Plot(show_label=False, elem_id="compare-chart")
     gr.Markdown("#### Config fields that differ")
     diff = gr.Dataframe(
@@ -125,4 +131,6 @@ def build_compare(ctx: AppContext) -> CompareHandles:
         outputs=[plot, metric_box, diff],
         api_visibility="private",
     )
+    if tab is not None:
+        tab.select(refresh_runs, inputs=runs_box, outputs=runs_box, api_visibility="private")
     return CompareHandles(runs_box=runs_box)
