@@ -19,7 +19,8 @@ from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.runs import RunInfo
-from ui import charts, hints, messages
+from storage.schema import RunStatus
+from ui import charts, hints, messages, run_progress
 from ui.run_state import RunsSnapshot, RunView
 
 RUN_COLUMNS = ["run", "name", "status", "step", "started", "duration"]
@@ -41,13 +42,21 @@ class RunsUpdate:
     figures: dict[str, charts.Figure] = field(default_factory=dict)
     logs: str | None = None
     sample_steps: list[int] | None = None
+    progress_html: str | None = None  # bar, ETA and phase, or the summary of an ended run
 
     @property
     def empty(self) -> bool:
         return (
             all(
                 v is None
-                for v in (self.runs_table, self.status_md, self.error, self.logs, self.sample_steps)
+                for v in (
+                    self.runs_table,
+                    self.status_md,
+                    self.error,
+                    self.logs,
+                    self.sample_steps,
+                    self.progress_html,
+                )
             )
             and not self.figures
         )
@@ -102,15 +111,20 @@ def default_selection(runs: list[RunInfo]) -> str | None:
     return None if pick is None else pick.id
 
 
-def status_markdown(run: RunInfo | None) -> str:
+def status_markdown(run: RunInfo | None, stopping: bool = False) -> str:
+    """The run's name, status (``stopping…`` between a stop request and the stop), algorithm,
+    step and id, with what the status means."""
     if run is None:
         return "No run selected. Start one in the **Train** tab, or pick one from the list."
+    stopping = stopping and run.status == RunStatus.RUNNING
     lines = [
         f"### {run.name}",
-        f"**{run.status}** · {run.algorithm.upper()} · step {step_text(run)} · id `{run.id}`"
+        f"**{'stopping…' if stopping else run.status}** · {run.algorithm.upper()} · "
+        f"step {step_text(run)} · id `{run.id}`"
         + (f" · attempt {run.attempt}" if run.attempt > 1 else ""),
     ]
-    hint = hints.status_hint(str(run.status))
+    # A running run's phase is shown under the progress bar instead of a generic "Training".
+    hint = "" if run.status == RunStatus.RUNNING else hints.status_hint(str(run.status))
     if hint:
         lines.append(f"<small>{hint}</small>")
     if run.error_message:
@@ -174,6 +188,7 @@ def poll(
             update.figures = all_figures(view)
             update.logs = ""
             update.sample_steps = []
+            update.progress_html = ""
         return update
 
     changed: set[str] = set()
@@ -183,13 +198,13 @@ def poll(
         if len(points) < METRIC_PAGE:
             break
     progressed = view.progress_changed(progress)
+    run: RunInfo | None = None
     if force or progressed or changed:
         run = run_store.get_run(db, view.run_id, owner=owner)
         view.mark_shown(progress)
         update.status = "" if run is None else str(run.status)
         if force and run is not None:
             update.algorithm = run.algorithm
-        update.status_md = status_markdown(run)
         update.error = error_text(run)
         update.hints_md = hints_markdown(run, view)
         if force:
@@ -199,11 +214,20 @@ def poll(
             update.figures = {
                 p.key: charts.panel_figure(p, view.series) for p in charts.PANELS if p.key in keys
             }
+        update.sample_steps = sample_store.sample_steps(db, view.run_id)
+    got = False
+    if run is not None or progress.status in (RunStatus.QUEUED, RunStatus.RUNNING):
+        # An active run's log says what it is doing (the phase) even between steps.
         lines, log_cursor = log_store.logs_since(db, view.run_id, view.log_cursor, limit=LOG_PAGE)
         got = view.absorb_logs(
             (f"{_when(e.time)} {e.level:<7} {e.message}" for e in lines), log_cursor
         )
         if got or force:
             update.logs = "\n".join(view.log_lines)
-        update.sample_steps = sample_store.sample_steps(db, view.run_id)
+    if run is not None or got:
+        run = run or run_store.get_run(db, view.run_id, owner=owner)
+        asked = view.stop_asked == view.run_id
+        update.progress_html = run_progress.progress_html(run, view, asked)
+        stopping = asked or run_progress.phase(run, view.log_lines) == run_progress.STOPPING
+        update.status_md = status_markdown(run, stopping)
     return update

@@ -84,6 +84,7 @@ class RunView:
     list_key: tuple | None = None
     max_log_lines: int = 500
     newest_sample_step: int | None = None
+    stop_asked: str | None = None  # the run this session asked to stop, until it has stopped
 
     def select(self, run_id: str | None) -> None:
         """Show another run: forget the points and cursors of the previous one."""

@@ -24,6 +24,7 @@ from ui.identity import Viewer, viewer_for
 from ui.messages import escape, ok, warn
 from ui.named import Updates, Values
 from ui.plots import plot_value
+from ui.run_deletes import PendingDeletes
 from ui.run_poll import RUN_COLUMNS, RunsUpdate, default_selection, poll, run_choices
 from ui.run_state import RunView
 
@@ -48,6 +49,7 @@ class RunsParts:
     run_select: gr.Dropdown
     table: gr.Dataframe
     status_md: gr.Markdown
+    progress: gr.HTML  # step N of M, ETA and phase; the summary card once the run ended
     stop: gr.Button
     resume: gr.Button
     delete: gr.Button
@@ -55,6 +57,11 @@ class RunsParts:
     checkpoint: gr.Button
     data: gr.Button
     action_md: gr.Markdown
+    confirm_row: gr.Row  # "Delete for good?" with its two buttons
+    confirm_delete: gr.Button
+    cancel_delete: gr.Button
+    undo_delete: gr.Button
+    pending_delete: gr.State  # the run whose delete waits in its undo window
     download: gr.File
     error_box: gr.Code
     hints_md: gr.Markdown
@@ -76,6 +83,7 @@ class RunsParts:
             self.table,
             self.run_select,
             self.status_md,
+            self.progress,
             self.error_box,
             self.hints_md,
             *self.plots.values(),
@@ -111,6 +119,7 @@ def poll_updates(
     for comp, value in (
         (parts.table, update.runs_table),
         (parts.status_md, update.status_md),
+        (parts.progress, update.progress_html),
         (parts.hints_md, update.hints_md),
         (parts.logs, update.logs),
     ):
@@ -156,6 +165,7 @@ def _build_header() -> dict[str, Any]:
             )
         with gr.Column(scale=1, min_width=420):
             status_md = gr.Markdown(elem_id="run-status")
+            progress = gr.HTML(elem_id="run-progress")
             with gr.Row():
                 stop = gr.Button("Stop", variant="stop", size="sm", elem_id="run-stop")
                 resume = gr.Button("Resume", size="sm", elem_id="run-resume")
@@ -164,6 +174,15 @@ def _build_header() -> dict[str, Any]:
                 checkpoint = gr.Button("Checkpoint (zip)", size="sm")
                 data = gr.Button("Metrics & samples (zip)", size="sm", elem_id="run-data")
             action_md = gr.Markdown(elem_id="run-action-message")
+            with gr.Row(visible=False) as confirm_row:
+                confirm_delete = gr.Button(
+                    "Delete for good", variant="stop", size="sm", elem_id="run-delete-confirm"
+                )
+                cancel_delete = gr.Button("Keep it", size="sm", elem_id="run-delete-cancel")
+            undo_delete = gr.Button(
+                "Undo delete", size="sm", visible=False, elem_id="run-delete-undo"
+            )
+            pending_delete = gr.State(None)
             download = gr.File(label="Download", visible=False, interactive=False)
             error_box = gr.Code(
                 label="Error and traceback",
@@ -181,6 +200,7 @@ def _build_header() -> dict[str, Any]:
         run_select=run_select,
         table=table,
         status_md=status_md,
+        progress=progress,
         stop=stop,
         resume=resume,
         delete=delete,
@@ -188,6 +208,11 @@ def _build_header() -> dict[str, Any]:
         checkpoint=checkpoint,
         data=data,
         action_md=action_md,
+        confirm_row=confirm_row,
+        confirm_delete=confirm_delete,
+        cancel_delete=cancel_delete,
+        undo_delete=undo_delete,
+        pending_delete=pending_delete,
         download=download,
         error_box=error_box,
         hints_md=hints_md,
@@ -300,20 +325,19 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         row = evt.row_value if getattr(evt, "row_value", None) else None
         return row[0] if row else gr.skip()
 
+    # The previous run's download, action message and delete question do not belong to the
+    # run now open (a confirm after switching would delete the wrong run).
+    cleared = [parts.download, parts.action_md, parts.confirm_row]
     parts.table.select(on_row, outputs=parts.run_select, api_visibility="private").then(
-        clear_action_output, outputs=[parts.download, parts.action_md], api_visibility="private"
+        clear_action_output, outputs=cleared, api_visibility="private"
     )
-    # The previous run's download and action message do not belong to the run now open.
     parts.run_select.input(
-        clear_action_output,
-        outputs=[parts.download, parts.action_md],
-        api_visibility="private",
-        show_progress="hidden",
+        clear_action_output, outputs=cleared, api_visibility="private", show_progress="hidden"
     )
 
 
-def clear_action_output() -> tuple[gr.File, str]:
-    return gr.File(value=None, visible=False), ""
+def clear_action_output() -> tuple[gr.File, str, gr.Row]:
+    return gr.File(value=None, visible=False), "", gr.Row(visible=False)
 
 
 def _wire_samples(ctx: AppContext, parts: RunsParts) -> None:
@@ -355,14 +379,34 @@ def _wire_actions(ctx: AppContext, parts: RunsParts) -> None:
 
         return handler
 
-    for button, fn in (
-        (parts.stop, run_actions.stop_run),
-        (parts.resume, run_actions.resume_run),
-        (parts.delete, run_actions.delete_run),
+    parts.resume.click(
+        act(run_actions.resume_run),
+        inputs=parts.run_select,
+        outputs=parts.action_md,
+        api_visibility="private",
+    )
+
+    def stop(
+        run_id: str | None,
+        view: RunView,
+        request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
     ):
-        button.click(
-            act(fn), inputs=parts.run_select, outputs=parts.action_md, api_visibility="private"
-        )
+        viewer = viewer_for(request, profile)
+        try:
+            message = run_actions.stop_run(ctx.db, ctx.launcher, viewer, run_id)
+        except run_actions.RunActionError as exc:
+            return warn(escape(exc))
+        view.stop_asked = run_id  # shown as "stopping…" until the worker has stopped
+        return ok(escape(message))
+
+    parts.stop.click(
+        stop,
+        inputs=[parts.run_select, parts.view],
+        outputs=parts.action_md,
+        api_visibility="private",
+    )
+    _wire_delete(ctx, parts)
 
     def download_with(fn):
         def handler(
@@ -406,6 +450,66 @@ def _wire_actions(ctx: AppContext, parts: RunsParts) -> None:
         push,
         inputs=[parts.run_select, parts.repo, parts.token],
         outputs=[parts.action_md, parts.token],
+        api_visibility="private",
+    )
+
+
+def _wire_delete(ctx: AppContext, parts: RunsParts) -> None:
+    """Delete asks first, then waits out an undo window (``ui.run_deletes``) before the run and
+    its files are removed."""
+    pending = PendingDeletes()
+    hidden = gr.Row(visible=False)
+
+    def ask(run_id: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None):
+        try:
+            run = run_actions.owned_run(ctx.db, viewer_for(request, profile), run_id)
+        except run_actions.RunActionError as exc:
+            return warn(escape(exc)), hidden
+        question = (
+            f"Delete **{escape(run.name)}** (`{escape(run.id)}`) with its metrics, samples, "
+            f"logs and checkpoints? You can undo it for {pending.window_s:.0f} s."
+        )
+        return warn(question), gr.Row(visible=True)
+
+    def confirm(run_id: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None):
+        viewer = viewer_for(request, profile)
+        try:
+            run = run_actions.owned_run(ctx.db, viewer, run_id)
+            run_actions.check_deletable(run)
+        except run_actions.RunActionError as exc:
+            return warn(escape(exc)), hidden, gr.Button(visible=False), None
+        pending.schedule(
+            run.id, lambda: run_actions.delete_run(ctx.db, ctx.launcher, viewer, run.id)
+        )
+        message = f"Deleting {run.id} in {pending.window_s:.0f} s. Undo keeps it."
+        return ok(escape(message)), hidden, gr.Button(visible=True), run.id
+
+    def undo(run_id: str | None):
+        if pending.cancel(run_id):
+            message = ok(escape(f"Kept {run_id}: the delete was undone."))
+        else:
+            message = warn("Too late to undo: the run is already deleted.")
+        return message, gr.Button(visible=False), None
+
+    parts.delete.click(
+        ask,
+        inputs=parts.run_select,
+        outputs=[parts.action_md, parts.confirm_row],
+        api_visibility="private",
+    )
+    parts.cancel_delete.click(
+        lambda: ("", hidden), outputs=[parts.action_md, parts.confirm_row], api_visibility="private"
+    )
+    parts.confirm_delete.click(
+        confirm,
+        inputs=parts.run_select,
+        outputs=[parts.action_md, parts.confirm_row, parts.undo_delete, parts.pending_delete],
+        api_visibility="private",
+    )
+    parts.undo_delete.click(
+        undo,
+        inputs=parts.pending_delete,
+        outputs=[parts.action_md, parts.undo_delete, parts.pending_delete],
         api_visibility="private",
     )
 

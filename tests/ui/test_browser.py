@@ -187,6 +187,7 @@ def test_a_failed_run_shows_its_error_in_the_run_view(page: Page, live_app):
     expect(page.locator("#run-status")).to_contain_text("failed")
     expect(page.locator("#run-status")).to_contain_text("the prompt column is empty")
     expect(page.locator("#run-error")).to_contain_text("Traceback")
+    expect(page.locator("#run-summary")).to_contain_text("failed at step 2 of 2")
     expect(page.locator("#run-resume button, button#run-resume").first).to_be_enabled()
     expect(page.locator("#run-stop button, button#run-stop").first).to_be_disabled()
 
@@ -227,9 +228,22 @@ def test_deleting_a_run_removes_it_from_the_list(page: Page, live_app):
     page.wait_for_selector("#main-tabs")
     open_tab(page, "Runs")
     expect(page.locator("#runs-table")).to_contain_text(run_id)
+    page.locator("button#run-delete").click()  # asks first
+    expect(page.locator("#run-action-message")).to_contain_text("You can undo it")
+    page.locator("button#run-delete-cancel").click()
+    expect(page.locator("button#run-delete-confirm")).to_be_hidden()
+    # Confirmed then undone inside the window: the run stays, with its data.
     page.locator("button#run-delete").click()
-    expect(page.locator("#run-action-message")).to_contain_text(f"Deleted {run_id}")
-    expect(page.locator("#runs-table")).not_to_contain_text(run_id)
+    page.locator("button#run-delete-confirm").click()
+    expect(page.locator("#run-action-message")).to_contain_text(f"Deleting {run_id} in")
+    page.locator("button#run-delete-undo").click()
+    expect(page.locator("#run-action-message")).to_contain_text(f"Kept {run_id}")
+    time.sleep(12)  # past the undo window
+    expect(page.locator("#runs-table")).to_contain_text(run_id)
+    # Confirmed and left alone: gone when the window ends.
+    page.locator("button#run-delete").click()
+    page.locator("button#run-delete-confirm").click()
+    expect(page.locator("#runs-table")).not_to_contain_text(run_id, timeout=40_000)
     expect(page.locator("#run-status")).to_contain_text("No run selected")
 
 
@@ -313,10 +327,14 @@ def test_a_three_step_grpo_run_streams_live_and_survives_a_reload(page: Page, br
     run_id = re.search(r"id (\S+)", status.inner_text()).group(1)
 
     seen: list[int] = []
+    phases: set[str] = set()
     deadline = time.monotonic() + 420
     while time.monotonic() < deadline:
         points = chart_points(page, "chart-reward")
         seen.append(points[0] if points else 0)
+        progress = page.locator("#run-progress").inner_text()
+        if "of 3" in progress:
+            phases.add(progress.splitlines()[-1])
         text = status.inner_text()
         if "completed" in text or "failed" in text:
             break
@@ -327,6 +345,9 @@ def test_a_three_step_grpo_run_streams_live_and_survives_a_reload(page: Page, br
     assert chart_points(page, "chart-reward")[0] == 3
     assert len(set(seen)) >= 2 and seen == sorted(seen), f"points grew live: {seen}"
     assert chart_points(page, "chart-eval")  # held-out accuracy before and after
+    assert any("held-out" in p or "Training" in p for p in phases), phases
+    expect(page.locator("#run-summary")).to_contain_text("completed at step 3 of 3")
+    expect(page.locator("#run-summary")).to_contain_text("held-out accuracy")
     expect(rows(page, "run-samples").first).to_be_visible()
 
     # A reload re-attaches: the run is listed, selected, and its charts are drawn again.

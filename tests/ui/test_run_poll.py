@@ -207,3 +207,19 @@ def test_empty_panels_are_hidden_and_grpo_notes_are_not_shown_for_ppo(db, parts)
     figure = poll(db, RunView(), rid).figures["loss"]
     assert [t.get("yaxis") for t in figure["data"]] == [None, "y2"]
     assert figure["layout"]["yaxis2"]["overlaying"] == "y"
+
+
+def test_a_run_asked_to_stop_reads_stopping_with_its_phase_until_it_stops(db):
+    rid = make_run(db)
+    log_store.append_logs(db, rid, [(1.0, "INFO", "Loading model x")])
+    view = RunView()
+    update = poll(db, view, rid)
+    assert "**running**" in update.status_md and "Loading the model" in update.progress_html
+    assert "step 0 of 3" in update.progress_html
+    view.stop_asked = rid
+    log_step(db, rid, 1, {"reward/total": 1.0})
+    update = poll(db, view, rid)
+    assert "**stopping…**" in update.status_md and "Stopping" in update.progress_html
+    run_store.set_status(db, rid, RunStatus.STOPPED)
+    update = poll(db, view, rid)
+    assert "**stopped**" in update.status_md and "stopped at step 1 of 3" in update.progress_html
