@@ -23,7 +23,8 @@ from storage.schema import RunStatus
 from ui import charts, hints, messages, run_progress
 from ui.run_state import RunsSnapshot, RunView
 
-RUN_COLUMNS = ["run", "name", "status", "step", "started", "duration"]
+# "created" never moves; a resume starts a new attempt, so the time shown is that attempt's.
+RUN_COLUMNS = ["run", "name", "status", "step", "created", "last attempt"]
 METRIC_PAGE = 20_000
 LOG_PAGE = 500
 
@@ -90,7 +91,7 @@ def runs_table(runs: list[RunInfo], now: float | None = None) -> list[list[Any]]
             r.name,
             str(r.status),
             step_text(r),
-            _when(r.started_at or r.created_at),
+            _when(r.created_at),
             _duration(r, now),
         ]
         for r in runs
@@ -146,8 +147,10 @@ def hints_markdown(run: RunInfo | None, view: RunView) -> str:
     return "\n\n".join(messages.hint(messages.escape(h)) for h in found)
 
 
-def all_figures(view: RunView) -> dict[str, charts.Figure]:
-    return {p.key: charts.panel_figure(p, view.series) for p in charts.PANELS}
+def all_figures(
+    view: RunView, options: charts.ChartOptions | None = None
+) -> dict[str, charts.Figure]:
+    return {p.key: charts.panel_figure(p, view.series, options) for p in charts.PANELS}
 
 
 def poll(
@@ -157,8 +160,10 @@ def poll(
     *,
     owner: str | None = None,
     force: bool = False,
+    options: charts.ChartOptions | None = None,
 ) -> RunsUpdate:
-    """One tick of the Runs view for the run ``selected`` (``force``: redraw everything).
+    """One tick of the Runs view for the run ``selected`` (``force``: redraw everything), its
+    charts drawn as ``options`` say.
 
     With ``owner`` (a viewer's :attr:`~ui.identity.Viewer.scope`), only that owner's runs are
     listed and read; a selected run of someone else shows as no run at all.
@@ -185,7 +190,7 @@ def poll(
             update.status_md = status_markdown(None)
             update.error = ""
             update.hints_md = ""
-            update.figures = all_figures(view)
+            update.figures = all_figures(view, options)
             update.logs = ""
             update.sample_steps = []
             update.progress_html = ""
@@ -208,11 +213,13 @@ def poll(
         update.error = error_text(run)
         update.hints_md = hints_markdown(run, view)
         if force:
-            update.figures = all_figures(view)
+            update.figures = all_figures(view, options)
         else:
             keys = charts.changed_panels(changed)
             update.figures = {
-                p.key: charts.panel_figure(p, view.series) for p in charts.PANELS if p.key in keys
+                p.key: charts.panel_figure(p, view.series, options)
+                for p in charts.PANELS
+                if p.key in keys
             }
         update.sample_steps = sample_store.sample_steps(db, view.run_id)
     got = False

@@ -96,29 +96,49 @@ def _first_last(s: Series | None) -> tuple[float, float] | None:
 def summary_lines(run: RunInfo, series: dict[str, Series], now: float | None = None) -> list[str]:
     """One line per fact of an ended run: status and steps, duration, held-out accuracy before
     -> after with the best, reward first -> last."""
-    lines = [
-        f"{run.status} at step {run.last_step}"
-        + (f" of {run.total_steps}" if run.total_steps else "")
-    ]
-    if run.started_at is not None:
-        lines.append(
-            f"last attempt took {clock((run.ended_at or now or time.time()) - run.started_at)}"
-        )
-    accuracy = series.get(m.EVAL_ACCURACY)
-    ends = _first_last(accuracy)
-    if accuracy is not None and ends:
-        best_at = max(
-            (i for i, v in enumerate(accuracy.values) if v is not None),
-            key=lambda i: accuracy.values[i],
-        )
-        lines.append(
-            f"held-out accuracy {ends[0]:.1%} → {ends[1]:.1%} "
-            f"(best {accuracy.values[best_at]:.1%} at step {accuracy.steps[best_at]})"
-        )
+    of = f" of {run.total_steps}" if run.total_steps else ""
+    lines = [f"{run.status} at step {run.last_step}{of}"]
+    took = attempt_seconds(run, now)
+    if took is not None:
+        lines.append(f"last attempt took {clock(took)}")
+    accuracy = accuracy_text(series.get(m.EVAL_ACCURACY))
+    if accuracy:
+        lines.append(accuracy)
     reward = _first_last(series.get(m.REWARD_TOTAL))
     if reward:
         lines.append(f"reward {reward[0]:.3g} → {reward[1]:.3g}")
     return lines
+
+
+def attempt_seconds(run: RunInfo, now: float | None = None) -> float | None:
+    """How long the run's last attempt ran (to now while it runs)."""
+    if run.started_at is None:
+        return None
+    return (run.ended_at or now or time.time()) - run.started_at
+
+
+def accuracy_text(accuracy: Series | None) -> str:
+    """``held-out accuracy 30.0% → 40.0% (best 45.0% at step 5)``, or "" without points."""
+    ends = _first_last(accuracy)
+    if accuracy is None or not ends:
+        return ""
+    best_at = max(
+        (i for i, v in enumerate(accuracy.values) if v is not None),
+        key=lambda i: accuracy.values[i],
+    )
+    return (
+        f"held-out accuracy {ends[0]:.1%} → {ends[1]:.1%} "
+        f"(best {accuracy.values[best_at]:.1%} at step {accuracy.steps[best_at]})"
+    )
+
+
+def summary_line(run: RunInfo, accuracy: Series | None, now: float | None = None) -> str:
+    """One line per run for Compare: held-out accuracy before -> after (best), steps, duration."""
+    parts = [accuracy_text(accuracy) or "no held-out evaluation", f"{run.last_step} steps"]
+    took = attempt_seconds(run, now)
+    if took is not None:
+        parts.append(clock(took))
+    return " · ".join(parts)
 
 
 def summary_html(run: RunInfo, series: dict[str, Series]) -> str:

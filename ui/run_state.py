@@ -18,12 +18,14 @@ from storage.schema import TERMINAL_STATUSES, RunStatus
 
 @dataclass
 class Series:
-    """One metric by step; steps ascend."""
+    """One metric by step; steps ascend. ``times`` (seconds since the epoch, one per point) is
+    kept when the points came with one, for charts by relative time."""
 
     steps: list[int] = field(default_factory=list)
     values: list[float | None] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
 
-    def add(self, step: int, value: float | None) -> None:
+    def add(self, step: int, value: float | None, time: float | None = None) -> None:
         """Append a point; a step at or before the last one replaces the tail from there.
 
         That happens after a resume from a checkpoint: the steps after it are trained again and
@@ -33,8 +35,11 @@ class Series:
             keep = next((i for i, s in enumerate(self.steps) if s >= step), len(self.steps))
             del self.steps[keep:]
             del self.values[keep:]
+            del self.times[keep:]
         self.steps.append(step)
         self.values.append(value)
+        if time is not None and len(self.times) == len(self.steps) - 1:
+            self.times.append(time)
 
     @property
     def last(self) -> float | None:
@@ -125,7 +130,9 @@ class RunView:
         ``next_cursor``; returns the names of the series that changed."""
         changed: set[str] = set()
         for point in points:
-            self.series.setdefault(point.name, Series()).add(point.step, point.value)
+            self.series.setdefault(point.name, Series()).add(
+                point.step, point.value, getattr(point, "time", None)
+            )
             changed.add(point.name)
         self.cursor = max(self.cursor, next_cursor)
         return changed

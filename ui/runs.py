@@ -68,6 +68,9 @@ class RunsParts:
     repo: gr.Textbox
     token: gr.Textbox
     push: gr.Button
+    smoothing: gr.Slider  # EMA weight, the raw line faint behind
+    x_axis: gr.Radio  # step or relative time
+    log_y: gr.Checkbox
     plots: dict[str, gr.Plot]  # panel key -> chart
     panel_columns: dict[str, gr.Column]  # panel key -> column, shown once it has points
     panel_notes: dict[str, gr.Markdown]  # panel key -> note, shown for the algorithms it is about
@@ -250,6 +253,24 @@ def build_runs_parts() -> RunsParts:
     """Every part of the Runs tab, laid out; nothing wired yet."""
     view = gr.State(RunView())
     header = _build_header()
+    with gr.Row(equal_height=True):
+        smoothing = gr.Slider(
+            0.0,
+            0.99,
+            value=0.0,
+            step=0.01,
+            label="Smoothing (EMA; the raw line stays faint behind)",
+            elem_id="chart-smoothing",
+            scale=3,
+        )
+        x_axis = gr.Radio(
+            [("step", "step"), ("relative time", "time")],
+            value="step",
+            label="x axis",
+            elem_id="chart-x",
+            scale=2,
+        )
+        log_y = gr.Checkbox(label="log scale", value=False, elem_id="chart-log", scale=1)
     plots, panel_columns, panel_notes = _build_charts()
     with gr.Accordion("Samples by step, with each component's score", open=True):
         # A tick or a change event may still carry the previous run's step after the choices
@@ -276,6 +297,9 @@ def build_runs_parts() -> RunsParts:
     return RunsParts(
         view=view,
         **header,
+        smoothing=smoothing,
+        x_axis=x_axis,
+        log_y=log_y,
         plots=plots,
         panel_columns=panel_columns,
         panel_notes=panel_notes,
@@ -292,7 +316,10 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         state: RunView = raw[parts.view]
         viewer = viewer_for(request, profile)
         selected = raw[parts.run_select] or None
-        update = poll(ctx.db, state, selected, owner=viewer.scope, force=force)
+        options = charts.ChartOptions.from_inputs(
+            raw[parts.smoothing], raw[parts.x_axis], raw[parts.log_y]
+        )
+        update = poll(ctx.db, state, selected, owner=viewer.scope, force=force, options=options)
         return poll_updates(parts, state, update, raw[parts.step_select])
 
     def tick(raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Updates:
@@ -303,7 +330,14 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
     ) -> Updates:
         return refresh(raw, request, profile, True)
 
-    inputs = {parts.view, parts.run_select, parts.step_select}
+    inputs = {
+        parts.view,
+        parts.run_select,
+        parts.step_select,
+        parts.smoothing,
+        parts.x_axis,
+        parts.log_y,
+    }
     timer.tick(
         tick,
         inputs=inputs,
@@ -313,12 +347,19 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         trigger_mode="always_last",
         concurrency_limit=None,  # one cheap query; never wait behind other sessions' events
     )
-    parts.run_select.change(
+    gr.on(
+        [
+            parts.run_select.change,
+            parts.smoothing.change,
+            parts.x_axis.change,
+            parts.log_y.change,
+        ],
         on_select,
         inputs=inputs,
         outputs=parts.poll_outputs,
         show_progress="hidden",
         api_visibility="private",
+        trigger_mode="always_last",  # a dragged slider redraws for where it stops
     )
 
     def on_row(evt: gr.SelectData):

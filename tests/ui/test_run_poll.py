@@ -133,6 +133,7 @@ def test_runs_table_formats_duration():
     )
     row = runs_table([run], now=5000.0)[0]
     assert row[3] == "5"
+    assert row[4].endswith("00:00")  # created, which a resume (a new started_at) keeps
     assert row[5] == "1:02:05"  # ended_at - started_at, not "now"
 
 
