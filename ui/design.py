@@ -33,7 +33,7 @@ from ui.spec_form import (
     SpecDoesNotFit,
     SpecForm,
 )
-from ui.trace_view import fmt
+from ui.trace_view import cut_note, fmt
 
 TRY_PROMPT = "What is 17 + 25?"
 TRY_COMPLETION = "<think>17 + 25: 7+5=12, carry 1; 1+2+1=4; so 42</think><answer>42</answer>"
@@ -78,7 +78,9 @@ def trace_rows(spec: RewardSpec, prompt: str, completion: str, answer: str) -> t
         [t.name, fmt(t.raw), fmt(t.weight), fmt(t.contribution), t.explanation]
         for t in scored.trace
     ]
-    return rows, f"**Total reward: {fmt(scored.total, 4)}**"
+    total = f"**Total reward: {fmt(scored.total, 4)}**"
+    note = cut_note(completion or "")
+    return rows, total + (f"\n\n{warn(escape(note))}" if note else "")
 
 
 @dataclass

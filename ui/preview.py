@@ -167,17 +167,34 @@ def _build_controls(ctx: AppContext) -> PreviewControls:
     data = build_data_inputs("heldout", "preview")
     error_md("data")
     gr.Markdown("### Sampling")
+    # Each number has its error line right under it (not all of them under Seed).
     with gr.Row():
-        num_prompts = gr.Number(label="Prompts", value=4, precision=0, elem_id="preview-prompts")
-        samples = gr.Number(
-            label="Samples per prompt", value=4, precision=0, elem_id="preview-samples"
-        )
+        with gr.Column(min_width=120):
+            num_prompts = gr.Number(
+                label="Prompts", value=4, precision=0, elem_id="preview-prompts"
+            )
+            error_md("num_prompts")
+        with gr.Column(min_width=120):
+            samples = gr.Number(
+                label="Samples per prompt", value=4, precision=0, elem_id="preview-samples"
+            )
+            error_md("samples_per_prompt")
     with gr.Row():
-        temperature = gr.Number(label="Temperature", value=gen.temperature)
-        max_tokens = gr.Number(label="Max new tokens", value=gen.max_completion_length, precision=0)
-    seed = gr.Number(label="Seed", value=0, precision=0)
-    for name in ("num_prompts", "samples_per_prompt", "temperature", "max_new_tokens"):
-        error_md(name)
+        with gr.Column(min_width=120):
+            temperature = gr.Number(
+                label="Temperature", value=gen.temperature, elem_id="preview-temperature"
+            )
+            error_md("temperature")
+        with gr.Column(min_width=120):
+            max_tokens = gr.Number(
+                label="Max new tokens",
+                value=gen.max_completion_length,
+                precision=0,
+                elem_id="preview-max-tokens",
+            )
+            error_md("max_new_tokens")
+    seed = gr.Number(label="Seed", value=0, precision=0, elem_id="preview-seed")
+    error_md("seed")
     generate = gr.Button("Generate", variant="primary", elem_id="preview-generate")
     return PreviewControls(
         model_key=model_key,
@@ -361,19 +378,56 @@ def _wire_scores(
         api_visibility="private",
     )
 
-    def on_select(cache: PreviewCache, spec_dict: dict | None, evt: gr.SelectData):
-        if cache.empty or spec_dict is None:
-            return gr.skip(), gr.skip()
-        index = int(evt.index[0])
+    _wire_selected_sample(ctx, design, controls, results, cache_state)
+
+
+def _wire_selected_sample(
+    ctx: AppContext,
+    design: DesignHandles,
+    controls: PreviewControls,
+    results: PreviewResults,
+    cache_state: gr.State,
+) -> None:
+    """The clicked sample's trace and probes: scored with the current reward on every change,
+    cleared when a new Generate replaces the samples."""
+    selected = gr.State(None)  # index of the clicked sample in the session's cache
+
+    def trace_and_probes(cache: PreviewCache, spec_dict: dict, index: int):
         spec = RewardSpec.from_dict(spec_dict)
         with call_deadline(INTERACTIVE_DEADLINE_S):
             scores = cache.rescore(spec)
             rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
         return sample_trace(scores, index), rows
 
+    def on_select(cache: PreviewCache, spec_dict: dict | None, evt: gr.SelectData):
+        if cache.empty or spec_dict is None:
+            return gr.skip(), gr.skip(), gr.skip()
+        index = int(evt.index[0])
+        return (*trace_and_probes(cache, spec_dict, index), index)
+
+    def on_spec(cache: PreviewCache, spec_dict: dict | None, index: Any):
+        if spec_dict is None or not isinstance(index, int) or not 0 <= index < len(cache):
+            return gr.skip(), gr.skip()
+        return trace_and_probes(cache, spec_dict, index)
+
     results.table.select(
         on_select,
         inputs=[cache_state, design.spec_state],
-        outputs=[results.trace, results.probes],
+        outputs=[results.trace, results.probes, selected],
         api_visibility="private",
+    )
+    design.spec_state.change(
+        on_spec,
+        inputs=[cache_state, design.spec_state, selected],
+        outputs=[results.trace, results.probes],
+        trigger_mode="always_last",
+        show_progress="hidden",
+        api_visibility="private",
+    )
+    # New samples replaced the old ones: the old sample's trace would read as one of them.
+    cache_state.change(
+        lambda: ([], [], None),
+        outputs=[results.trace, results.probes, selected],
+        api_visibility="private",
+        show_progress="hidden",
     )
