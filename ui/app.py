@@ -34,6 +34,8 @@ CSS = """
 .msg-hint { color: #2563eb; font-weight: 700; }
 .field-error p { margin: 0; }
 footer { display: none !important; }
+/* Column headers wrap between words, never inside one ("gr/ou/p"). */
+th .header { word-break: normal !important; overflow-wrap: normal !important; }
 """
 MAX_UPLOAD_MB_ENV = "STUDIO_MAX_UPLOAD_MB"
 DEFAULT_MAX_UPLOAD_MB = 100
