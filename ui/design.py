@@ -313,7 +313,8 @@ def _wire_form(
 ) -> None:
     """Validate on every edit; load presets, pasted specs and files into the form."""
     accordions = [accordion for _, accordion in parts.accordions.values()]
-    check_outputs = [spec_state, parts.status, io.code, *parts.errors.values(), *accordions]
+    edit_outputs = [spec_state, parts.status, io.code, *parts.errors.values()]
+    check_outputs = [*edit_outputs, *accordions]
     enables = [parts.inputs[f"{key}.enabled"] for key in parts.accordions]
     slot_outputs = [*check_outputs, *enables, parts.shown, io.message]
     load_outputs = [*parts.inputs.values(), *check_outputs, parts.shown, io.message]
@@ -328,11 +329,17 @@ def _wire_form(
         return updates
 
     def on_edit(raw: Values) -> Updates:
-        values = parts.read(raw)
-        return {
-            **render_check(form.check(values), raw[io.export_format]),
-            **parts.show_headers(values, raw[parts.shown]),
-        }
+        return render_check(form.check(parts.read(raw)), raw[io.export_format])
+
+    # The "on" badge follows the component's own switch (one small update, not every header).
+    for key, (slot, accordion) in parts.accordions.items():
+        parts.inputs[f"{key}.enabled"].input(
+            lambda enabled, slot=slot: gr.Accordion(label=header_label(slot, bool(enabled))),
+            inputs=parts.inputs[f"{key}.enabled"],
+            outputs=accordion,
+            show_progress="hidden",
+            api_visibility="private",
+        )
 
     def with_slot(raw: Values, key: str, enabled: bool, shown: list[str], message: str) -> Updates:
         """The form after a slot was added (ticked, shown, opened) or removed (unticked,
@@ -378,8 +385,8 @@ def _wire_form(
         [c.input for c in parts.inputs.values()]
         + [c.blur for c in parts.inputs.values() if isinstance(c, gr.Number)],
         on_edit,
-        inputs={io.export_format, parts.shown, *parts.inputs.values()},
-        outputs=check_outputs,
+        inputs={io.export_format, *parts.inputs.values()},
+        outputs=edit_outputs,
         trigger_mode="always_last",
         show_progress="hidden",
         api_visibility="private",
