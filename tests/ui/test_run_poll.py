@@ -221,6 +221,13 @@ def test_a_run_asked_to_stop_reads_stopping_with_its_phase_until_it_stops(db):
     log_step(db, rid, 1, {"reward/total": 1.0})
     update = poll(db, view, rid)
     assert "**stopping…**" in update.status_md and "Stopping" in update.progress_html
+    log_store.append_logs(db, rid, [(2.0, "INFO", "Stop requested: saving a checkpoint")])
     run_store.set_status(db, rid, RunStatus.STOPPED)
     update = poll(db, view, rid)
     assert "**stopped**" in update.status_md and "stopped at step 1 of 3" in update.progress_html
+    # Resumed: a new attempt runs and is not "stopping" any more.
+    run_store.set_status(db, rid, RunStatus.QUEUED)
+    run_store.set_status(db, rid, RunStatus.RUNNING)
+    log_store.append_logs(db, rid, [(3.0, "INFO", "Loading model x")])
+    update = poll(db, view, rid)
+    assert "**running**" in update.status_md and "Loading the model" in update.progress_html
