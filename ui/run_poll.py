@@ -233,12 +233,14 @@ def poll(
             update.logs = "\n".join(view.log_lines)
     if run is not None or got:
         run = run or run_store.get_run(db, view.run_id, owner=owner)
+        if run is not None:
+            view.see_attempt(run.attempt)
         if run is not None and run.is_terminal and view.stop_asked == run.id:
             view.stop_asked = None  # the stop happened; a resumed attempt is not stopping
         asked = view.stop_asked == view.run_id
         update.progress_html = run_progress.progress_html(run, view, asked)
         stopping = run is not None and (
-            asked or run_progress.phase(run, view.log_lines) == run_progress.STOPPING
+            asked or run_progress.phase(run, view.attempt_log_lines) == run_progress.STOPPING
         )
         update.status_md = status_markdown(run, stopping)
     return update

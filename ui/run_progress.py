@@ -77,7 +77,7 @@ def progress_html(run: RunInfo | None, view: RunView, stop_asked: bool = False) 
     parts = [f"step {run.last_step} of {total}" if total else f"step {run.last_step}"]
     if eta is not None:
         parts.append(f"about {clock(eta)} left")
-    doing = phase(run, view.log_lines, stop_asked)
+    doing = phase(run, view.attempt_log_lines, stop_asked)
     return (
         '<div id="run-progress-box">'
         f'<div class="run-progress-text">{html.escape(" · ".join(parts))}</div>'

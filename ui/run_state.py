@@ -90,6 +90,19 @@ class RunView:
     max_log_lines: int = 500
     newest_sample_step: int | None = None
     stop_asked: str | None = None  # the run this session asked to stop, until it has stopped
+    attempt: int | None = None  # the run's attempt last seen
+    attempt_lines_from: int = 0  # index in log_lines where that attempt's lines begin
+
+    def see_attempt(self, attempt: int) -> None:
+        """Note the run's attempt; when it changes under the view (a resume), the lines read so
+        far belong to earlier attempts and no longer say what the worker is doing."""
+        if self.attempt is not None and attempt != self.attempt:
+            self.attempt_lines_from = len(self.log_lines)
+        self.attempt = attempt
+
+    @property
+    def attempt_log_lines(self) -> list[str]:
+        return self.log_lines[self.attempt_lines_from :]
 
     def select(self, run_id: str | None) -> None:
         """Show another run: forget the points and cursors of the previous one."""
@@ -101,6 +114,8 @@ class RunView:
         self.status = None
         self.last_step = -1
         self.newest_sample_step = None
+        self.attempt = None
+        self.attempt_lines_from = 0
 
     def sample_step_to_show(self, steps: list[int], current: Any) -> int | None:
         """The step the samples picker shows among ``steps``: the one the user picked if it is
@@ -141,7 +156,9 @@ class RunView:
         """Add log lines; keeps the newest ``max_log_lines``. Returns whether any came."""
         new = list(lines)
         self.log_lines.extend(new)
-        del self.log_lines[: max(0, len(self.log_lines) - self.max_log_lines)]
+        dropped = max(0, len(self.log_lines) - self.max_log_lines)
+        del self.log_lines[:dropped]
+        self.attempt_lines_from = max(0, self.attempt_lines_from - dropped)
         self.log_cursor = max(self.log_cursor, next_cursor)
         return bool(new)
 

@@ -225,9 +225,12 @@ def test_a_run_asked_to_stop_reads_stopping_with_its_phase_until_it_stops(db):
     run_store.set_status(db, rid, RunStatus.STOPPED)
     update = poll(db, view, rid)
     assert "**stopped**" in update.status_md and "stopped at step 1 of 3" in update.progress_html
-    # Resumed: a new attempt runs and is not "stopping" any more.
-    run_store.set_status(db, rid, RunStatus.QUEUED)
+    # Resumed: a new attempt runs and is not "stopping" any more, even before it logs a phase
+    # (the newest marker line is still the first attempt's stop).
+    run_store.update_run(db, rid, status=RunStatus.QUEUED, attempt=2)
     run_store.set_status(db, rid, RunStatus.RUNNING)
+    update = poll(db, view, rid)
+    assert "**running**" in update.status_md and "Stopping" not in update.progress_html
     log_store.append_logs(db, rid, [(3.0, "INFO", "Loading model x")])
     update = poll(db, view, rid)
     assert "**running**" in update.status_md and "Loading the model" in update.progress_html
