@@ -416,6 +416,7 @@ def metrics_figure(
                 )
                 data.append(trace)
     layout["xaxis"].update(step_axis(_last_step(s for r in by_metric.values() for s in r.values())))
+    layout["xaxis"]["anchor"] = f"y{k}"  # the shared step axis under the lowest panel
     return {"data": data, "layout": layout}
 
 
