@@ -95,6 +95,7 @@ def capture(url: str, run_ids: list[str]) -> None:
             page.screenshot(path=str(OUT / f"{name}.png"), full_page=full)
             print("wrote", OUT / f"{name}.png")
 
+        tab("Design")  # a ?run= link opens on Runs
         shot("design")
         tab("Preview")
         for elem_id, value in (("preview-prompts", 3), ("preview-samples", 4)):
@@ -125,9 +126,12 @@ def capture(url: str, run_ids: list[str]) -> None:
             page.get_by_role("option", name=re.compile(re.escape(run["name"]))).click()
             time.sleep(2)
         page.keyboard.press("Escape")
+        page.locator("#compare-metric input").click()  # a second metric, in its own panel
+        page.get_by_role("option", name="eval/accuracy", exact=True).click()
+        page.keyboard.press("Escape")
         page.wait_for_function(
             "() => { const el = document.querySelector('#compare-chart .js-plotly-plot');"
-            " return el && el.data && el.data.length === 2; }"
+            " return el && el.data && el.data.length === 4; }"
         )
         time.sleep(2)
         shot("compare")

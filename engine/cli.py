@@ -27,7 +27,16 @@ def _data_dir(value: str | None) -> Path:
 
 def _load_config(path: str):
     from engine.config import RunConfig
+    from engine.dataclass_io import parse_yaml
 
+    file = Path(path)
+    if file.is_file() and not parse_yaml(file.read_text(encoding="utf-8", errors="replace")):
+        # An empty file would silently train the default config (the API refuses it too).
+        raise ConfigError(
+            "",
+            f"config file {path} is empty; write a run config "
+            "(`python -m engine export-config` writes a documented one)",
+        )
     return RunConfig.load(path)
 
 

@@ -5,12 +5,14 @@ id that cannot be fetched offline, 4-bit loading without a GPU, a dataset file t
 lacks the mapped columns: each is reported as a :class:`~engine.dataclass_io.ConfigError` naming
 the field (``training.num_gpus``, ``model.name_or_path``, ``data.prompt_column``...), in the
 form, the API and the CLI, instead of a run that fails seconds later. Only cheap checks run here:
-no weights are loaded and nothing is downloaded.
+no weights are loaded and nothing is downloaded; with network access, a hub model id that is not
+cached is looked up once (``model_info``, a few seconds at most, a network failure lets it pass).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,10 @@ from engine.dataclass_io import ConfigError
 from engine.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
 from engine.input_policy import InputPolicy
 from engine.models import ModelLoadError, ModelSpec, model_offline, resolve_spec
+
+logger = logging.getLogger(__name__)
+
+HUB_LOOKUP_TIMEOUT_S = 5.0
 
 
 def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
@@ -138,12 +144,38 @@ def check_model(spec: ModelSpec) -> None:
             f"{name!r} is neither a local folder nor a Hugging Face model id (owner/name: "
             "letters, digits, '-', '_', '.')",
         )
-    if model_offline() and not _in_hub_cache(name):
+    if _in_hub_cache(name):
+        return
+    if model_offline():
         raise ConfigError(
             field,
             f"{name!r} is not on this machine and network access is off (HF_HUB_OFFLINE=1). "
             "Give a local model folder, or download the model on a machine with network "
             f"access first (`huggingface-cli download {name}`).",
+        )
+    check_hub_model(name)
+
+
+def check_hub_model(repo_id: str) -> None:
+    """Refuse a model id the Hub says does not exist (a typo used to fail ~55 s into the run).
+    A gated model exists (its load will ask for a token); an unreachable or slow Hub is no
+    reason to refuse: the run's own download reports it."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    try:
+        HfApi().model_info(repo_id, timeout=HUB_LOOKUP_TIMEOUT_S)
+    except GatedRepoError:
+        return
+    except RepositoryNotFoundError:
+        raise ConfigError(
+            "model.name_or_path",
+            f"no model {repo_id!r} on the Hugging Face Hub; check the id (owner/name). A private "
+            "model needs a token with access (HF_TOKEN).",
+        ) from None
+    except Exception as exc:  # no network, a timeout, a Hub error: not the user's mistake
+        logger.info(
+            "Could not look up %s on the Hub (%s); the run's download will tell", repo_id, exc
         )
 
 

@@ -199,6 +199,7 @@ def _train(
     logger.info("Prompts reach the model as %s", prompt_format(tokenizer))
 
     def evaluate_now(policy: Any, step: int) -> dict[str, float]:
+        logger.info("Evaluating %d held-out prompts at step %d", len(eval_rows), step)  # phase
         report = evaluate(
             policy,
             tokenizer,

@@ -41,6 +41,8 @@ CSS = """
 .msg-hint { color: #2563eb; font-weight: 700; }
 .field-error p { margin: 0; }
 footer { display: none !important; }
+/* Column headers wrap between words, never inside one ("gr/ou/p"). */
+th .header { word-break: normal !important; overflow-wrap: normal !important; }
 """
 MAX_UPLOAD_MB_ENV = "STUDIO_MAX_UPLOAD_MB"
 DEFAULT_MAX_UPLOAD_MB = 100
@@ -75,8 +77,8 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 train = build_train(ctx, design)
             with gr.Tab("Runs", id="runs", elem_id="tab-runs"):
                 runs = build_runs(ctx)
-            with gr.Tab("Compare", id="compare", elem_id="tab-compare"):
-                compare = build_compare(ctx)
+            with gr.Tab("Compare", id="compare", elem_id="tab-compare") as compare_tab:
+                compare = build_compare(ctx, compare_tab)
             with gr.Tab("Playground", id="playground", elem_id="tab-playground") as playground:
                 build_playground(ctx, design, playground)
 
@@ -102,12 +104,18 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 token = remember_visitor(request.session_hash, token)
             requested = request.query_params.get("run") if request is not None else None
             choices, pick = initial_selection(ctx, viewer_for(request, profile), requested)
-            return gr.Dropdown(choices=choices, value=pick), gr.Dropdown(choices=choices), token
+            # A link to one of the viewer's runs opens on that run's view.
+            tab = gr.Tabs(selected="runs") if requested and pick == requested else gr.Tabs()
+            runs_list, compare_list = (
+                gr.Dropdown(choices=choices, value=pick),
+                gr.Dropdown(choices=choices),
+            )
+            return runs_list, compare_list, tab, token
 
         demo.load(
             on_load,
             inputs=visitor,
-            outputs=[runs.run_select, compare.runs_box, visitor],
+            outputs=[runs.run_select, compare.runs_box, tabs, visitor],
             api_visibility="private",
         )
         build_api(ctx)

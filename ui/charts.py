@@ -46,6 +46,11 @@ class Panel:
     note: str = ""
     exclude_suffixes: tuple[str, ...] = ()
     only_for: tuple[str, ...] = ()  # algorithms that log it; empty: every algorithm
+    note_for: tuple[str, ...] = ()  # algorithms the note is about; empty: every algorithm
+    right_axis: tuple[str, ...] = ()  # metrics drawn against a second y axis on the right
+
+    def note_shown_for(self, algorithm: str | None) -> bool:
+        return bool(self.note) and (not self.note_for or algorithm in self.note_for)
 
     def shown_for(self, algorithm: str | None) -> bool:
         return not self.only_for or algorithm in self.only_for
@@ -81,7 +86,12 @@ PANELS: tuple[Panel, ...] = (
         y_title="loss",
         note="A policy loss near 0 is normal in GRPO/RLOO: advantages are centred within each "
         "group, so the loss averages out. Watch the reward, not the loss.",
+        note_for=("grpo", "rloo"),
+        # PPO's value loss is often 100x its policy loss: one axis draws the policy loss flat.
+        right_axis=(m.LOSS_VALUE,),
     ),
+    Panel("grad_norm", "Gradient norm", names=(m.GRAD_NORM,), y_title="L2 norm"),
+    Panel("learning_rate", "Learning rate", names=(m.LEARNING_RATE,), y_title="learning rate"),
     Panel(
         "kl",
         "KL to the reference policy",
@@ -152,21 +162,67 @@ def changed_panels(changed: Iterable[str]) -> set[str]:
     return {p.key for p in PANELS if any(p.matches(n) for n in changed)}
 
 
+SINGLE_STEP_TICKS = 12  # up to this many steps, a tick on every step
 MAX_POINTS = 2000  # longer series are thinned for drawing (every k-th point, plus the last)
 
 Figure = dict[str, Any]  # a Plotly figure as plain JSON data: {"data": [...], "layout": {...}}
 
 
-def thin(steps: Sequence[int], values: Sequence[float | None]) -> tuple[list, list]:
-    """At most about :data:`MAX_POINTS` points of a series, evenly spaced, always the last."""
-    n = len(steps)
+def _kept(n: int) -> list[int]:
+    """Indices of at most about :data:`MAX_POINTS` of ``n`` points, evenly spaced, always the
+    last."""
     if n <= MAX_POINTS:
-        return list(steps), list(values)
-    stride = -(-n // MAX_POINTS)
-    keep = list(range(0, n, stride))
+        return list(range(n))
+    keep = list(range(0, n, -(-n // MAX_POINTS)))
     if keep[-1] != n - 1:
         keep.append(n - 1)
+    return keep
+
+
+def thin(steps: Sequence[int], values: Sequence[float | None]) -> tuple[list, list]:
+    """At most about :data:`MAX_POINTS` points of a series, evenly spaced, always the last."""
+    keep = _kept(len(steps))
     return [steps[i] for i in keep], [values[i] for i in keep]
+
+
+@dataclass(frozen=True)
+class ChartOptions:
+    """How the user wants lines drawn, as the trackers they know offer it.
+
+    ``smoothing`` is the EMA weight of the past in [0, 1) (0: raw lines only); ``x`` is
+    ``"step"`` or ``"time"`` (minutes since the run's first point); ``log_y`` a log y axis.
+    """
+
+    smoothing: float = 0.0
+    x: str = "step"
+    log_y: bool = False
+
+    @classmethod
+    def from_inputs(cls, smoothing: Any, x: Any, log_y: Any) -> ChartOptions:
+        """Options from the page's controls; anything out of range falls back to the default."""
+        try:
+            weight = float(smoothing)
+        except (TypeError, ValueError):
+            weight = 0.0
+        weight = weight if math.isfinite(weight) and 0.0 <= weight < 1.0 else 0.0
+        return cls(weight, "time" if x == "time" else "step", log_y is True)
+
+
+def ema(values: Sequence[float | None], weight: float) -> list[float | None]:
+    """Debiased exponential moving average, as TensorBoard's scalar smoothing (and W&B's
+    "exponential moving average") draw it: ``last = weight * last + (1 - weight) * v``, divided by
+    ``1 - weight ** n`` over the ``n`` finite points seen so far so the start is not pulled to 0.
+    Missing or non-finite points stay gaps and do not move the average."""
+    out: list[float | None] = []
+    last, n = 0.0, 0
+    for v in values:
+        if v is None or not math.isfinite(v):
+            out.append(None)
+            continue
+        last = weight * last + (1.0 - weight) * v
+        n += 1
+        out.append(last / (1.0 - weight**n))
+    return out
 
 
 def _layout(title: str, y_title: str, x_title: str = "step", height: int = 280) -> dict:
@@ -197,47 +253,170 @@ def _empty_note(text: str) -> dict:
     }
 
 
-def _line(name: str, s: Series, color: str, width: float) -> dict:
-    steps, values = thin(s.steps, s.values)
-    return {
+def step_axis(last_step: int) -> dict:
+    """Whole-step ticks: one per step while there are few, else Plotly's own integer spacing."""
+    axis: dict[str, Any] = {"tickformat": "d"}
+    if last_step <= SINGLE_STEP_TICKS:
+        axis.update(tick0=0, dtick=1)
+    return axis
+
+
+def _last_step(series: Iterable[Series]) -> int:
+    return max((s.steps[-1] for s in series if s.steps), default=0)
+
+
+def _first_time(series: Iterable[Series]) -> float | None:
+    return min((s.times[0] for s in series if s.times), default=None)
+
+
+def _x(s: Series, options: ChartOptions, t0: float | None) -> list:
+    if options.x == "time" and t0 is not None and len(s.times) == len(s.steps):
+        return [(t - t0) / 60.0 for t in s.times]
+    return list(s.steps)
+
+
+def _lines(
+    name: str,
+    s: Series,
+    color: str,
+    width: float,
+    options: ChartOptions = ChartOptions(),  # frozen: one shared default is safe
+    t0: float | None = None,
+) -> list[dict]:
+    """The traces of one series: the line, or with smoothing the smoothed line over the raw
+    one drawn faint behind it (one legend entry toggles both)."""
+    keep = _kept(len(s.steps))
+    x_all = _x(s, options, t0)
+    x = [x_all[i] for i in keep]
+    raw = [s.values[i] for i in keep]
+    line = {
         "type": "scatter",
-        "x": steps,
-        "y": values,
+        "x": x,
+        "y": raw,
         "name": name,
-        "mode": "lines+markers" if len(steps) < 50 else "lines",
+        "legendgroup": name,
+        "mode": "lines+markers" if len(x) < 50 else "lines",
         "line": {"color": color, "width": width},
         "connectgaps": False,
     }
+    if not options.smoothing:
+        return [line]
+    smoothed = ema(s.values, options.smoothing)
+    faint = {**line, "opacity": 0.25, "showlegend": False, "hoverinfo": "skip", "mode": "lines"}
+    return [faint, {**line, "y": [smoothed[i] for i in keep], "mode": "lines"}]
+
+
+def _x_axis(options: ChartOptions, series: Iterable[Series]) -> dict:
+    if options.x == "time":
+        return {"title": {"text": "minutes since the first point"}}
+    return step_axis(_last_step(series))
 
 
 def _label(name: str) -> str:
     return name.removeprefix("rewards/") if name.startswith("rewards/") else name
 
 
-def panel_figure(panel: Panel, series: Mapping[str, Series]) -> Figure:
-    """The figure of one panel; an empty panel says what it is waiting for."""
-    data = [
-        _line(_label(name), series[name], PALETTE[i % len(PALETTE)], 3 if i == 0 else 1.8)
-        for i, name in enumerate(panel.select(series))
-    ]
-    layout = _layout(f"{panel.title} (by step)", panel.y_title, x_title="")
+def panel_figure(
+    panel: Panel, series: Mapping[str, Series], options: ChartOptions | None = None
+) -> Figure:
+    """The figure of one panel, drawn as ``options`` say; an empty panel says what it is
+    waiting for."""
+    names = panel.select(series)
+    options = options or ChartOptions()
+    t0 = _first_time(series.values())
+    right = [name for name in names if name in panel.right_axis]
+    two_axes = bool(right) and len(right) < len(names)
+    data: list[dict] = []
+    for i, name in enumerate(names):
+        traces = _lines(
+            _label(name), series[name], PALETTE[i % len(PALETTE)], 3 if i == 0 else 1.8, options, t0
+        )
+        for trace in traces:
+            if two_axes and name in right:
+                trace["yaxis"] = "y2"
+        data.extend(traces)
+    by = "by time" if options.x == "time" else "by step"
+    layout = _layout(f"{panel.title} ({by})", panel.y_title, x_title="")
+    layout["xaxis"].update(_x_axis(options, (series[n] for n in names)))
+    if two_axes:
+        layout["yaxis"]["title"] = {"text": _label(names[0])}
+        layout["yaxis2"] = {
+            "title": {"text": ", ".join(_label(n) for n in right)},
+            "overlaying": "y",
+            "side": "right",
+            "showgrid": False,
+            "automargin": True,
+        }
+    if options.log_y:
+        for axis in ("yaxis", "yaxis2"):
+            if axis in layout:
+                layout[axis]["type"] = "log"
     if not data:
         layout["annotations"] = [_empty_note("no points yet")]
     return {"data": data, "layout": layout}
 
 
 def overlay_figure(
-    metric: str, runs: Mapping[str, Series], labels: Mapping[str, str] | None = None
+    metric: str,
+    runs: Mapping[str, Series],
+    labels: Mapping[str, str] | None = None,
+    options: ChartOptions | None = None,
+    height: int = 420,
 ) -> Figure:
-    """One metric of several runs on shared axes (the Compare view)."""
+    """One metric of several runs on shared axes, by step (the Compare view)."""
     labels = labels or {}
+    options = options or ChartOptions()
     data = [
-        _line(labels.get(run_id, run_id), s, PALETTE[i % len(PALETTE)], 2)
+        trace
         for i, (run_id, s) in enumerate(runs.items())
+        for trace in _lines(labels.get(run_id, run_id), s, PALETTE[i % len(PALETTE)], 2, options)
     ]
-    layout = _layout(metric, _label(metric), height=420)
+    layout = _layout(metric, _label(metric), height=height)
+    layout["xaxis"].update(step_axis(_last_step(runs.values())))
+    if options.log_y:
+        layout["yaxis"]["type"] = "log"
     if not data:
         layout["annotations"] = [_empty_note("pick runs and a metric")]
+    return {"data": data, "layout": layout}
+
+
+def metrics_figure(
+    by_metric: Mapping[str, Mapping[str, Series]],
+    labels: Mapping[str, str] | None = None,
+    options: ChartOptions | None = None,
+) -> Figure:
+    """Several metrics of several runs (the Compare view): one panel per metric stacked on a
+    shared step axis, one colour per run in every panel, one legend entry per run."""
+    metrics = list(by_metric)
+    if len(metrics) <= 1:
+        metric = metrics[0] if metrics else "no metric"
+        return overlay_figure(metric, by_metric.get(metric, {}), labels, options)
+    labels = labels or {}
+    options = options or ChartOptions()
+    run_ids = list(dict.fromkeys(rid for runs in by_metric.values() for rid in runs))
+    colors = {rid: PALETTE[i % len(PALETTE)] for i, rid in enumerate(run_ids)}
+    k = len(metrics)
+    layout = _layout(", ".join(_label(m) for m in metrics), "", height=260 * k)
+    layout["annotations"] = []
+    data: list[dict] = []
+    gap = 0.06
+    for i, metric in enumerate(metrics):
+        axis = "y" if i == 0 else f"y{i + 1}"
+        top = 1 - i / k
+        layout["yaxis" if i == 0 else f"yaxis{i + 1}"] = {
+            **layout["yaxis"],
+            "title": {"text": _label(metric)},
+            "domain": [top - 1 / k + gap, top],
+            "type": "log" if options.log_y else "linear",
+        }
+        for rid, s in by_metric[metric].items():
+            for trace in _lines(labels.get(rid, rid), s, colors[rid], 2, options):
+                trace.update(
+                    yaxis=axis, legendgroup=rid, showlegend=i == 0 and trace.get("showlegend", True)
+                )
+                data.append(trace)
+    layout["xaxis"].update(step_axis(_last_step(s for r in by_metric.values() for s in r.values())))
+    layout["xaxis"]["anchor"] = f"y{k}"  # the shared step axis under the lowest panel
     return {"data": data, "layout": layout}
 
 

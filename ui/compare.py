@@ -1,4 +1,5 @@
-"""The Compare tab: overlay any runs on any metric, and diff their configs."""
+"""The Compare tab: overlay any runs on several metrics at once, summarise each run in one
+line, and diff their configs."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from typing import Any
 
 import gradio as gr
 
+from engine import metric_names
 from storage import metrics as metric_store
 from storage import runs as run_store
 from storage.db import Database
-from ui import charts
+from ui import charts, run_progress
 from ui.context import AppContext
 from ui.identity import viewer_for
+from ui.messages import escape
 from ui.plots import plot_value
 from ui.run_poll import run_choices
 from ui.run_state import Series
@@ -56,25 +59,57 @@ def union_metric_names(db: Database, run_ids: Sequence[str]) -> list[str]:
     return sorted(names)
 
 
-def compare(db: Database, run_ids: Sequence[str], metric: str | None, *, owner: str | None = None):
-    """The overlay figure, the metric choices and the config diff for the chosen runs (of
-    ``owner`` when given: other users' runs are left out as if they did not exist)."""
+MAX_METRICS = 6  # panels in one comparison
+
+
+def _series(db: Database, run_ids: list[str], metric: str) -> dict[str, Series]:
+    return {
+        rid: Series(list(s.steps), list(s.values))
+        for rid, s in metric_store.metric_series(db, run_ids, metric).items()
+    }
+
+
+def compare(
+    db: Database,
+    run_ids: Sequence[str],
+    metrics: Sequence[str] | str | None,
+    *,
+    owner: str | None = None,
+    options: charts.ChartOptions | None = None,
+):
+    """The figure of the chosen metrics (one panel each), the metric choices, the metrics
+    drawn, and the config diff for the chosen runs (of ``owner`` when given: other users' runs
+    are left out as if they did not exist)."""
     if isinstance(run_ids, str):
         run_ids = [run_ids]
+    if isinstance(metrics, str):
+        metrics = [metrics]
     wanted = [r for r in run_ids or [] if r and isinstance(r, str)]
     runs = {rid: run_store.get_run(db, rid, owner=owner) for rid in wanted}
     runs = {rid: r for rid, r in runs.items() if r is not None}
     names = union_metric_names(db, list(runs))
-    if metric not in names:
-        metric = DEFAULT_METRIC if DEFAULT_METRIC in names else (names[0] if names else None)
-    series: dict[str, Series] = {}
-    if metric:
-        for rid, s in metric_store.metric_series(db, list(runs), metric).items():
-            series[rid] = Series(list(s.steps), list(s.values))
+    chosen = [m for m in dict.fromkeys(metrics or []) if m in names][:MAX_METRICS]
+    if not chosen:
+        default = DEFAULT_METRIC if DEFAULT_METRIC in names else (names[0] if names else None)
+        chosen = [default] if default else []
+    by_metric = {metric: _series(db, list(runs), metric) for metric in chosen}
     labels = {rid: r.name for rid, r in runs.items()}
-    figure = charts.overlay_figure(metric or "no metric", series, labels)
+    figure = charts.metrics_figure(by_metric, labels, options)
     headers, rows = config_diff({rid: r.config for rid, r in runs.items()})
-    return figure, names, metric, headers, rows
+    return figure, names, chosen, headers, rows
+
+
+def run_summaries(db: Database, run_ids: Sequence[str], *, owner: str | None = None) -> str:
+    """One line per run (Markdown): held-out accuracy before -> after (best), steps, duration."""
+    runs = [
+        run_store.get_run(db, rid, owner=owner) for rid in run_ids or [] if isinstance(rid, str)
+    ]
+    runs = [r for r in runs if r is not None]
+    accuracy = _series(db, [r.id for r in runs], metric_names.EVAL_ACCURACY)
+    return "\n".join(
+        f"- **{escape(r.name)}**: {escape(run_progress.summary_line(r, accuracy.get(r.id)))}"
+        for r in runs
+    )
 
 
 @dataclass
@@ -84,26 +119,41 @@ class CompareHandles:
     runs_box: gr.Dropdown
 
 
-def build_compare(ctx: AppContext) -> CompareHandles:
+def build_compare(ctx: AppContext, tab: gr.Tab | None = None) -> CompareHandles:
+    """The Compare tab; ``tab`` (its ``gr.Tab``) refreshes the run picker whenever it is opened,
+    so runs started after the page loaded are there to pick."""
     with gr.Row():
         runs_box = gr.Dropdown(
             label="Runs", choices=[], multiselect=True, elem_id="compare-runs", scale=3
         )
-        metric_box = gr.Dropdown(label="Metric", choices=[], elem_id="compare-metric", scale=2)
+        metric_box = gr.Dropdown(
+            label=f"Metrics (up to {MAX_METRICS}, one panel each)",
+            choices=[],
+            multiselect=True,
+            max_choices=MAX_METRICS,
+            elem_id="compare-metric",
+            scale=2,
+        )
         refresh = gr.Button("Refresh", size="sm", scale=0)
+    gr.Markdown(
+        "<small>The run list is read when this tab opens; Refresh reads it again.</small>",
+        elem_id="compare-hint",
+    )
+    summary = gr.Markdown(elem_id="compare-summary")
     plot = gr.Plot(show_label=False, elem_id="compare-chart")
     gr.Markdown("#### Config fields that differ")
     diff = gr.Dataframe(
         headers=["field"], value=[], interactive=False, wrap=True, elem_id="compare-diff"
     )
 
-    def update(run_ids, metric, request: gr.Request, profile: gr.OAuthProfile | None = None):
+    def update(run_ids, metrics, request: gr.Request, profile: gr.OAuthProfile | None = None):
         owner = viewer_for(request, profile).scope
-        figure, names, metric, headers, rows = compare(ctx.db, run_ids, metric, owner=owner)
+        figure, names, chosen, headers, rows = compare(ctx.db, run_ids, metrics, owner=owner)
         return (
             plot_value(figure),
-            gr.Dropdown(choices=names, value=metric),
+            gr.Dropdown(choices=names, value=chosen),
             gr.Dataframe(value=rows, headers=headers),
+            run_summaries(ctx.db, run_ids, owner=owner),
         )
 
     def refresh_runs(selected, request: gr.Request, profile: gr.OAuthProfile | None = None):
@@ -116,13 +166,15 @@ def build_compare(ctx: AppContext) -> CompareHandles:
         trigger(
             update,
             inputs=[runs_box, metric_box],
-            outputs=[plot, metric_box, diff],
+            outputs=[plot, metric_box, diff, summary],
             api_visibility="private",
         )
     refresh.click(refresh_runs, inputs=runs_box, outputs=runs_box, api_visibility="private").then(
         update,
         inputs=[runs_box, metric_box],
-        outputs=[plot, metric_box, diff],
+        outputs=[plot, metric_box, diff, summary],
         api_visibility="private",
     )
+    if tab is not None:
+        tab.select(refresh_runs, inputs=runs_box, outputs=runs_box, api_visibility="private")
     return CompareHandles(runs_box=runs_box)

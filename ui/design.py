@@ -11,7 +11,8 @@ standalone TRL module are here too. "Try it" scores one hand-written completion 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
@@ -33,13 +34,13 @@ from ui.spec_form import (
     SpecDoesNotFit,
     SpecForm,
 )
-from ui.trace_view import fmt
+from ui.trace_view import cut_note, fmt
 
 TRY_PROMPT = "What is 17 + 25?"
 TRY_COMPLETION = "<think>17 + 25: 7+5=12, carry 1; 1+2+1=4; so 42</think><answer>42</answer>"
 TRY_ANSWER = "42"
 TRACE_HEADERS = ["component", "raw score", "weight", "contribution", "why"]
-TRACE_WIDTHS = ["20%", "11%", "10%", "13%", "46%"]
+TRACE_WIDTHS = ["19%", "14%", "12%", "17%", "38%"]  # headers fit on one line
 
 
 @dataclass
@@ -77,6 +78,14 @@ def _param_input(slot: Slot, p: ParamSpec, value: Any) -> gr.components.Componen
     return gr.Textbox(value=value, info=info, **common)
 
 
+ON_BADGE = "● on"
+
+
+def header_label(slot: Slot, enabled: bool) -> str:
+    """A component's accordion header: its name, with an "on" badge while it is enabled."""
+    return f"{slot.label}   {ON_BADGE}" if enabled else slot.label
+
+
 def trace_rows(spec: RewardSpec, prompt: str, completion: str, answer: str) -> tuple[list, str]:
     """Trace table rows and a total line for one completion."""
     scored = score(spec, [prompt or ""], [completion or ""], answers=[answer or None])[0]
@@ -84,7 +93,9 @@ def trace_rows(spec: RewardSpec, prompt: str, completion: str, answer: str) -> t
         [t.name, fmt(t.raw), fmt(t.weight), fmt(t.contribution), t.explanation]
         for t in scored.trace
     ]
-    return rows, f"**Total reward: {fmt(scored.total, 4)}**"
+    total = f"**Total reward: {fmt(scored.total, 4)}**"
+    note = cut_note(completion or "")
+    return rows, total + (f"\n\n{warn(escape(note))}" if note else "")
 
 
 @dataclass
@@ -94,6 +105,25 @@ class FormParts:
     inputs: dict[str, gr.components.Component]
     errors: dict[str, gr.Markdown]
     status: gr.Markdown
+    accordions: dict[str, tuple[Slot, gr.Accordion]] = field(default_factory=dict)  # by slot key
+    add_name: gr.Dropdown | None = None  # which registry component "Add component" adds
+    add: gr.Button | None = None
+    shown: gr.State | None = None  # slot keys in the form, in the order they came
+    removes: dict[str, gr.Button] = field(default_factory=dict)  # slot key -> its Remove button
+
+    def show_headers(
+        self, values: FormValues, shown: list[str], *, open_keys: Sequence[str] = ()
+    ) -> Updates:
+        """Each shown component's header with an "on" badge while it is enabled (the others
+        hidden until added); the slots in ``open_keys`` are opened."""
+        updates: Updates = {}
+        for key, (slot, accordion) in self.accordions.items():
+            enabled = bool(values.get(f"{key}.enabled"))
+            extra = {"open": True} if key in open_keys else {}
+            updates[accordion] = gr.Accordion(
+                label=header_label(slot, enabled), visible=key in shown, **extra
+            )
+        return updates
 
     def read(self, raw: Values) -> FormValues:
         """The form values, by input key, out of what Gradio passes for a set of inputs."""
@@ -104,11 +134,11 @@ class FormParts:
         return {self.inputs[key]: value for key, value in values.items()}
 
     def show_errors(self, check: FormCheck) -> Updates:
-        """Updates that show each error under its input and hide the others, plus the summary."""
+        """Updates that show each error (or warning) under its input and hide the others, plus
+        the summary."""
+        notes = {**check.warnings, **check.errors}  # an error outranks advice on one input
         updates: Updates = {
-            md: gr.Markdown(
-                value=warn(escape(check.errors.get(key, ""))), visible=key in check.errors
-            )
+            md: gr.Markdown(value=warn(escape(notes.get(key, ""))), visible=key in notes)
             for key, md in self.errors.items()
         }
         updates[self.status] = check.summary()
@@ -143,12 +173,24 @@ def _error_md(parts: FormParts, key: str) -> None:
     parts.errors[key] = error_line(f"error-{elem_key(key)}")
 
 
-def _build_slot(parts: FormParts, slot: Slot, values: FormValues) -> None:
-    """One component's accordion: enable switch, weight, metric name and its parameters."""
+def _build_slot(parts: FormParts, slot: Slot, values: FormValues, shown: bool) -> None:
+    """One component's accordion: enable switch, weight, metric name, its parameters and a
+    Remove button; hidden until the spec has the component or the user adds it."""
     at = f"{slot.key}."
     enabled = bool(values[at + "enabled"])
-    with gr.Accordion(slot.label, open=enabled), gr.Group():
-        gr.Markdown(escape(slot.info.description), padding=True)
+    accordion = gr.Accordion(
+        header_label(slot, enabled),
+        open=enabled,
+        visible=shown,
+        elem_id=f"slot-{elem_key(slot.key)}",
+    )
+    parts.accordions[slot.key] = (slot, accordion)
+    with accordion, gr.Group():
+        with gr.Row():
+            gr.Markdown(escape(slot.info.description), padding=True)
+            parts.removes[slot.key] = gr.Button(
+                "Remove", size="sm", scale=0, elem_id=f"remove-{elem_key(slot.key)}"
+            )
         with gr.Row():
             parts.inputs[at + "enabled"] = gr.Checkbox(
                 value=enabled,
@@ -207,8 +249,19 @@ def build_form_parts(
         elem_id=elem_key(DESCRIPTION),
     )
     _error_md(parts, DESCRIPTION)
+    shown = form.shown_keys(initial_spec)
     for slot in form.slots:
-        _build_slot(parts, slot, values)
+        _build_slot(parts, slot, values, slot.key in shown)
+    with gr.Row(equal_height=True):
+        parts.add_name = gr.Dropdown(
+            label="Add component",
+            choices=form.component_names,
+            value=None,
+            elem_id="add-component-name",
+            scale=3,
+        )
+        parts.add = gr.Button("Add component", scale=1, elem_id="add-component")
+    parts.shown = gr.State(shown)
     return preset, load_preset, parts
 
 
@@ -265,8 +318,12 @@ def _wire_form(
     load_preset: gr.Button,
 ) -> None:
     """Validate on every edit; load presets, pasted specs and files into the form."""
-    check_outputs = [spec_state, parts.status, io.code, *parts.errors.values()]
-    load_outputs = [*parts.inputs.values(), *check_outputs, io.message]
+    accordions = [accordion for _, accordion in parts.accordions.values()]
+    edit_outputs = [spec_state, parts.status, io.code, *parts.errors.values()]
+    check_outputs = [*edit_outputs, *accordions]
+    enables = [parts.inputs[f"{key}.enabled"] for key in parts.accordions]
+    slot_outputs = [*check_outputs, *enables, parts.shown, io.message]
+    load_outputs = [*parts.inputs.values(), *check_outputs, parts.shown, io.message]
 
     def render_check(check: FormCheck, fmt_name: str) -> Updates:
         # While any field is wrong the shared spec is None: Preview keeps its last scores and
@@ -280,12 +337,62 @@ def _wire_form(
     def on_edit(raw: Values) -> Updates:
         return render_check(form.check(parts.read(raw)), raw[io.export_format])
 
+    # The "on" badge follows the component's own switch (one small update, not every header).
+    for key, (slot, accordion) in parts.accordions.items():
+        parts.inputs[f"{key}.enabled"].input(
+            lambda enabled, slot=slot: gr.Accordion(label=header_label(slot, bool(enabled))),
+            inputs=parts.inputs[f"{key}.enabled"],
+            outputs=accordion,
+            show_progress="hidden",
+            api_visibility="private",
+        )
+
+    def with_slot(raw: Values, key: str, enabled: bool, shown: list[str], message: str) -> Updates:
+        """The form after a slot was added (ticked, shown, opened) or removed (unticked,
+        hidden)."""
+        values = {**parts.read(raw), f"{key}.enabled": enabled}
+        return {
+            **render_check(form.check(values), raw[io.export_format]),
+            **parts.show_headers(values, shown, open_keys=[key] if enabled else []),
+            parts.inputs[f"{key}.enabled"]: enabled,
+            parts.shown: shown,
+            io.message: message,
+        }
+
+    def on_add(raw: Values) -> Updates:
+        shown = list(raw[parts.shown] or [])
+        try:
+            slot = form.slot_to_add(raw[parts.add_name], shown)
+        except SpecDoesNotFit as exc:
+            return refuse(f"Not added: {escape(exc)}")
+        return with_slot(raw, slot.key, True, [*shown, slot.key], f"Added **{slot.label}**.")
+
+    def remover(key: str):
+        def on_remove(raw: Values) -> Updates:
+            shown = [k for k in raw[parts.shown] or [] if k != key]
+            label = parts.accordions[key][0].label
+            return with_slot(raw, key, False, shown, f"Removed **{label}** from the reward.")
+
+        return on_remove
+
+    every_input = {io.export_format, parts.shown, *parts.inputs.values()}
+    parts.add.click(
+        on_add,
+        inputs={*every_input, parts.add_name},
+        outputs=slot_outputs,
+        api_visibility="private",
+    )
+    for key, button in parts.removes.items():
+        button.click(
+            remover(key), inputs=every_input, outputs=slot_outputs, api_visibility="private"
+        )
+
     gr.on(
         [c.input for c in parts.inputs.values()]
         + [c.blur for c in parts.inputs.values() if isinstance(c, gr.Number)],
         on_edit,
         inputs={io.export_format, *parts.inputs.values()},
-        outputs=check_outputs,
+        outputs=edit_outputs,
         trigger_mode="always_last",
         show_progress="hidden",
         api_visibility="private",
@@ -300,7 +407,14 @@ def _wire_form(
         except SpecDoesNotFit as exc:
             return refuse(f"{refused}: {escape(exc)}")
         notes = [hint(escape(note)) for note in form.load_notes(spec)]
-        updates = {**parts.show(values), **render_check(form.check(values), fmt_name)}
+        shown = form.shown_keys(spec)
+        opened = [key for key in shown if values[f"{key}.enabled"]]
+        updates = {
+            **parts.show(values),
+            **render_check(form.check(values), fmt_name),
+            **parts.show_headers(values, shown, open_keys=opened),
+            parts.shown: shown,
+        }
         updates[io.message] = "\n\n".join([message, *notes])
         return updates
 

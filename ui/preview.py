@@ -175,19 +175,19 @@ def build_preview_controls(ctx: AppContext) -> PreviewControls:
     gr.Markdown("### Sampling")
     knobs = PreviewRequest.sampling_fields()
     sampling: dict[str, gr.Number] = {}
-    for at in range(0, len(knobs), 2):  # two inputs a row
+    for at in range(0, len(knobs), 2):  # two inputs a row, each with its error line under it
         with gr.Row():
             for f in knobs[at : at + 2]:
                 label, elem_id = SAMPLING_INPUTS[f.name]
-                sampling[f.name] = gr.Number(
-                    label=label,
-                    value=f.default,
-                    precision=0 if isinstance(f.default, int) else None,
-                    info=field_help(f),
-                    elem_id=elem_id,
-                )
-    for f in knobs:
-        error_md(f.name)
+                with gr.Column(min_width=120):
+                    sampling[f.name] = gr.Number(
+                        label=label,
+                        value=f.default,
+                        precision=0 if isinstance(f.default, int) else None,
+                        info=field_help(f),
+                        elem_id=elem_id,
+                    )
+                    error_md(f.name)
     generate = gr.Button("Generate", variant="primary", elem_id="preview-generate")
     return PreviewControls(
         model_key=model_key,
@@ -361,19 +361,56 @@ def _wire_scores(
         api_visibility="private",
     )
 
-    def on_select(cache: PreviewCache, spec_dict: dict | None, evt: gr.SelectData):
-        if cache.empty or spec_dict is None:
-            return gr.skip(), gr.skip()
-        index = int(evt.index[0])
+    _wire_selected_sample(ctx, design, controls, results, cache_state)
+
+
+def _wire_selected_sample(
+    ctx: AppContext,
+    design: DesignHandles,
+    controls: PreviewControls,
+    results: PreviewResults,
+    cache_state: gr.State,
+) -> None:
+    """The clicked sample's trace and probes: scored with the current reward on every change,
+    cleared when a new Generate replaces the samples."""
+    selected = gr.State(None)  # index of the clicked sample in the session's cache
+
+    def trace_and_probes(cache: PreviewCache, spec_dict: dict, index: int):
         spec = RewardSpec.from_dict(spec_dict)
         with call_deadline(INTERACTIVE_DEADLINE_S):
             scores = cache.rescore(spec)
             rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
         return sample_trace(scores, index), rows
 
+    def on_select(cache: PreviewCache, spec_dict: dict | None, evt: gr.SelectData):
+        if cache.empty or spec_dict is None:
+            return gr.skip(), gr.skip(), gr.skip()
+        index = int(evt.index[0])
+        return (*trace_and_probes(cache, spec_dict, index), index)
+
+    def on_spec(cache: PreviewCache, spec_dict: dict | None, index: Any):
+        if spec_dict is None or not isinstance(index, int) or not 0 <= index < len(cache):
+            return gr.skip(), gr.skip()
+        return trace_and_probes(cache, spec_dict, index)
+
     results.table.select(
         on_select,
         inputs=[cache_state, design.spec_state],
-        outputs=[results.trace, results.probes],
+        outputs=[results.trace, results.probes, selected],
         api_visibility="private",
+    )
+    design.spec_state.change(
+        on_spec,
+        inputs=[cache_state, design.spec_state, selected],
+        outputs=[results.trace, results.probes],
+        trigger_mode="always_last",
+        show_progress="hidden",
+        api_visibility="private",
+    )
+    # New samples replaced the old ones: the old sample's trace would read as one of them.
+    cache_state.change(
+        lambda: ([], [], None),
+        outputs=[results.trace, results.probes, selected],
+        api_visibility="private",
+        show_progress="hidden",
     )

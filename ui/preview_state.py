@@ -12,11 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewards.answers import extract_answer
 from rewards.composer import score
 from rewards.diagnostics import group_diagnostics
 from rewards.spec import RewardSpec
-from ui.trace_view import completion_html
+from ui.trace_view import completion_html, cut_note, extracted_text
 
 FIXED_COLUMNS = ["#", "group", "prompt", "completion", "gold", "extracted"]
 
@@ -122,6 +121,9 @@ class PreviewScores:
             completion = completion_html(cache.completions[i])
             if cache.truncated[i]:
                 completion += ' <span style="color:#b45309">[cut at max tokens]</span>'
+            note = cut_note(cache.completions[i])
+            if note:
+                completion += f' <span style="color:#b45309">[{note}]</span>'
             out.append(
                 [
                     i,
@@ -129,7 +131,7 @@ class PreviewScores:
                     cache.prompts[i],
                     completion,
                     cache.answers[i] or "",
-                    extract_answer(cache.completions[i]) or "",
+                    extracted_text(cache.completions[i]),
                     *[raw.get(c) for c in self.components],
                     s.total,
                 ]

@@ -85,6 +85,12 @@ def resume_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) 
     )
 
 
+def check_deletable(run: RunInfo) -> None:
+    """Refuse, before any undo window starts, to delete a run that is still going."""
+    if not run.is_terminal:
+        raise RunActionError(f"Run {run.id} is {run.status}; stop it before deleting it.")
+
+
 def delete_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) -> str:
     return _act(
         db,

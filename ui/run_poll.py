@@ -19,10 +19,12 @@ from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.runs import RunInfo
-from ui import charts, hints, messages
+from storage.schema import RunStatus
+from ui import charts, hints, messages, run_progress
 from ui.run_state import RunsSnapshot, RunView
 
-RUN_COLUMNS = ["run", "name", "status", "step", "started", "duration"]
+# "created" never moves; a resume starts a new attempt, so the time shown is that attempt's.
+RUN_COLUMNS = ["run", "name", "status", "step", "created", "last attempt"]
 METRIC_PAGE = 20_000
 LOG_PAGE = 500
 
@@ -41,13 +43,21 @@ class RunsUpdate:
     figures: dict[str, charts.Figure] = field(default_factory=dict)
     logs: str | None = None
     sample_steps: list[int] | None = None
+    progress_html: str | None = None  # bar, ETA and phase, or the summary of an ended run
 
     @property
     def empty(self) -> bool:
         return (
             all(
                 v is None
-                for v in (self.runs_table, self.status_md, self.error, self.logs, self.sample_steps)
+                for v in (
+                    self.runs_table,
+                    self.status_md,
+                    self.error,
+                    self.logs,
+                    self.sample_steps,
+                    self.progress_html,
+                )
             )
             and not self.figures
         )
@@ -81,7 +91,7 @@ def runs_table(runs: list[RunInfo], now: float | None = None) -> list[list[Any]]
             r.name,
             str(r.status),
             step_text(r),
-            _when(r.started_at or r.created_at),
+            _when(r.created_at),
             _duration(r, now),
         ]
         for r in runs
@@ -102,15 +112,20 @@ def default_selection(runs: list[RunInfo]) -> str | None:
     return None if pick is None else pick.id
 
 
-def status_markdown(run: RunInfo | None) -> str:
+def status_markdown(run: RunInfo | None, stopping: bool = False) -> str:
+    """The run's name, status (``stopping…`` between a stop request and the stop), algorithm,
+    step and id, with what the status means."""
     if run is None:
         return "No run selected. Start one in the **Train** tab, or pick one from the list."
+    stopping = stopping and run.status == RunStatus.RUNNING
     lines = [
         f"### {run.name}",
-        f"**{run.status}** · {run.algorithm.upper()} · step {step_text(run)} · id `{run.id}`"
+        f"**{'stopping…' if stopping else run.status}** · {run.algorithm.upper()} · "
+        f"step {step_text(run)} · id `{run.id}`"
         + (f" · attempt {run.attempt}" if run.attempt > 1 else ""),
     ]
-    hint = hints.status_hint(str(run.status))
+    # A running run's phase is shown under the progress bar instead of a generic "Training".
+    hint = "" if run.status == RunStatus.RUNNING else hints.status_hint(str(run.status))
     if hint:
         lines.append(f"<small>{hint}</small>")
     if run.error_message:
@@ -132,8 +147,10 @@ def hints_markdown(run: RunInfo | None, view: RunView) -> str:
     return "\n\n".join(messages.hint(messages.escape(h)) for h in found)
 
 
-def all_figures(view: RunView) -> dict[str, charts.Figure]:
-    return {p.key: charts.panel_figure(p, view.series) for p in charts.PANELS}
+def all_figures(
+    view: RunView, options: charts.ChartOptions | None = None
+) -> dict[str, charts.Figure]:
+    return {p.key: charts.panel_figure(p, view.series, options) for p in charts.PANELS}
 
 
 def poll(
@@ -143,8 +160,10 @@ def poll(
     *,
     owner: str | None = None,
     force: bool = False,
+    options: charts.ChartOptions | None = None,
 ) -> RunsUpdate:
-    """One tick of the Runs view for the run ``selected`` (``force``: redraw everything).
+    """One tick of the Runs view for the run ``selected`` (``force``: redraw everything), its
+    charts drawn as ``options`` say.
 
     With ``owner`` (a viewer's :attr:`~ui.identity.Viewer.scope`), only that owner's runs are
     listed and read; a selected run of someone else shows as no run at all.
@@ -171,9 +190,10 @@ def poll(
             update.status_md = status_markdown(None)
             update.error = ""
             update.hints_md = ""
-            update.figures = all_figures(view)
+            update.figures = all_figures(view, options)
             update.logs = ""
             update.sample_steps = []
+            update.progress_html = ""
         return update
 
     changed: set[str] = set()
@@ -183,27 +203,44 @@ def poll(
         if len(points) < METRIC_PAGE:
             break
     progressed = view.progress_changed(progress)
+    run: RunInfo | None = None
     if force or progressed or changed:
         run = run_store.get_run(db, view.run_id, owner=owner)
         view.mark_shown(progress)
         update.status = "" if run is None else str(run.status)
         if force and run is not None:
             update.algorithm = run.algorithm
-        update.status_md = status_markdown(run)
         update.error = error_text(run)
         update.hints_md = hints_markdown(run, view)
         if force:
-            update.figures = all_figures(view)
+            update.figures = all_figures(view, options)
         else:
             keys = charts.changed_panels(changed)
             update.figures = {
-                p.key: charts.panel_figure(p, view.series) for p in charts.PANELS if p.key in keys
+                p.key: charts.panel_figure(p, view.series, options)
+                for p in charts.PANELS
+                if p.key in keys
             }
+        update.sample_steps = sample_store.sample_steps(db, view.run_id)
+    got = False
+    if run is not None or progress.status in (RunStatus.QUEUED, RunStatus.RUNNING):
+        # An active run's log says what it is doing (the phase) even between steps.
         lines, log_cursor = log_store.logs_since(db, view.run_id, view.log_cursor, limit=LOG_PAGE)
         got = view.absorb_logs(
             (f"{_when(e.time)} {e.level:<7} {e.message}" for e in lines), log_cursor
         )
         if got or force:
             update.logs = "\n".join(view.log_lines)
-        update.sample_steps = sample_store.sample_steps(db, view.run_id)
+    if run is not None or got:
+        run = run or run_store.get_run(db, view.run_id, owner=owner)
+        if run is not None:
+            view.see_attempt(run.attempt)
+        if run is not None and run.is_terminal and view.stop_asked == run.id:
+            view.stop_asked = None  # the stop happened; a resumed attempt is not stopping
+        asked = view.stop_asked == view.run_id
+        update.progress_html = run_progress.progress_html(run, view, asked)
+        stopping = run is not None and (
+            asked or run_progress.phase(run, view.attempt_log_lines) == run_progress.STOPPING
+        )
+        update.status_md = status_markdown(run, stopping)
     return update

@@ -18,12 +18,14 @@ from storage.schema import TERMINAL_STATUSES, RunStatus
 
 @dataclass
 class Series:
-    """One metric by step; steps ascend."""
+    """One metric by step; steps ascend. ``times`` (seconds since the epoch, one per point) is
+    kept when the points came with one, for charts by relative time."""
 
     steps: list[int] = field(default_factory=list)
     values: list[float | None] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
 
-    def add(self, step: int, value: float | None) -> None:
+    def add(self, step: int, value: float | None, time: float | None = None) -> None:
         """Append a point; a step at or before the last one replaces the tail from there.
 
         That happens after a resume from a checkpoint: the steps after it are trained again and
@@ -33,8 +35,11 @@ class Series:
             keep = next((i for i, s in enumerate(self.steps) if s >= step), len(self.steps))
             del self.steps[keep:]
             del self.values[keep:]
+            del self.times[keep:]
         self.steps.append(step)
         self.values.append(value)
+        if time is not None and len(self.times) == len(self.steps) - 1:
+            self.times.append(time)
 
     @property
     def last(self) -> float | None:
@@ -70,6 +75,8 @@ class RunView:
         status: the run status last shown.
         last_step: the run's last step last shown.
         list_key: :meth:`RunsSnapshot.list_key` of the run list last shown.
+        newest_sample_step: the newest step with samples last offered in the step picker; a
+            picker left on it follows the next newest step.
     """
 
     run_id: str | None = None
@@ -81,6 +88,21 @@ class RunView:
     last_step: int = -1
     list_key: tuple | None = None
     max_log_lines: int = 500
+    newest_sample_step: int | None = None
+    stop_asked: str | None = None  # the run this session asked to stop, until it has stopped
+    attempt: int | None = None  # the run's attempt last seen
+    attempt_lines_from: int = 0  # index in log_lines where that attempt's lines begin
+
+    def see_attempt(self, attempt: int) -> None:
+        """Note the run's attempt; when it changes under the view (a resume), the lines read so
+        far belong to earlier attempts and no longer say what the worker is doing."""
+        if self.attempt is not None and attempt != self.attempt:
+            self.attempt_lines_from = len(self.log_lines)
+        self.attempt = attempt
+
+    @property
+    def attempt_log_lines(self) -> list[str]:
+        return self.log_lines[self.attempt_lines_from :]
 
     def select(self, run_id: str | None) -> None:
         """Show another run: forget the points and cursors of the previous one."""
@@ -91,6 +113,18 @@ class RunView:
         self.log_lines = []
         self.status = None
         self.last_step = -1
+        self.newest_sample_step = None
+        self.attempt = None
+        self.attempt_lines_from = 0
+
+    def sample_step_to_show(self, steps: list[int], current: Any) -> int | None:
+        """The step the samples picker shows among ``steps``: the one the user picked if it is
+        one of them and not the newest offered before, else the newest (so the picker follows
+        training, and a step of another run never stays selected)."""
+        newest = steps[-1] if steps else None
+        following = current is None or current == self.newest_sample_step
+        self.newest_sample_step = newest
+        return current if current in steps and not following else newest
 
     def needs_metrics(self, progress: RunProgress | None) -> bool:
         """True when the database holds metric rows of the run this view has not read."""
@@ -111,7 +145,9 @@ class RunView:
         ``next_cursor``; returns the names of the series that changed."""
         changed: set[str] = set()
         for point in points:
-            self.series.setdefault(point.name, Series()).add(point.step, point.value)
+            self.series.setdefault(point.name, Series()).add(
+                point.step, point.value, getattr(point, "time", None)
+            )
             changed.add(point.name)
         self.cursor = max(self.cursor, next_cursor)
         return changed
@@ -120,7 +156,9 @@ class RunView:
         """Add log lines; keeps the newest ``max_log_lines``. Returns whether any came."""
         new = list(lines)
         self.log_lines.extend(new)
-        del self.log_lines[: max(0, len(self.log_lines) - self.max_log_lines)]
+        dropped = max(0, len(self.log_lines) - self.max_log_lines)
+        del self.log_lines[:dropped]
+        self.attempt_lines_from = max(0, self.attempt_lines_from - dropped)
         self.log_cursor = max(self.log_cursor, next_cursor)
         return bool(new)
 

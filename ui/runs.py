@@ -21,10 +21,10 @@ from storage import runs as run_store
 from ui import charts, run_actions
 from ui.context import AppContext
 from ui.identity import Viewer, viewer_for
-from ui.messages import escape, ok, warn
 from ui.model_export import build_model_export
 from ui.named import Updates, Values
 from ui.plots import plot_value
+from ui.run_buttons import wire_actions
 from ui.run_poll import RUN_COLUMNS, RunsUpdate, default_selection, poll, run_choices
 from ui.run_state import RunView
 
@@ -49,6 +49,7 @@ class RunsParts:
     run_select: gr.Dropdown
     table: gr.Dataframe
     status_md: gr.Markdown
+    progress: gr.HTML  # step N of M, ETA and phase; the summary card once the run ended
     stop: gr.Button
     resume: gr.Button
     delete: gr.Button
@@ -56,14 +57,23 @@ class RunsParts:
     checkpoint: gr.Button
     data: gr.Button
     action_md: gr.Markdown
+    confirm_row: gr.Row  # "Delete for good?" with its two buttons
+    confirm_delete: gr.Button
+    cancel_delete: gr.Button
+    undo_delete: gr.Button
+    pending_delete: gr.State  # the run whose delete waits in its undo window
     download: gr.File
     error_box: gr.Code
     hints_md: gr.Markdown
     repo: gr.Textbox
     token: gr.Textbox
     push: gr.Button
+    smoothing: gr.Slider  # EMA weight, the raw line faint behind
+    x_axis: gr.Radio  # step or relative time
+    log_y: gr.Checkbox
     plots: dict[str, gr.Plot]  # panel key -> chart
-    panel_columns: dict[str, gr.Column]  # panel key -> column, for panels of some algorithms
+    panel_columns: dict[str, gr.Column]  # panel key -> column, shown once it has points
+    panel_notes: dict[str, gr.Markdown]  # panel key -> note, shown for the algorithms it is about
     step_select: gr.Dropdown
     samples: gr.Dataframe
     logs: gr.Code
@@ -76,6 +86,7 @@ class RunsParts:
             self.table,
             self.run_select,
             self.status_md,
+            self.progress,
             self.error_box,
             self.hints_md,
             *self.plots.values(),
@@ -85,6 +96,7 @@ class RunsParts:
             self.resume,
             self.delete,
             *self.panel_columns.values(),
+            *self.panel_notes.values(),
         ]
 
 
@@ -110,6 +122,7 @@ def poll_updates(
     for comp, value in (
         (parts.table, update.runs_table),
         (parts.status_md, update.status_md),
+        (parts.progress, update.progress_html),
         (parts.hints_md, update.hints_md),
         (parts.logs, update.logs),
     ):
@@ -124,14 +137,15 @@ def poll_updates(
         )
     for key, figure in update.figures.items():
         out[parts.plots[key]] = plot_value(figure)
+        # An empty chart says nothing: panels appear with their first point.
+        out[parts.panel_columns[key]] = gr.Column(visible=bool(figure["data"]))
     if update.sample_steps is not None:
-        keep = current_step if current_step in update.sample_steps else None
-        latest = update.sample_steps[-1] if update.sample_steps else None
-        out[parts.step_select] = gr.Dropdown(choices=update.sample_steps, value=keep or latest)
+        shown = state.sample_step_to_show(update.sample_steps, current_step)
+        out[parts.step_select] = gr.Dropdown(choices=update.sample_steps, value=shown)
     out.update(action_buttons(parts, update.status))
     if update.algorithm is not None:
-        for key, column in parts.panel_columns.items():
-            out[column] = gr.Column(visible=_PANELS[key].shown_for(update.algorithm))
+        for key, note in parts.panel_notes.items():
+            out[note] = gr.Markdown(visible=_PANELS[key].note_shown_for(update.algorithm))
     return out
 
 
@@ -154,6 +168,7 @@ def _build_header() -> dict[str, Any]:
             )
         with gr.Column(scale=1, min_width=420):
             status_md = gr.Markdown(elem_id="run-status")
+            progress = gr.HTML(elem_id="run-progress")
             with gr.Row():
                 stop = gr.Button("Stop", variant="stop", size="sm", elem_id="run-stop")
                 resume = gr.Button("Resume", size="sm", elem_id="run-resume")
@@ -162,6 +177,15 @@ def _build_header() -> dict[str, Any]:
                 checkpoint = gr.Button("Checkpoint (zip)", size="sm")
                 data = gr.Button("Metrics & samples (zip)", size="sm", elem_id="run-data")
             action_md = gr.Markdown(elem_id="run-action-message")
+            with gr.Row(visible=False) as confirm_row:
+                confirm_delete = gr.Button(
+                    "Delete for good", variant="stop", size="sm", elem_id="run-delete-confirm"
+                )
+                cancel_delete = gr.Button("Keep it", size="sm", elem_id="run-delete-cancel")
+            undo_delete = gr.Button(
+                "Undo delete", size="sm", visible=False, elem_id="run-delete-undo"
+            )
+            pending_delete = gr.State(None)
             download = gr.File(label="Download", visible=False, interactive=False)
             error_box = gr.Code(
                 label="Error and traceback",
@@ -179,6 +203,7 @@ def _build_header() -> dict[str, Any]:
         run_select=run_select,
         table=table,
         status_md=status_md,
+        progress=progress,
         stop=stop,
         resume=resume,
         delete=delete,
@@ -186,6 +211,11 @@ def _build_header() -> dict[str, Any]:
         checkpoint=checkpoint,
         data=data,
         action_md=action_md,
+        confirm_row=confirm_row,
+        confirm_delete=confirm_delete,
+        cancel_delete=cancel_delete,
+        undo_delete=undo_delete,
+        pending_delete=pending_delete,
         download=download,
         error_box=error_box,
         hints_md=hints_md,
@@ -195,33 +225,64 @@ def _build_header() -> dict[str, Any]:
     )
 
 
-def _build_charts() -> tuple[dict[str, gr.Plot], dict[str, gr.Column]]:
-    """One chart per panel, three to a row; the columns of panels that only some algorithms
-    log, to show or hide when the selection changes."""
+def _build_charts() -> tuple[dict[str, gr.Plot], dict[str, gr.Column], dict[str, gr.Markdown]]:
+    """One chart per panel, three to a row, each hidden until it has points; the notes under
+    charts, shown for the algorithms they are about."""
     plots: dict[str, gr.Plot] = {}
     columns: dict[str, gr.Column] = {}
+    notes: dict[str, gr.Markdown] = {}
     panels = list(charts.PANELS)
     for start in range(0, len(panels), 3):
         with gr.Row():
             for panel in panels[start : start + 3]:
-                with gr.Column(min_width=300, visible=panel.shown_for(None)) as column:
-                    if panel.only_for:
-                        columns[panel.key] = column
+                with gr.Column(min_width=300, visible=False) as column:
+                    columns[panel.key] = column
                     plots[panel.key] = gr.Plot(
                         show_label=False, elem_id=f"chart-{panel.key}", elem_classes="run-chart"
                     )
                     if panel.note:
-                        gr.Markdown(f"<small>{panel.note}</small>")
-    return plots, columns
+                        notes[panel.key] = gr.Markdown(
+                            f"<small>{panel.note}</small>",
+                            visible=panel.note_shown_for(None),
+                            elem_id=f"chart-note-{panel.key}",
+                        )
+    return plots, columns, notes
 
 
 def build_runs_parts() -> RunsParts:
     """Every part of the Runs tab, laid out; nothing wired yet."""
     view = gr.State(RunView())
     header = _build_header()
-    plots, panel_columns = _build_charts()
+    with gr.Row(equal_height=True):
+        smoothing = gr.Slider(
+            0.0,
+            0.99,
+            value=0.0,
+            step=0.01,
+            label="Smoothing (EMA; the raw line stays faint behind)",
+            elem_id="chart-smoothing",
+            scale=3,
+        )
+        x_axis = gr.Radio(
+            [("step", "step"), ("relative time", "time")],
+            value="step",
+            label="x axis",
+            elem_id="chart-x",
+            scale=2,
+        )
+        log_y = gr.Checkbox(label="log scale", value=False, elem_id="chart-log", scale=1)
+    plots, panel_columns, panel_notes = _build_charts()
     with gr.Accordion("Samples by step, with each component's score", open=True):
-        step_select = gr.Dropdown(label="Step", choices=[], value=None, elem_id="sample-step")
+        # A tick or a change event may still carry the previous run's step after the choices
+        # moved on: the handlers take any value (and show nothing for a step that is not there)
+        # instead of Gradio refusing it with an error toast.
+        step_select = gr.Dropdown(
+            label="Step",
+            choices=[],
+            value=None,
+            elem_id="sample-step",
+            allow_custom_value=True,
+        )
         samples = gr.Dataframe(
             value=[],
             headers=["prompt", "completion", "total"],
@@ -236,8 +297,12 @@ def build_runs_parts() -> RunsParts:
     return RunsParts(
         view=view,
         **header,
+        smoothing=smoothing,
+        x_axis=x_axis,
+        log_y=log_y,
         plots=plots,
         panel_columns=panel_columns,
+        panel_notes=panel_notes,
         step_select=step_select,
         samples=samples,
         logs=logs,
@@ -251,7 +316,10 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         state: RunView = raw[parts.view]
         viewer = viewer_for(request, profile)
         selected = raw[parts.run_select] or None
-        update = poll(ctx.db, state, selected, owner=viewer.scope, force=force)
+        options = charts.ChartOptions.from_inputs(
+            raw[parts.smoothing], raw[parts.x_axis], raw[parts.log_y]
+        )
+        update = poll(ctx.db, state, selected, owner=viewer.scope, force=force, options=options)
         return poll_updates(parts, state, update, raw[parts.step_select])
 
     def tick(raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Updates:
@@ -262,7 +330,14 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
     ) -> Updates:
         return refresh(raw, request, profile, True)
 
-    inputs = {parts.view, parts.run_select, parts.step_select}
+    inputs = {
+        parts.view,
+        parts.run_select,
+        parts.step_select,
+        parts.smoothing,
+        parts.x_axis,
+        parts.log_y,
+    }
     timer.tick(
         tick,
         inputs=inputs,
@@ -272,19 +347,38 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         trigger_mode="always_last",
         concurrency_limit=None,  # one cheap query; never wait behind other sessions' events
     )
-    parts.run_select.change(
+    gr.on(
+        [
+            parts.run_select.change,
+            parts.smoothing.change,
+            parts.x_axis.change,
+            parts.log_y.change,
+        ],
         on_select,
         inputs=inputs,
         outputs=parts.poll_outputs,
         show_progress="hidden",
         api_visibility="private",
+        trigger_mode="always_last",  # a dragged slider redraws for where it stops
     )
 
     def on_row(evt: gr.SelectData):
         row = evt.row_value if getattr(evt, "row_value", None) else None
         return row[0] if row else gr.skip()
 
-    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private")
+    # The previous run's download, action message and delete question do not belong to the
+    # run now open (a confirm after switching would delete the wrong run).
+    cleared = [parts.download, parts.action_md, parts.confirm_row]
+    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private").then(
+        clear_action_output, outputs=cleared, api_visibility="private"
+    )
+    parts.run_select.input(
+        clear_action_output, outputs=cleared, api_visibility="private", show_progress="hidden"
+    )
+
+
+def clear_action_output() -> tuple[gr.File, str, gr.Row]:
+    return gr.File(value=None, visible=False), "", gr.Row(visible=False)
 
 
 def _wire_samples(ctx: AppContext, parts: RunsParts) -> None:
@@ -312,81 +406,12 @@ def _wire_samples(ctx: AppContext, parts: RunsParts) -> None:
     )
 
 
-def _wire_actions(ctx: AppContext, parts: RunsParts) -> None:
-    """Stop, resume, delete, downloads and the Hub push, each for the viewer's own runs."""
-
-    def act(fn):
-        def handler(
-            run_id: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None
-        ):
-            try:
-                return ok(escape(fn(ctx.db, ctx.launcher, viewer_for(request, profile), run_id)))
-            except run_actions.RunActionError as exc:
-                return warn(escape(exc))
-
-        return handler
-
-    for button, fn in (
-        (parts.stop, run_actions.stop_run),
-        (parts.resume, run_actions.resume_run),
-        (parts.delete, run_actions.delete_run),
-    ):
-        button.click(
-            act(fn), inputs=parts.run_select, outputs=parts.action_md, api_visibility="private"
-        )
-
-    def download_with(fn):
-        def handler(
-            run_id: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None
-        ):
-            try:
-                path = fn(ctx.db, viewer_for(request, profile), run_id)
-            except run_actions.RunActionError as exc:
-                return gr.File(visible=False), warn(escape(exc))
-            return gr.File(value=str(path), visible=True), ""
-
-        return handler
-
-    for button, fn in (
-        (parts.config, run_actions.config_file),
-        (parts.checkpoint, run_actions.checkpoint_archive),
-        (parts.data, run_actions.run_data_archive),
-    ):
-        button.click(
-            download_with(fn),
-            inputs=parts.run_select,
-            outputs=[parts.download, parts.action_md],
-            api_visibility="private",
-        )
-
-    def push(
-        run_id: str | None,
-        repo: str,
-        token: str,
-        request: gr.Request,
-        profile: gr.OAuthProfile | None = None,
-    ):
-        viewer = viewer_for(request, profile)
-        try:
-            message = ok(escape(run_actions.push_to_hub(ctx.db, viewer, run_id, repo, token)))
-        except run_actions.RunActionError as exc:
-            message = warn(escape(exc))
-        return message, ""  # the token box is cleared either way
-
-    parts.push.click(
-        push,
-        inputs=[parts.run_select, parts.repo, parts.token],
-        outputs=[parts.action_md, parts.token],
-        api_visibility="private",
-    )
-
-
 def build_runs(ctx: AppContext) -> RunsHandles:
     timer = gr.Timer(POLL_SECONDS)
     parts = build_runs_parts()
     _wire_poll(ctx, parts, timer)
     _wire_samples(ctx, parts)
-    _wire_actions(ctx, parts)
+    wire_actions(ctx, parts)
     build_model_export(ctx, parts.run_select)
     return RunsHandles(run_select=parts.run_select, view=parts.view, timer=timer)
 

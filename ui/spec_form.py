@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from rewards.composer import score
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec
 from rewards.registry import REGISTRY
@@ -129,6 +130,7 @@ class FormCheck:
 
     spec: RewardSpec | None
     errors: dict[str, str] = field(default_factory=dict)
+    warnings: dict[str, str] = field(default_factory=dict)  # input key -> advice; spec valid
 
     @property
     def ok(self) -> bool:
@@ -265,7 +267,7 @@ class SpecForm:
                 exc.reason,
             )
             return FormCheck(None, {self._locate(exc.field, origins): reason})
-        return FormCheck(spec, {})
+        return FormCheck(spec, {}, negative_weight_warnings(spec, origins))
 
     def _locate(self, spec_field: str, origins: Sequence[Slot]) -> str:
         """Map a spec error field (``components[1].params.max_len``) to an input key."""
@@ -321,6 +323,32 @@ class SpecForm:
                 values[at + p.name] = param_to_form(p, params[p.name])
         return values
 
+    def shown_keys(self, spec: RewardSpec) -> list[str]:
+        """The slots the form shows for ``spec``: those its components fill (ticked or not);
+        the others wait until the user adds that component."""
+        by_name = self._by_name(spec)
+        return [s.key for s in self.slots if len(by_name.get(s.info.name, [])) >= s.instance]
+
+    def slot_to_add(self, name: Any, shown: Sequence[str]) -> Slot:
+        """The next hidden slot of component ``name``.
+
+        Raises:
+            SpecDoesNotFit: ``name`` is no registry component, or all its slots are shown.
+        """
+        slots = [s for s in self.slots if s.info.name == name]
+        if not slots:
+            raise SpecDoesNotFit(f"pick a component to add ({', '.join(self.component_names)})")
+        free = [s for s in slots if s.key not in shown]
+        if not free:
+            if len(slots) == 1:
+                raise SpecDoesNotFit(f"{name} is in the form already; a spec holds one {name}")
+            raise SpecDoesNotFit(f"the form holds {len(slots)} {name} components, all in use")
+        return free[0]
+
+    @property
+    def component_names(self) -> list[str]:
+        return list(dict.fromkeys(s.info.name for s in self.slots))
+
     def load_notes(self, spec: RewardSpec) -> list[str]:
         """What a user should know after loading ``spec`` into the form (may be empty)."""
         by_name = self._by_name(spec)
@@ -338,6 +366,40 @@ class SpecForm:
             f"({', '.join(disabled)}); {'they stay' if n != 1 else 'it stays'} out of the spec "
             "until ticked."
         ]
+
+
+# Completions a penalty component scores below zero (a repeated phrase, a long ramble) next to a
+# plain correct one: enough to tell a penalty (never above 0) from a reward.
+PENALTY_PROBES = (
+    "the same words again " * 40,
+    "<think>" + "and then " * 400 + "</think><answer>2</answer>",
+    "<think>1 + 1 = 2</think><answer>2</answer>",
+)
+
+
+def is_penalty(component: ComponentSpec) -> bool:
+    """True when the component scores the probe completions at or below 0 and some below:
+    its score is a penalty, so a negative weight would pay for the failure it measures."""
+    one = RewardSpec([ComponentSpec(component.name, 1.0, params=dict(component.params))])
+    n = len(PENALTY_PROBES)
+    try:
+        scored = score(one, ["What is 1 + 1?"] * n, list(PENALTY_PROBES), answers=["2"] * n)
+    except Exception:  # a component that cannot score the probes gives no advice
+        return False
+    raws = [t.raw for s in scored for t in s.trace if t.raw is not None]
+    return bool(raws) and max(raws) <= 0 and min(raws) < 0
+
+
+def negative_weight_warnings(spec: RewardSpec, origins: Sequence[Slot]) -> dict[str, str]:
+    """A warning on the weight of each penalty component given a negative weight."""
+    return {
+        f"{slot.key}.weight": (
+            f"{slot.label} scores the failure it measures below 0 (a penalty); a negative weight "
+            "turns that into a reward for it. Use a positive weight."
+        )
+        for comp, slot in zip(spec.components, origins, strict=True)
+        if comp.weight < 0 and is_penalty(comp)
+    }
 
 
 def component_dict(

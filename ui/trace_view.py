@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from rewards.answers import find_answer
+from rewards.answers import extract_answer, find_answer
+from rewards.text import MAX_COMPLETION_CHARS
 
 TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9_-]{0,30}>")
 TAG_STYLE = "color:#7c3aed;font-weight:600"
@@ -44,6 +45,26 @@ def completion_html(text: str, answer_tag: str = "answer", max_chars: int = 4000
             + _tags(shown[span.end :])
         )
     return body.replace("\n", "<br>") + ("…" if cut else "")
+
+
+WHOLE_TEXT = "(no answer tag or box: the whole text was checked)"
+
+
+def extracted_text(completion: str) -> str:
+    """What correctness compared with the gold: the extracted answer, else a note that it read
+    the whole completion (its fallback, see ``rewards.answers``)."""
+    return extract_answer(completion) or WHOLE_TEXT
+
+
+def cut_note(completion: str) -> str:
+    """Why a very long completion may miss its answer tag: components read only its first
+    :data:`~rewards.text.MAX_COMPLETION_CHARS` characters ("" when it is shorter)."""
+    if len(completion) <= MAX_COMPLETION_CHARS:
+        return ""
+    return (
+        f"Scored on the first {MAX_COMPLETION_CHARS:,} of {len(completion):,} characters: "
+        "anything after that (such as a closing answer tag) is not seen by the reward."
+    )
 
 
 def trace_columns(traces: Iterable[Iterable[Any]]) -> list[str]:

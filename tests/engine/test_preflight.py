@@ -1,7 +1,10 @@
 """A run whose model or data cannot be used is refused with the field to fix, before it exists."""
 
+import http.server
 import importlib.util
 import json
+import socket
+import threading
 
 import pytest
 import torch
@@ -150,5 +153,64 @@ def test_hub_datasets_offline_are_refused_before_the_run_exists_like_hub_models(
     assert result.returncode == 2, result.stderr
     assert "data.path: dataset 'someone/some-data' is not in the local cache" in result.stderr
     assert "Traceback" not in result.stderr
+    with Database(db_path(data_dir)) as db:
+        assert run_store.list_runs(db) == []
+
+
+class _FakeHubHandler(http.server.BaseHTTPRequestHandler):
+    """A local HTTP server answering model look-ups as the Hub does: gated or not found."""
+
+    def do_GET(self):
+        code, error = (403, "GatedRepo") if "gated" in self.path else (404, "RepoNotFound")
+        body = json.dumps({"error": "Repository not found"}).encode()
+        self.send_response(code)
+        self.send_header("X-Error-Code", error)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def online_hub(monkeypatch, tmp_path):
+    """Network on, the Hub at a local HTTP server (nothing leaves the machine)."""
+    from huggingface_hub import constants
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeHubHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    yield constants
+    server.shutdown()
+
+
+def test_a_hub_model_that_does_not_exist_is_refused_while_online(online_hub):
+    with pytest.raises(ConfigError, match="no model 'nobody/no-such-model' on the Hugging Face"):
+        check_inputs(config(model={"name_or_path": "nobody/no-such-model"}))
+    check_inputs(config(model={"name_or_path": "someone/gated-model"}))  # exists, needs a token
+
+
+def test_an_unreachable_hub_does_not_refuse_a_model(online_hub, monkeypatch):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    monkeypatch.setattr(online_hub, "ENDPOINT", f"http://127.0.0.1:{closed}")
+    check_inputs(config(model={"name_or_path": "someone/some-model"}))
+
+
+def test_the_cli_refuses_an_empty_config_file(data_dir, tmp_path, engine_cli):
+    for text in ("", "\n# nothing\n", "{}\n"):
+        path = tmp_path / "empty.yaml"
+        path.write_text(text, encoding="utf-8")
+        result = engine_cli("train", path, "--data-dir", data_dir)
+        assert result.returncode == 2, result.stderr[-2000:]
+        assert "is empty" in result.stderr and "Traceback" not in result.stderr
     with Database(db_path(data_dir)) as db:
         assert run_store.list_runs(db) == []

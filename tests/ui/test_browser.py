@@ -89,6 +89,48 @@ def test_a_weight_change_rescores_the_try_it_completion(page: Page):
     expect(page.locator("#spec-code")).to_contain_text('"weight": 2.0')
 
 
+def test_a_loaded_preset_opens_and_badges_the_components_it_turns_on(page: Page):
+    steps = page.locator("#slot-reasoning-steps")
+    expect(page.locator("#slot-correctness")).to_contain_text("● on")
+    expect(steps).to_be_hidden()  # not in the spec: waits to be added
+    page.locator("#preset input").click()
+    page.get_by_role("option", name="hand-tuned GRPO script").click()
+    page.locator("#load-preset").click()
+    expect(steps).to_contain_text("● on")
+    expect(page.locator("#reasoning-steps-weight")).to_be_visible()  # opened
+    page.locator("#reasoning-steps-enabled input").uncheck()
+    expect(steps).not_to_contain_text("● on")
+    # A negative weight on a penalty pays for the failure: said under the weight, still valid.
+    set_number(page, "repetition-weight", -0.1)
+    expect(page.locator("#error-repetition-weight")).to_contain_text("a reward for it")
+    expect(page.locator("#spec-status")).to_contain_text("Valid reward")
+
+
+def pick(page: Page, elem_id: str, option: str) -> None:
+    page.locator(f"#{elem_id} input").click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def test_components_are_added_on_demand_and_removed(page: Page):
+    status = page.locator("#spec-status")
+    for slot in ("#slot-conciseness", "#slot-conciseness-2"):
+        expect(page.locator(slot)).to_be_hidden()
+    pick(page, "add-component-name", "conciseness")
+    page.locator("#add-component").click()
+    expect(page.locator("#slot-conciseness")).to_contain_text("● on")
+    expect(status).to_contain_text("conciseness × 1")
+    page.locator("#add-component").click()  # a second instance of the same component
+    expect(page.locator("#slot-conciseness-2")).to_contain_text("● on")
+    expect(status).to_contain_text("conciseness_2 × 1")
+    pick(page, "add-component-name", "format")
+    page.locator("#add-component").click()
+    expect(page.locator("#import-message")).to_contain_text("format is in the form already")
+    page.locator("#remove-conciseness-2").click()
+    expect(page.locator("#slot-conciseness-2")).to_be_hidden()
+    expect(status).not_to_contain_text("conciseness_2")
+    expect(status).to_contain_text("conciseness × 1")
+
+
 def test_export_downloads_the_spec_and_a_standalone_trl_module(page: Page):
     page.locator("#export-spec").click()
     link = page.locator("a[download][href*='reward_module.py']")
@@ -139,9 +181,11 @@ def test_a_model_that_is_not_there_is_refused_on_its_field(page: Page, live_app)
     assert run_count() == before
 
 
-def record_run(data_dir, name, *, steps, failed=False):
-    """A run written straight to the app's storage, as a worker would leave it."""
+def record_run(data_dir, name, *, steps, failed=False, samples=False, algorithm="grpo"):
+    """A run written straight to the app's storage, as a worker would leave it (``samples``:
+    one sample at every step)."""
     from storage import runs as run_store
+    from storage import samples as sample_store
     from storage.db import Database
     from storage.metrics import MetricWriter
     from storage.paths import db_path
@@ -150,7 +194,7 @@ def record_run(data_dir, name, *, steps, failed=False):
     with Database(db_path(data_dir)) as db:
         run = run_store.create_run(
             db,
-            algorithm="grpo",
+            algorithm=algorithm,
             name=name,
             config={"training": {"steps": steps}},
             total_steps=steps,
@@ -159,6 +203,8 @@ def record_run(data_dir, name, *, steps, failed=False):
         with MetricWriter(db, run.id) as writer:
             for step in range(1, steps + 1):
                 writer.log(step, {"reward/total": step / 10})
+        for step in range(1, steps + 1) if samples else ():
+            sample_store.add_samples(db, run.id, step, [{"prompt": f"q{step}", "completion": "a"}])
         if failed:
             run_store.set_status(
                 db,
@@ -176,12 +222,80 @@ def test_a_failed_run_shows_its_error_in_the_run_view(page: Page, live_app):
     run_id = record_run(live_app.data_dir, "broken run", steps=2, failed=True)
     page.goto(f"{live_app.url}?run={run_id}")
     page.wait_for_selector("#main-tabs")
-    open_tab(page, "Runs")
+    # A run link opens on the Runs tab, not on Design.
+    expect(page.get_by_role("tab", name="Runs", exact=True)).to_have_attribute(
+        "aria-selected", "true"
+    )
     expect(page.locator("#run-status")).to_contain_text("failed")
     expect(page.locator("#run-status")).to_contain_text("the prompt column is empty")
     expect(page.locator("#run-error")).to_contain_text("Traceback")
+    expect(page.locator("#run-summary")).to_contain_text("failed at step 2 of 2")
     expect(page.locator("#run-resume button, button#run-resume").first).to_be_enabled()
     expect(page.locator("#run-stop button, button#run-stop").first).to_be_disabled()
+
+
+def pick_run(page: Page, name: str) -> None:
+    page.locator("#run-select input").click()
+    page.get_by_role("option", name=re.compile(re.escape(name))).click()
+
+
+def test_switching_runs_leaves_nothing_of_the_previous_one(page: Page, live_app):
+    long_id = record_run(live_app.data_dir, "long samples", steps=6, samples=True)
+    record_run(live_app.data_dir, "short failed", steps=2, failed=True, samples=True)
+    page.goto(f"{live_app.url}?run={long_id}")
+    page.wait_for_selector("#main-tabs")
+    open_tab(page, "Runs")
+    step = page.locator("#sample-step input")
+    expect(step).to_have_value("6")  # the newest step, not the first
+    expect(page.locator("#run-samples")).to_contain_text("q6")
+    page.locator("button#run-config").click()  # a message that belongs to this run
+    expect(page.locator("#run-action-message")).to_contain_text("no output folder")
+    pick_run(page, "short failed")
+    expect(page.locator("#run-status")).to_contain_text("short failed")
+    expect(step).to_have_value("2")
+    expect(page.locator("#run-samples")).to_contain_text("q2")
+    # No column header is broken inside a word: at most one line per word.
+    broken = page.evaluate(
+        "() => [...document.querySelectorAll('#run-samples th .header')].filter(el => {"
+        " const r = document.createRange(); r.selectNodeContents(el);"
+        " const lines = new Set([...r.getClientRects()].map(x => Math.round(x.top)));"
+        " return lines.size > el.innerText.trim().split(/\\s+/).length; })"
+        ".map(el => el.innerText)"
+    )
+    assert broken == [], broken
+    expect(page.locator("#run-action-message")).not_to_contain_text("no output folder")
+    time.sleep(3)  # ticks that still carry step 6 of the other run
+    expect(page.locator(".toast-body")).to_have_count(0)
+    assert "not in the list of choices" not in live_app.log()
+    # Only charts with points are drawn: a failed run has no row of empty panels.
+    expect(page.locator("#chart-reward")).to_be_visible()
+    expect(page.locator("#chart-loss")).to_be_hidden()
+    expect(page.locator("#chart-kl")).to_be_hidden()
+
+
+def plot_has(page: Page, elem_id: str, condition: str) -> None:
+    """Wait until the Plotly chart ``elem_id`` drawn in the page meets ``condition`` (JS on
+    ``el``: the plot element with ``data`` and ``layout``)."""
+    page.wait_for_function(
+        f"() => {{ const el = document.querySelector('#{elem_id} .js-plotly-plot');"
+        f" return !!(el && el.data && el.layout && ({condition})); }}"
+    )
+
+
+def test_charts_smooth_switch_axes_and_log_scale_like_the_trackers(page: Page, live_app):
+    run_id = record_run(live_app.data_dir, "smooth me", steps=6)
+    page.goto(f"{live_app.url}?run={run_id}")
+    page.wait_for_selector("#main-tabs")
+    plot_has(page, "chart-reward", "el.data.length === 1 && el.data[0].x.length === 6")
+    box = page.locator("#chart-smoothing input[type=number]")
+    box.fill("0.6")
+    box.press("Enter")
+    # The smoothed line over the raw one drawn faint behind it.
+    plot_has(page, "chart-reward", "el.data.length === 2 && el.data[0].opacity < 1")
+    page.locator("#chart-log input").check()
+    plot_has(page, "chart-reward", "el.layout.yaxis.type === 'log'")
+    page.locator("#chart-x").get_by_text("relative time").click()
+    plot_has(page, "chart-reward", "el.layout.xaxis.title?.text?.includes('minutes')")
 
 
 def test_deleting_a_run_removes_it_from_the_list(page: Page, live_app):
@@ -190,17 +304,30 @@ def test_deleting_a_run_removes_it_from_the_list(page: Page, live_app):
     page.wait_for_selector("#main-tabs")
     open_tab(page, "Runs")
     expect(page.locator("#runs-table")).to_contain_text(run_id)
+    page.locator("button#run-delete").click()  # asks first
+    expect(page.locator("#run-action-message")).to_contain_text("You can undo it")
+    page.locator("button#run-delete-cancel").click()
+    expect(page.locator("button#run-delete-confirm")).to_be_hidden()
+    # Confirmed then undone inside the window: the run stays, with its data.
     page.locator("button#run-delete").click()
-    expect(page.locator("#run-action-message")).to_contain_text(f"Deleted {run_id}")
-    expect(page.locator("#runs-table")).not_to_contain_text(run_id)
+    page.locator("button#run-delete-confirm").click()
+    expect(page.locator("#run-action-message")).to_contain_text(f"Deleting {run_id} in")
+    page.locator("button#run-delete-undo").click()
+    expect(page.locator("#run-action-message")).to_contain_text(f"Kept {run_id}")
+    time.sleep(12)  # past the undo window
+    expect(page.locator("#runs-table")).to_contain_text(run_id)
+    # Confirmed and left alone: gone when the window ends.
+    page.locator("button#run-delete").click()
+    page.locator("button#run-delete-confirm").click()
+    expect(page.locator("#runs-table")).not_to_contain_text(run_id, timeout=40_000)
     expect(page.locator("#run-status")).to_contain_text("No run selected")
 
 
 def test_compare_overlays_runs_and_diffs_their_configs(page: Page, live_app):
+    # Runs recorded after the page loaded: opening the tab lists them, no Refresh needed.
     record_run(live_app.data_dir, "short one", steps=2)
     record_run(live_app.data_dir, "long one", steps=4)
     open_tab(page, "Compare")
-    page.get_by_role("button", name="Refresh").click()
     box = page.locator("#compare-runs input")
     for name in ("short one", "long one"):
         box.click()
@@ -212,6 +339,9 @@ def test_compare_overlays_runs_and_diffs_their_configs(page: Page, live_app):
     )
     assert sorted(chart_points(page, "compare-chart")) == [2, 4]
     expect(page.locator("#compare-diff")).to_contain_text("training.steps")
+    summary = page.locator("#compare-summary")
+    expect(summary).to_contain_text("short one: no held-out evaluation · 2 steps")
+    expect(summary).to_contain_text("long one: no held-out evaluation · 4 steps")
 
 
 @pytest.mark.slow
@@ -246,6 +376,31 @@ def test_preview_generates_and_follows_the_weights_without_generating_again(page
     rows(page, "preview-table").first.locator("[role=gridcell]").nth(2).click()
     expect(rows(page, "preview-trace")).to_have_count(2)
     expect(rows(page, "preview-probes").first).to_contain_text("strip tags")
+    assert column(page, "preview-trace", 2) == ["1", "5"]  # the weights
+
+    # The selected sample follows a weight change too, and a new Generate clears it.
+    open_tab(page, "Design")
+    set_number(page, "format-weight", 1)
+    open_tab(page, "Preview")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#preview-trace div[role=row]')]"
+        ".map(r => r.querySelectorAll('[role=gridcell]')[2]?.innerText.trim()).join() === '1,1'",
+        timeout=120_000,  # the probes are scored again too
+    )
+    page.locator("#preview-generate").click()
+    expect(rows(page, "preview-trace")).to_have_count(0, timeout=120_000)
+
+
+def test_a_preview_number_out_of_range_is_reported_under_it(page: Page):
+    open_tab(page, "Preview")
+    set_number(page, "preview-prompts", 0)
+    page.locator("#preview-generate").click()
+    error = page.locator("#preview-error-num_prompts")
+    expect(error).to_be_visible()
+    expect(error).to_contain_text("whole number in [1, 64]")
+    top = error.bounding_box()["y"]
+    assert page.locator("#preview-prompts").bounding_box()["y"] < top
+    assert top < page.locator("#preview-seed").bounding_box()["y"]
 
 
 @pytest.mark.slow
@@ -276,10 +431,14 @@ def test_a_three_step_grpo_run_streams_live_and_survives_a_reload(page: Page, br
     run_id = re.search(r"id (\S+)", status.inner_text()).group(1)
 
     seen: list[int] = []
+    phases: set[str] = set()
     deadline = time.monotonic() + 420
     while time.monotonic() < deadline:
         points = chart_points(page, "chart-reward")
         seen.append(points[0] if points else 0)
+        progress = page.locator("#run-progress").inner_text()
+        if "of 3" in progress:
+            phases.add(progress.splitlines()[-1])
         text = status.inner_text()
         if "completed" in text or "failed" in text:
             break
@@ -290,6 +449,9 @@ def test_a_three_step_grpo_run_streams_live_and_survives_a_reload(page: Page, br
     assert chart_points(page, "chart-reward")[0] == 3
     assert len(set(seen)) >= 2 and seen == sorted(seen), f"points grew live: {seen}"
     assert chart_points(page, "chart-eval")  # held-out accuracy before and after
+    assert any("held-out" in p or "Training" in p for p in phases), phases
+    expect(page.locator("#run-summary")).to_contain_text("completed at step 3 of 3")
+    expect(page.locator("#run-summary")).to_contain_text("held-out accuracy")
     expect(rows(page, "run-samples").first).to_be_visible()
 
     # A reload re-attaches: the run is listed, selected, and its charts are drawn again.

@@ -74,3 +74,46 @@ def test_contributions_stack_relative_with_totals():
     assert fig["layout"]["barmode"] == "relative"
     assert fig["data"][0]["y"] == [1.0, 0.0]  # not scored draws no bar
     assert fig["data"][-1]["name"] == "total"
+
+
+def test_step_ticks_are_whole_steps():
+    loss = next(p for p in charts.PANELS if p.key == "loss")
+    few = charts.panel_figure(loss, {"loss/policy": Series([1, 2, 3], [0.1, 0.2, 0.3])})
+    assert few["layout"]["xaxis"]["dtick"] == 1 and few["layout"]["xaxis"]["tickformat"] == "d"
+    many = charts.panel_figure(loss, {"loss/policy": Series(list(range(1, 101)), [0.0] * 100)})
+    assert "dtick" not in many["layout"]["xaxis"] and many["layout"]["xaxis"]["tickformat"] == "d"
+
+
+def test_grad_norm_and_learning_rate_have_panels():
+    assert charts.changed_panels(["train/grad_norm", "train/learning_rate"]) == {
+        "grad_norm",
+        "learning_rate",
+    }
+
+
+def test_ema_is_debiased_like_tensorboard_and_skips_gaps():
+    assert charts.ema([1.0, None, 3.0], 0.0) == [1.0, None, 3.0]
+    smoothed = charts.ema([2.0, 4.0], 0.5)
+    assert smoothed[0] == 2.0  # debiased: the first point is itself, not pulled to 0
+    assert smoothed[1] == (0.5 * (0.5 * 2.0) + 0.5 * 4.0) / (1 - 0.25)
+
+
+def test_smoothing_draws_the_raw_line_faint_behind_the_smoothed_one():
+    reward = next(p for p in charts.PANELS if p.key == "reward")
+    series = {"reward/total": Series([1, 2, 3], [0.0, 1.0, 0.0], [100.0, 160.0, 220.0])}
+    fig = charts.panel_figure(reward, series, charts.ChartOptions(smoothing=0.6))
+    raw, smooth = fig["data"]
+    assert raw["opacity"] < 1 and raw["showlegend"] is False and raw["y"] == [0.0, 1.0, 0.0]
+    assert smooth["y"] == charts.ema([0.0, 1.0, 0.0], 0.6)
+    by_time = charts.panel_figure(reward, series, charts.ChartOptions(x="time", log_y=True))
+    assert by_time["data"][0]["x"] == [0.0, 1.0, 2.0]  # minutes since the first point
+    assert by_time["layout"]["yaxis"]["type"] == "log"
+    assert "dtick" not in by_time["layout"]["xaxis"]
+
+
+def test_chart_options_from_the_page_fall_back_on_bad_values():
+    assert charts.ChartOptions.from_inputs("0.5", "time", True) == charts.ChartOptions(
+        0.5, "time", True
+    )
+    for bad in (1.0, -0.1, float("nan"), "x", None):
+        assert charts.ChartOptions.from_inputs(bad, "bogus", "yes") == charts.ChartOptions()

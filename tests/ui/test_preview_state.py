@@ -88,3 +88,29 @@ def test_mismatched_lengths_are_rejected():
 def test_empty_cache_scores_to_nothing():
     scores = PreviewCache().rescore(spec())
     assert scores.rows() == [] and scores.mean_total() is None
+
+
+def test_a_correct_answer_without_a_tag_says_the_whole_text_was_checked(cache):
+    from ui.trace_view import WHOLE_TEXT
+
+    row = cache.rescore(spec()).rows()[2]  # "the answer is 5": correct on the whole text
+    assert row[5] == WHOLE_TEXT and row[6] == 1.0
+
+
+def test_a_completion_longer_than_the_reward_reads_says_where_it_was_cut():
+    from rewards.text import MAX_COMPLETION_CHARS
+    from ui.design import trace_rows
+
+    long = "x" * MAX_COMPLETION_CHARS + "<answer>5</answer>"
+    cache = PreviewCache(
+        prompts=["q"],
+        completions=[long],
+        answers=["5"],
+        completion_ids=[[1]],
+        truncated=[False],
+        groups=[0],
+    )
+    assert f"first {MAX_COMPLETION_CHARS:,} of" in cache.rescore(spec()).rows()[0][3]
+    _, total = trace_rows(spec(), "q", long, "5")
+    assert "is not seen by the reward" in total
+    assert "not seen" not in trace_rows(spec(), "q", RIGHT, "5")[1]

@@ -133,6 +133,7 @@ def test_runs_table_formats_duration():
     )
     row = runs_table([run], now=5000.0)[0]
     assert row[3] == "5"
+    assert row[4].endswith("00:00")  # created, which a resume (a new started_at) keeps
     assert row[5] == "1:02:05"  # ended_at - started_at, not "now"
 
 
@@ -170,3 +171,66 @@ def test_each_change_goes_to_its_own_component(db, parts):
     assert updates[parts.run_select].value == rid
     ppo_only = [key for key, p in {p.key: p for p in PANELS}.items() if p.only_for == ("ppo",)]
     assert ppo_only and all(not updates[parts.panel_columns[k]].visible for k in ppo_only)
+
+
+def test_the_samples_picker_follows_the_newest_step_and_drops_another_runs_step(db, parts):
+    from ui.runs import poll_updates
+
+    rid = make_run(db)
+    other = make_run(db, "grpo-bbbb2222")
+    for step in (1, 2):
+        sample_store.add_samples(db, rid, step, [{"prompt": "p", "completion": "c"}])
+    sample_store.add_samples(db, other, 7, [{"prompt": "p", "completion": "c"}])
+    view = RunView()
+    shown = poll_updates(parts, view, poll(db, view, rid), None)[parts.step_select].value
+    assert shown == 2
+    sample_store.add_samples(db, rid, 3, [{"prompt": "p", "completion": "c"}])
+    log_step(db, rid, 3, {"reward/total": 1.0})
+    shown = poll_updates(parts, view, poll(db, view, rid), shown)[parts.step_select].value
+    assert shown == 3  # it was on the newest step: it follows
+    log_step(db, rid, 4, {"reward/total": 1.0})
+    assert poll_updates(parts, view, poll(db, view, rid), 1)[parts.step_select].value == 1
+    # Step 3 of the first run is not a step of the other one.
+    assert poll_updates(parts, view, poll(db, view, other), 3)[parts.step_select].value == 7
+
+
+def test_empty_panels_are_hidden_and_grpo_notes_are_not_shown_for_ppo(db, parts):
+    from ui.runs import poll_updates
+
+    rid = "ppo-cccc3333"
+    run_store.create_run(db, run_id=rid, algorithm="ppo", config={}, status=RunStatus.RUNNING)
+    log_step(db, rid, 1, {"loss/policy": 0.01, "loss/value": 3.0})
+    view = RunView()
+    updates = poll_updates(parts, view, poll(db, view, rid), None)
+    assert updates[parts.panel_columns["loss"]].visible
+    assert not updates[parts.panel_columns["reward"]].visible
+    assert not updates[parts.panel_notes["loss"]].visible  # the note is about GRPO/RLOO
+    figure = poll(db, RunView(), rid).figures["loss"]
+    assert [t.get("yaxis") for t in figure["data"]] == [None, "y2"]
+    assert figure["layout"]["yaxis2"]["overlaying"] == "y"
+
+
+def test_a_run_asked_to_stop_reads_stopping_with_its_phase_until_it_stops(db):
+    rid = make_run(db)
+    log_store.append_logs(db, rid, [(1.0, "INFO", "Loading model x")])
+    view = RunView()
+    update = poll(db, view, rid)
+    assert "**running**" in update.status_md and "Loading the model" in update.progress_html
+    assert "step 0 of 3" in update.progress_html
+    view.stop_asked = rid
+    log_step(db, rid, 1, {"reward/total": 1.0})
+    update = poll(db, view, rid)
+    assert "**stopping…**" in update.status_md and "Stopping" in update.progress_html
+    log_store.append_logs(db, rid, [(2.0, "INFO", "Stop requested: saving a checkpoint")])
+    run_store.set_status(db, rid, RunStatus.STOPPED)
+    update = poll(db, view, rid)
+    assert "**stopped**" in update.status_md and "stopped at step 1 of 3" in update.progress_html
+    # Resumed: a new attempt runs and is not "stopping" any more, even before it logs a phase
+    # (the newest marker line is still the first attempt's stop).
+    run_store.update_run(db, rid, status=RunStatus.QUEUED, attempt=2)
+    run_store.set_status(db, rid, RunStatus.RUNNING)
+    update = poll(db, view, rid)
+    assert "**running**" in update.status_md and "Stopping" not in update.progress_html
+    log_store.append_logs(db, rid, [(3.0, "INFO", "Loading model x")])
+    update = poll(db, view, rid)
+    assert "**running**" in update.status_md and "Loading the model" in update.progress_html

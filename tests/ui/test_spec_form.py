@@ -270,3 +270,30 @@ def test_values_with_a_missing_or_unknown_key_are_refused(form):
     del values["format.weight"]
     with pytest.raises(ValueError, match="missing"):
         form.check(values)
+
+
+def test_a_negative_weight_on_a_penalty_is_warned_about_but_allowed(form):
+    values = form.values_from_spec(spec_of(("correctness", -1.0), ("repetition", -0.5)))
+    check = form.check(values)
+    assert check.ok  # advice, not an error
+    assert set(check.warnings) == {"repetition.weight"}  # correctness is no penalty
+    assert "a reward for it" in check.warnings["repetition.weight"]
+    values["repetition.weight"] = 0.5
+    assert form.check(values).warnings == {}
+
+
+def test_components_are_shown_when_the_spec_has_them_and_added_on_demand(form):
+    spec = RewardSpec.from_dict(
+        {"components": [{"name": "correctness"}, {"name": "rule", "params": {"pattern": "a"}}]}
+    )
+    shown = form.shown_keys(spec)
+    assert shown == ["correctness", "rule"]
+    assert form.slot_to_add("rule", shown).key == "rule#2"  # several instances
+    assert form.slot_to_add("format", shown).key == "format"
+    with pytest.raises(SpecDoesNotFit, match="correctness is in the form already"):
+        form.slot_to_add("correctness", shown)
+    full = shown + [f"rule#{i}" for i in range(2, MULTI_SLOTS + 1)]
+    with pytest.raises(SpecDoesNotFit, match=f"holds {MULTI_SLOTS} rule components"):
+        form.slot_to_add("rule", full)
+    with pytest.raises(SpecDoesNotFit, match="pick a component"):
+        form.slot_to_add(None, shown)

@@ -76,8 +76,30 @@ def test_compare_overlays_one_metric_of_several_runs(data_dir):
             ids.append(run.id)
         figure, names, metric, headers, rows = compare(db, ids, None)
     assert names == ["loss/policy", "reward/total"]
-    assert metric == "reward/total"  # the default metric when none is picked
+    assert metric == ["reward/total"]  # the default metric when none is picked
     assert [t["name"] for t in figure["data"]] == ["run 0", "run 1"]
     assert [len(t["x"]) for t in figure["data"]] == [3, 5]
     assert rows == [["training.steps", "3", "5"]]
     assert headers[1:] == ids
+
+
+def test_compare_draws_several_metrics_and_summarises_each_run(data_dir):
+    from ui.compare import run_summaries
+
+    with Database(db_path(data_dir)) as db:
+        run = run_store.create_run(db, algorithm="grpo", name="evaluated", config={})
+        with MetricWriter(db, run.id) as writer:
+            writer.log(0, {"eval/accuracy": 0.3})
+            for step in (1, 2):
+                writer.log(step, {"reward/total": step / 10, "loss/policy": 0.0})
+            writer.log(2, {"eval/accuracy": 0.4})
+        figure, _, chosen, _, _ = compare(db, [run.id], ["loss/policy", "reward/total", "nope"])
+        summary = run_summaries(db, [run.id, "missing"])
+    assert chosen == ["loss/policy", "reward/total"]  # unknown names are dropped
+    assert [t["yaxis"] for t in figure["data"]] == ["y", "y2"]  # one panel per metric
+    assert figure["layout"]["yaxis2"]["title"]["text"] == "reward/total"
+    assert [t["showlegend"] for t in figure["data"]] == [True, False]  # one legend entry a run
+    assert (
+        summary
+        == "- **evaluated**: held-out accuracy 30.0% → 40.0% (best 40.0% at step 2) · 2 steps"
+    )
