@@ -1,5 +1,3 @@
-from dataclasses import replace
-
 from storage.runs import RunInfo
 from storage.schema import RunStatus
 from ui import run_progress
@@ -38,8 +36,10 @@ def test_the_phase_follows_the_workers_log_lines():
     lines.append(line("Held-out at step 0: accuracy 0.300, format 0.900"))
     assert run_progress.phase(RUN, lines) == run_progress.TRAINING
     assert run_progress.phase(RUN, lines, stop_asked=True) == run_progress.STOPPING
-    assert run_progress.phase(replace(RUN, status=RunStatus.QUEUED), lines).startswith("Queued")
-    assert run_progress.phase(replace(RUN, status=RunStatus.COMPLETED), lines) == ""
+    assert run_progress.phase(
+        RUN.model_copy(update={"status": RunStatus.QUEUED}), lines
+    ).startswith("Queued")
+    assert run_progress.phase(RUN.model_copy(update={"status": RunStatus.COMPLETED}), lines) == ""
 
 
 def test_the_bar_shows_step_n_of_m_and_an_eta_from_recent_step_times():
@@ -54,7 +54,9 @@ def test_an_ended_run_gets_a_summary_card():
         "eval/accuracy": Series([0, 5, 10], [0.3, 0.45, 0.4]),
         "reward/total": Series([1, 10], [0.2, 0.9]),
     }
-    done = replace(RUN, status=RunStatus.COMPLETED, last_step=10, ended_at=100.0 + 125)
+    done = RUN.model_copy(
+        update={"status": RunStatus.COMPLETED, "last_step": 10, "ended_at": 225.0}
+    )
     lines = run_progress.summary_lines(done, series)
     assert lines == [
         "completed at step 10 of 10",
