@@ -9,10 +9,13 @@ into the trace.
 Backends: ``local``, a causal LM loaded through transformers (local folder or hub id,
 safetensors only, no remote code), greedy, batched on the run's device; ``openai``, any
 OpenAI-compatible ``/chat/completions`` endpoint. The endpoint's URL must start with one of the
-prefixes the operator lists in ``STUDIO_JUDGE_URLS`` (so no spec, from the web or elsewhere,
-makes the server call an address the operator did not choose); its key is read at call time
-from the environment variable named by ``api_key_env`` and is never stored in the spec, the
-config, logs or the database. Identical (prompt, completion) pairs are judged once (a bounded
+prefixes the operator lists in ``STUDIO_JUDGE_URLS``, on the same scheme, host and port and
+below the prefix's path (so no spec, from the web or elsewhere, makes the server call an address
+the operator did not choose, and no redirect is followed); its key is read at call time from the
+environment variable named by ``api_key_env``, one of ``OPENAI_API_KEY`` and the names the
+operator lists in ``STUDIO_JUDGE_KEYS`` (so a spec cannot send another secret of the server,
+such as ``HF_TOKEN``, as the key), and is never stored in the spec, the config, logs or the
+database. Identical (prompt, completion) pairs are judged once (a bounded
 cache per component); each request has a timeout and ``retries`` retries with backoff; a failed
 or unreadable judgement is ``None`` (not scored), never 0.
 """
@@ -28,8 +31,10 @@ import time
 import urllib.error
 import urllib.request
 from collections import OrderedDict
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import urlsplit
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.components.judge_parse import JudgeVerdict, parse_pass_fail, parse_score
@@ -40,6 +45,9 @@ from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaul
 logger = logging.getLogger(__name__)
 
 JUDGE_URLS_ENV = "STUDIO_JUDGE_URLS"
+JUDGE_KEYS_ENV = "STUDIO_JUDGE_KEYS"
+#: Key variables a spec may name without the operator listing them.
+DEFAULT_KEY_ENVS = ("OPENAI_API_KEY",)
 #: Most cached judgements per component (oldest dropped first).
 JUDGE_CACHE_SIZE = 4096
 #: Longest judge answer read (characters).
@@ -92,11 +100,54 @@ def judge_messages(rubric: str, scale: str, prompt: str, completion: str) -> lis
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def allowed_url(url: str, env: dict[str, str] | None = None) -> bool:
-    """Whether ``url`` starts with one of the operator's ``STUDIO_JUDGE_URLS`` prefixes."""
-    raw = (os.environ if env is None else env).get(JUDGE_URLS_ENV, "")
-    prefixes = [p.strip() for p in raw.split(",") if p.strip()]
-    return url.startswith(("http://", "https://")) and any(url.startswith(p) for p in prefixes)
+def _listed(name: str, env: Mapping[str, str] | None) -> list[str]:
+    raw = (os.environ if env is None else env).get(name, "")
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def allowed_url(url: str, env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``url`` lies under one of the operator's ``STUDIO_JUDGE_URLS`` prefixes.
+
+    Compared parsed, not as text: a bare ``https://judge.example`` must not admit
+    ``https://judge.example.evil.net`` or ``https://judge.example@evil.net`` (where the request
+    would go), so the scheme and host:port must be the prefix's and the path must continue the
+    prefix's path at a ``/``; no user part, no ``..`` segments.
+    """
+    try:
+        got = urlsplit(url)
+    except ValueError:
+        return False
+    if got.scheme not in ("http", "https") or "@" in got.netloc or "\\" in url:
+        return False
+    if any(part in (".", "..") for part in got.path.split("/")):
+        return False
+    for prefix in _listed(JUDGE_URLS_ENV, env):
+        try:
+            want = urlsplit(prefix)
+        except ValueError:
+            continue
+        base = want.path.rstrip("/")
+        if (got.scheme, got.netloc.lower()) == (want.scheme, want.netloc.lower()) and (
+            got.path.rstrip("/") == base or got.path.startswith(base + "/")
+        ):
+            return True
+    return False
+
+
+def allowed_key_env(name: str, env: Mapping[str, str] | None = None) -> bool:
+    """Whether a spec may name ``name`` as the judge's key variable: ``OPENAI_API_KEY`` or one
+    the operator lists in ``STUDIO_JUDGE_KEYS``."""
+    return name in (*DEFAULT_KEY_ENVS, *_listed(JUDGE_KEYS_ENV, env))
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error: following one would carry the key to an unchecked address."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
 
 
 def post_chat(url: str, body: dict[str, Any], key: str | None, timeout_s: float) -> str:
@@ -111,7 +162,7 @@ def post_chat(url: str, body: dict[str, Any], key: str | None, timeout_s: float)
         method="POST",
     )
     # the URL was checked against the operator's STUDIO_JUDGE_URLS when the spec was validated
-    with urllib.request.urlopen(request, timeout=timeout_s) as reply:
+    with _OPENER.open(request, timeout=timeout_s) as reply:
         data = json.loads(reply.read(1_000_000))
     return str(data["choices"][0]["message"]["content"])
 
@@ -263,6 +314,13 @@ def _check(params: dict[str, Any]) -> None:
         if not _ENV_NAME.fullmatch(params["api_key_env"]):
             raise RewardSpecError(
                 "api_key_env", "must be an environment variable name (A-Z, 0-9, _)"
+            )
+        if not allowed_key_env(params["api_key_env"]):
+            allowed = ", ".join((*DEFAULT_KEY_ENVS, *_listed(JUDGE_KEYS_ENV, None)))
+            raise RewardSpecError(
+                "api_key_env",
+                f"must be one of the key variables the operator allows ({allowed}; more in "
+                f"{JUDGE_KEYS_ENV}), got {params['api_key_env']!r}",
             )
 
 

@@ -108,6 +108,7 @@ class JudgeServer:
 def server(monkeypatch):
     s = JudgeServer()
     monkeypatch.setenv(JUDGE_URLS_ENV, s.url)
+    monkeypatch.setenv("STUDIO_JUDGE_KEYS", "MY_JUDGE_KEY")
     monkeypatch.setenv("MY_JUDGE_KEY", "sk-test-secret")
     yield s
     s.close()
@@ -189,3 +190,48 @@ def test_a_local_judge_runs_through_transformers(tmp_path):
     for sample in got:
         assert sample.total is None
         assert sample.trace[0].explanation.startswith("judge: no 1-10 score in the judge's answer")
+
+
+def test_urls_must_lie_under_a_listed_prefix_parsed_not_as_text(monkeypatch):
+    # A bare origin as the operator wrote it: text prefixes would admit other hosts and ports.
+    monkeypatch.setenv(JUDGE_URLS_ENV, "https://judge.example,http://127.0.0.1:80")
+    for url in (
+        "https://judge.example.evil.net/v1",
+        "https://judge.example@evil.net/v1",
+        "http://127.0.0.1:8000/v1",
+        "https://judge.example/v1/../../admin",
+        "https://judge.example\\@evil.net/v1",
+    ):
+        with pytest.raises(RewardSpecError) as err:
+            judge_spec(url)
+        assert err.value.field == "components[0].params.url", url
+    monkeypatch.setenv("STUDIO_JUDGE_KEYS", "MY_JUDGE_KEY")
+    for url in ("https://judge.example", "https://judge.example/v1", "http://127.0.0.1:80/v1"):
+        judge_spec(url)
+
+
+def test_the_key_variable_must_be_one_the_operator_allows(monkeypatch):
+    monkeypatch.setenv(JUDGE_URLS_ENV, "https://judge.example/v1")
+    monkeypatch.setenv("HF_TOKEN", "hf_server_secret")
+    with pytest.raises(RewardSpecError) as err:
+        judge_spec("https://judge.example/v1", api_key_env="HF_TOKEN")
+    assert err.value.field == "components[0].params.api_key_env"
+    assert "hf_server_secret" not in str(err.value) and "OPENAI_API_KEY" in str(err.value)
+    judge_spec("https://judge.example/v1", api_key_env="OPENAI_API_KEY")
+
+
+def test_a_redirect_is_not_followed_with_the_key(server):
+    target = JudgeServer()
+    try:
+
+        def redirect(self):
+            self.send_response(302)
+            self.send_header("Location", target.url + "/chat/completions")
+            self.end_headers()
+
+        server.httpd.RequestHandlerClass.do_POST = redirect
+        got = score(judge_spec(server.url, retries=0), ["p"], ["ok thanks"])
+        assert got[0].total is None and "HTTP 302" in got[0].trace[0].explanation
+        assert target.requests == []
+    finally:
+        target.close()
