@@ -10,7 +10,9 @@ Metrics, each through its maintained library so the numbers are the library's ow
   evaluation"), ``sacrebleu``'s ``CHRF().sentence_score(completion, [reference]).score / 100``.
 - ``embedding``: cosine similarity of sentence embeddings (Reimers & Gurevych 2019,
   Sentence-BERT) through ``sentence-transformers``, only when that package is installed and the
-  model is a local folder; otherwise the spec is refused by name at validation.
+  model is a local folder; otherwise the spec is refused by name at validation. The folder passes
+  the same model rule as reward and judge models (``reward_model.restrict_models``: on the web,
+  the input policy and the demo's size cap) before the server looks at it.
 
 Scores lie in [0, 1] (embedding cosine in [-1, 1]); a sample without a reference is not scored.
 ``scope="answer"`` compares only the answer tag's content (the whole text when there is none).
@@ -25,6 +27,7 @@ from typing import Any
 
 from rewards.answers import find_answer
 from rewards.components.base import BatchContext, Judgement, RewardComponent
+from rewards.components.reward_model import check_model_allowed
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
 
@@ -70,6 +73,7 @@ def _chrf() -> Any:
 
 @functools.lru_cache(maxsize=2)
 def _embedder(folder: str) -> Any:
+    check_model_allowed(folder)
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(folder, local_files_only=True, trust_remote_code=False)
@@ -136,13 +140,18 @@ class Similarity(RewardComponent):
 def _check(params: dict[str, Any]) -> None:
     if params["metric"] != "embedding":
         return
+    folder = params["embedding_model"]
+    try:  # the web app's model rule first: no server path is even looked at unless allowed
+        if folder:
+            check_model_allowed(folder)
+    except ValueError as err:
+        raise RewardSpecError("embedding_model", str(getattr(err, "reason", err))) from None
     if importlib.util.find_spec("sentence_transformers") is None:
         raise RewardSpecError(
             "metric",
             "embedding needs the sentence-transformers package, which is not installed here; "
             "use rouge_l or chrf",
         )
-    folder = params["embedding_model"]
     if not folder or not (Path(folder).expanduser() / "config.json").is_file():
         raise RewardSpecError(
             "embedding_model",
