@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.components.judge_parse import JudgeVerdict, parse_pass_fail, parse_score
 from rewards.components.reward_model import check_model_allowed, pick_device
+from rewards.deadline import deadline_at
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
 
@@ -234,10 +235,13 @@ class Judge(RewardComponent):
     # ---- backends ----------------------------------------------------------------------------
     def _judge_http(self, pairs: list[tuple[str, str]]) -> list[JudgeVerdict]:
         key = os.environ.get(self.api_key_env) or None
+        until = deadline_at()  # read here: the pool's threads do not see the caller's budget
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(lambda pair: self._ask(pair, key), pairs))
+            return list(pool.map(lambda pair: self._ask(pair, key, until), pairs))
 
-    def _ask(self, pair: tuple[str, str], key: str | None) -> JudgeVerdict:
+    def _ask(self, pair: tuple[str, str], key: str | None, until: float | None) -> JudgeVerdict:
+        """One judgement; within the web call's time budget ``until`` (``time.monotonic``),
+        if any, however long ``timeout_s`` and ``retries`` would allow."""
         body = {
             "model": self.model,
             "messages": judge_messages(self.rubric, self.scale, *pair),
@@ -245,9 +249,16 @@ class Judge(RewardComponent):
             "max_tokens": self.max_new_tokens,
         }
         problem = ""
+        tries = 0
         for attempt in range(self.retries + 1):
+            left = self.timeout_s if until is None else until - time.monotonic()
+            if left <= 0:
+                problem = problem or "not asked"
+                problem += "; this call's time budget ran out"
+                break
+            tries += 1
             try:
-                return self._parse(post_chat(self.url, body, key, self.timeout_s))
+                return self._parse(post_chat(self.url, body, key, min(self.timeout_s, left)))
             except urllib.error.HTTPError as err:
                 problem = f"HTTP {err.code}"
                 if err.code < 500 and err.code != 429:
@@ -255,8 +266,11 @@ class Judge(RewardComponent):
             except (OSError, ValueError, KeyError, IndexError, TypeError) as err:
                 problem = type(err).__name__ if "timed out" not in str(err) else "timed out"
             if attempt < self.retries:
-                time.sleep(min(0.5 * 2**attempt, 8.0))
-        message = f"judge {self.__name__!r} failed after {self.retries + 1} tries: {problem}"
+                pause = min(0.5 * 2**attempt, 8.0)
+                time.sleep(
+                    pause if until is None else max(0.0, min(pause, until - time.monotonic()))
+                )
+        message = f"judge {self.__name__!r} failed after {tries} tries: {problem}"
         logger.warning("%s", message)
         return JudgeVerdict(None, message)
 

@@ -11,6 +11,7 @@ import pytest
 from rewards.components.judge import JUDGE_URLS_ENV
 from rewards.components.judge_parse import parse_pass_fail, parse_score
 from rewards.composer import score
+from rewards.deadline import call_deadline
 from rewards.spec import RewardSpec, RewardSpecError
 
 # Answers in the shapes real judges write (MT-Bench, Prometheus, JSON-mode, chatty models).
@@ -235,3 +236,14 @@ def test_a_redirect_is_not_followed_with_the_key(server):
         assert target.requests == []
     finally:
         target.close()
+
+
+def test_a_web_call_s_time_budget_bounds_timeouts_and_retries(server):
+    server.sleep_s = 3.0  # answers, but only after the budget of the call below
+    with call_deadline(1.0):
+        got = score(judge_spec(server.url, retries=5, timeout_s=60.0), ["p"], ["ok thanks"])
+    assert got[0].total is None
+    assert "failed after 1 tries: timed out; this call's time budget ran out" in (
+        got[0].trace[0].explanation
+    )
+    assert len(server.requests) == 1
