@@ -275,8 +275,15 @@ class Judge(RewardComponent):
         return JudgeVerdict(None, message)
 
     def _judge_local(self, pairs: list[tuple[str, str]]) -> list[JudgeVerdict]:
+        """Greedy answers of the local judge; within the web call's time budget, if any
+        (``generate``'s ``max_time`` stops a long answer, which then reads as unscored)."""
         import torch
 
+        until = deadline_at()
+        left = None if until is None else until - time.monotonic()
+        if left is not None and left <= 0:
+            message = f"judge {self.__name__!r}: not judged, this call's time budget ran out"
+            return [JudgeVerdict(None, message) for _ in pairs]
         try:
             model, tokenizer = load_judge_model(self.model, pick_device("auto"))
             texts = [
@@ -294,6 +301,7 @@ class Judge(RewardComponent):
                 out = model.generate(
                     **batch,
                     max_new_tokens=self.max_new_tokens,
+                    max_time=left,
                     do_sample=False,
                     pad_token_id=tokenizer.pad_token_id,
                 )

@@ -247,3 +247,19 @@ def test_a_web_call_s_time_budget_bounds_timeouts_and_retries(server):
         got[0].trace[0].explanation
     )
     assert len(server.requests) == 1
+
+
+def test_a_local_judge_keeps_within_the_web_call_s_time_budget(tmp_path):
+    from engine.tokenizer import build_char_tokenizer
+    from tests.tiny_models import save_tiny_llama
+
+    folder = save_tiny_llama(tmp_path / "judge", build_char_tokenizer())
+    params = {"backend": "local", "model": str(folder), "max_new_tokens": 4096}
+    spec = RewardSpec.from_dict({"components": [{"name": "judge", "params": params}]})
+    with call_deadline(0.0):  # spent before the judge starts: it does not generate at all
+        got = score(spec, ["Say hi"], ["hi"])
+    assert got[0].total is None
+    assert "this call's time budget ran out" in got[0].trace[0].explanation
+    with call_deadline(5.0):  # generate's max_time is the budget left; it still judges
+        got = score(spec, ["Say hi"], ["hi"])
+    assert got[0].trace[0].explanation.startswith("judge: no 1-10 score in the judge's answer")
