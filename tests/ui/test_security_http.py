@@ -494,3 +494,28 @@ def test_a_judge_spec_reaches_only_the_operators_endpoint_with_only_its_key(spac
     record_property("probes_tried", len(probes))
     record_property("probes_passed", passed)
     assert passed == len(probes), space.judge.requests + space.elsewhere.requests
+
+
+def test_generate_and_export_refuse_out_of_bounds_input_by_field(space, record_property):
+    """The visitor's own run through /generate and /export_model: sizes beyond the public caps
+    and names outside the allowed formats are refused naming the input, before any model loads."""
+    visitor = Client(space.url, verbose=False)
+    seed_run(space.data_dir, "bounds-run", f"anon:{visitor.session_hash}")
+    probes = [
+        (("bounds-run", "hi", "latest", {"num_samples": 1000}), "/generate", "num_samples"),
+        (("bounds-run", "hi", "latest", {"max_new_tokens": 1000}), "/generate", "max_new_tokens"),
+        (("bounds-run", "hi", "latest", {"seed": -1}), "/generate", "seed"),
+        (("bounds-run", "x" * 5000, "latest", None), "/generate", "prompt: 5,000 characters"),
+        (("bounds-run", "hi", "latest", {"__class__": 1}), "/generate", "settings: unknown"),
+        (("bounds-run", "../../etc", "F16"), "/export_model", "format: must be one of"),
+        (("bounds-run", "gguf", "../F16"), "/export_model", "quant: must be one of"),
+    ]
+    passed = 0
+    for args, api_name, named in probes:
+        try:
+            visitor.predict(*args, api_name=api_name)
+        except Exception as exc:  # the app's gr.Error: its message, no traceback
+            passed += named in str(exc) and "Traceback" not in str(exc)
+    record_property("probes_tried", len(probes))
+    record_property("probes_passed", passed)
+    assert passed == len(probes)
