@@ -76,7 +76,8 @@ PARAMS = (
         "api_key_env",
         "str",
         "OPENAI_API_KEY",
-        "openai: environment variable holding the key (never stored)",
+        "openai: environment variable holding the key, OPENAI_API_KEY or one listed in "
+        "STUDIO_JUDGE_KEYS (never stored)",
         max_length=64,
     ),
     ParamSpec("timeout_s", "float", 60.0, "per request, seconds", min=1.0, max=600.0),
