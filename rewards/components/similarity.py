@@ -15,6 +15,10 @@ Metrics, each through its maintained library so the numbers are the library's ow
   the input policy and the demo's size cap) before the server looks at it.
 
 Scores lie in [0, 1] (embedding cosine in [-1, 1]); a sample without a reference is not scored.
+ROUGE-L's longest common subsequence takes time in the product of the two texts' word counts,
+so a pair over :data:`MAX_LCS_CELLS` (two texts of 2,000 words) is not scored (chrF is linear),
+and within a web call's time budget (:mod:`rewards.deadline`) pairs left when it runs out are not
+scored either.
 ``scope="answer"`` compares only the answer tag's content (the whole text when there is none).
 """
 
@@ -22,16 +26,21 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import re
 from pathlib import Path
 from typing import Any
 
 from rewards.answers import find_answer
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.components.reward_model import check_model_allowed
+from rewards.deadline import deadline_passed
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
 
 METRICS = ("rouge_l", "chrf", "embedding")
+#: Largest ROUGE-L table (completion words x reference words) scored: about 0.6 s here.
+MAX_LCS_CELLS = 4_000_000
+_ROUGE_TOKEN = re.compile(r"[a-z0-9]+")  # rouge-score's default tokenizer keeps these runs
 
 PARAMS = (
     ParamSpec("metric", "str", "rouge_l", "how similarity is measured", choices=METRICS),
@@ -117,16 +126,35 @@ class Similarity(RewardComponent):
             if r is not None and str(r).strip()
         ]
         out = [Judgement(None, f"no reference in '{self.gold_column}': not scored")] * len(texts)
-        if self.metric == "embedding" and pairs:
-            values = self._cosines([c for _, c, _ in pairs], [r for _, _, r in pairs])
-        elif self.metric == "chrf":
-            values = [chrf(c, r) for _, c, r in pairs]
-        else:
-            values = [rouge_l(c, r, self.use_stemmer) for _, c, r in pairs]
-        label = {"rouge_l": "ROUGE-L F", "chrf": "chrF", "embedding": "cosine"}[self.metric]
-        for (i, _, _), value in zip(pairs, values, strict=True):
-            out[i] = Judgement(value, f"{label} {value:.3f} to the reference")
+        if self.metric == "embedding":
+            if pairs:
+                values = self._cosines([c for _, c, _ in pairs], [r for _, _, r in pairs])
+                for (i, _, _), value in zip(pairs, values, strict=True):
+                    out[i] = Judgement(value, f"cosine {value:.3f} to the reference")
+            return out
+        label = "chrF" if self.metric == "chrf" else "ROUGE-L F"
+        for i, completion, reference in pairs:
+            if deadline_passed():
+                out[i] = Judgement(None, f"{label}: not scored, this call's time budget ran out")
+            elif self.metric == "chrf":
+                value = chrf(completion, reference)
+                out[i] = Judgement(value, f"{label} {value:.3f} to the reference")
+            else:
+                out[i] = self._rouge_l(completion, reference)
         return out
+
+    def _rouge_l(self, completion: str, reference: str) -> Judgement:
+        cells = len(_ROUGE_TOKEN.findall(completion.lower())) * len(
+            _ROUGE_TOKEN.findall(reference.lower())
+        )
+        if cells > MAX_LCS_CELLS:
+            return Judgement(
+                None,
+                f"ROUGE-L: not scored, {cells:,} word pairs is over {MAX_LCS_CELLS:,} "
+                "(its cost grows with both lengths multiplied); use chrf for texts this long",
+            )
+        value = rouge_l(completion, reference, self.use_stemmer)
+        return Judgement(value, f"ROUGE-L F {value:.3f} to the reference")
 
     def _cosines(self, completions: list[str], references: list[str]) -> list[float]:
         from sentence_transformers import util
