@@ -519,3 +519,17 @@ def test_generate_and_export_refuse_out_of_bounds_input_by_field(space, record_p
     record_property("probes_tried", len(probes))
     record_property("probes_passed", passed)
     assert passed == len(probes)
+
+
+def test_similarity_previews_bound_their_work(space, record_property):
+    """/score_preview with ROUGE-L on a long completion and a long answer: not scored (its cost
+    is the product of both lengths), instead of holding a worker for as long as it takes."""
+    words = " ".join(f"w{i % 97}" for i in range(2100))  # 2,100 x 2,100 word pairs
+    spec = json.dumps({"components": [{"name": "similarity", "params": {"metric": "rouge_l"}}]})
+    got = Client(space.url, verbose=False).predict(
+        spec, [words], None, [words], api_name="/score_preview"
+    )
+    explanation = got["samples"][0]["trace"][0]["explanation"]
+    record_property("probes_tried", 1)
+    record_property("probes_passed", int(got["totals"] == [None] and "chrf" in explanation))
+    assert got["totals"] == [None] and "use chrf" in explanation
