@@ -38,7 +38,11 @@ from urllib.parse import urlsplit
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.components.judge_parse import JudgeVerdict, parse_pass_fail, parse_score
-from rewards.components.reward_model import check_model_allowed, pick_device
+from rewards.components.reward_model import (
+    MAX_BATCH_TOKENS,
+    check_model_allowed,
+    pick_device,
+)
 from rewards.deadline import deadline_at
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
@@ -276,15 +280,14 @@ class Judge(RewardComponent):
         return JudgeVerdict(None, message)
 
     def _judge_local(self, pairs: list[tuple[str, str]]) -> list[JudgeVerdict]:
-        """Greedy answers of the local judge; within the web call's time budget, if any
-        (``generate``'s ``max_time`` stops a long answer, which then reads as unscored)."""
-        import torch
-
+        """Greedy answers of the local judge, in batches of at most ``MAX_BATCH_TOKENS`` padded
+        tokens; a conversation longer than the model reads (before its answer) is not judged,
+        and within the web call's time budget, if any, no batch starts after it and
+        ``generate``'s ``max_time`` stops a long answer (which then reads as unscored)."""
         until = deadline_at()
-        left = None if until is None else until - time.monotonic()
-        if left is not None and left <= 0:
-            message = f"judge {self.__name__!r}: not judged, this call's time budget ran out"
-            return [JudgeVerdict(None, message) for _ in pairs]
+        spent = f"judge {self.__name__!r}: not judged, this call's time budget ran out"
+        if until is not None and until <= time.monotonic():
+            return [JudgeVerdict(None, spent) for _ in pairs]
         try:
             model, tokenizer = load_judge_model(self.model, pick_device("auto"))
             texts = [
@@ -295,25 +298,80 @@ class Judge(RewardComponent):
                 )
                 for pair in pairs
             ]
-            batch = tokenizer(
-                texts, return_tensors="pt", padding=True, add_special_tokens=False
-            ).to(model.device)
-            with torch.no_grad():
-                out = model.generate(
-                    **batch,
-                    max_new_tokens=self.max_new_tokens,
-                    max_time=left,
-                    do_sample=False,
-                    pad_token_id=tokenizer.pad_token_id,
-                )
-            answers = tokenizer.batch_decode(
-                out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True
-            )
+            lengths = [len(tokenizer(t, add_special_tokens=False).input_ids) for t in texts]
         except (OSError, ValueError, RuntimeError, ImportError) as err:
-            message = f"judge {self.__name__!r} ({self.model}) failed: {err}"[:400]
-            logger.warning("%s", message)
-            return [JudgeVerdict(None, message) for _ in pairs]
-        return [self._parse(a) for a in answers]
+            return self._failed(err, len(pairs))
+        room = getattr(model.config, "max_position_embeddings", None)
+        limit = None if room is None else room - self.max_new_tokens
+        verdicts = [
+            JudgeVerdict(
+                None,
+                f"judge {self.__name__!r}: not judged, {n} tokens; the judge model reads "
+                f"{limit} before its answer",
+            )
+            if limit is not None and n > limit
+            else None
+            for n in lengths
+        ]
+        fits = [i for i, v in enumerate(verdicts) if v is None]
+        for chunk in token_chunks(fits, lengths, MAX_BATCH_TOKENS):
+            left = None if until is None else until - time.monotonic()
+            if left is not None and left <= 0:
+                answers: list[JudgeVerdict] = [JudgeVerdict(None, spent)] * len(chunk)
+            else:
+                try:
+                    texts_in = [texts[i] for i in chunk]
+                    answers = [
+                        self._parse(a) for a in self._generate(model, tokenizer, texts_in, left)
+                    ]
+                except (OSError, ValueError, RuntimeError) as err:
+                    answers = self._failed(err, len(chunk))
+            for i, verdict in zip(chunk, answers, strict=True):
+                verdicts[i] = verdict
+        return verdicts
+
+    def _generate(
+        self, model: Any, tokenizer: Any, texts: list[str], left: float | None
+    ) -> list[str]:
+        import torch
+
+        batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(
+            model.device
+        )
+        with torch.no_grad():
+            out = model.generate(
+                **batch,
+                max_new_tokens=self.max_new_tokens,
+                max_time=left,
+                do_sample=False,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        return tokenizer.batch_decode(
+            out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True
+        )
+
+    def _failed(self, err: Exception, count: int) -> list[JudgeVerdict]:
+        message = f"judge {self.__name__!r} ({self.model}) failed: {err}"[:400]
+        logger.warning("%s", message)
+        return [JudgeVerdict(None, message) for _ in range(count)]
+
+
+def token_chunks(indices: list[int], lengths: list[int], budget: int) -> list[list[int]]:
+    """``indices`` in order, grouped so that rows x the longest row of a group stays within
+    ``budget`` padded tokens (a row longer than that alone)."""
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for i in indices:
+        wider = max(longest, lengths[i])
+        if current and (len(current) + 1) * wider > budget:
+            chunks.append(current)
+            current, wider = [], lengths[i]
+        current.append(i)
+        longest = wider
+    if current:
+        chunks.append(current)
+    return chunks
 
 
 def _prompt_text(prompt: Any) -> str:

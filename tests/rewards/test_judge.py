@@ -254,7 +254,7 @@ def test_a_local_judge_keeps_within_the_web_call_s_time_budget(tmp_path):
     from tests.tiny_models import save_tiny_llama
 
     folder = save_tiny_llama(tmp_path / "judge", build_char_tokenizer())
-    params = {"backend": "local", "model": str(folder), "max_new_tokens": 4096}
+    params = {"backend": "local", "model": str(folder), "max_new_tokens": 200}
     spec = RewardSpec.from_dict({"components": [{"name": "judge", "params": params}]})
     with call_deadline(0.0):  # spent before the judge starts: it does not generate at all
         got = score(spec, ["Say hi"], ["hi"])
@@ -263,3 +263,30 @@ def test_a_local_judge_keeps_within_the_web_call_s_time_budget(tmp_path):
     with call_deadline(5.0):  # generate's max_time is the budget left; it still judges
         got = score(spec, ["Say hi"], ["hi"])
     assert got[0].trace[0].explanation.startswith("judge: no 1-10 score in the judge's answer")
+
+
+def test_a_local_judge_batches_by_tokens_and_skips_what_the_model_cannot_read(
+    tmp_path, monkeypatch
+):
+    from engine.tokenizer import build_char_tokenizer
+    from rewards.components import judge
+    from tests.tiny_models import save_tiny_llama
+
+    folder = save_tiny_llama(tmp_path / "judge", build_char_tokenizer())  # reads 512 positions
+    monkeypatch.setattr(judge, "MAX_BATCH_TOKENS", 600)  # two short pairs a batch
+    model, _ = judge.load_judge_model(str(folder), "cpu")
+    prefills = []
+    hook = model.register_forward_pre_hook(
+        lambda _m, _a, kw: prefills.append(kw["input_ids"].shape), with_kwargs=True
+    )
+    params = {"backend": "local", "model": str(folder), "max_new_tokens": 8}
+    spec = RewardSpec.from_dict({"components": [{"name": "judge", "params": params}]})
+    try:
+        got = score(spec, ["p"] * 4, ["a", "bb", "x" * 600, "ccc"])
+    finally:
+        hook.remove()
+    too_long = got[2].trace[0].explanation
+    assert "not judged, " in too_long and "the judge model reads 504 before its answer" in too_long
+    assert all("no 1-10 score" in got[i].trace[0].explanation for i in (0, 1, 3))
+    batches = [rows for rows, length in prefills if length > 1]  # decode steps read one token
+    assert batches == [2, 1] and all(rows * length <= 600 for rows, length in prefills)
