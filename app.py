@@ -52,10 +52,19 @@ def main(argv: list[str] | None = None) -> int:
     from rewards.components.reward_model import restrict_models
     from storage.paths import resolve_data_dir
     from ui.app import build_app, launch_kwargs
-    from ui.context import AppContext, DemoLimits, SettingsError, auth_from_env, is_public
+    from ui.context import (
+        PUBLIC_ENV,
+        AppContext,
+        DemoLimits,
+        SettingsError,
+        auth_from_env,
+        is_public,
+    )
     from ui.identity import run_caps
     from ui.login import LoginGuard
 
+    if args.share:  # a gradio.live link is as public as a Space: caps, identities, no code
+        os.environ[PUBLIC_ENV] = "1"
     try:
         data_dir = resolve_data_dir(args.data_dir)
         auth = auth_from_env()

@@ -1,18 +1,24 @@
 """The Runs view's model export: a format picker and a button that builds a download.
 
-The archive is made per request into a fresh temporary folder for the run's owner
-(``ui.run_actions.download_dir``), never served from the data dir, like the other downloads.
+The archive is made into a fresh temporary folder for the run's owner
+(``ui.run_actions.download_dir``), never served from the data dir, like the other downloads. An
+archive is reused while that folder is kept (an hour) for the same run model, format and
+weights: each build writes a whole model to disk twice (there and in Gradio's cache), so asking
+again and again must not fill the disk.
 """
 
 from __future__ import annotations
 
 import shutil
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import gradio as gr
 
 from engine.exports.gguf_file import QUANTS, GGUFExportError
 from engine.exports.run_export import FORMATS, ExportError, export_recorded_run
+from engine.run_models import RunModelError, run_models
 from storage.db import Database
 from ui.identity import Viewer, viewer_for
 from ui.messages import escape, ok, warn
@@ -24,6 +30,35 @@ FORMAT_LABELS = {
     "gguf": "GGUF (llama.cpp, LM Studio)",
     "ollama": "Ollama (GGUF + Modelfile)",
 }
+#: Archives remembered for reuse (the oldest forgotten first).
+KEEP_ARCHIVES = 256
+_archives: OrderedDict[tuple, tuple[Path, str]] = OrderedDict()
+_archives_lock = threading.Lock()
+
+
+def _archive_key(run_id: str, run_dir: Path, fmt: str, quant: str) -> tuple:
+    """What an archive depends on: the run's newest model (by its folder's time), the format
+    and, for GGUF files, the weights' type."""
+    try:
+        newest = run_models(run_dir)[-1]
+        stamp = newest.path.stat().st_mtime_ns if newest.path is not None else 0
+    except (OSError, RunModelError, ValueError):
+        stamp = None  # unreadable: build (and report) rather than reuse
+    return run_id, stamp, fmt, quant if fmt in ("gguf", "ollama") else ""
+
+
+def _reusable(key: tuple) -> tuple[Path, str] | None:
+    with _archives_lock:
+        found = _archives.get(key)
+    return found if key[1] is not None and found and found[0].is_file() else None
+
+
+def _remember(key: tuple, archive: Path, command: str) -> None:
+    with _archives_lock:
+        _archives[key] = (archive, command)
+        _archives.move_to_end(key)
+        while len(_archives) > KEEP_ARCHIVES:
+            _archives.popitem(last=False)
 
 
 def model_export_archive(
@@ -43,6 +78,9 @@ def model_export_archive(
         raise RunActionError(f"quant: must be one of {', '.join(QUANTS)}, got {quant!r}")
     if not run.output_dir:
         raise RunActionError(f"Run {run.id} has no output folder.")
+    key = _archive_key(run.id, Path(run.output_dir), fmt, quant)
+    if into is None and (found := _reusable(key)) is not None:
+        return found
     into = Path(into or download_dir())
     try:
         result = export_recorded_run(
@@ -52,6 +90,7 @@ def model_export_archive(
         raise RunActionError(f"Cannot export {run.id}: {exc}") from None
     archive = shutil.make_archive(str(result.folder), "zip", root_dir=result.folder)
     shutil.rmtree(result.folder, ignore_errors=True)
+    _remember(key, Path(archive), result.command)
     return Path(archive), result.command
 
 

@@ -161,6 +161,10 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
         ],
         outputs=[left_out, right_out, message],
         api_visibility="private",
+        # one generation at a time across the app, shared with the Preview and /generate: two
+        # models streaming per click, and any number of sessions can click
+        concurrency_limit=1,
+        concurrency_id="generate",
     )
 
 

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.dataclass_io import ConfigError
 from engine.devices import bounded_threads
 from engine.models import ModelLoadError
 from engine.playground import (
@@ -172,6 +173,8 @@ def load_side(
         return model, tokenizer, labels[side.key]
     except PreviewError as exc:
         raise PlaygroundError(f"model: {exc}") from None
+    except ConfigError as exc:  # the demo's size cap
+        raise PlaygroundError(f"model: {exc.reason}") from None
     except (ModelLoadError, RunModelError, OSError) as exc:
         raise PlaygroundError(f"model: {exc}") from None
 

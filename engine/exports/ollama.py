@@ -10,7 +10,11 @@ templates with cross-message logic keep their per-message wrapping only.
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 MARKER = "\x00studio-marker\x00"
 ROLES = ("system", "user", "assistant")
@@ -36,9 +40,15 @@ def role_wrappers(tokenizer: Any) -> tuple[dict[str, tuple[str, str]], str]:
     return wrappers, generation
 
 
+_GO_SPECIAL = re.compile(r'\{\{|"')
+
+
 def _go(text: str) -> str:
-    """Literal text inside a Go template (braces are the only syntax to escape)."""
-    return text.replace("{{", '{{ "{{" }}')
+    """Literal text inside the Modelfile's Go template: ``{{`` opens an action and a ``"``
+    could close the triple-quoted ``TEMPLATE`` (a chat template holding three quotes and then a
+    ``FROM`` line would add that line to the Modelfile), so both are printed by template
+    expressions instead."""
+    return _GO_SPECIAL.sub(lambda m: '{{ "{{" }}' if m.group() == "{{" else '{{ "\\"" }}', text)
 
 
 def stop_tokens(tokenizer: Any) -> list[str]:
@@ -67,6 +77,9 @@ def modelfile(gguf_name: str, tokenizer: Any, temperature: float = 0.8) -> str:
         )
         lines.append(f'TEMPLATE """{template}"""')
     for stop in stop_tokens(tokenizer):
+        if any(c in stop for c in '"\\\n\r'):  # cannot be written inside "..." as it is
+            logger.warning("stop token %r left out of the Modelfile", stop)
+            continue
         lines.append(f'PARAMETER stop "{stop}"')
     lines.append(f"PARAMETER temperature {temperature:g}")
     return "\n".join(lines) + "\n"

@@ -9,10 +9,13 @@ into the trace.
 Backends: ``local``, a causal LM loaded through transformers (local folder or hub id,
 safetensors only, no remote code), greedy, batched on the run's device; ``openai``, any
 OpenAI-compatible ``/chat/completions`` endpoint. The endpoint's URL must start with one of the
-prefixes the operator lists in ``STUDIO_JUDGE_URLS`` (so no spec, from the web or elsewhere,
-makes the server call an address the operator did not choose); its key is read at call time
-from the environment variable named by ``api_key_env`` and is never stored in the spec, the
-config, logs or the database. Identical (prompt, completion) pairs are judged once (a bounded
+prefixes the operator lists in ``STUDIO_JUDGE_URLS``, on the same scheme, host and port and
+below the prefix's path (so no spec, from the web or elsewhere, makes the server call an address
+the operator did not choose, and no redirect is followed); its key is read at call time from the
+environment variable named by ``api_key_env``, one of ``OPENAI_API_KEY`` and the names the
+operator lists in ``STUDIO_JUDGE_KEYS`` (so a spec cannot send another secret of the server,
+such as ``HF_TOKEN``, as the key), and is never stored in the spec, the config, logs or the
+database. Identical (prompt, completion) pairs are judged once (a bounded
 cache per component); each request has a timeout and ``retries`` retries with backoff; a failed
 or unreadable judgement is ``None`` (not scored), never 0.
 """
@@ -28,18 +31,28 @@ import time
 import urllib.error
 import urllib.request
 from collections import OrderedDict
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import urlsplit
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.components.judge_parse import JudgeVerdict, parse_pass_fail, parse_score
-from rewards.components.reward_model import check_model_allowed, pick_device
+from rewards.components.reward_model import (
+    MAX_BATCH_TOKENS,
+    check_model_allowed,
+    pick_device,
+)
+from rewards.deadline import deadline_at
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
 
 logger = logging.getLogger(__name__)
 
 JUDGE_URLS_ENV = "STUDIO_JUDGE_URLS"
+JUDGE_KEYS_ENV = "STUDIO_JUDGE_KEYS"
+#: Key variables a spec may name without the operator listing them.
+DEFAULT_KEY_ENVS = ("OPENAI_API_KEY",)
 #: Most cached judgements per component (oldest dropped first).
 JUDGE_CACHE_SIZE = 4096
 #: Longest judge answer read (characters).
@@ -67,7 +80,8 @@ PARAMS = (
         "api_key_env",
         "str",
         "OPENAI_API_KEY",
-        "openai: environment variable holding the key (never stored)",
+        "openai: environment variable holding the key, OPENAI_API_KEY or one listed in "
+        "STUDIO_JUDGE_KEYS (never stored)",
         max_length=64,
     ),
     ParamSpec("timeout_s", "float", 60.0, "per request, seconds", min=1.0, max=600.0),
@@ -92,11 +106,54 @@ def judge_messages(rubric: str, scale: str, prompt: str, completion: str) -> lis
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def allowed_url(url: str, env: dict[str, str] | None = None) -> bool:
-    """Whether ``url`` starts with one of the operator's ``STUDIO_JUDGE_URLS`` prefixes."""
-    raw = (os.environ if env is None else env).get(JUDGE_URLS_ENV, "")
-    prefixes = [p.strip() for p in raw.split(",") if p.strip()]
-    return url.startswith(("http://", "https://")) and any(url.startswith(p) for p in prefixes)
+def _listed(name: str, env: Mapping[str, str] | None) -> list[str]:
+    raw = (os.environ if env is None else env).get(name, "")
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def allowed_url(url: str, env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``url`` lies under one of the operator's ``STUDIO_JUDGE_URLS`` prefixes.
+
+    Compared parsed, not as text: a bare ``https://judge.example`` must not admit
+    ``https://judge.example.evil.net`` or ``https://judge.example@evil.net`` (where the request
+    would go), so the scheme and host:port must be the prefix's and the path must continue the
+    prefix's path at a ``/``; no user part, no ``..`` segments.
+    """
+    try:
+        got = urlsplit(url)
+    except ValueError:
+        return False
+    if got.scheme not in ("http", "https") or "@" in got.netloc or "\\" in url:
+        return False
+    if any(part in (".", "..") for part in got.path.split("/")):
+        return False
+    for prefix in _listed(JUDGE_URLS_ENV, env):
+        try:
+            want = urlsplit(prefix)
+        except ValueError:
+            continue
+        base = want.path.rstrip("/")
+        if (got.scheme, got.netloc.lower()) == (want.scheme, want.netloc.lower()) and (
+            got.path.rstrip("/") == base or got.path.startswith(base + "/")
+        ):
+            return True
+    return False
+
+
+def allowed_key_env(name: str, env: Mapping[str, str] | None = None) -> bool:
+    """Whether a spec may name ``name`` as the judge's key variable: ``OPENAI_API_KEY`` or one
+    the operator lists in ``STUDIO_JUDGE_KEYS``."""
+    return name in (*DEFAULT_KEY_ENVS, *_listed(JUDGE_KEYS_ENV, env))
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error: following one would carry the key to an unchecked address."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
 
 
 def post_chat(url: str, body: dict[str, Any], key: str | None, timeout_s: float) -> str:
@@ -111,7 +168,7 @@ def post_chat(url: str, body: dict[str, Any], key: str | None, timeout_s: float)
         method="POST",
     )
     # the URL was checked against the operator's STUDIO_JUDGE_URLS when the spec was validated
-    with urllib.request.urlopen(request, timeout=timeout_s) as reply:
+    with _OPENER.open(request, timeout=timeout_s) as reply:
         data = json.loads(reply.read(1_000_000))
     return str(data["choices"][0]["message"]["content"])
 
@@ -183,10 +240,13 @@ class Judge(RewardComponent):
     # ---- backends ----------------------------------------------------------------------------
     def _judge_http(self, pairs: list[tuple[str, str]]) -> list[JudgeVerdict]:
         key = os.environ.get(self.api_key_env) or None
+        until = deadline_at()  # read here: the pool's threads do not see the caller's budget
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(lambda pair: self._ask(pair, key), pairs))
+            return list(pool.map(lambda pair: self._ask(pair, key, until), pairs))
 
-    def _ask(self, pair: tuple[str, str], key: str | None) -> JudgeVerdict:
+    def _ask(self, pair: tuple[str, str], key: str | None, until: float | None) -> JudgeVerdict:
+        """One judgement; within the web call's time budget ``until`` (``time.monotonic``),
+        if any, however long ``timeout_s`` and ``retries`` would allow."""
         body = {
             "model": self.model,
             "messages": judge_messages(self.rubric, self.scale, *pair),
@@ -194,9 +254,16 @@ class Judge(RewardComponent):
             "max_tokens": self.max_new_tokens,
         }
         problem = ""
+        tries = 0
         for attempt in range(self.retries + 1):
+            left = self.timeout_s if until is None else until - time.monotonic()
+            if left <= 0:
+                problem = problem or "not asked"
+                problem += "; this call's time budget ran out"
+                break
+            tries += 1
             try:
-                return self._parse(post_chat(self.url, body, key, self.timeout_s))
+                return self._parse(post_chat(self.url, body, key, min(self.timeout_s, left)))
             except urllib.error.HTTPError as err:
                 problem = f"HTTP {err.code}"
                 if err.code < 500 and err.code != 429:
@@ -204,14 +271,23 @@ class Judge(RewardComponent):
             except (OSError, ValueError, KeyError, IndexError, TypeError) as err:
                 problem = type(err).__name__ if "timed out" not in str(err) else "timed out"
             if attempt < self.retries:
-                time.sleep(min(0.5 * 2**attempt, 8.0))
-        message = f"judge {self.__name__!r} failed after {self.retries + 1} tries: {problem}"
+                pause = min(0.5 * 2**attempt, 8.0)
+                time.sleep(
+                    pause if until is None else max(0.0, min(pause, until - time.monotonic()))
+                )
+        message = f"judge {self.__name__!r} failed after {tries} tries: {problem}"
         logger.warning("%s", message)
         return JudgeVerdict(None, message)
 
     def _judge_local(self, pairs: list[tuple[str, str]]) -> list[JudgeVerdict]:
-        import torch
-
+        """Greedy answers of the local judge, in batches of at most ``MAX_BATCH_TOKENS`` padded
+        tokens; a conversation longer than the model reads (before its answer) is not judged,
+        and within the web call's time budget, if any, no batch starts after it and
+        ``generate``'s ``max_time`` stops a long answer (which then reads as unscored)."""
+        until = deadline_at()
+        spent = f"judge {self.__name__!r}: not judged, this call's time budget ran out"
+        if until is not None and until <= time.monotonic():
+            return [JudgeVerdict(None, spent) for _ in pairs]
         try:
             model, tokenizer = load_judge_model(self.model, pick_device("auto"))
             texts = [
@@ -222,24 +298,80 @@ class Judge(RewardComponent):
                 )
                 for pair in pairs
             ]
-            batch = tokenizer(
-                texts, return_tensors="pt", padding=True, add_special_tokens=False
-            ).to(model.device)
-            with torch.no_grad():
-                out = model.generate(
-                    **batch,
-                    max_new_tokens=self.max_new_tokens,
-                    do_sample=False,
-                    pad_token_id=tokenizer.pad_token_id,
-                )
-            answers = tokenizer.batch_decode(
-                out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True
-            )
+            lengths = [len(tokenizer(t, add_special_tokens=False).input_ids) for t in texts]
         except (OSError, ValueError, RuntimeError, ImportError) as err:
-            message = f"judge {self.__name__!r} ({self.model}) failed: {err}"[:400]
-            logger.warning("%s", message)
-            return [JudgeVerdict(None, message) for _ in pairs]
-        return [self._parse(a) for a in answers]
+            return self._failed(err, len(pairs))
+        room = getattr(model.config, "max_position_embeddings", None)
+        limit = None if room is None else room - self.max_new_tokens
+        verdicts = [
+            JudgeVerdict(
+                None,
+                f"judge {self.__name__!r}: not judged, {n} tokens; the judge model reads "
+                f"{limit} before its answer",
+            )
+            if limit is not None and n > limit
+            else None
+            for n in lengths
+        ]
+        fits = [i for i, v in enumerate(verdicts) if v is None]
+        for chunk in token_chunks(fits, lengths, MAX_BATCH_TOKENS):
+            left = None if until is None else until - time.monotonic()
+            if left is not None and left <= 0:
+                answers: list[JudgeVerdict] = [JudgeVerdict(None, spent)] * len(chunk)
+            else:
+                try:
+                    texts_in = [texts[i] for i in chunk]
+                    answers = [
+                        self._parse(a) for a in self._generate(model, tokenizer, texts_in, left)
+                    ]
+                except (OSError, ValueError, RuntimeError) as err:
+                    answers = self._failed(err, len(chunk))
+            for i, verdict in zip(chunk, answers, strict=True):
+                verdicts[i] = verdict
+        return verdicts
+
+    def _generate(
+        self, model: Any, tokenizer: Any, texts: list[str], left: float | None
+    ) -> list[str]:
+        import torch
+
+        batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(
+            model.device
+        )
+        with torch.no_grad():
+            out = model.generate(
+                **batch,
+                max_new_tokens=self.max_new_tokens,
+                max_time=left,
+                do_sample=False,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        return tokenizer.batch_decode(
+            out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True
+        )
+
+    def _failed(self, err: Exception, count: int) -> list[JudgeVerdict]:
+        message = f"judge {self.__name__!r} ({self.model}) failed: {err}"[:400]
+        logger.warning("%s", message)
+        return [JudgeVerdict(None, message) for _ in range(count)]
+
+
+def token_chunks(indices: list[int], lengths: list[int], budget: int) -> list[list[int]]:
+    """``indices`` in order, grouped so that rows x the longest row of a group stays within
+    ``budget`` padded tokens (a row longer than that alone)."""
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for i in indices:
+        wider = max(longest, lengths[i])
+        if current and (len(current) + 1) * wider > budget:
+            chunks.append(current)
+            current, wider = [], lengths[i]
+        current.append(i)
+        longest = wider
+    if current:
+        chunks.append(current)
+    return chunks
 
 
 def _prompt_text(prompt: Any) -> str:
@@ -263,6 +395,13 @@ def _check(params: dict[str, Any]) -> None:
         if not _ENV_NAME.fullmatch(params["api_key_env"]):
             raise RewardSpecError(
                 "api_key_env", "must be an environment variable name (A-Z, 0-9, _)"
+            )
+        if not allowed_key_env(params["api_key_env"]):
+            allowed = ", ".join((*DEFAULT_KEY_ENVS, *_listed(JUDGE_KEYS_ENV, None)))
+            raise RewardSpecError(
+                "api_key_env",
+                f"must be one of the key variables the operator allows ({allowed}; more in "
+                f"{JUDGE_KEYS_ENV}), got {params['api_key_env']!r}",
             )
 
 

@@ -8,10 +8,13 @@ through the reward model's chat template, and the score is the logit of its sing
 Any ``AutoModelForSequenceClassification`` from a local folder or a hub id, loaded with
 safetensors only and ``trust_remote_code=False`` (no pickle, no code from the repo). Batches of
 ``batch_size`` run on the run's device (``auto``: this process's GPU when there is one), padded
-on the right so every row reads as it would alone. ``output`` maps the logit: ``raw``,
-``sigmoid`` (a probability-like [0, 1]), or ``standardised`` per batch ((x - mean) / std, 0
-when all are equal). A model with several labels is read at its last label. The trace gives the
-raw score and its rank among the completions of the same prompt.
+on the right so every row reads as it would alone; a batch holds at most
+:data:`MAX_BATCH_TOKENS` padded tokens (fewer rows when ``max_length`` is long), and within a
+web call's time budget (:mod:`rewards.deadline`) no batch starts after it runs out.
+``output`` maps the logit: ``raw``, ``sigmoid`` (a probability-like [0, 1]), or
+``standardised`` per batch ((x - mean) / std, 0 when all are equal). A model with several
+labels is read at its last label. The trace gives the raw score and its rank among the
+completions of the same prompt.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
+from rewards.deadline import deadline_passed
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
 from rewards.text import completion_texts
@@ -32,6 +36,8 @@ from rewards.text import completion_texts
 logger = logging.getLogger(__name__)
 
 OUTPUTS = ("raw", "sigmoid", "standardised")
+#: Most padded tokens in one forward pass: bounds its memory whatever batch_size x max_length.
+MAX_BATCH_TOKENS = 65_536
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
 
 PARAMS = (
@@ -131,13 +137,21 @@ def conversation_text(tokenizer: Any, prompt: Any, completion: str) -> tuple[str
 def score_texts(
     model: Any, tokenizer: Any, texts: list[str], templated: bool, batch_size: int, max_length: int
 ) -> list[float]:
-    """The reward model's logit for each text, ``batch_size`` at a time."""
+    """The reward model's logit for each text, ``batch_size`` at a time (fewer when
+    ``max_length`` would take a batch over :data:`MAX_BATCH_TOKENS`).
+
+    Raises:
+        TimeoutError: the web call's time budget ran out before the last batch.
+    """
     import torch
 
+    rows = max(1, min(batch_size, MAX_BATCH_TOKENS // max_length))
     out: list[float] = []
-    for start in range(0, len(texts), batch_size):
+    for start in range(0, len(texts), rows):
+        if deadline_passed():
+            raise TimeoutError("not scored, this call's time budget ran out")
         batch = tokenizer(
-            texts[start : start + batch_size],
+            texts[start : start + rows],
             return_tensors="pt",
             padding=True,
             truncation=True,
@@ -221,6 +235,10 @@ def _check(params: dict[str, Any]) -> None:
     name = params["model"].strip()
     if not name:
         raise RewardSpecError("model", "give a local model folder or a hub id (owner/name)")
+    try:
+        check_model_allowed(name)
+    except ValueError:
+        return  # refused when it loads, alike whether the server path exists or not
     folder = Path(name).expanduser()
     if not (folder / "config.json").is_file() and not _HUB_ID.fullmatch(name):
         raise RewardSpecError(

@@ -10,9 +10,15 @@ Metrics, each through its maintained library so the numbers are the library's ow
   evaluation"), ``sacrebleu``'s ``CHRF().sentence_score(completion, [reference]).score / 100``.
 - ``embedding``: cosine similarity of sentence embeddings (Reimers & Gurevych 2019,
   Sentence-BERT) through ``sentence-transformers``, only when that package is installed and the
-  model is a local folder; otherwise the spec is refused by name at validation.
+  model is a local folder; otherwise the spec is refused by name at validation. The folder passes
+  the same model rule as reward and judge models (``reward_model.restrict_models``: on the web,
+  the input policy and the demo's size cap) before the server looks at it.
 
 Scores lie in [0, 1] (embedding cosine in [-1, 1]); a sample without a reference is not scored.
+ROUGE-L's longest common subsequence takes time in the product of the two texts' word counts,
+so a pair over :data:`MAX_LCS_CELLS` (two texts of 2,000 words) is not scored (chrF is linear),
+and within a web call's time budget (:mod:`rewards.deadline`) pairs left when it runs out are not
+scored either.
 ``scope="answer"`` compares only the answer tag's content (the whole text when there is none).
 """
 
@@ -20,15 +26,21 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import re
 from pathlib import Path
 from typing import Any
 
 from rewards.answers import find_answer
 from rewards.components.base import BatchContext, Judgement, RewardComponent
+from rewards.components.reward_model import check_model_allowed
+from rewards.deadline import deadline_passed
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
 
 METRICS = ("rouge_l", "chrf", "embedding")
+#: Largest ROUGE-L table (completion words x reference words) scored: about 0.6 s here.
+MAX_LCS_CELLS = 4_000_000
+_ROUGE_TOKEN = re.compile(r"[a-z0-9]+")  # rouge-score's default tokenizer keeps these runs
 
 PARAMS = (
     ParamSpec("metric", "str", "rouge_l", "how similarity is measured", choices=METRICS),
@@ -70,6 +82,7 @@ def _chrf() -> Any:
 
 @functools.lru_cache(maxsize=2)
 def _embedder(folder: str) -> Any:
+    check_model_allowed(folder)
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(folder, local_files_only=True, trust_remote_code=False)
@@ -113,16 +126,35 @@ class Similarity(RewardComponent):
             if r is not None and str(r).strip()
         ]
         out = [Judgement(None, f"no reference in '{self.gold_column}': not scored")] * len(texts)
-        if self.metric == "embedding" and pairs:
-            values = self._cosines([c for _, c, _ in pairs], [r for _, _, r in pairs])
-        elif self.metric == "chrf":
-            values = [chrf(c, r) for _, c, r in pairs]
-        else:
-            values = [rouge_l(c, r, self.use_stemmer) for _, c, r in pairs]
-        label = {"rouge_l": "ROUGE-L F", "chrf": "chrF", "embedding": "cosine"}[self.metric]
-        for (i, _, _), value in zip(pairs, values, strict=True):
-            out[i] = Judgement(value, f"{label} {value:.3f} to the reference")
+        if self.metric == "embedding":
+            if pairs:
+                values = self._cosines([c for _, c, _ in pairs], [r for _, _, r in pairs])
+                for (i, _, _), value in zip(pairs, values, strict=True):
+                    out[i] = Judgement(value, f"cosine {value:.3f} to the reference")
+            return out
+        label = "chrF" if self.metric == "chrf" else "ROUGE-L F"
+        for i, completion, reference in pairs:
+            if deadline_passed():
+                out[i] = Judgement(None, f"{label}: not scored, this call's time budget ran out")
+            elif self.metric == "chrf":
+                value = chrf(completion, reference)
+                out[i] = Judgement(value, f"{label} {value:.3f} to the reference")
+            else:
+                out[i] = self._rouge_l(completion, reference)
         return out
+
+    def _rouge_l(self, completion: str, reference: str) -> Judgement:
+        cells = len(_ROUGE_TOKEN.findall(completion.lower())) * len(
+            _ROUGE_TOKEN.findall(reference.lower())
+        )
+        if cells > MAX_LCS_CELLS:
+            return Judgement(
+                None,
+                f"ROUGE-L: not scored, {cells:,} word pairs is over {MAX_LCS_CELLS:,} "
+                "(its cost grows with both lengths multiplied); use chrf for texts this long",
+            )
+        value = rouge_l(completion, reference, self.use_stemmer)
+        return Judgement(value, f"ROUGE-L F {value:.3f} to the reference")
 
     def _cosines(self, completions: list[str], references: list[str]) -> list[float]:
         from sentence_transformers import util
@@ -136,13 +168,18 @@ class Similarity(RewardComponent):
 def _check(params: dict[str, Any]) -> None:
     if params["metric"] != "embedding":
         return
+    folder = params["embedding_model"]
+    try:  # the web app's model rule first: no server path is even looked at unless allowed
+        if folder:
+            check_model_allowed(folder)
+    except ValueError as err:
+        raise RewardSpecError("embedding_model", str(getattr(err, "reason", err))) from None
     if importlib.util.find_spec("sentence_transformers") is None:
         raise RewardSpecError(
             "metric",
             "embedding needs the sentence-transformers package, which is not installed here; "
             "use rouge_l or chrf",
         )
-    folder = params["embedding_model"]
     if not folder or not (Path(folder).expanduser() / "config.json").is_file():
         raise RewardSpecError(
             "embedding_model",

@@ -11,6 +11,7 @@ import pytest
 from rewards.components.judge import JUDGE_URLS_ENV
 from rewards.components.judge_parse import parse_pass_fail, parse_score
 from rewards.composer import score
+from rewards.deadline import call_deadline
 from rewards.spec import RewardSpec, RewardSpecError
 
 # Answers in the shapes real judges write (MT-Bench, Prometheus, JSON-mode, chatty models).
@@ -108,6 +109,7 @@ class JudgeServer:
 def server(monkeypatch):
     s = JudgeServer()
     monkeypatch.setenv(JUDGE_URLS_ENV, s.url)
+    monkeypatch.setenv("STUDIO_JUDGE_KEYS", "MY_JUDGE_KEY")
     monkeypatch.setenv("MY_JUDGE_KEY", "sk-test-secret")
     yield s
     s.close()
@@ -189,3 +191,102 @@ def test_a_local_judge_runs_through_transformers(tmp_path):
     for sample in got:
         assert sample.total is None
         assert sample.trace[0].explanation.startswith("judge: no 1-10 score in the judge's answer")
+
+
+def test_urls_must_lie_under_a_listed_prefix_parsed_not_as_text(monkeypatch):
+    # A bare origin as the operator wrote it: text prefixes would admit other hosts and ports.
+    monkeypatch.setenv(JUDGE_URLS_ENV, "https://judge.example,http://127.0.0.1:80")
+    for url in (
+        "https://judge.example.evil.net/v1",
+        "https://judge.example@evil.net/v1",
+        "http://127.0.0.1:8000/v1",
+        "https://judge.example/v1/../../admin",
+        "https://judge.example\\@evil.net/v1",
+    ):
+        with pytest.raises(RewardSpecError) as err:
+            judge_spec(url)
+        assert err.value.field == "components[0].params.url", url
+    monkeypatch.setenv("STUDIO_JUDGE_KEYS", "MY_JUDGE_KEY")
+    for url in ("https://judge.example", "https://judge.example/v1", "http://127.0.0.1:80/v1"):
+        judge_spec(url)
+
+
+def test_the_key_variable_must_be_one_the_operator_allows(monkeypatch):
+    monkeypatch.setenv(JUDGE_URLS_ENV, "https://judge.example/v1")
+    monkeypatch.setenv("HF_TOKEN", "hf_server_secret")
+    with pytest.raises(RewardSpecError) as err:
+        judge_spec("https://judge.example/v1", api_key_env="HF_TOKEN")
+    assert err.value.field == "components[0].params.api_key_env"
+    assert "hf_server_secret" not in str(err.value) and "OPENAI_API_KEY" in str(err.value)
+    judge_spec("https://judge.example/v1", api_key_env="OPENAI_API_KEY")
+
+
+def test_a_redirect_is_not_followed_with_the_key(server):
+    target = JudgeServer()
+    try:
+
+        def redirect(self):
+            self.send_response(302)
+            self.send_header("Location", target.url + "/chat/completions")
+            self.end_headers()
+
+        server.httpd.RequestHandlerClass.do_POST = redirect
+        got = score(judge_spec(server.url, retries=0), ["p"], ["ok thanks"])
+        assert got[0].total is None and "HTTP 302" in got[0].trace[0].explanation
+        assert target.requests == []
+    finally:
+        target.close()
+
+
+def test_a_web_call_s_time_budget_bounds_timeouts_and_retries(server):
+    server.sleep_s = 3.0  # answers, but only after the budget of the call below
+    with call_deadline(1.0):
+        got = score(judge_spec(server.url, retries=5, timeout_s=60.0), ["p"], ["ok thanks"])
+    assert got[0].total is None
+    assert "failed after 1 tries: timed out; this call's time budget ran out" in (
+        got[0].trace[0].explanation
+    )
+    assert len(server.requests) == 1
+
+
+def test_a_local_judge_keeps_within_the_web_call_s_time_budget(tmp_path):
+    from engine.tokenizer import build_char_tokenizer
+    from tests.tiny_models import save_tiny_llama
+
+    folder = save_tiny_llama(tmp_path / "judge", build_char_tokenizer())
+    params = {"backend": "local", "model": str(folder), "max_new_tokens": 200}
+    spec = RewardSpec.from_dict({"components": [{"name": "judge", "params": params}]})
+    with call_deadline(0.0):  # spent before the judge starts: it does not generate at all
+        got = score(spec, ["Say hi"], ["hi"])
+    assert got[0].total is None
+    assert "this call's time budget ran out" in got[0].trace[0].explanation
+    with call_deadline(5.0):  # generate's max_time is the budget left; it still judges
+        got = score(spec, ["Say hi"], ["hi"])
+    assert got[0].trace[0].explanation.startswith("judge: no 1-10 score in the judge's answer")
+
+
+def test_a_local_judge_batches_by_tokens_and_skips_what_the_model_cannot_read(
+    tmp_path, monkeypatch
+):
+    from engine.tokenizer import build_char_tokenizer
+    from rewards.components import judge
+    from tests.tiny_models import save_tiny_llama
+
+    folder = save_tiny_llama(tmp_path / "judge", build_char_tokenizer())  # reads 512 positions
+    monkeypatch.setattr(judge, "MAX_BATCH_TOKENS", 600)  # two short pairs a batch
+    model, _ = judge.load_judge_model(str(folder), "cpu")
+    prefills = []
+    hook = model.register_forward_pre_hook(
+        lambda _m, _a, kw: prefills.append(kw["input_ids"].shape), with_kwargs=True
+    )
+    params = {"backend": "local", "model": str(folder), "max_new_tokens": 8}
+    spec = RewardSpec.from_dict({"components": [{"name": "judge", "params": params}]})
+    try:
+        got = score(spec, ["p"] * 4, ["a", "bb", "x" * 600, "ccc"])
+    finally:
+        hook.remove()
+    too_long = got[2].trace[0].explanation
+    assert "not judged, " in too_long and "the judge model reads 504 before its answer" in too_long
+    assert all("no 1-10 score" in got[i].trace[0].explanation for i in (0, 1, 3))
+    batches = [rows for rows, length in prefills if length > 1]  # decode steps read one token
+    assert batches == [2, 1] and all(rows * length <= 600 for rows, length in prefills)

@@ -26,7 +26,11 @@ def code_allowed():
     """The python component is part of the registry under test (user code enabled), and the
     reward_model component has a real model to load."""
     save_tiny_reward_model(TINY_RM, build_char_tokenizer())
-    settings = {"STUDIO_ALLOW_CODE": "1", "STUDIO_JUDGE_URLS": DEAD_JUDGE}
+    settings = {
+        "STUDIO_ALLOW_CODE": "1",
+        "STUDIO_JUDGE_URLS": DEAD_JUDGE,
+        "STUDIO_JUDGE_KEYS": "NO_SUCH_JUDGE_KEY",
+    }
     old = {k: os.environ.get(k) for k in settings}
     os.environ.update(settings)
     yield

@@ -38,6 +38,8 @@ from storage.schema import RunStatus
 pytestmark = pytest.mark.reliability
 
 OAUTH_CLIENT_ID = "studio-test-client"
+OPERATOR_JUDGE_KEY = "sk-operator-judge-key"
+SPACE_HF_TOKEN = "hf_space_owner_secret"
 SMALL_RUN = {"training": {"steps": 1, "prompts_per_step": 2, "eval_samples": 0}}
 
 
@@ -202,6 +204,50 @@ class _OpenIdProvider(BaseHTTPRequestHandler):
         pass
 
 
+class _JudgeEndpoint(BaseHTTPRequestHandler):
+    """An OpenAI-compatible judge that records every request (method, path, Authorization);
+    under ``/redirect`` it answers 302 to ``server.redirect_to``, as an open redirect would."""
+
+    def _record(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        self.server.requests.append((self.command, self.path, self.headers.get("Authorization")))
+
+    def do_GET(self) -> None:
+        self._record()
+        self.send_error(404)
+
+    def do_POST(self) -> None:
+        self._record()
+        if self.path.startswith("/redirect"):
+            self.send_response(302)
+            self.send_header("Location", self.server.redirect_to)
+            self.end_headers()
+            return
+        body = json.dumps({"choices": [{"message": {"content": "Score: 9\nReason: ok."}}]})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def judge_endpoint():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _JudgeEndpoint)
+    server.requests = []
+    server.redirect_to = ""
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @contextlib.contextmanager
 def openid_provider():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _OpenIdProvider)
@@ -219,7 +265,8 @@ def space(tmp_path_factory, start_app):
     root = tmp_path_factory.mktemp("space") / "persistent"
     root.mkdir()
     data_dir = root / "studio"
-    with openid_provider() as provider:
+    with openid_provider() as provider, judge_endpoint() as judge, judge_endpoint() as elsewhere:
+        judge.redirect_to = f"http://127.0.0.1:{elsewhere.server_address[1]}/v1/chat/completions"
         env = {
             "SYSTEM": "spaces",
             "SPACE_ID": "team/reward-studio",
@@ -229,9 +276,14 @@ def space(tmp_path_factory, start_app):
             "OPENID_PROVIDER_URL": provider,
             "STUDIO_PERSISTENT_ROOT": str(root),
             "STUDIO_MAX_UPLOAD_MB": "1",
+            # the operator's judge, written as a bare origin; secrets a Space holds
+            "STUDIO_JUDGE_URLS": f"http://127.0.0.1:{judge.server_address[1]}",
+            "OPENAI_API_KEY": OPERATOR_JUDGE_KEY,
+            "HF_TOKEN": SPACE_HF_TOKEN,
         }
         with start_app(data_dir, env, pass_data_dir=False) as app:
             app.provider = provider
+            app.judge, app.elsewhere = judge, elsewhere
             yield app
 
 
@@ -407,3 +459,77 @@ def test_wrong_passwords_are_rate_limited(logins, record_property):
         time.sleep(0.5)
     record_property("probes_tried", len(codes))
     record_property("probes_passed", len(codes) - codes.count(200))
+
+
+def test_a_judge_spec_reaches_only_the_operators_endpoint_with_only_its_key(space, record_property):
+    """A visitor's judge spec through /score_preview: no other host (a user part after the
+    operator's bare origin, a redirect) is called and no other server secret is sent as the key.
+    """
+    judge = f"http://127.0.0.1:{space.judge.server_address[1]}"
+    elsewhere = f"127.0.0.1:{space.elsewhere.server_address[1]}"
+    visitor = Client(space.url, verbose=False)
+    probes = [
+        {"url": f"{judge}@{elsewhere}/v1"},
+        {"url": f"{judge}/redirect/v1"},
+        {"url": f"{judge}/v1", "api_key_env": "HF_TOKEN"},
+    ]
+    passed = 0
+    for params in probes:
+        component = {"model": "m", "timeout_s": 2.0, "retries": 0, **params}
+        spec = json.dumps({"components": [{"name": "judge", "params": component}]})
+        try:
+            answer = json.dumps(visitor.predict(spec, ["hi"], api_name="/score_preview"))
+        except Exception as exc:  # the app's error names the refused field
+            answer = str(exc)
+        sent = space.judge.requests + space.elsewhere.requests
+        passed += (
+            not space.elsewhere.requests
+            and SPACE_HF_TOKEN not in answer
+            and all(SPACE_HF_TOKEN not in str(auth) for _, _, auth in sent)
+        )
+    # the operator's endpoint with the operator's key still works
+    spec = json.dumps({"components": [{"name": "judge", "params": {"model": "m", "url": judge}}]})
+    assert visitor.predict(spec, ["hi"], api_name="/score_preview")["totals"] == [0.9]
+    assert space.judge.requests[-1][2] == f"Bearer {OPERATOR_JUDGE_KEY}"
+    record_property("probes_tried", len(probes))
+    record_property("probes_passed", passed)
+    assert passed == len(probes), space.judge.requests + space.elsewhere.requests
+
+
+def test_generate_and_export_refuse_out_of_bounds_input_by_field(space, record_property):
+    """The visitor's own run through /generate and /export_model: sizes beyond the public caps
+    and names outside the allowed formats are refused naming the input, before any model loads."""
+    visitor = Client(space.url, verbose=False)
+    seed_run(space.data_dir, "bounds-run", f"anon:{visitor.session_hash}")
+    probes = [
+        (("bounds-run", "hi", "latest", {"num_samples": 1000}), "/generate", "num_samples"),
+        (("bounds-run", "hi", "latest", {"max_new_tokens": 1000}), "/generate", "max_new_tokens"),
+        (("bounds-run", "hi", "latest", {"seed": -1}), "/generate", "seed"),
+        (("bounds-run", "x" * 5000, "latest", None), "/generate", "prompt: 5,000 characters"),
+        (("bounds-run", "hi", "latest", {"__class__": 1}), "/generate", "settings: unknown"),
+        (("bounds-run", "../../etc", "F16"), "/export_model", "format: must be one of"),
+        (("bounds-run", "gguf", "../F16"), "/export_model", "quant: must be one of"),
+    ]
+    passed = 0
+    for args, api_name, named in probes:
+        try:
+            visitor.predict(*args, api_name=api_name)
+        except Exception as exc:  # the app's gr.Error: its message, no traceback
+            passed += named in str(exc) and "Traceback" not in str(exc)
+    record_property("probes_tried", len(probes))
+    record_property("probes_passed", passed)
+    assert passed == len(probes)
+
+
+def test_similarity_previews_bound_their_work(space, record_property):
+    """/score_preview with ROUGE-L on a long completion and a long answer: not scored (its cost
+    is the product of both lengths), instead of holding a worker for as long as it takes."""
+    words = " ".join(f"w{i % 97}" for i in range(2100))  # 2,100 x 2,100 word pairs
+    spec = json.dumps({"components": [{"name": "similarity", "params": {"metric": "rouge_l"}}]})
+    got = Client(space.url, verbose=False).predict(
+        spec, [words], None, [words], api_name="/score_preview"
+    )
+    explanation = got["samples"][0]["trace"][0]["explanation"]
+    record_property("probes_tried", 1)
+    record_property("probes_passed", int(got["totals"] == [None] and "chrf" in explanation))
+    assert got["totals"] == [None] and "use chrf" in explanation
