@@ -180,7 +180,7 @@ def auth_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]
             user, sep, password = item.strip().partition(":")
             if not sep or not user or not password:
                 raise SettingsError(
-                    AUTH_ENV, f"entry {i + 1} must read user:password, got {item.strip()!r}"
+                    AUTH_ENV, f"entry {i + 1} must read user:password (its value is not shown)"
                 )
             pairs.append((user, password))
     user, password = env.get(USERNAME_ENV, "").strip(), env.get(PASSWORD_ENV, "")

@@ -130,13 +130,27 @@ def remember_visitor(session_hash: str, token: object) -> str:
     so the database never holds the secret."""
     if not isinstance(token, str) or not _VISITOR_TOKEN.fullmatch(token):
         token = secrets.token_urlsafe(32)
-    key = hashlib.sha256(token.encode()).hexdigest()[:32]
+    key = _owner_key("visitor", token)
     with _visitor_lock:
         _visitor_keys[session_hash] = key
         _visitor_keys.move_to_end(session_hash)
         while len(_visitor_keys) > _MAX_SESSIONS:
             _visitor_keys.popitem(last=False)
     return token
+
+
+def _owner_key(kind: str, secret: str) -> str:
+    # Keys of the two kinds never meet: a client picks its session hash freely, but cannot pick
+    # one whose hash equals that of a browser's token without knowing the token.
+    return hashlib.sha256(f"{kind}:{secret}".encode()).hexdigest()[:32]
+
+
+def anonymous_owner(session_hash: str) -> str:
+    """The owner key of an anonymous session: its browser's token when the page load handed it
+    back (:func:`remember_visitor`), else the session itself (an API client)."""
+    with _visitor_lock:
+        key = _visitor_keys.get(session_hash)
+    return f"{ANONYMOUS_PREFIX}{key or _owner_key('session', session_hash)}"
 
 
 def browser_state_secret(data_dir: Path) -> str:
@@ -173,9 +187,7 @@ def viewer_for(
         session = getattr(request, "session_hash", None) if request is not None else None
         if not session:
             raise IdentityError("this public app needs a browser session to know whose runs")
-        with _visitor_lock:
-            key = _visitor_keys.get(session, session)
-        owner, name = f"{ANONYMOUS_PREFIX}{key}", "anonymous visitor"
+        owner, name = anonymous_owner(session), "anonymous visitor"
     else:
         owner, name = LOCAL_OWNER, "local"
     is_admin = owner in admins(env)

@@ -14,7 +14,15 @@ from ui import api, run_actions
 from ui.api import ApiError
 from ui.compare import compare
 from ui.context import AppContext, SettingsError
-from ui.identity import LOCAL_VIEWER, IdentityError, Viewer, run_caps, viewer_for
+from ui.identity import (
+    LOCAL_VIEWER,
+    IdentityError,
+    Viewer,
+    anonymous_owner,
+    remember_visitor,
+    run_caps,
+    viewer_for,
+)
 from ui.run_poll import poll
 from ui.run_state import RunView
 from ui.runs import initial_selection
@@ -36,8 +44,16 @@ def test_identity_comes_from_sign_in_then_login_then_session():
     alice = viewer_for(request, None, env)
     assert (alice.owner, alice.is_admin, alice.caps) == ("user:alice", False, ActiveRunCaps(2, 4))
     anon = viewer_for(gr.Request(session_hash="s1"), None, env)
-    assert anon.owner == "anon:s1" and anon.anonymous
-    assert viewer_for(gr.Request(session_hash="s2"), None, env).owner == "anon:s2"
+    assert anon.owner == anonymous_owner("s1") and anon.anonymous
+    assert viewer_for(gr.Request(session_hash="s2"), None, env).owner == anonymous_owner("s2")
+    assert anonymous_owner("s1") != anonymous_owner("s2")
+    # A browser's token decides its key; a session named like that key does not reach it.
+    token = remember_visitor("s3", None)
+    assert viewer_for(gr.Request(session_hash="s3"), None, env).owner != anonymous_owner("s1")
+    browser_key = viewer_for(gr.Request(session_hash="s3"), None, env).owner.split(":", 1)[1]
+    assert anonymous_owner(browser_key) != anonymous_owner("s3")
+    assert remember_visitor("s4", token) == token  # another tab of the same browser
+    assert anonymous_owner("s4") == anonymous_owner("s3")
     with pytest.raises(IdentityError):
         viewer_for(gr.Request(), None, env)
     # A private local app: one local owner, no caps; admins by their key.

@@ -34,6 +34,7 @@ from storage.logs import append_logs
 from storage.paths import db_path
 from storage.run_caps import count_active
 from storage.schema import RunStatus
+from ui.identity import anonymous_owner
 
 pytestmark = pytest.mark.reliability
 
@@ -328,7 +329,7 @@ def test_uploads_are_capped_in_size(space, record_property):
 
 def test_anonymous_sessions_see_and_touch_only_their_own_runs(space, record_property):
     mine, other = Client(space.url, verbose=False), Client(space.url, verbose=False)
-    seed_run(space.data_dir, "anon-run", f"anon:{mine.session_hash}")
+    seed_run(space.data_dir, "anon-run", anonymous_owner(mine.session_hash))
     probes = passed = 0
 
     def refused(call) -> bool:
@@ -364,7 +365,7 @@ def test_anonymous_sessions_see_and_touch_only_their_own_runs(space, record_prop
 
 def test_a_visitor_cannot_queue_more_than_the_cap(space):
     visitor = Client(space.url, verbose=False)
-    owner = f"anon:{visitor.session_hash}"
+    owner = anonymous_owner(visitor.session_hash)
     # A live process stands in for the workers of two running runs (its own session, so the
     # app fixture's clean-up may kill it).
     sleeper = subprocess.Popen(
@@ -500,7 +501,7 @@ def test_generate_and_export_refuse_out_of_bounds_input_by_field(space, record_p
     """The visitor's own run through /generate and /export_model: sizes beyond the public caps
     and names outside the allowed formats are refused naming the input, before any model loads."""
     visitor = Client(space.url, verbose=False)
-    seed_run(space.data_dir, "bounds-run", f"anon:{visitor.session_hash}")
+    seed_run(space.data_dir, "bounds-run", anonymous_owner(visitor.session_hash))
     probes = [
         (("bounds-run", "hi", "latest", {"num_samples": 1000}), "/generate", "num_samples"),
         (("bounds-run", "hi", "latest", {"max_new_tokens": 1000}), "/generate", "max_new_tokens"),
