@@ -25,7 +25,7 @@ from typing import Any
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.components.correctness import verdicts
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
-from rewards.verify import MODES
+from rewards.verify import MODES, Verdict
 
 PARAMS = (
     ParamSpec("mode", "str", "cosine", "length shaping formula", choices=("cosine", "overlong")),
@@ -59,6 +59,23 @@ def completion_lengths(texts: list[str], ctx: BatchContext, unit: str) -> list[i
     if unit == "words":
         return [len(t.split()) for t in texts]
     return [len(t) for t in texts]
+
+
+def default_verdicts(
+    texts: list[str], ctx: BatchContext, mode: str, gold_column: str, answer_tag: str
+) -> list[Verdict]:
+    """Correctness verdicts for the length rewards (``conciseness``, ``relative_length``): the
+    ``correctness`` component's default tolerances and option letters."""
+    return verdicts(
+        texts,
+        ctx,
+        mode=mode,
+        gold_column=gold_column,
+        answer_tag=answer_tag,
+        abs_tol=1e-6,
+        rel_tol=0.0,
+        letters="ABCD",
+    )
 
 
 def cosine_scaled(length: int, max_len: int, lo: float, hi: float) -> float:
@@ -114,15 +131,8 @@ class Conciseness(RewardComponent):
                     note = f"{n} {unit}, over {self.max_len}"
                 out.append(Judgement(value, note))
             return out
-        found = verdicts(
-            texts,
-            ctx,
-            mode=self.correctness_mode,
-            gold_column=self.gold_column,
-            answer_tag=self.answer_tag,
-            abs_tol=1e-6,
-            rel_tol=0.0,
-            letters="ABCD",
+        found = default_verdicts(
+            texts, ctx, self.correctness_mode, self.gold_column, self.answer_tag
         )
         out = []
         for n, verdict in zip(lengths, found, strict=True):

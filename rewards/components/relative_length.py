@@ -18,8 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
-from rewards.components.conciseness import completion_lengths
-from rewards.components.correctness import verdicts
+from rewards.components.conciseness import completion_lengths, default_verdicts
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
 from rewards.verify import MODES
 
@@ -74,15 +73,8 @@ class RelativeLength(RewardComponent):
         lengths = completion_lengths(texts, ctx, self.unit)
         if lengths is None:
             return [Judgement(None, "length in tokens needs completion_ids") for _ in texts]
-        found = verdicts(
-            texts,
-            ctx,
-            mode=self.correctness_mode,
-            gold_column=self.gold_column,
-            answer_tag=self.answer_tag,
-            abs_tol=1e-6,
-            rel_tol=0.0,
-            letters="ABCD",
+        found = default_verdicts(
+            texts, ctx, self.correctness_mode, self.gold_column, self.answer_tag
         )
         groups: dict[str, list[int]] = {}
         for i in range(len(texts)):
