@@ -40,7 +40,7 @@ from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.components.judge_parse import JudgeVerdict, parse_pass_fail, parse_score
 from rewards.components.reward_model import (
     MAX_BATCH_TOKENS,
-    check_model_allowed,
+    load_allowed_model,
     pick_device,
 )
 from rewards.deadline import deadline_at
@@ -176,16 +176,9 @@ def post_chat(url: str, body: dict[str, Any], key: str | None, timeout_s: float)
 @functools.lru_cache(maxsize=1)
 def load_judge_model(name_or_path: str, device: str) -> tuple[Any, Any]:
     """A local causal-LM judge (eval mode, safetensors, no remote code) and its tokenizer."""
-    check_model_allowed(name_or_path)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=False)
-    model = AutoModelForCausalLM.from_pretrained(
-        name_or_path, trust_remote_code=False, use_safetensors=True
-    )
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    model, tokenizer = load_allowed_model(name_or_path, AutoModelForCausalLM, "left")
     return model.to(device).eval(), tokenizer
 
 

@@ -98,19 +98,26 @@ def pick_device(device: str) -> str:
     return f"cuda:{torch.cuda.current_device()}"
 
 
+def load_allowed_model(name_or_path: str, auto_class: Any, padding_side: str) -> tuple[Any, Any]:
+    """A model the operator allows, loaded by ``auto_class`` (safetensors only, no remote code),
+    and its tokenizer padded on ``padding_side`` with a pad token (EOS when it has none)."""
+    check_model_allowed(name_or_path)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=False)
+    model = auto_class.from_pretrained(name_or_path, trust_remote_code=False, use_safetensors=True)
+    tokenizer.padding_side = padding_side
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
 @functools.lru_cache(maxsize=2)
 def load_reward_model(name_or_path: str, device: str) -> tuple[Any, Any]:
     """The model (eval mode, on ``device``) and its tokenizer (right padding, a pad token)."""
-    check_model_allowed(name_or_path)
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoModelForSequenceClassification
 
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=False)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        name_or_path, trust_remote_code=False, use_safetensors=True
-    )
-    tokenizer.padding_side = "right"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    model, tokenizer = load_allowed_model(name_or_path, AutoModelForSequenceClassification, "right")
     if model.config.pad_token_id is None:
         model.config.pad_token_id = tokenizer.pad_token_id
     return model.to(device).eval(), tokenizer
