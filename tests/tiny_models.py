@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,18 @@ TINY_SHAPE: dict[str, Any] = dict(
     num_attention_heads=4,
     num_key_value_heads=2,
 )
+
+
+@contextmanager
+def single_torch_thread() -> Iterator[None]:
+    """Torch on one thread for the block: fastest for tiny models, and many threads
+    oversubscribe a shared machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def save_tiny_llama(path: Path, tokenizer: PreTrainedTokenizerBase) -> Path:

@@ -6,7 +6,6 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
-from engine.config import RunConfig
 from engine.exports.gguf_file import GGUFExportError, write_gguf
 from engine.exports.run_export import ExportError, export_recorded_run
 from engine.models import DEFAULT_MODEL_DIR
@@ -15,9 +14,8 @@ from engine.tasks import builtin_task
 from engine.tokenizer import build_char_tokenizer
 from storage.db import Database
 from storage.paths import db_path, runs_dir
-from storage.schema import RunStatus
-from tests.in_process_run import run_in_process
-from tests.tiny_models import save_tiny_llama
+from tests.in_process_run import train_tiny_llama
+from tests.tiny_models import single_torch_thread
 
 pytest.importorskip("gguf")
 
@@ -27,38 +25,21 @@ NEW_TOKENS = 24
 
 @pytest.fixture(autouse=True)
 def one_thread():
-    """Tiny models: one thread is fastest, and many oversubscribe a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with single_torch_thread():
+        yield
 
 
 @pytest.fixture(scope="module")
 def lora_run(tmp_path_factory):
     """A tiny Llama trained 2 steps with LoRA: checkpoint-1 holds an adapter, final/ the merge."""
-    root = tmp_path_factory.mktemp("export-run")
-    model_dir = save_tiny_llama(root / "tiny", build_char_tokenizer())
-    data_dir = root / "data"
-    config = RunConfig.from_dict(
-        {
-            "name": "Tiny LoRA",
-            "model": {"name_or_path": str(model_dir), "lora": {"r": 4, "alpha": 8}},
-            "generation": {"num_generations": 2, "max_completion_length": 8},
-            "training": {
-                "steps": 2,
-                "prompts_per_step": 2,
-                "save_steps": 1,
-                "save_total_limit": 2,
-                "eval_samples": 4,
-                "samples_per_log": 4,
-                "learning_rate": 1e-2,
-            },
-        }
+    return train_tiny_llama(
+        tmp_path_factory.mktemp("export-run"),
+        "Tiny LoRA",
+        model={"lora": {"r": 4, "alpha": 8}},
+        save_total_limit=2,
+        eval_samples=4,
+        learning_rate=1e-2,
     )
-    run_id, status = run_in_process(data_dir, config)
-    assert status == RunStatus.COMPLETED
-    return data_dir, run_id
 
 
 def chat_prompts(tokenizer) -> list[str]:

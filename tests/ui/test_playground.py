@@ -7,13 +7,10 @@ import zipfile
 import pytest
 import torch
 
-from engine.config import RunConfig
 from engine.playground import SamplingSettings
 from engine.run_models import BASE, FINAL
-from engine.tokenizer import build_char_tokenizer
-from storage.schema import RunStatus
-from tests.in_process_run import run_in_process
-from tests.tiny_models import save_tiny_llama
+from tests.in_process_run import train_tiny_llama
+from tests.tiny_models import single_torch_thread
 from ui import api
 from ui.api import ApiError
 from ui.context import AppContext, DemoLimits
@@ -28,35 +25,14 @@ STRANGER = Viewer("hf:mallory", "mallory")
 
 @pytest.fixture(autouse=True)
 def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with single_torch_thread():
+        yield
 
 
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
     """A tiny Llama trained 2 steps (checkpoint-1 and final/), owned by the local viewer."""
-    root = tmp_path_factory.mktemp("playground")
-    model_dir = save_tiny_llama(root / "tiny", build_char_tokenizer())
-    data_dir = root / "data"
-    config = RunConfig.from_dict(
-        {
-            "name": "Tiny",
-            "model": {"name_or_path": str(model_dir)},
-            "generation": {"num_generations": 2, "max_completion_length": 8},
-            "training": {
-                "steps": 2,
-                "prompts_per_step": 2,
-                "save_steps": 1,
-                "eval_samples": 0,
-                "samples_per_log": 4,
-            },
-        }
-    )
-    run_id, status = run_in_process(data_dir, config)
-    assert status == RunStatus.COMPLETED
-    return data_dir, run_id
+    return train_tiny_llama(tmp_path_factory.mktemp("playground"), "Tiny", eval_samples=0)
 
 
 @pytest.fixture
