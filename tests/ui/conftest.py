@@ -21,10 +21,20 @@ from pathlib import Path
 
 import pytest
 
+from ui.context import AppContext
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 START_TIMEOUT_S = 120
+
+
+@pytest.fixture
+def ctx(data_dir) -> Iterator[AppContext]:
+    """The app's context over the test's data dir, closed after the test."""
+    context = AppContext(data_dir)
+    yield context
+    context.close()
 
 
 def free_port() -> int:

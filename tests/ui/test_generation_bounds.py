@@ -14,13 +14,6 @@ from ui.preview_run import CUSTOM
 
 
 @pytest.fixture
-def ctx(data_dir):
-    context = AppContext(data_dir)
-    yield context
-    context.close()
-
-
-@pytest.fixture
 def demo_ctx(data_dir):
     demo = DemoLimits.from_env({"STUDIO_DEMO_MAX_MODEL_PARAMS": "1000"})
     context = AppContext(data_dir, demo=demo)

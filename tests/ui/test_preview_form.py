@@ -6,18 +6,10 @@ import gradio as gr
 import pytest
 
 from engine.dataclass_io import field_help
-from ui.context import AppContext
 from ui.preview import _show_error, build_preview_controls, preview_request
 from ui.preview_run import PreviewError, PreviewRequest
 
 KNOBS = {f.name: f for f in PreviewRequest.sampling_fields()}
-
-
-@pytest.fixture
-def ctx(data_dir):
-    context = AppContext(data_dir)
-    yield context
-    context.close()
 
 
 @pytest.fixture
