@@ -42,6 +42,12 @@ def ctx(short_run):
     context.close()
 
 
+def stream_unscored(ctx, run_id, sides, prompt, settings, viewer=LOCAL_VIEWER):
+    """The Playground's frames for ``prompt`` with no gold answer and no reward, from a fresh
+    model cache."""
+    return compare_stream(ctx, LoadedModels(), viewer, run_id, sides, prompt, None, settings, None)
+
+
 def test_choices_default_to_the_starting_and_final_models(ctx, short_run):
     keys = [key for _, key in model_choices(ctx, LOCAL_VIEWER, short_run[1])]
     assert keys == [BASE, "checkpoint-1", "checkpoint-2", FINAL, "custom"]
@@ -78,16 +84,12 @@ def test_both_sides_stream_then_show_rewards_with_traces(ctx, short_run):
 def test_a_stream_left_half_read_leaves_gradients_on(ctx, short_run):
     """Grad mode is per thread: a generator holding no_grad across its yields turned gradients
     off for the caller (a training run in the same process then failed)."""
-    stream = compare_stream(
+    stream = stream_unscored(
         ctx,
-        LoadedModels(),
-        LOCAL_VIEWER,
         short_run[1],
         (Side(BASE), Side(FINAL)),
         "What is 2 + 3?",
-        None,
         SamplingSettings(max_new_tokens=8),
-        None,
     )
     next(stream)
     assert torch.is_grad_enabled()
@@ -97,16 +99,13 @@ def test_a_stream_left_half_read_leaves_gradients_on(ctx, short_run):
 def test_a_stranger_cannot_generate_from_the_run(ctx, short_run):
     with pytest.raises(PlaygroundError, match="No run with id"):
         list(
-            compare_stream(
+            stream_unscored(
                 ctx,
-                LoadedModels(),
-                STRANGER,
                 short_run[1],
                 (Side(BASE), Side(FINAL)),
                 "hi",
-                None,
                 SamplingSettings(),
-                None,
+                viewer=STRANGER,
             )
         )
     with pytest.raises(ApiError, match="run_id: no run"):
@@ -128,31 +127,15 @@ def test_public_caps_and_model_rules_bound_the_work(short_run, tmp_path):
             (SamplingSettings(max_new_tokens=33), "max_new_tokens"),
         ):
             with pytest.raises(PlaygroundError, match=f"{field}: must be a whole number"):
-                list(
-                    compare_stream(
-                        ctx,
-                        LoadedModels(),
-                        LOCAL_VIEWER,
-                        short_run[1],
-                        (Side(BASE), Side(FINAL)),
-                        "hi",
-                        None,
-                        settings,
-                        None,
-                    )
-                )
+                list(stream_unscored(ctx, short_run[1], (Side(BASE), Side(FINAL)), "hi", settings))
         with pytest.raises(PlaygroundError, match=r"model: .*other server paths"):
             list(
-                compare_stream(
+                stream_unscored(
                     ctx,
-                    LoadedModels(),
-                    LOCAL_VIEWER,
                     short_run[1],
                     (Side("custom", str(tmp_path)), Side(FINAL)),
                     "hi",
-                    None,
                     SamplingSettings(max_new_tokens=8),
-                    None,
                 )
             )
     finally:
@@ -212,28 +195,16 @@ def test_one_seed_gives_both_sides_the_same_draws_while_they_interleave(ctx, sho
     """Each side draws from its own seeded generator, so the same model on both sides, streamed
     turn by turn, samples the same replies (a shared global RNG would not promise that)."""
     settings = SamplingSettings(temperature=1.0, num_samples=3, max_new_tokens=8, seed=11)
-    *_, (left, right) = compare_stream(
-        ctx,
-        LoadedModels(),
-        LOCAL_VIEWER,
-        short_run[1],
-        (Side(FINAL), Side(FINAL)),
-        "What is 2 + 3?",
-        None,
-        settings,
-        None,
+    *_, (left, right) = stream_unscored(
+        ctx, short_run[1], (Side(FINAL), Side(FINAL)), "What is 2 + 3?", settings
     )
     assert left == right
-    *_, (other, _) = compare_stream(
+    *_, (other, _) = stream_unscored(
         ctx,
-        LoadedModels(),
-        LOCAL_VIEWER,
         short_run[1],
         (Side(FINAL), Side(FINAL)),
         "What is 2 + 3?",
-        None,
         SamplingSettings(temperature=1.0, num_samples=3, max_new_tokens=8, seed=12),
-        None,
     )
     assert other != left  # another seed, other draws
 
