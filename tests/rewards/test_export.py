@@ -12,6 +12,7 @@ from rewards.composer import score
 from rewards.errors import RewardSpecError
 from rewards.spec import PRESETS, ComponentSpec, RewardSpec
 from rewards.trl_adapter import export_module
+from tests.fresh_interpreter import run_json_script
 
 SPEC = RewardSpec(
     [
@@ -79,8 +80,7 @@ def test_exported_module_matches_the_composer_in_a_fresh_interpreter(tmp_path):
     (tmp_path / "my_reward.py").write_text(export_module(SPEC))
     completions = [c for c, _ in SAMPLES]
     answers = [a for _, a in SAMPLES]
-    script = textwrap.dedent(
-        """
+    script = """
         import json, sys
         import my_reward
         completions, answers = json.load(sys.stdin)
@@ -89,18 +89,7 @@ def test_exported_module_matches_the_composer_in_a_fresh_interpreter(tmp_path):
         print(json.dumps({"totals": my_reward.score(completions, answer=answers),
                           "raws": raws, "weights": my_reward.reward_weights}))
         """
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        input=json.dumps([completions, answers]),
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={"PATH": "", "PYTHONPATH": str(tmp_path), "HOME": str(tmp_path)},
-        timeout=120,
-        check=True,
-    )
-    exported = json.loads(result.stdout)
+    exported = run_json_script(script, tmp_path, [completions, answers])
     ours = score(SPEC, None, completions, answers=answers)
     assert exported["weights"] == [c.weight for c in SPEC.components]
     for i, sample in enumerate(ours):

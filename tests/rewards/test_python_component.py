@@ -146,12 +146,8 @@ def test_the_component_is_a_picklable_trl_reward_function(code_on):
 
 
 def test_export_embeds_the_code_as_text_and_matches_the_composer(code_on, tmp_path):
-    import json
-    import subprocess
-    import sys
-    import textwrap
-
     from rewards.export import export_module
+    from tests.fresh_interpreter import run_json_script
 
     user = tmp_path / "user_reward.py"
     user.write_text(
@@ -173,26 +169,14 @@ def test_export_embeds_the_code_as_text_and_matches_the_composer(code_on, tmp_pa
     (out / "exported.py").write_text(export_module(spec))
     completions = ["<think>x</think><answer>42</answer>", "no", "7"]
     answers = ["42", "3", ""]
-    script = textwrap.dedent(
-        """
+    script = """
         import json, pathlib, sys
         import exported
         imported_ran = pathlib.Path("ran").exists()
         completions, answers = json.load(sys.stdin)
         print(json.dumps([imported_ran, exported.score(completions, answer=answers)]))
         """
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        input=json.dumps([completions, answers]),
-        capture_output=True,
-        text=True,
-        cwd=out,
-        env={"PATH": "", "PYTHONPATH": str(out), "HOME": str(out)},
-        timeout=120,
-        check=True,
-    )
-    imported_ran, totals = json.loads(result.stdout)
+    imported_ran, totals = run_json_script(script, out, [completions, answers])
     assert not imported_ran  # importing the module defines the reward; calling it runs the code
     assert (out / "ran").exists()
     ours = [s.total for s in score(spec, None, completions, answers=answers)]
