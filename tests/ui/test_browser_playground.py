@@ -29,6 +29,9 @@ def test_playground_shows_base_and_trained_replies_with_traces(page: Page, live_
     assert status == RunStatus.COMPLETED
     page.goto(f"{live_app.url}?run={run_id}")
     page.wait_for_selector("#main-tabs")
+    # The link opens the run's view first (the page load selects Runs); then to the Playground.
+    runs_tab = page.get_by_role("tab", name="Runs", exact=True)
+    expect(runs_tab).to_have_attribute("aria-selected", "true")
     page.get_by_role("tab", name="Playground", exact=True).click()
     expect(page.locator("#pg-run input")).to_have_value("playground run (completed)")
     expect(page.locator("#pg-left input")).to_have_value("starting model (" + str(model_dir) + ")")
