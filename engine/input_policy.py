@@ -162,16 +162,18 @@ class InputPolicy:
     def _make_room(self, size: int) -> None:
         """Free ``size`` bytes of the uploads quota: remove the oldest stored copies that no
         run's config names, then refuse if the quota still has no room."""
-        stored = sorted(
-            (p for p in self.uploads.glob("*") if p.is_file()), key=lambda p: p.stat().st_mtime
+        stored = sorted(  # (mtime, size, path), oldest first: each file stat-ed once
+            (st.st_mtime, st.st_size, p)
+            for p in self.uploads.glob("*")
+            if p.is_file() and (st := p.stat())
         )
-        used = sum(p.stat().st_size for p in stored)
+        used = sum(size for _, size, _ in stored)
         if used + size <= self.uploads_quota:
             return
         named = _names_in_run_configs(self.uploads.parent / RUNS_DIR)
-        for path in stored:
+        for _, stored_size, path in stored:
             if path.name not in named:
-                used -= path.stat().st_size
+                used -= stored_size
                 path.unlink(missing_ok=True)
                 if used + size <= self.uploads_quota:
                     return
