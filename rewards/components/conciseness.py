@@ -110,11 +110,8 @@ class Conciseness(RewardComponent):
         self.gold_column = p["gold_column"]
         self.answer_tag = p["answer_tag"]
 
-    def lengths(self, texts: list[str], ctx: BatchContext) -> list[int] | None:
-        return completion_lengths(texts, ctx, self.unit)
-
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
-        lengths = self.lengths(texts, ctx)
+        lengths = completion_lengths(texts, ctx, self.unit)
         if lengths is None:
             return [Judgement(None, "length in tokens needs completion_ids") for _ in texts]
         unit = self.unit
