@@ -23,9 +23,9 @@ import math
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
-from rewards.components.correctness import verdicts
+from rewards.components.correctness import default_verdicts
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
-from rewards.verify import MODES, Verdict
+from rewards.verify import MODES
 
 PARAMS = (
     ParamSpec("mode", "str", "cosine", "length shaping formula", choices=("cosine", "overlong")),
@@ -61,23 +61,6 @@ def completion_lengths(texts: list[str], ctx: BatchContext, unit: str) -> list[i
     return [len(t) for t in texts]
 
 
-def default_verdicts(
-    texts: list[str], ctx: BatchContext, mode: str, gold_column: str, answer_tag: str
-) -> list[Verdict]:
-    """Correctness verdicts for the length rewards (``conciseness``, ``relative_length``): the
-    ``correctness`` component's default tolerances and option letters."""
-    return verdicts(
-        texts,
-        ctx,
-        mode=mode,
-        gold_column=gold_column,
-        answer_tag=answer_tag,
-        abs_tol=1e-6,
-        rel_tol=0.0,
-        letters="ABCD",
-    )
-
-
 def cosine_scaled(length: int, max_len: int, lo: float, hi: float) -> float:
     """``lo + 0.5 * (hi - lo) * (1 + cos(pi * min(length / max_len, 1)))`` (Kimi 1.5)."""
     progress = min(length / max_len, 1.0)
@@ -110,11 +93,8 @@ class Conciseness(RewardComponent):
         self.gold_column = p["gold_column"]
         self.answer_tag = p["answer_tag"]
 
-    def lengths(self, texts: list[str], ctx: BatchContext) -> list[int] | None:
-        return completion_lengths(texts, ctx, self.unit)
-
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
-        lengths = self.lengths(texts, ctx)
+        lengths = completion_lengths(texts, ctx, self.unit)
         if lengths is None:
             return [Judgement(None, "length in tokens needs completion_ids") for _ in texts]
         unit = self.unit

@@ -63,6 +63,23 @@ def verdicts(
     return ctx.memo[key]
 
 
+def default_verdicts(
+    texts: list[str], ctx: BatchContext, mode: str, gold_column: str, answer_tag: str
+) -> list[Verdict]:
+    """Correctness verdicts for the length rewards (``conciseness``, ``relative_length``): the
+    ``correctness`` component's default tolerances and option letters."""
+    return verdicts(
+        texts,
+        ctx,
+        mode=mode,
+        gold_column=gold_column,
+        answer_tag=answer_tag,
+        abs_tol=1e-6,
+        rel_tol=0.0,
+        letters="ABCD",
+    )
+
+
 class Correctness(RewardComponent):
     component = "correctness"
 

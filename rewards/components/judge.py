@@ -209,18 +209,16 @@ class Judge(RewardComponent):
 
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
         prompts = list(ctx.prompts) if ctx.prompts is not None else [""] * len(texts)
-        prompt_texts = [p if isinstance(p, str) else _prompt_text(p) for p in prompts]
+        prompt_texts = [_prompt_text(p) for p in prompts]
         keys = list(zip(prompt_texts, texts, strict=True))
         todo = list(dict.fromkeys(k for k in keys if k not in self._cache))
         if todo:
             judged = self._judge_local(todo) if self.backend == "local" else self._judge_http(todo)
             for key, verdict in zip(todo, judged, strict=True):
-                if verdict.score is not None:  # a failure is tried again next time
+                if verdict.score is not None:  # a failure is not cached: tried again next time
                     self._cache[key] = verdict
                     if len(self._cache) > JUDGE_CACHE_SIZE:
                         self._cache.popitem(last=False)
-                else:
-                    self._cache.pop(key, None)
             fresh = dict(zip(todo, judged, strict=True))
         else:
             fresh = {}

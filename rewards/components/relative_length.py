@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
-from rewards.components.conciseness import completion_lengths, default_verdicts
+from rewards.components.conciseness import completion_lengths
+from rewards.components.correctness import default_verdicts
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
 from rewards.verify import MODES
 

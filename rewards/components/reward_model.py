@@ -31,7 +31,7 @@ from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.deadline import deadline_passed
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
-from rewards.text import completion_texts
+from rewards.text import completion_text
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def conversation_text(tokenizer: Any, prompt: Any, completion: str) -> tuple[str
         )
         messages.append({"role": "assistant", "content": completion})
         return tokenizer.apply_chat_template(messages, tokenize=False), True
-    prompt_text = completion_texts([prompt])[0] if isinstance(prompt, list) else prompt or ""
+    prompt_text = completion_text(prompt) if isinstance(prompt, list) else prompt or ""
     return f"{prompt_text}{completion}", False
 
 
