@@ -52,9 +52,6 @@ class Panel:
     def note_shown_for(self, algorithm: str | None) -> bool:
         return bool(self.note) and (not self.note_for or algorithm in self.note_for)
 
-    def shown_for(self, algorithm: str | None) -> bool:
-        return not self.only_for or algorithm in self.only_for
-
     def matches(self, name: str) -> bool:
         if name in self.names:
             return True

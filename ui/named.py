@@ -12,6 +12,8 @@ from typing import Any
 
 import gradio as gr
 
+from ui.messages import escape, warn
+
 Values = dict[gr.components.Component, Any]  # what a handler gets for a set of inputs
 Updates = dict[gr.components.Component, Any]  # what a handler returns: component -> new value
 
@@ -19,3 +21,14 @@ Updates = dict[gr.components.Component, Any]  # what a handler returns: componen
 def error_line(elem_id: str) -> gr.Markdown:
     """The hidden line under an input where its validation message shows."""
     return gr.Markdown("", visible=False, elem_classes="field-error", elem_id=elem_id)
+
+
+def show_error_at(errors: dict[str, gr.Markdown], where: str | None, message: object) -> Updates:
+    """Updates that show ``message`` on the error line ``where`` and hide every other line
+    (``where`` None: hide them all)."""
+    return {
+        md: gr.Markdown(value=warn(escape(message)), visible=True)
+        if key == where
+        else gr.Markdown(visible=False)
+        for key, md in errors.items()
+    }

@@ -27,6 +27,7 @@ from engine.playground import (
     check_prompt,
     stream_replies,
 )
+from engine.run_layout import CONFIG_FILE
 from engine.run_models import RunModelError, load_run_model, run_config, run_models
 from rewards.composer import ScoredSample, score
 from rewards.deadline import call_deadline
@@ -87,7 +88,7 @@ def run_dir_of(ctx: AppContext, viewer: Viewer, run_id: str | None) -> Path:
         run = owned_run(ctx.db, viewer, run_id)
     except RunActionError as exc:
         raise PlaygroundError(f"run: {exc}") from None
-    if not run.output_dir or not (Path(run.output_dir) / "config.yaml").is_file():
+    if not run.output_dir or not (Path(run.output_dir) / CONFIG_FILE).is_file():
         raise PlaygroundError(f"run: {run.id} has no folder with its config")
     return Path(run.output_dir)
 

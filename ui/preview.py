@@ -25,7 +25,7 @@ from ui.context import AppContext
 from ui.data_inputs import DataInputs, build_data_inputs, data_spec
 from ui.design import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
 from ui.messages import escape, warn
-from ui.named import Updates, Values, error_line
+from ui.named import Updates, Values, error_line, show_error_at
 from ui.plots import plot_value
 from ui.preview_run import (
     CUSTOM,
@@ -270,12 +270,7 @@ def _show_error(errors: dict[str, gr.Markdown], exc: PreviewError | None) -> Upd
     """Updates that show ``exc`` on its input's error line (the data's when it names none) and
     hide every other line."""
     where = None if exc is None else exc.field if exc.field in errors else "data"
-    return {
-        md: gr.Markdown(value=warn(escape(exc)), visible=True)
-        if name == where
-        else gr.Markdown(visible=False)
-        for name, md in errors.items()
-    }
+    return show_error_at(errors, where, exc)
 
 
 def _wire_scores(

@@ -70,12 +70,8 @@ def _when(ts: float | None) -> str:
 
 
 def _duration(run: RunInfo, now: float) -> str:
-    if run.started_at is None:
-        return ""
-    seconds = int((run.ended_at or now) - run.started_at)
-    minutes, secs = divmod(max(0, seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+    took = run_progress.attempt_seconds(run, now)
+    return "" if took is None else run_progress.clock(took)
 
 
 def step_text(run: RunInfo) -> str:

@@ -17,20 +17,20 @@ from storage.runs import RunInfo
 from storage.schema import RunStatus
 from ui.run_state import RunView, Series
 
+TRAINING = "Training: generating completions and updating the policy"
+STOPPING = "Stopping: finishing the step and saving a checkpoint"
 # (start of a worker log message, the phase it begins), checked newest line first.
 PHASE_MARKERS: tuple[tuple[str, str], ...] = (
     ("Loading model", "Loading the model"),
     ("Resuming from", "Resuming from the last checkpoint"),
     ("training prompts,", "Generating the first completions"),
     ("Evaluating", "Evaluating on held-out prompts"),
-    ("Held-out at step", "Training: generating completions and updating the policy"),
-    ("Stop requested", "Stopping: finishing the step and saving a checkpoint"),
+    ("Held-out at step", TRAINING),
+    ("Stop requested", STOPPING),
     ("Time budget reached", "Time budget reached: saving a checkpoint"),
     ("Every step is trained", "Finishing from the last checkpoint"),
     ("Saved the final model", "Saving the final model"),
 )
-TRAINING = "Training: generating completions and updating the policy"
-STOPPING = "Stopping: finishing the step and saving a checkpoint"
 ETA_WINDOW = 10  # steps whose mean time predicts the rest
 
 

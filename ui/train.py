@@ -24,7 +24,7 @@ from ui.data_inputs import DataInputs, build_data_inputs, data_spec
 from ui.design import DesignHandles, elem_key
 from ui.identity import viewer_for
 from ui.messages import escape, ok, warn
-from ui.named import Updates, Values, error_line
+from ui.named import Updates, Values, error_line, show_error_at
 from ui.preview_run import CUSTOM, PreviewError, resolve_model
 from ui.train_form import FormField, TrainInputs
 
@@ -168,13 +168,7 @@ class TrainParts:
 
     def show_errors(self, exc: ConfigError | None) -> Updates:
         """Updates that show ``exc`` on its field and hide every other error line."""
-        where = None if exc is None else self.locate(exc)
-        return {
-            md: gr.Markdown(value=warn(escape(exc)), visible=True)
-            if key == where
-            else gr.Markdown(visible=False)
-            for key, md in self.errors.items()
-        }
+        return show_error_at(self.errors, None if exc is None else self.locate(exc), exc)
 
 
 def _error_md(errors: dict[str, gr.Markdown], key: str) -> None:
