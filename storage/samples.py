@@ -19,9 +19,6 @@ from storage.encoding import as_int, finite_or_none, optional_int, plain_json
 from storage.queries import distinct_values, insert_rows
 from storage.schema import Sample
 
-# A stored sample as callers read it: the table model (``trace`` and ``extra`` decoded).
-SampleRow = Sample
-
 # What a caller may give for a sample: the model's fields but those this module sets.
 SAMPLE_FIELDS = frozenset(Sample.model_fields) - {"id", "run_id", "step", "time"}
 REQUIRED_FIELDS = ("prompt", "completion")
@@ -83,7 +80,7 @@ def sample_steps(db: Database, run_id: str) -> list[int]:
     return distinct_values(db, Sample.step, run_id)
 
 
-def samples_at(db: Database, run_id: str, step: int) -> list[SampleRow]:
+def samples_at(db: Database, run_id: str, step: int) -> list[Sample]:
     """The samples of one step, in the order they were added."""
     step = as_int(step, "step", minimum=0)
     query = select(Sample).where(Sample.run_id == run_id, Sample.step == step).order_by(Sample.id)

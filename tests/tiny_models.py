@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,18 +35,6 @@ def _llama_config(tokenizer: PreTrainedTokenizerBase, **extra: Any) -> LlamaConf
         pad_token_id=tokenizer.pad_token_id,
         **extra,
     )
-
-
-@contextmanager
-def single_torch_thread() -> Iterator[None]:
-    """Torch on one thread for the block: fastest for tiny models, and many threads
-    oversubscribe a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def save_tiny_llama(path: Path, tokenizer: PreTrainedTokenizerBase) -> Path:

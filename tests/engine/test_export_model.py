@@ -6,6 +6,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
+from engine.devices import bounded_threads
 from engine.exports.gguf_file import GGUFExportError, write_gguf
 from engine.exports.run_export import ExportError, export_recorded_run
 from engine.models import DEFAULT_MODEL_DIR
@@ -15,7 +16,6 @@ from engine.tokenizer import build_char_tokenizer
 from storage.db import Database
 from storage.paths import db_path, runs_dir
 from tests.in_process_run import train_tiny_llama
-from tests.tiny_models import single_torch_thread
 
 pytest.importorskip("gguf")
 
@@ -25,7 +25,8 @@ NEW_TOKENS = 24
 
 @pytest.fixture(autouse=True)
 def one_thread():
-    with single_torch_thread():
+    # Tiny models run fastest on one torch thread, and more would oversubscribe a shared box.
+    with bounded_threads(1):
         yield
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from fuzz_runner import fuzz
 from fuzz_values import HOSTILE_TEXT, JSON_LIKE, as_text, check_message, mutated
@@ -17,15 +20,24 @@ BASE_DATA = {"source": "file", "path": "x.jsonl", "prompt_column": "q", "answer_
 pytestmark = pytest.mark.reliability
 
 
-def test_fuzz_run_config_from_dict(record_property):
-    def check(doc):
+def names_the_field(
+    parse: Callable[[Any], object], error: type[ConfigError | DatasetError]
+) -> Callable[[Any], None]:
+    """A fuzz target: ``parse(doc)`` either accepts ``doc`` or raises ``error`` with a short
+    message that names the field (unless ``doc`` is no mapping at all)."""
+
+    def check(doc: Any) -> None:
         try:
-            RunConfig.from_dict(doc)
-        except ConfigError as exc:
+            parse(doc)
+        except error as exc:
             check_message(exc)
             assert exc.field or not isinstance(doc, dict), exc
 
-    fuzz(record_property, check, mutated(BASE_CONFIG))
+    return check
+
+
+def test_fuzz_run_config_from_dict(record_property):
+    fuzz(record_property, names_the_field(RunConfig.from_dict, ConfigError), mutated(BASE_CONFIG))
 
 
 def test_fuzz_run_config_from_yaml(record_property):
@@ -51,11 +63,4 @@ def test_fuzz_run_config_from_yaml(record_property):
 
 
 def test_fuzz_data_spec(record_property):
-    def check(doc):
-        try:
-            DataSpec.from_dict(doc)
-        except DatasetError as exc:
-            check_message(exc)
-            assert exc.field or not isinstance(doc, dict), exc
-
-    fuzz(record_property, check, mutated(BASE_DATA))
+    fuzz(record_property, names_the_field(DataSpec.from_dict, DatasetError), mutated(BASE_DATA))

@@ -7,10 +7,10 @@ import zipfile
 import pytest
 import torch
 
+from engine.devices import bounded_threads
 from engine.playground import SamplingSettings
 from engine.run_models import BASE, FINAL
 from tests.in_process_run import train_tiny_llama
-from tests.tiny_models import single_torch_thread
 from ui import api
 from ui.api import ApiError
 from ui.context import AppContext, DemoLimits
@@ -25,7 +25,8 @@ STRANGER = Viewer("hf:mallory", "mallory")
 
 @pytest.fixture(autouse=True)
 def one_thread():
-    with single_torch_thread():
+    # Tiny models run fastest on one torch thread, and more would oversubscribe a shared box.
+    with bounded_threads(1):
         yield
 
 

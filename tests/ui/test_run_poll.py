@@ -122,14 +122,7 @@ def test_runs_table_formats_duration():
         created_at=0.0,
         started_at=100.0,
         ended_at=3825.0,
-        pid=None,
-        heartbeat_at=None,
         last_step=5,
-        total_steps=None,
-        error_message=None,
-        error_traceback=None,
-        output_dir=None,
-        attempt=1,
     )
     row = runs_table([run], now=5000.0)[0]
     assert row[3] == "5"

@@ -11,15 +11,8 @@ RUN = RunInfo(
     config={},
     created_at=0.0,
     started_at=100.0,
-    ended_at=None,
-    pid=None,
-    heartbeat_at=None,
     last_step=4,
     total_steps=10,
-    error_message=None,
-    error_traceback=None,
-    output_dir=None,
-    attempt=1,
 )
 
 
