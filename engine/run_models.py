@@ -18,14 +18,13 @@ from typing import Any
 from engine.checkpoints import checkpoints
 from engine.config import RunConfig
 from engine.models import ModelSpec
-from engine.run_layout import config_path, final_model_dir
+from engine.run_layout import POLICY_DIR, config_path, final_model_dir
 
 logger = logging.getLogger(__name__)
 
 BASE = "base"
 FINAL = "final"
 ADAPTER_CONFIG = "adapter_config.json"
-PPO_POLICY_DIR = "policy"  # engine.trainers.ppo_checkpoint.POLICY_DIR, without importing PPO
 
 
 class RunModelError(ValueError):
@@ -95,7 +94,7 @@ def load_run_model(
     if which.path is None:
         model, tokenizer = load_model_and_tokenizer(base_spec(config), device=device)
         return model.eval(), tokenizer, which
-    folder = which.path / PPO_POLICY_DIR if (which.path / PPO_POLICY_DIR).is_dir() else which.path
+    folder = which.path / POLICY_DIR if (which.path / POLICY_DIR).is_dir() else which.path
     if (folder / ADAPTER_CONFIG).is_file():
         from peft import PeftModel
 

@@ -33,11 +33,10 @@ from safetensors.torch import load_file, save_file
 from engine.checkpoints import publish
 from engine.checkpoints import rotate_checkpoints as rotate_checkpoints  # PPO's import path
 from engine.models import save_plain_weights
-from engine.run_layout import COMPLETE_MARKER, staged_checkpoint_dir
+from engine.run_layout import COMPLETE_MARKER, POLICY_DIR, staged_checkpoint_dir
 
 logger = logging.getLogger(__name__)
 
-POLICY_DIR = "policy"
 ADAPTER_FILE = "adapter_model.safetensors"
 CRITIC_FILE = "critic.safetensors"
 OPTIMIZER_FILE = "optimizer.pt"
