@@ -358,8 +358,7 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], evals: dict[str, Any]) -
             "",
             "| level | n | accuracy | strict accuracy | strict format |",
             "|---|---|---|---|---|",
-            f"| all | {report['n']} | {report['accuracy']:.1%} | "
-            f"{report['strict_accuracy']:.1%} | {report['format_rate']:.1%} |",
+            _rates_row("all", report),
         ]
         for level, r in sorted(report["by_difficulty"].items(), key=lambda kv: int(kv[0])):
             lines.append(_rates_row(f"{level}: {LEVEL_NAMES.get(int(level), '')}", r))

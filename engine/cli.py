@@ -214,12 +214,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """Replies of a run's model to a prompt, streamed, then scored by the run's reward."""
     from engine.launcher import Launcher, LaunchError
     from engine.playground import GenerateError, SamplingSettings, chat_prompt, stream_replies
-    from engine.run_models import RunModelError, find_run_model, load_run_model, run_config
+    from engine.run_layout import config_path
+    from engine.run_models import RunModelError, load_run_model, run_config
     from rewards.composer import score
 
     launcher = Launcher(_data_dir(args.data_dir))
     run_dir = launcher.run_dir(args.run_id)
-    if not (run_dir / "config.yaml").is_file():
+    if not config_path(run_dir).is_file():
         raise LaunchError(f"no run with id {args.run_id!r}")
     key = "base" if args.base else _model_key(args.checkpoint or "latest")
     settings = SamplingSettings(
@@ -231,8 +232,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     try:
         settings.check()
         config = run_config(run_dir)
-        which = find_run_model(run_dir, key, config)
-        model, tokenizer, _ = load_run_model(run_dir, which.key, config=config)
+        model, tokenizer, which = load_run_model(run_dir, key, config=config)
     except (GenerateError, RunModelError) as exc:
         raise LaunchError(str(exc)) from None
     system = config.data.system_prompt or _task_system_prompt(config)

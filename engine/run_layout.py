@@ -13,6 +13,7 @@
         .saving/checkpoint-<step>/       a checkpoint being written
         checkpoint-<step>/               a published checkpoint, complete once it holds
                                          trainer_state.json (written last)
+            policy/                      a PPO checkpoint's policy (TRL's hold it at the top)
         final/                           the model of a completed run
 
 This module imports nothing heavy, so listing or stopping runs never loads torch.
@@ -34,6 +35,8 @@ STAGING_DIR = ".saving"
 # Written last into every checkpoint: by transformers' Trainer, and by our PPO.
 COMPLETE_MARKER = "trainer_state.json"
 FINAL_DIR = "final"
+# In a PPO checkpoint: the policy's weights (or LoRA adapter) and tokenizer.
+POLICY_DIR = "policy"
 # In the data dir: held while counting running runs and starting queued ones.
 DISPATCH_LOCK = "dispatch.lock"
 

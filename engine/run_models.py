@@ -18,14 +18,13 @@ from typing import Any
 from engine.checkpoints import checkpoints
 from engine.config import RunConfig
 from engine.models import ModelSpec
-from engine.run_layout import CONFIG_FILE, FINAL_DIR
+from engine.run_layout import POLICY_DIR, config_path, final_model_dir
 
 logger = logging.getLogger(__name__)
 
 BASE = "base"
 FINAL = "final"
 ADAPTER_CONFIG = "adapter_config.json"
-PPO_POLICY_DIR = "policy"  # engine.trainers.ppo_checkpoint.POLICY_DIR, without importing PPO
 
 
 class RunModelError(ValueError):
@@ -50,7 +49,7 @@ class RunModel:
 
 
 def run_config(run_dir: Path) -> RunConfig:
-    return RunConfig.load(Path(run_dir) / CONFIG_FILE)
+    return RunConfig.load(config_path(Path(run_dir)))
 
 
 def run_models(run_dir: Path, config: RunConfig | None = None) -> list[RunModel]:
@@ -60,7 +59,7 @@ def run_models(run_dir: Path, config: RunConfig | None = None) -> list[RunModel]
     out = [RunModel(BASE, f"starting model ({config.model.name_or_path})", None, 0)]
     for path, step in sorted(checkpoints(run_dir).items(), key=lambda item: item[1]):
         out.append(RunModel(path.name, f"checkpoint at step {step}", path, step))
-    final = run_dir / FINAL_DIR
+    final = final_model_dir(run_dir)
     if final.is_dir():
         out.append(RunModel(FINAL, "final model", final, config.training.steps))
     return out
@@ -95,7 +94,7 @@ def load_run_model(
     if which.path is None:
         model, tokenizer = load_model_and_tokenizer(base_spec(config), device=device)
         return model.eval(), tokenizer, which
-    folder = which.path / PPO_POLICY_DIR if (which.path / PPO_POLICY_DIR).is_dir() else which.path
+    folder = which.path / POLICY_DIR if (which.path / POLICY_DIR).is_dir() else which.path
     if (folder / ADAPTER_CONFIG).is_file():
         from peft import PeftModel
 

@@ -74,7 +74,7 @@ def heldout_rows(data: DataSpec, n: int) -> list[dict[str, Any]]:
     """
     if n == 0:
         return []
-    from engine.datasets import DatasetError, load_rows
+    from engine.datasets import load_rows
 
     if data.source != "builtin" and (data.split != "train" or data.heldout_share <= 0):
         return []

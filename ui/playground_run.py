@@ -25,6 +25,7 @@ from engine.playground import (
     SamplingSettings,
     chat_prompt,
     check_prompt,
+    generate_replies,
     stream_replies,
 )
 from engine.run_layout import CONFIG_FILE
@@ -274,7 +275,7 @@ def generate_once(
     rows = data_prompts(ctx, viewer, run_id)
     loaded, tokenizer, label = load_side(ctx, models, viewer, run_id, Side(model))
     with bounded_threads(preview_thread_count(ctx)):
-        *_, replies = stream_replies(
+        replies = generate_replies(
             loaded, tokenizer, chat_prompt(prompt_text, system_of(rows)), settings
         )
     scored = score_replies(run_config(run_dir).reward, prompt_text, replies, None)

@@ -27,8 +27,6 @@ logger = logging.getLogger(__name__)
 
 #: Weight encodings a user may ask for (llama.cpp's names).
 QUANTS = ("F16", "Q8_0")
-#: Weights per Q8_0 block (llama.cpp ``QK8_0``): a row must be a whole number of blocks.
-Q8_0_BLOCK = 32
 #: transformers ``model_type`` -> llama.cpp architecture.
 ARCHITECTURES = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2"}
 #: Architectures whose q/k rows llama.cpp permutes (``LlamaModel.permute``); Qwen2's it does not.

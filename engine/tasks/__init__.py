@@ -161,10 +161,11 @@ class ArithmeticTask:
             order = list(self.problems("heldout", level))
             rng.shuffle(order)
             orders[level] = order
-        return [
-            orders[LEVELS[i % len(LEVELS)]][(i // len(LEVELS)) % len(orders[LEVELS[i % 4]])]
-            for i in range(n)
-        ]
+        problems = []
+        for i in range(n):
+            order = orders[LEVELS[i % len(LEVELS)]]
+            problems.append(order[(i // len(LEVELS)) % len(order)])
+        return problems
 
 
 def builtin_task(seed: int = 0) -> ArithmeticTask:

@@ -61,7 +61,7 @@ from engine.config import RunConfig
 from engine.generation import make_runner
 from engine.models import save_plain_weights
 from engine.recorder import RunRecorder
-from engine.run_layout import CHECKPOINT_PREFIX, FINAL_DIR
+from engine.run_layout import checkpoint_dir, final_model_dir
 from engine.stop_request import StopRequest
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
 from engine.trainers.ppo_checkpoint import (
@@ -284,7 +284,7 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
 
     def save_checkpoint(self, step: int) -> Path:
         """Write ``checkpoint-<step>/`` (see ``ppo_checkpoint``); rotate out old ones."""
-        path = self.run_dir / f"{CHECKPOINT_PREFIX}{step}"
+        path = checkpoint_dir(self.run_dir, step)
         self.accelerator.wait_for_everyone()
         if self.accelerator.is_main_process:
             write_checkpoint(
@@ -374,8 +374,8 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
             return RunStatus.STOPPED
         self.evaluate(step)
         if self.accelerator.is_main_process:
-            save_plain_weights(self.policy, self.tokenizer, self.run_dir / FINAL_DIR)
-            logger.info("Saved the final model to %s", self.run_dir / FINAL_DIR)
+            save_plain_weights(self.policy, self.tokenizer, final_model_dir(self.run_dir))
+            logger.info("Saved the final model to %s", final_model_dir(self.run_dir))
         self.accelerator.wait_for_everyone()
         return RunStatus.COMPLETED
 

@@ -33,11 +33,10 @@ from safetensors.torch import load_file, save_file
 from engine.checkpoints import publish
 from engine.checkpoints import rotate_checkpoints as rotate_checkpoints  # PPO's import path
 from engine.models import save_plain_weights
-from engine.run_layout import CHECKPOINT_PREFIX, COMPLETE_MARKER, staging_dir
+from engine.run_layout import COMPLETE_MARKER, POLICY_DIR, staged_checkpoint_dir
 
 logger = logging.getLogger(__name__)
 
-POLICY_DIR = "policy"
 ADAPTER_FILE = "adapter_model.safetensors"
 CRITIC_FILE = "critic.safetensors"
 OPTIMIZER_FILE = "optimizer.pt"
@@ -67,7 +66,7 @@ def write_checkpoint(
     The folder is written under the run's staging folder and renamed into place only when
     complete, after ``before_publish`` (the worker commits the step's metrics there).
     """
-    path = staging_dir(run_dir) / f"{CHECKPOINT_PREFIX}{step}"
+    path = staged_checkpoint_dir(run_dir, step)
     shutil.rmtree(path, ignore_errors=True)  # left by an earlier attempt at this step
     path.mkdir(parents=True)
     if is_peft_model(policy):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.checkpoints import publish, rotate_checkpoints
-from engine.run_layout import CHECKPOINT_PREFIX, staging_dir
+from engine.run_layout import staged_checkpoint_dir
 
 
 class StagedCheckpointMixin:
@@ -32,7 +32,7 @@ class StagedCheckpointMixin:
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         run_dir = Path(self._get_output_dir(trial))
-        staged = staging_dir(run_dir) / f"{CHECKPOINT_PREFIX}{self.state.global_step}"
+        staged = staged_checkpoint_dir(run_dir, self.state.global_step)
         if self.args.should_save:
             shutil.rmtree(staged, ignore_errors=True)  # left by an earlier attempt at this step
         self._saving_into = str(staged.parent)
