@@ -66,30 +66,53 @@ def test_shape_is_read_from_the_config_alone(model_dir):
     assert model_shape(ModelSpec("/no/such/model")) is None
 
 
-def test_full_fine_tune_terms_by_hand(model_dir):
+def hand_lm_head(completion_tokens: int, hidden: int = 16, vocab: int = 100) -> int:
+    """The fused head's backward by hand: a 4096 x 32768 bf16 tile, per completion token the
+    float32 hidden-state gradient, its bf16 cast and the saved copy, and the head's float32
+    weight gradient with its bf16 cast."""
+    return 4096 * 32768 * 2 + completion_tokens * hidden * (4 + 2 + 2) + vocab * hidden * (4 + 2)
+
+
+def update_of(est) -> int:
+    t = est.terms
+    return t["gradients"] + t["activations"] + t["lm_head"] + t["logits"] + t["margin"]
+
+
+def test_full_fine_tune_terms_by_hand(model_dir, monkeypatch):
+    monkeypatch.delenv("STUDIO_COMPILE_LAYERS", raising=False)
     c = config(model_dir)
     est = estimate(c, model_shape(c.model), prompt_tokens=6)  # bf16; 6 + 10 = 16 positions
+    # compiled layers (one process on a GPU): layers x (16 h + 6 I) bytes x micro-batch 4 x 16
+    activations = 2 * (16 * 16 + 6 * 32) * 4 * 16
+    lm_head = hand_lm_head(4 * 10)  # micro-batch 4 x 10 completion tokens
     assert est.terms == {
         "weights": PARAMS * 2,
         "optimizer": 2 * PARAMS * 2,  # AdamW's two moments in bf16
         "gradients": PARAMS * 2,
-        # layers x (16 h + 6 I) bytes x micro-batch 4 x 16 positions
-        "activations": 2 * (16 * 16 + 6 * 32) * 4 * 16,
-        # 3 tensors x micro-batch 4 x 10 completion tokens x vocabulary 100 x 2 bytes
-        "logits": 3 * 4 * 10 * 100 * 2,
+        "optimizer_step": 0,  # TRL's fused AdamW
+        "ddp_buckets": 0,
+        "fsdp_gathered": 0,
+        "activations": activations,
+        "lm_head": lm_head,
+        "logits": 0,  # the fused head builds none
         # layers 2 x (K, V) x 2 kv heads x dim 4 x 2 bytes x 8 completions x 74 positions: the
         # static-cache sampler (backend auto on a GPU) rounds the 6 prompt tokens up to 64
         "kv_cache": 2 * 2 * 2 * 4 * 2 * 8 * 74,
         "reference": 0,
         "value_model": 0,
+        "margin": int(0.1 * (activations + lm_head)),
     }
-    update = est.terms["gradients"] + est.terms["activations"] + est.terms["logits"]
     # the static cache stays allocated through the update
-    assert est.peak == PARAMS * 2 * 3 + est.terms["kv_cache"] + update
-    assert est.biggest == "activations"
+    assert est.peak == PARAMS * 2 * 3 + est.terms["kv_cache"] + update_of(est)
+    assert est.compiled_layers and est.biggest == "lm_head"  # a tiny model: the tile dominates
     assert "lower it with training.micro_batch_size" in est.summary()
     cpu = estimate(c, model_shape(c.model), on_gpu=False, prompt_tokens=6)
     assert cpu.terms["weights"] == PARAMS * 4 and cpu.dtype == "float32"
+    assert not cpu.compiled_layers
+    # eager layers keep the RMSNorms' float32 inputs and the SiLU output: 24 h + 8 I
+    monkeypatch.setenv("STUDIO_COMPILE_LAYERS", "0")
+    eager = estimate(c, model_shape(c.model), prompt_tokens=6)
+    assert eager.terms["activations"] == 2 * (24 * 16 + 8 * 32) * 4 * 16
 
 
 def test_transformers_generate_frees_its_cache_before_the_update(model_dir):
@@ -98,14 +121,13 @@ def test_transformers_generate_frees_its_cache_before_the_update(model_dir):
     )
     est = estimate(hf, model_shape(hf.model), prompt_tokens=6)
     assert est.terms["kv_cache"] == 2 * 2 * 2 * 4 * 2 * 8 * 16  # no bucket: 6 + 10 positions
-    update = est.terms["gradients"] + est.terms["activations"] + est.terms["logits"]
-    assert est.peak == PARAMS * 2 * 3 + max(est.terms["kv_cache"], update)
+    assert est.peak == PARAMS * 2 * 3 + max(est.terms["kv_cache"], update_of(est))
     compiled = config(
         model_dir,
         generation={"num_generations": 4, "max_completion_length": 10, "backend": "compiled"},
     )
     static = estimate(compiled, model_shape(compiled.model), prompt_tokens=6)
-    assert static.peak == PARAMS * 2 * 3 + static.terms["kv_cache"] + update
+    assert static.peak == PARAMS * 2 * 3 + static.terms["kv_cache"] + update_of(est)
     cpu = estimate(compiled, model_shape(compiled.model), on_gpu=False, prompt_tokens=6)
     assert not cpu.static_cache  # no static-cache sampler on a CPU
 

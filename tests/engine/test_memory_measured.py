@@ -1,0 +1,155 @@
+"""The peak-memory estimate against the peaks measured on GPUs (bench/RESULTS.md), and its shape:
+monotonic in micro-batch and length, DDP's buckets, FSDP's shards, the default micro-batch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, Qwen2Config
+
+from engine.config import RunConfig
+from engine.memory import CARD_BUDGET, GIB, estimate, fitting_micro_batch, shape_of
+
+# The benches' prompts: 32 words of a word problem (numbers are one word each) plus 5 tokens of
+# the chat template (`<|im_start|> user ... <|im_end|> <|im_start|> assistant`).
+BENCH_PROMPT_TOKENS = 37
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One run of bench/RESULTS.md: 0.5B shape, 32 prompts x 8 completions x 256 new tokens."""
+
+    card: str
+    source: str  # the RESULTS.md section and script
+    algorithm: str
+    micro_batch: int
+    backend: str
+    gpus: int
+    compiled_layers: bool
+    peak_gib: float  # torch.cuda.max_memory_allocated, per GPU
+
+
+H100 = "NVIDIA H100 80GB HBM3"
+COMPILED = "compiled layers (77560a6), gpu_throughput.py"
+MEASURED = [
+    Measured(H100, COMPILED, "grpo", 64, "compiled", 1, True, 24.0),
+    Measured(H100, COMPILED, "ppo", 64, "compiled", 1, True, 24.9),
+    Measured(H100, "step_phases.py (77560a6)", "grpo", 128, "compiled", 1, True, 42.0),
+    Measured(H100, "default settings (ed0ca42)", "grpo", 64, "compiled", 1, False, 30.8),
+    Measured(H100, "training steps (631c9e1), grpo_hf", "grpo", 64, "hf", 1, False, 29.7),
+    Measured(H100, "two GPUs, DDP, --gpus 2", "grpo", 64, "compiled", 2, True, 24.4),
+    Measured(H100, "two GPUs, DDP, eager layers", "ppo", 64, "compiled", 2, False, 32.2),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def qwen05b():
+    """Qwen2.5-0.5B's shape on the meta device (the benches' model, random weights)."""
+    config = Qwen2Config(
+        vocab_size=151936,
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+    )
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(config)
+
+
+def run(algorithm="grpo", micro_batch=None, backend="compiled", gpus=1, **training) -> RunConfig:
+    return RunConfig.from_dict(
+        {
+            "algorithm": algorithm,
+            "generation": {
+                "num_generations": 8,
+                "max_completion_length": training.pop("tokens", 256),
+                "backend": backend,
+            },
+            "training": {
+                "prompts_per_step": 32,
+                "micro_batch_size": micro_batch,
+                "num_gpus": gpus,
+                **training,
+            },
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "point", MEASURED, ids=lambda p: f"{p.algorithm}-{p.micro_batch}-{p.source}"
+)
+def test_the_estimate_stays_above_each_measured_peak_by_its_margin(point, qwen05b, monkeypatch):
+    monkeypatch.setenv("STUDIO_COMPILE_LAYERS", "1" if point.compiled_layers else "0")
+    config = run(point.algorithm, point.micro_batch, point.backend, point.gpus)
+    est = estimate(config, shape_of(qwen05b, config.model), prompt_tokens=BENCH_PROMPT_TOKENS)
+    assert est.compiled_layers == point.compiled_layers
+    gib = est.peak / GIB
+    # Above the peak (an estimate below it picks a micro-batch that runs out of memory), and
+    # no longer 18 GiB over it (the full-vocabulary logits it used to count).
+    assert point.peak_gib * 1.05 <= gib <= point.peak_gib * 1.15, (point, gib)
+    assert est.peak - est.terms["margin"] >= point.peak_gib * GIB * 0.99  # the terms alone
+
+
+def test_the_default_05b_run_picks_128_on_an_80_gib_card(qwen05b, monkeypatch):
+    """Where the old estimate (full logits) picked 64, the card holds 128 of the 256 rows; the
+    whole step (256) does not fit, eager (PPO under DDP) or compiled."""
+    monkeypatch.delenv("STUDIO_COMPILE_LAYERS", raising=False)
+    card = 79.2 * GIB  # an H100 as torch reports it
+    for algorithm in ("grpo", "ppo"):
+        config = run(algorithm)
+        shape = shape_of(qwen05b, config.model)
+        assert fitting_micro_batch(config, shape, CARD_BUDGET * card) == 128
+        assert estimate(config, shape).peak > CARD_BUDGET * card  # the whole step at once
+    ddp_ppo = run("ppo", gpus=2)  # eager layers: 128 per GPU is the whole step there
+    assert fitting_micro_batch(ddp_ppo, shape_of(qwen05b, ddp_ppo.model), CARD_BUDGET * card) == 64
+
+
+def test_the_estimate_grows_with_micro_batch_and_length(qwen05b):
+    shape = shape_of(qwen05b, run().model)
+    for algorithm in ("grpo", "ppo"):
+        peaks = [estimate(run(algorithm, b), shape).peak for b in (1, 2, 4, 8, 16, 32, 64, 128)]
+        assert peaks == sorted(peaks) and len(set(peaks)) == len(peaks)
+        by_tokens = [
+            estimate(run(algorithm, 16, tokens=n), shape).peak for n in (64, 128, 256, 512)
+        ]
+        assert by_tokens == sorted(by_tokens) and len(set(by_tokens)) == len(by_tokens)
+        by_prompt = [estimate(run(algorithm, 16), shape, prompt_tokens=p).peak for p in (32, 256)]
+        assert by_prompt[0] < by_prompt[1]
+
+
+def test_lora_and_four_bit_lower_it(qwen05b):
+    full = run(micro_batch=16)
+    lora = RunConfig.from_dict({**full.to_dict(), "model": {"lora": {"r": 16, "alpha": 32}}})
+    quant = RunConfig.from_dict(
+        {**full.to_dict(), "model": {"lora": {"r": 16, "alpha": 32}, "load_in_4bit": True}}
+    )
+    configs = {"full": full, "lora": lora, "quant": quant}
+    est = {name: estimate(c, shape_of(qwen05b, c.model)) for name, c in configs.items()}
+    assert est["full"].peak > est["lora"].peak > est["quant"].peak
+    # LoRA: no head weight gradient in the fused head, adapters' moments only
+    assert est["lora"].terms["lm_head"] < est["full"].terms["lm_head"]
+    assert est["lora"].terms["optimizer"] < 0.05 * est["full"].terms["optimizer"]
+    assert est["quant"].terms["weights"] < 0.5 * est["full"].terms["weights"]
+
+
+def test_ddp_keeps_a_bucket_copy_and_fsdp_shards(qwen05b):
+    shape = shape_of(qwen05b, run().model)
+    one = estimate(run(micro_batch=16), shape)
+    ddp = estimate(run(micro_batch=16, gpus=2), shape)
+    fsdp = estimate(run(micro_batch=16, gpus=2, distributed="fsdp"), shape)
+    assert one.terms["ddp_buckets"] == 0 and ddp.terms["ddp_buckets"] == ddp.terms["gradients"]
+    for term in ("weights", "optimizer", "gradients"):
+        assert fsdp.terms[term] == one.terms[term] // 2
+    # gathered: the root unit (embeddings = the tied head, final norm) and two layers with
+    # their gradients
+    root = 151936 * 896 + 896
+    assert fsdp.terms["fsdp_gathered"] == root * 2 + 2 * shape.layer_parameters * 2 * 2
+    assert shape.layers * shape.layer_parameters + 151936 * 896 + 896 == shape.parameters
+    assert not fsdp.static_cache and not fsdp.compiled_layers  # TRL's sampler, eager layers
+    # PPO under FSDP takes the logits path (FSDP gathers the head only in its own forward)
+    ppo = estimate(run("ppo", 16, gpus=2, distributed="fsdp"), shape)
+    assert ppo.terms["lm_head"] == 0 and ppo.terms["logits"] == 3 * 16 * 256 * 151936 * 2
