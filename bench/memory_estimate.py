@@ -5,7 +5,8 @@ word-level tokenizer covering its whole vocabulary are built here (nothing is do
 GRPO and PPO at 32 prompts x 8 completions x 256 new tokens, with ``micro_batch_size`` left
 empty, each algorithm trains ``--steps`` steps through ``python -m engine train`` in its own
 process; the process reports CUDA's peak allocated and reserved memory. Ends with one JSON line:
-per algorithm the picked micro-batch, the estimate, the measured peaks and the run's status.
+per algorithm the picked micro-batch, the estimate (at the assumed ``PROMPT_TOKENS`` and at the
+prompts' real length), the measured peaks and the run's status.
 
     python bench/memory_estimate.py --steps 2
 """
@@ -60,6 +61,17 @@ def run_config(algorithm: str, model_dir: Path, data: Path, args: argparse.Names
     )
 
 
+def prompt_tokens(model_dir: Path) -> int:
+    """Tokens of the question as the model reads it (chat template included)."""
+    from transformers import AutoTokenizer
+
+    from engine.prompts import render_prompt
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    text = render_prompt(tokenizer, [{"role": "user", "content": QUESTION}])
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2)
@@ -79,10 +91,14 @@ def main() -> None:
         build_qwen_05b(model_dir, args.layers, WORDS)
         rows = [{"prompt": QUESTION, "answer": "19"} for _ in range(256)]
         data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        prompt = prompt_tokens(model_dir)
+        results["prompt_tokens"] = prompt
         for algorithm in ("grpo", "ppo"):
             config = run_config(algorithm, model_dir, data, args)
             picked = with_default_micro_batch(config, card_bytes)
-            est = estimate(picked, model_shape(picked.model))
+            shape = model_shape(picked.model)
+            est = estimate(picked, shape)
+            at_prompt = estimate(picked, shape, prompt_tokens=prompt)
             path = config.save(work / f"{algorithm}.yaml")
             done = subprocess.run(
                 [sys.executable, "-c", CHILD, str(path), str(work / algorithm)],
@@ -98,6 +114,7 @@ def main() -> None:
             results[algorithm] = {
                 "micro_batch": picked.training.micro_batch_size,
                 "estimate_gib": round(est.peak / GIB, 2),
+                "estimate_at_prompt_gib": round(at_prompt.peak / GIB, 2),
                 "peak_allocated_gib": round(measured.get("allocated", float("nan")) / GIB, 2),
                 "peak_reserved_gib": round(measured.get("reserved", float("nan")) / GIB, 2),
                 "completed": measured.get("exit") == 0,

@@ -12,9 +12,10 @@ from transformers import AutoModelForCausalLM, Qwen2Config
 from engine.config import RunConfig
 from engine.memory import CARD_BUDGET, GIB, estimate, fitting_micro_batch, shape_of
 
-# The benches' prompts: 32 words of a word problem (numbers are one word each) plus 5 tokens of
-# the chat template (`<|im_start|> user ... <|im_end|> <|im_start|> assistant`).
-BENCH_PROMPT_TOKENS = 37
+# The benches' prompts as their model reads them: 17-27 tokens, padded to the longest in a batch
+# (transformers 5 loads bench/qwen_model.py's tokenizer as a Qwen2Tokenizer, whose byte-level
+# pre-tokenizer merges the words into few pieces).
+BENCH_PROMPT_TOKENS = 27
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ def test_the_estimate_stays_above_each_measured_peak_by_its_margin(point, qwen05
     # Above the peak (an estimate below it picks a micro-batch that runs out of memory), and
     # no longer 18 GiB over it (the full-vocabulary logits it used to count).
     assert point.peak_gib * 1.05 <= gib <= point.peak_gib * 1.15, (point, gib)
-    assert est.peak - est.terms["margin"] >= point.peak_gib * GIB * 0.99  # the terms alone
+    terms_alone = (est.peak - est.terms["margin"]) / GIB
+    assert point.peak_gib * 0.95 <= terms_alone <= point.peak_gib * 1.05, (point, terms_alone)
 
 
 def test_the_default_05b_run_picks_128_on_an_80_gib_card(qwen05b, monkeypatch):
