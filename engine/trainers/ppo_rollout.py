@@ -25,9 +25,8 @@ from engine.config import PPOSettings, RunConfig
 from engine.samples import sample_rows
 from engine.sampling import encode_prompts, sample_completions
 from engine.trainers.capture import GenerationBatch
-from engine.trainers.fused_head import head_logprobs, plain_head
-from engine.trainers.ppo_math import RunningMoments, chunked_logprobs_entropy
-from engine.trainers.value_head import decoder_hidden, position_ids_from
+from engine.trainers.ppo_math import RunningMoments
+from engine.trainers.value_head import completion_logprobs
 from rewards.composer import ScoredSample, score
 from rewards.text import prompt_text
 
@@ -300,19 +299,12 @@ class RolloutPhase:
             self.policy.disable_adapter() if self.ref_policy is None else contextlib.nullcontext()
         )
         # The policy under FSDP gathers its LM head only in its own forward: the logits path.
-        head = None if self.fsdp and self.ref_policy is None else plain_head(reference)
+        fused = not (self.fsdp and self.ref_policy is None)
         with adapters_off:
-            if head is not None:  # no logits: the fused LM head
-                hidden = decoder_hidden(reference, input_ids, attention_mask)
-                return head_logprobs(head, hidden[:, P - 1 : -1], response, temperature)[0]
-            logits = reference(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                position_ids=position_ids_from(attention_mask),
-                use_cache=False,
-                logits_to_keep=response.shape[1] + 1,
-            ).logits
-        return chunked_logprobs_entropy(logits[:, :-1], response, temperature, entropy="skip")[0]
+            keep = response.shape[1] + 1  # positions P - 1 .. P + T - 1
+            return completion_logprobs(
+                reference, input_ids, attention_mask, keep, response, temperature, fused=fused
+            )[0]
 
     def _rollout_metrics(self, rollout: Rollout) -> dict[str, float]:
         """Reward, per-component and length statistics over the whole step (all processes)."""

@@ -106,28 +106,28 @@ class PolicyWithValue(nn.Module):
             "position_ids": position_ids_from(attention_mask),
             "use_cache": False,
         }
-        head = plain_head(self.policy) if targets is not None and self.fused_head else None
-        if head is not None:
-            hidden = decoder_hidden(self.policy, input_ids, attention_mask)  # (B, L, d)
-            logprobs, entropies = head_logprobs(
-                head, hidden[:, -keep:-1], targets, temperature, entropy
+        shared = self.value_backbone is None
+        if targets is not None:
+            logprobs, entropies, hidden = completion_logprobs(
+                self.policy,
+                input_ids,
+                attention_mask,
+                keep,
+                targets,
+                temperature,
+                entropy,
+                fused=self.fused_head,
+                hidden=shared,
             )
-            if self.value_backbone is not None:
-                hidden = self.value_backbone(**common).last_hidden_state
+            if not shared:
+                hidden = self.value_backbone(**common).last_hidden_state  # (B, L, d)
             return logprobs, self.value_head(hidden[:, -keep:]), entropies
-        if self.value_backbone is None:
-            out = self.policy(**common, output_hidden_states=True, logits_to_keep=keep)
+        out = self.policy(**common, output_hidden_states=shared, logits_to_keep=keep)
+        if shared:
             hidden = out.hidden_states[-1]  # (B, L, d), after the final norm
         else:
-            out = self.policy(**common, logits_to_keep=keep)
             hidden = self.value_backbone(**common).last_hidden_state  # (B, L, d)
-        values = self.value_head(hidden[:, -keep:])  # (B, K)
-        if targets is None:
-            return out.logits, values
-        logprobs, entropies = chunked_logprobs_entropy(
-            out.logits[:, :-1], targets, temperature, entropy=entropy
-        )
-        return logprobs, values, entropies
+        return out.logits, self.value_head(hidden[:, -keep:])  # (B, K, V), (B, K)
 
     def critic_state_dict(self) -> dict[str, torch.Tensor]:
         """The critic's own weights (head, and backbone when separate), for checkpoints."""
@@ -148,6 +148,53 @@ class PolicyWithValue(nn.Module):
                 if k.startswith("value_backbone.")
             }
             self.value_backbone.load_state_dict(backbone)
+
+
+def completion_logprobs(
+    model: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    keep: int,
+    targets: torch.Tensor,
+    temperature: float,
+    entropy: str = "skip",
+    *,
+    fused: bool = True,
+    hidden: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Log-probabilities at ``temperature`` and entropies of ``targets`` (B, K - 1), the tokens
+    that positions ``-keep .. -2`` predict, under the causal LM ``model``.
+
+    Through the fused LM head (:mod:`~engine.trainers.fused_head`: no logits over the
+    vocabulary) when ``fused`` and the model's logits are the head's plain product; else from
+    the last ``keep`` positions' logits with a chunked float32 log-softmax
+    (:func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`). FSDP gathers the LM head's
+    weight only inside the model's own forward, so a sharded model passes ``fused=False``.
+    ``entropy`` as there (``grad``, ``detached`` or ``skip``).
+
+    Returns:
+        ``(logprobs, entropies, hidden)``: float32 (B, K - 1) tensors, and with ``hidden`` the
+        decoder's last hidden states after its final norm (B, L, d), else None.
+    """
+    head = plain_head(model) if fused else None
+    if head is not None:
+        states = decoder_hidden(model, input_ids, attention_mask)  # (B, L, d)
+        logprobs, entropies = head_logprobs(
+            head, states[:, -keep:-1], targets, temperature, entropy
+        )
+        return logprobs, entropies, states if hidden else None
+    out = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=position_ids_from(attention_mask),
+        use_cache=False,
+        output_hidden_states=hidden,
+        logits_to_keep=keep,
+    )
+    logprobs, entropies = chunked_logprobs_entropy(
+        out.logits[:, :-1], targets, temperature, entropy=entropy
+    )
+    return logprobs, entropies, out.hidden_states[-1] if hidden else None
 
 
 def decoder_hidden(

@@ -10,7 +10,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from engine.trainers.fused_head import head_logprobs, plain_head
 from engine.trainers.ppo_math import entropy_from_logits, logprobs_from_logits
-from engine.trainers.value_head import PolicyWithValue
+from engine.trainers.value_head import PolicyWithValue, completion_logprobs, position_ids_from
 from tests.tiny_models import TINY_SHAPE
 
 
@@ -73,3 +73,29 @@ def test_without_the_fused_head_targets_take_the_logits_path():
     got = logits_path(ids, mask, 5, targets, 0.9, "detached")
     for a, b in zip(got, expected, strict=True):
         torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_completion_logprobs_serves_policy_and_reference_alike(fused):
+    """The reference's log-probabilities (no adapters, no value head) and the policy's come from
+    one helper: the same numbers on either path, and the hidden states only when asked."""
+    policy = _policy(2)
+    model = policy.policy
+    ids = torch.randint(TINY_SHAPE["vocab_size"], (2, 9))
+    mask = torch.ones_like(ids)
+    mask[0, :2] = 0
+    keep = 5
+    targets = ids[:, -keep + 1 :]
+    with torch.no_grad():
+        logits = model(ids, attention_mask=mask, position_ids=position_ids_from(mask)).logits
+        expected = logprobs_from_logits(logits[:, -keep:-1].float() / 0.8, targets)
+        logprobs, entropies, hidden = completion_logprobs(
+            model, ids, mask, keep, targets, 0.8, fused=fused
+        )
+        torch.testing.assert_close(logprobs, expected)
+        assert hidden is None and torch.equal(entropies, torch.zeros_like(entropies))
+        _, _, states = completion_logprobs(
+            model, ids, mask, keep, targets, 0.8, "detached", fused=fused, hidden=True
+        )
+        values = policy(ids, mask, keep, targets, 0.8)[1]
+        torch.testing.assert_close(values, policy.value_head(states[:, -keep:]))
