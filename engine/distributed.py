@@ -11,13 +11,16 @@ with ``accelerate launch --config_file``.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from engine.models import meta_model
+from engine.models import meta_model, save_plain_weights
 from engine.run_layout import FSDP_CONFIG_FILE
+
+logger = logging.getLogger(__name__)
 
 
 def layer_class(model_name_or_path: str, gguf_file: str | None = None) -> str | None:
@@ -87,3 +90,28 @@ def launch_args(num_processes: int, fsdp_config: Path | None = None) -> list[str
         "--dynamo_backend",
         "no",
     ]
+
+
+def save_final_model(accelerator: Any, model: Any, tokenizer: Any, out: Path) -> None:
+    """Save the trained ``model`` (as the accelerator prepared it) to ``out``; every process
+    calls this.
+
+    Under FSDP the full weights exist only while all ranks gather them: the state dict comes
+    from accelerate's ``get_state_dict`` (``FULL_STATE_DICT``, gathered onto the main process's
+    CPU), which every rank must enter, and the main process writes it. Read on the main process
+    alone, a sharded model's ``state_dict`` waits forever for the other ranks' all-gather.
+    Otherwise the main process writes its own copy (:func:`engine.models.save_plain_weights`).
+    """
+    from accelerate import DistributedType
+
+    if accelerator.distributed_type == DistributedType.FSDP:
+        state = accelerator.get_state_dict(model)  # collective: every rank takes part
+        if accelerator.is_main_process:
+            out.mkdir(parents=True, exist_ok=True)
+            accelerator.unwrap_model(model).save_pretrained(out, state_dict=state)
+            tokenizer.save_pretrained(out)
+    elif accelerator.is_main_process:
+        save_plain_weights(accelerator.unwrap_model(model), tokenizer, out)
+    if accelerator.is_main_process:
+        logger.info("Saved the final model to %s", out)
+    accelerator.wait_for_everyone()

@@ -174,10 +174,11 @@ def _train(
     from datasets import Dataset
 
     from engine.datasets import load_rows
+    from engine.distributed import save_final_model
     from engine.evaluation import evaluate
     from engine.heldout_rewards import heldout_reward_metrics
     from engine.memory import describe, local_card_bytes, with_default_micro_batch
-    from engine.models import load_model_and_tokenizer, save_plain_weights
+    from engine.models import load_model_and_tokenizer
     from engine.prompts import for_trainer, prompt_format
     from engine.trainers.trl_trainers import build_trl_trainer
 
@@ -294,7 +295,5 @@ def _train(
         trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     if stop.is_set():
         return RunStatus.STOPPED
-    if is_main_process():
-        save_plain_weights(trainer.model, tokenizer, final_model_dir(folder))
-        logger.info("Saved the final model to %s", final_model_dir(folder))
+    save_final_model(trainer.accelerator, trainer.model, tokenizer, final_model_dir(folder))
     return RunStatus.COMPLETED
