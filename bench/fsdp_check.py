@@ -1,13 +1,14 @@
 """FSDP on two GPUs: a full fine-tune that does not fit one card under DDP trains sharded.
 
-Builds a random-init Qwen2 (``--model-shape large``: Qwen2.5-7B's shape, 7.6B parameters,
-whose full fine-tune the peak-memory estimate of engine/memory.py puts above an 80 GB card
-under DDP; ``small``: Qwen2.5-0.5B's; ``tiny``: a CPU smoke shape) on the GPU in bfloat16 with a
-word-level tokenizer (bench/qwen_model.py), saved as safetensors to a local folder, in a child
-process so this one never holds GPU memory. Then it trains GRPO through the product's CLI,
-``python -m engine train`` with ``training.num_gpus: 2``, LoRA off, ``--steps`` steps of
-``--prompts`` prompts x ``--generations`` completions x ``--tokens`` new tokens:
-``distributed: fsdp`` for ``large``; fsdp then ddp for ``small``.
+Builds a random-init Qwen2 (``--model-shape large``: Qwen2.5-7B's shape with 32 layers, 8.5B
+parameters, whose full fine-tune the peak-memory estimate of engine/memory.py puts above a
+whole 80 GB card under DDP even one completion at a time; ``small``: Qwen2.5-0.5B's; ``tiny``:
+a CPU smoke shape) on the GPU in bfloat16 with a word-level tokenizer (bench/qwen_model.py),
+saved as safetensors to a local folder, in a child process so this one never holds GPU memory.
+Then it trains GRPO through the product's CLI, ``python -m engine train`` with
+``training.num_gpus: 2``, LoRA off, ``--steps`` steps of ``--prompts`` prompts x
+``--generations`` completions x ``--tokens`` new tokens: ``distributed: fsdp`` for ``large``;
+fsdp then ddp for ``small``.
 
 For each run it prints s/step (median gap between the steps' metric timestamps, the first step
 left out when there are three or more), the peak GiB of the main process's GPU
@@ -17,7 +18,7 @@ also prints the estimate's verdict (peak at the smallest micro-batch against 80%
 for DDP and for FSDP. Each run has a wall-clock limit (``--run-timeout``): on expiry its process
 group is ended and the report says so. Ends with one JSON line.
 
-    python bench/fsdp_check.py                      # 7.6B shape, FSDP, 2 GPUs (~5 minutes)
+    python bench/fsdp_check.py                      # 8.5B shape, FSDP, 2 GPUs (~5 minutes)
     python bench/fsdp_check.py --model-shape small  # 0.5B shape, FSDP and DDP, for comparison
     python bench/fsdp_check.py --model-shape tiny --dry-run  # CPU: build, configs, verdicts
 """
@@ -58,12 +59,15 @@ from engine.memory import (  # noqa: E402
 
 logger = logging.getLogger("fsdp_check")
 
-# Qwen2.5-7B's config.json: 7.6B parameters, untied embeddings.
+# Qwen2.5-7B's config.json (untied embeddings) with 32 layers instead of 28: 8.5B parameters, so
+# that under DDP even the estimate's smallest step (weights, gradients, AdamW moments and DDP's
+# gradient buckets: 10 bytes a parameter) is above the whole of an 80 GB card, not only above
+# the 80% the estimate fills.
 QWEN_7B = {
     "vocab_size": 152064,
     "hidden_size": 3584,
     "intermediate_size": 18944,
-    "num_hidden_layers": 28,
+    "num_hidden_layers": 32,
     "num_attention_heads": 28,
     "num_key_value_heads": 4,
     "tie_word_embeddings": False,

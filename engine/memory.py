@@ -340,7 +340,8 @@ def estimate(
         lm_head += shape.vocab * shape.hidden * (4 + act)
     kv_per_token = shape.layers * 2 * shape.kv_heads * shape.head_dim * act
     value_separate = config.algorithm == "ppo" and config.ppo.value_model == "separate"
-    gathered = shape.root_parameters * act + FSDP_UNITS_IN_FLIGHT * shape.layer_parameters * act * 2
+    # parameters and gradients (x 2) of the root unit and of the layer units in flight
+    gathered = (shape.root_parameters + FSDP_UNITS_IN_FLIGHT * shape.layer_parameters) * act * 2
     lm_head = lm_head if fused else 0
     logits = 0 if fused else 3 * completion_tokens * shape.vocab * act
     terms = {

@@ -149,7 +149,7 @@ def test_ddp_keeps_a_bucket_copy_and_fsdp_shards(qwen05b):
     # gathered: the root unit (embeddings = the tied head, final norm) and two layers with
     # their gradients
     root = 151936 * 896 + 896
-    assert fsdp.terms["fsdp_gathered"] == root * 2 + 2 * shape.layer_parameters * 2 * 2
+    assert fsdp.terms["fsdp_gathered"] == (root + 2 * shape.layer_parameters) * 2 * 2
     assert shape.layers * shape.layer_parameters + 151936 * 896 + 896 == shape.parameters
     assert not fsdp.static_cache and not fsdp.compiled_layers  # TRL's sampler, eager layers
     # PPO under FSDP takes the logits path (FSDP gathers the head only in its own forward)
