@@ -225,8 +225,13 @@ def _train(
         return metrics
 
     # Every process must take the same steps; only the main one evaluates (its results are the
-    # ones recorded) while the others wait for it at the next gradient sync.
-    evaluate_fn = evaluate_now if eval_rows and is_main_process() else None
+    # ones recorded) while the others wait for it at the next gradient sync. Under FSDP the main
+    # process cannot run the model alone (each layer's forward gathers its weights from every
+    # rank), so there is no held-out evaluation.
+    sharded = config.training.distributed == "fsdp"
+    if eval_rows and sharded:
+        logger.warning("training.distributed fsdp: held-out evaluation is skipped")
+    evaluate_fn = evaluate_now if eval_rows and is_main_process() and not sharded else None
     resume_from = resume_point(folder, config, recorder)
 
     if stop.is_set():  # asked to stop while the model loaded: nothing trained, nothing to save
