@@ -71,6 +71,7 @@ def test_a_dry_run_builds_a_tiny_model_and_writes_the_launch_files(tmp_path, cap
     assert "num_processes: 2" in fsdp["fsdp_config"]
     assert report["launch_ddp"]["fsdp_config"] is None
     assert report["verdict_ddp"]["fits"] and report["verdict_fsdp"]["fits"]
+    assert report["verdict_ddp_80gib"]["budget_gib"] == 64.0  # 80% of 80 GiB
 
 
 def test_read_back_counts_rows_written_twice(tmp_path):
