@@ -177,17 +177,18 @@ def _train(
     from engine.distributed import save_final_model
     from engine.evaluation import evaluate
     from engine.heldout_rewards import heldout_reward_metrics
-    from engine.memory import describe, local_card_bytes, with_default_micro_batch
+    from engine.memory import (
+        describe,
+        local_card_bytes,
+        longest_prompt,
+        with_default_micro_batch,
+    )
     from engine.models import load_model_and_tokenizer
     from engine.prompts import for_trainer, prompt_format
     from engine.trainers.trl_trainers import build_trl_trainer
 
     folder = run_dir(data_dir, run_id)
     folder.mkdir(parents=True, exist_ok=True)
-    card = local_card_bytes()
-    if card is not None:  # on a GPU, an empty micro-batch is sized to the card
-        config = with_default_micro_batch(config, card)
-    logger.info("%s", describe(config, card))
     logger.info("Loading model %s", config.model.name_or_path)
     spec, device = config.model, None
     if config.training.distributed == "fsdp":  # every rank loads onto the CPU; FSDP shards it
@@ -198,6 +199,11 @@ def _train(
     eval_rows = heldout_rows(config.data, config.training.eval_samples)
     logger.info("%d training prompts, %d held-out prompts", len(train_rows), len(eval_rows))
     logger.info("Prompts reach the model as %s", prompt_format(tokenizer))
+    card = local_card_bytes()
+    prompt_tokens = longest_prompt(tokenizer, train_rows) if card is not None else None
+    if card is not None:  # on a GPU, an empty micro-batch is sized to the card and the prompts
+        config = with_default_micro_batch(config, card, prompt_tokens)
+    logger.info("%s", describe(config, card, prompt_tokens))
 
     def evaluate_now(policy: Any, step: int) -> dict[str, float]:
         logger.info("Evaluating %d held-out prompts at step %d", len(eval_rows), step)  # phase

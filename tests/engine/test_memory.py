@@ -7,9 +7,12 @@ from transformers import LlamaConfig
 
 from engine.config import RunConfig
 from engine.memory import (
+    describe,
     estimate,
     fitting_micro_batch,
+    longest_prompt,
     model_shape,
+    size,
     with_default_micro_batch,
 )
 from engine.models import LoraSpec, ModelSpec
@@ -236,3 +239,34 @@ def test_a_step_trains_with_activation_checkpointing(data_dir, algorithm):
     )
     _, status = run_in_process(data_dir, c)
     assert status == RunStatus.COMPLETED
+
+
+def test_the_pick_follows_the_prompts_length(model_dir):
+    """The worker sizes the micro-batch for the data's longest prompt: longer prompts, a
+    smaller micro-batch; the line says which length it used."""
+    c = config(model_dir)
+    shape = model_shape(c.model)
+    budget = estimate(c, shape, micro_batch=4, prompt_tokens=6).peak
+    assert fitting_micro_batch(c, shape, budget, prompt_tokens=6) == 4
+    assert fitting_micro_batch(c, shape, budget, prompt_tokens=60) < 4
+    empty = RunConfig.from_dict({**c.to_dict(), "training": {"prompts_per_step": 2}})
+    card = int(budget / 0.8) + 1
+    assert with_default_micro_batch(empty, card, 6).training.micro_batch_size == 4
+    assert with_default_micro_batch(empty, card, 60).training.micro_batch_size < 4
+    assert describe(empty, card, 6).endswith(f"fit 80% of the {size(card)} card.")
+    assert "Prompts of 6 tokens." in describe(empty, card, 6)
+    assert "Prompts of 128 tokens assumed." in describe(empty, card)
+
+
+def test_longest_prompt_is_read_as_the_model_reads_it():
+    from engine.sampling import encode_prompts
+    from engine.tokenizer import build_char_tokenizer
+
+    tokenizer = build_char_tokenizer()
+    rows = [
+        {"prompt": [{"role": "user", "content": "What is 2 plus 3?"}]},
+        {"prompt": [{"role": "user", "content": "What is 12 plus 30, and then minus 7?"}]},
+    ]
+    lengths = [len(ids) for ids in encode_prompts(tokenizer, [r["prompt"] for r in rows])]
+    assert longest_prompt(tokenizer, rows) == max(lengths) > min(lengths)
+    assert longest_prompt(tokenizer, []) == 128  # no rows: the assumed length
