@@ -12,12 +12,12 @@ fsdp then ddp for ``small``.
 
 For each run it prints s/step (median gap between the steps' metric timestamps, the first step
 left out when there are three or more), the peak GiB of the main process's GPU
-(``perf/peak_memory_gib``), and whether metrics and samples were written once: in the run's
-SQLite file, no (name, step) metric twice and at most ``samples_per_log`` samples a step. It
-also prints the estimate's verdict (peak at the smallest micro-batch against 80% of the card)
-for DDP and for FSDP, on this card and on an 80 GiB one. Each run has a wall-clock limit
-(``--run-timeout``): on expiry its process group is ended and the report says so. Ends with one
-JSON line.
+(``perf/peak_memory_gib``), the most memory nvidia-smi saw in use on each GPU, and whether
+metrics and samples were written once: in the run's SQLite file, no (name, step) metric twice
+and at most ``samples_per_log`` samples a step. It also prints the estimate's verdict (peak at
+the smallest micro-batch against 80% of the card) for DDP and for FSDP, on this card and on an
+80 GiB one. Each run has a wall-clock limit (``--run-timeout``): on expiry its process group is
+ended and the report says so. Ends with one JSON line.
 
     python bench/fsdp_check.py                      # 8.5B shape, FSDP, 2 GPUs (~5 minutes)
     python bench/fsdp_check.py --model-shape small  # 0.5B shape, FSDP and DDP, for comparison
@@ -86,6 +86,7 @@ SHAPES = {"large": QWEN_7B, "small": QWEN_05B, "tiny": TINY}
 # The strategies each shape trains with: the large one only sharded (DDP is what does not fit).
 STRATEGIES = {"large": ("fsdp",), "small": ("fsdp", "ddp"), "tiny": ("fsdp", "ddp")}
 SAMPLES_PER_LOG = 8
+POLL_S = 2.0  # how often nvidia-smi is read while a run trains
 CARD_BYTES = 80 * 1024**3  # an 80 GiB card, where nvidia-smi cannot say
 
 
@@ -204,7 +205,10 @@ def build(folder: Path, shape_name: str, words: list[str]) -> int:
 
 
 def train(config: RunConfig, data_dir: Path, timeout: float) -> dict[str, Any]:
-    """Run ``python -m engine train`` in its own process group; its status and wall time."""
+    """Run ``python -m engine train`` in its own process group; its status, wall time and the
+    most memory nvidia-smi saw in use on each GPU meanwhile."""
+    from engine.devices import list_gpus
+
     data_dir.mkdir(parents=True, exist_ok=True)
     path = config.save(data_dir / "config.yaml")
     log = data_dir / "train.log"
@@ -219,17 +223,29 @@ def train(config: RunConfig, data_dir: Path, timeout: float) -> dict[str, Any]:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its accelerate processes share its group: ended together
         )
-        try:
-            code: int | str = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGTERM)
+        used: dict[int, int] = {}
+        code: int | str | None = None
+        while code is None:
+            for gpu in list_gpus():  # every GPU's, not only the main process's
+                used[gpu.index] = max(used.get(gpu.index, 0), gpu.total_bytes - gpu.free_bytes)
             try:
-                proc.wait(timeout=30)
+                code = proc.wait(timeout=POLL_S)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            code = "timeout"
-    result: dict[str, Any] = {"exit": code, "wall_s": round(time.perf_counter() - started, 1)}
+                if time.perf_counter() - started > timeout:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    try:
+                        proc.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait()
+                    code = "timeout"
+    result: dict[str, Any] = {
+        "exit": code,
+        "pid": proc.pid,  # also its process group's id
+        "wall_s": round(time.perf_counter() - started, 1),
+        # nvidia-smi's memory in use: CUDA contexts and the allocator's cache included
+        "max_used_gib_per_gpu": {i: round(b / GIB, 1) for i, b in sorted(used.items())},
+    }
     if code != 0:
         result["log_tail"] = log.read_text(errors="replace")[-2500:]
     return result

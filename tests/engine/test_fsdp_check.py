@@ -95,3 +95,20 @@ def test_read_back_counts_rows_written_twice(tmp_path):
         writer.log(2, {metric_names.REWARD_TOTAL: 0.5})  # a second process's copy
     back = fsdp_check.read_back(tmp_path)
     assert back["duplicate_metric_rows"] == 1 and not back["written_once"]
+
+
+def test_a_run_is_started_watched_and_ended_at_its_time_limit(tmp_path):
+    """The training process runs in its own group: on a machine without GPUs the CLI refuses
+    two GPUs by field (exit code and log tail reported); past the limit the group is ended."""
+    import os
+
+    args = fsdp_check.parse_args(["--model-shape", "tiny"])
+    config = fsdp_check.run_config(args, tmp_path / "model", tmp_path / "p.jsonl", "ddp")
+    refused = fsdp_check.train(config, tmp_path / "refused", timeout=120)
+    assert refused["exit"] not in (0, "timeout")
+    assert "training.num_gpus" in refused["log_tail"]
+    cut = fsdp_check.train(config, tmp_path / "cut", timeout=0.1)
+    assert cut["exit"] == "timeout" and cut["wall_s"] < 60
+    assert cut["max_used_gib_per_gpu"] == {}  # no GPUs here
+    with pytest.raises(ProcessLookupError):  # nothing of its process group is left
+        os.killpg(cut["pid"], 0)
