@@ -377,6 +377,13 @@ class RunConfig:
                 "training.distributed",
                 "fsdp cannot shard 4-bit weights; turn model.load_in_4bit off or use ddp",
             )
+        if self.training.distributed == "fsdp" and self.algorithm == "ppo":
+            # PPO's sampler, reference model and checkpoints read the policy's weights outside
+            # its forward, where FSDP holds only this rank's shard of them.
+            raise ConfigError(
+                "training.distributed",
+                "fsdp is not available for ppo yet; use ddp, or grpo/rloo with fsdp",
+            )
         if self.algorithm == "ppo":
             self.ppo.check_batch(self.completions_per_step // self.training.num_gpus)
 

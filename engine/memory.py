@@ -333,7 +333,8 @@ def estimate(
         activations = (shape.layers * shape.hidden * act + per_token_layer) * b * seq
     else:
         activations = shape.layers * per_token_layer * b * seq
-    fused = shape.fused_head and not (config.algorithm == "ppo" and fsdp)
+    # TRL's kernel scales and soft-caps itself; our PPO needs plain logits and no FSDP
+    fused = config.algorithm != "ppo" or (shape.fused_head and not fsdp)
     completion_tokens = b * completion
     lm_head = HEAD_TILE * act + completion_tokens * shape.hidden * (4 + 2 * act)
     if full:  # the head's weight gradient, accumulated in float32, then cast

@@ -104,6 +104,10 @@ def test_gpu_ids_and_distributed_are_validated():
         RunConfig.from_dict(
             {"model": {"load_in_4bit": True}, "training": {"num_gpus": 2, "distributed": "fsdp"}}
         )
+    with pytest.raises(ConfigError, match="fsdp is not available for ppo yet; use ddp"):
+        RunConfig.from_dict(
+            {"algorithm": "ppo", "training": {"num_gpus": 2, "distributed": "fsdp"}}
+        )
     if not torch.cuda.is_available():
         with pytest.raises(ConfigError, match="GPU 0 is not on this machine, which has no GPU"):
             check_inputs(RunConfig.from_dict({"training": {"gpu_ids": "0"}}))

@@ -3,7 +3,7 @@ monotonic in micro-batch and length, DDP's buckets, FSDP's shards, the default m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 import torch
@@ -152,6 +152,12 @@ def test_ddp_keeps_a_bucket_copy_and_fsdp_shards(qwen05b):
     assert fsdp.terms["fsdp_gathered"] == (root + 2 * shape.layer_parameters) * 2 * 2
     assert shape.layers * shape.layer_parameters + 151936 * 896 + 896 == shape.parameters
     assert not fsdp.static_cache and not fsdp.compiled_layers  # TRL's sampler, eager layers
-    # PPO under FSDP takes the logits path (FSDP gathers the head only in its own forward)
-    ppo = estimate(run("ppo", 16, gpus=2, distributed="fsdp"), shape)
+
+
+def test_a_model_that_scales_its_logits_costs_ppo_the_logits(qwen05b):
+    """PPO's materialised path (TRL's kernel scales and soft-caps the logits itself)."""
+    shape = shape_of(qwen05b, run().model)
+    scaled = replace(shape, fused_head=False)
+    ppo = estimate(run("ppo", 16), scaled)
     assert ppo.terms["lm_head"] == 0 and ppo.terms["logits"] == 3 * 16 * 256 * 151936 * 2
+    assert estimate(run("grpo", 16), scaled).terms["logits"] == 0
