@@ -6,7 +6,9 @@ Per call (one training step's rollout):
    each; their keys/values are copied into the G cache rows that continue them.
 2. The prompt width is rounded up to a bucket of ``PROMPT_BUCKET`` tokens, so the cache shape,
    and the decode graph captured for it, repeat from step to step.
-3. Each decode step is one replay of a CUDA graph of :meth:`StaticDecoder.decode` (on CUDA;
+3. The decode step multiplies by merged copies of the q/k/v and gate/up weights (LoRA merged
+   in; :mod:`engine.generation.decode_weights`), refreshed at each call.
+4. Each decode step is one replay of a CUDA graph of :meth:`StaticDecoder.decode` (on CUDA;
    eager elsewhere), followed by sampling on the device. Finished rows emit padding; the loop
    stops as soon as every row has finished. Before capture the step is compiled by
    ``torch.compile`` (inductor fuses the norms, rotary and gated-MLP element-wise work that
@@ -29,6 +31,7 @@ from typing import Any
 import torch
 
 from engine.generation.cache import StaticKVCache
+from engine.generation.decode_weights import build_decode_weights
 from engine.generation.decoder import StaticDecoder, base_model_of
 from engine.generation.sampler import sample_tokens
 
@@ -45,13 +48,21 @@ PREFILL_TOKENS = 16384
 class Generation:
     """Completions of one call, in the order of the prompts given.
 
-    ``completion_ids[i]`` ends with the end-of-sequence id when one was produced;
-    ``logprobs[i]`` are the sampler's log-probabilities of those tokens (after temperature).
+    ``completion_ids[i]`` ends with the end-of-sequence id when one was produced. On the device,
+    ``token_rows`` (N, T) holds the same tokens (padding past each end) and ``logprob_rows``
+    (N, T) the sampler's log-probabilities of them (after temperature; zero past each end);
+    :attr:`logprobs` gives those as lists.
     """
 
     completion_ids: list[list[int]]
-    logprobs: list[list[float]]
+    token_rows: torch.Tensor
+    logprob_rows: torch.Tensor
     truncated: list[bool]
+
+    @property
+    def logprobs(self) -> list[list[float]]:
+        rows = self.logprob_rows.tolist()
+        return [row[: len(ids)] for row, ids in zip(rows, self.completion_ids, strict=True)]
 
 
 def bucket(width: int, size: int = PROMPT_BUCKET) -> int:
@@ -129,9 +140,14 @@ class GenerationRunner:
     calls while their shape and the model's weights' addresses stay the same."""
 
     def __init__(
-        self, model: Any, use_graphs: bool | None = None, compile_step: bool | None = None
+        self,
+        model: Any,
+        use_graphs: bool | None = None,
+        compile_step: bool | None = None,
+        merge_weights: bool = True,
     ) -> None:
         self.model = model
+        self.merge_weights = merge_weights
         self.decoder = StaticDecoder(model)
         self.device = next(base_model_of(model).parameters()).device
         self.use_graphs = self.device.type == "cuda" if use_graphs is None else use_graphs
@@ -140,14 +156,19 @@ class GenerationRunner:
         self._weights_key: tuple[int, ...] = ()
 
     def release(self) -> None:
-        """Free the cache and the captured graph (the next call allocates them again)."""
+        """Free the cache, the captured graph and the merged weights (the next call allocates
+        them again)."""
         self._graph = None
+        self.decoder.weights = None
 
     def _decode_graph(self, rows: int, length: int, dtype: torch.dtype) -> _DecodeGraph:
         weights_key = tuple(p.data_ptr() for p in self.model.parameters())
         g = self._graph
         if g is None or not g.cache.fits(rows, length, dtype) or weights_key != self._weights_key:
             self._graph = None  # free the old cache before allocating the new one
+            self.decoder.weights = None
+            if self.merge_weights:
+                self.decoder.weights = build_decode_weights(self.decoder.body.layers)
             s = self.decoder.shape
             cache = StaticKVCache(
                 s.num_layers, rows, s.kv_heads, length, s.head_dim, dtype, self.device
@@ -176,7 +197,7 @@ class GenerationRunner:
     ) -> Generation:
         """Sample one completion per prompt in ``prompts`` (token ids; repeats share a prefill)."""
         if not prompts:
-            return Generation([], [], [])
+            return Generation([], torch.zeros(0, 0, dtype=torch.long), torch.zeros(0, 0), [])
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every prompt needs at least one token")
         was_training = self.model.training
@@ -198,6 +219,8 @@ class GenerationRunner:
             # A narrower prompt bucket reuses the wider cache (and its compiled graph).
             width = max(width, old.cache.max_len - max_new_tokens)
         g = self._decode_graph(len(prompts), width + max_new_tokens, dtype)
+        if self.decoder.weights is not None:
+            self.decoder.weights.refresh()  # the optimizer has changed the weights since
         n = len(prompts)
 
         # Prefill each distinct prompt once, in chunks of rows.
@@ -251,12 +274,15 @@ class GenerationRunner:
 
     @staticmethod
     def _collect(tokens: torch.Tensor, logprobs: torch.Tensor, eos_ids: list[int]) -> Generation:
-        eos = set(eos_ids)
-        completion_ids, completion_logprobs, truncated = [], [], []
-        for ids, lps in zip(tokens.tolist(), logprobs.tolist(), strict=True):
-            cut = next((k + 1 for k, t in enumerate(ids) if t in eos), None)
-            end = len(ids) if cut is None else cut
-            completion_ids.append(ids[:end])
-            completion_logprobs.append(lps[:end])
-            truncated.append(cut is None)
-        return Generation(completion_ids, completion_logprobs, truncated)
+        """Cut each row after its first end-of-sequence token (found on the device: one copy
+        of the tokens and their lengths to the host, no per-token Python)."""
+        steps = tokens.shape[1]
+        ends = torch.isin(tokens, torch.tensor(eos_ids or [-1], device=tokens.device))
+        has_end = ends.any(dim=1)
+        lengths = torch.where(has_end, ends.int().argmax(dim=1) + 1, steps).tolist()
+        return Generation(
+            completion_ids=[row[:end] for row, end in zip(tokens.tolist(), lengths, strict=True)],
+            token_rows=tokens,
+            logprob_rows=logprobs,  # the loop wrote zeros past each row's end
+            truncated=(~has_end).tolist(),
+        )

@@ -244,3 +244,115 @@ def test_the_fused_sampler_math_draws_what_the_unfused_one_draws():
     fused = _race(logits, race, 0.7)
     assert torch.equal(fused[0], unfused[0])
     torch.testing.assert_close(fused[1], unfused[1])
+
+
+def test_the_sampler_drawing_its_own_noise_matches_the_softmax_frequencies():
+    from engine.generation.sampler import _race_own_noise
+
+    torch.manual_seed(0)
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0, 0.5]]).repeat(40_000, 1)
+    tokens, logprobs = _race_own_noise(logits, 0.7)
+    expected = torch.softmax(logits[0] / 0.7, dim=-1)
+    freq = torch.bincount(tokens, minlength=5).double() / len(tokens)
+    assert torch.allclose(freq, expected.double(), atol=0.01)
+    torch.testing.assert_close(logprobs, expected.log()[tokens])
+
+
+# ---- the decode step's own pieces -----------------------------------------------------------
+def test_decode_attention_products_equal_torch_attention():
+    from engine.generation.decoder import decode_attention
+
+    torch.manual_seed(0)
+    q, keys, values = torch.randn(3, 2, 7, 16), torch.randn(3, 2, 20, 16), torch.randn(3, 2, 20, 16)
+    mask = torch.rand(3, 1, 1, 20) > 0.4
+    mask[..., 0] = True  # every row sees at least one position, as a prompt guarantees
+    ours = decode_attention(q, keys, values, mask, 0.25)
+    reference = torch.nn.functional.scaled_dot_product_attention(
+        q, keys, values, attn_mask=mask, scale=0.25
+    )
+    torch.testing.assert_close(ours, reference, atol=1e-5, rtol=1e-5)
+
+
+def _qwen2_with_lora(targets):
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(0)
+    base = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE, eos_token_id=1, pad_token_id=0))
+    model = get_peft_model(base, LoraConfig(r=4, target_modules=targets))
+    with torch.no_grad():  # a trained adapter: B is zero at init
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 0.05)
+    return model.eval()
+
+
+@pytest.mark.parametrize("targets", ["all-linear", ["q_proj", "up_proj"]])
+def test_merged_decode_weights_give_the_logits_of_the_modules(targets):
+    """q/k/v and gate/up as one matrix each, LoRA merged in: the same decode step, also after
+    the weights change in place (an optimizer step) and the copies are refreshed."""
+    from engine.generation.cache import StaticKVCache
+    from engine.generation.decode_weights import build_decode_weights
+    from engine.generation.decoder import StaticDecoder
+
+    model = _qwen2_with_lora(targets)
+    decoder = StaticDecoder(model)
+    s = decoder.shape
+    weights = build_decode_weights(decoder.body.layers)
+    assert weights is not None and weights.extra_bytes() > 0
+
+    def step(merged):
+        decoder.weights = weights if merged else None
+        cache = StaticKVCache(s.num_layers, 2, s.kv_heads, 8, s.head_dim, torch.float32, "cpu")
+        valid = torch.zeros(2, 8, dtype=torch.bool)
+        tokens, positions = torch.tensor([5, 9]), torch.tensor([0, 0])
+        with torch.no_grad():
+            first = decoder.decode(cache, tokens, positions, torch.tensor([0]), valid)
+            second = decoder.decode(cache, tokens + 1, positions + 1, torch.tensor([1]), valid)
+        return torch.stack([first, second])
+
+    torch.testing.assert_close(step(True), step(False), atol=1e-5, rtol=1e-4)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_A" in name or "q_proj.base_layer.bias" in name:
+                param.add_(torch.randn_like(param) * 0.1)
+    stale = step(True)
+    weights.refresh()
+    torch.testing.assert_close(step(True), step(False), atol=1e-5, rtol=1e-4)
+    assert not torch.allclose(stale, step(False), atol=1e-4)
+
+
+def test_decode_weights_are_not_built_where_they_do_not_apply(monkeypatch):
+    from peft import LoraConfig, get_peft_model
+
+    from engine.generation import decode_weights
+    from engine.generation.decode_weights import build_decode_weights
+
+    torch.manual_seed(0)
+    plain = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE))
+    assert build_decode_weights(plain.model.layers) is not None
+    dora = get_peft_model(
+        Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)),
+        LoraConfig(r=4, target_modules=["v_proj"], use_dora=True),
+    )
+    assert build_decode_weights(dora.get_base_model().model.layers) is None
+    monkeypatch.setattr(decode_weights, "MAX_COPY_BYTES", 1000)
+    assert build_decode_weights(plain.model.layers) is None
+
+
+def test_sampler_rows_line_up_with_trls_completions_or_are_refused():
+    from engine.generation.runner import Generation
+    from engine.generation.trl_hook import sampler_rows
+
+    sampled = Generation(
+        completion_ids=[[5, 6, 1], [7]],
+        token_rows=torch.tensor([[5, 6, 1], [7, 0, 0]]),
+        logprob_rows=torch.tensor([[-0.5, -1.0, -2.0], [-0.25, 0.0, 0.0]]),
+        truncated=[False, True],
+    )
+    ids = torch.tensor([[5, 6, 1, 0], [7, 0, 0, 0]])  # TRL pads to its own width
+    mask = torch.tensor([[1, 1, 1, 0], [1, 0, 0, 0]])
+    rows = sampler_rows(sampled, ids, mask)
+    assert rows.tolist() == [[-0.5, -1.0, -2.0, 0.0], [-0.25, 0.0, 0.0, 0.0]]
+    shuffled = ids.flip(0)  # rows in another order: not the sampler's
+    assert sampler_rows(sampled, shuffled, mask.flip(0)) is None
+    assert sampler_rows(sampled, ids[:1], mask[:1]) is None

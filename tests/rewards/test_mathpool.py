@@ -75,3 +75,13 @@ def test_a_call_deadline_bounds_a_batch_of_slow_answers():
         assert pool.check_many([(r"\frac{1}{2}", "0.5")])[0].equal
     finally:
         pool.close()
+
+
+def test_default_workers_follow_the_cores_within_bounds():
+    from rewards.mathpool import default_workers
+
+    assert default_workers(1) == 1
+    assert default_workers(2) == 2  # this CI machine: as before
+    assert default_workers(3) == 2
+    assert default_workers(16) == 8  # a GPU host: a step's rewards split eight ways
+    assert default_workers(128) == 8
