@@ -6,7 +6,7 @@ import time
 from rewards.composer import score
 from rewards.deadline import call_deadline
 from rewards.mathcheck import check
-from rewards.mathpool import InProcessChecker, MathPool
+from rewards.mathpool import InProcessChecker, MathPool, default_workers
 from rewards.spec import PRESETS
 
 
@@ -78,8 +78,6 @@ def test_a_call_deadline_bounds_a_batch_of_slow_answers():
 
 
 def test_default_workers_follow_the_cores_within_bounds():
-    from rewards.mathpool import default_workers
-
     assert default_workers(1) == 1
     assert default_workers(2) == 2  # this CI machine: as before
     assert default_workers(3) == 2
