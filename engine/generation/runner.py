@@ -78,21 +78,82 @@ def distinct_prompts(prompts: Sequence[Sequence[int]]) -> tuple[list[list[int]],
     return [list(p) for p in index], sources
 
 
+@dataclass(frozen=True)
+class SamplingSpec:
+    """What a token step needs besides the logits; a captured step is recorded for one."""
+
+    temperature: float
+    top_p: float
+    pad_id: int
+    eos_ids: tuple[int, ...]
+    max_new_tokens: int
+
+
+class _TokenBuffers:
+    """The loop's record on the device: sampled tokens and log-probabilities by column, which
+    rows have finished, and the next column."""
+
+    def __init__(self, rows: int, spec: SamplingSpec, device: torch.device) -> None:
+        shape = (rows, spec.max_new_tokens)
+        self.out_tokens = torch.full(shape, spec.pad_id, dtype=torch.long, device=device)
+        self.out_logprobs = torch.zeros(shape, dtype=torch.float32, device=device)
+        self.done = torch.zeros(rows, dtype=torch.bool, device=device)
+        self.column = torch.zeros(1, dtype=torch.long, device=device)
+        self.eos = torch.tensor(spec.eos_ids or (-1,), dtype=torch.long, device=device)
+
+    def reset(self, pad_id: int) -> None:
+        self.out_tokens.fill_(pad_id)
+        self.out_logprobs.zero_()
+        self.done.zero_()
+        self.column.zero_()
+
+
+def record_token(
+    logits: torch.Tensor,
+    spec: SamplingSpec,
+    buffers: _TokenBuffers,
+    generator: torch.Generator | None,
+    fused: bool,
+) -> torch.Tensor:
+    """Sample the next token of each row, write it and its log-probability into the buffers'
+    current column (padding for finished rows) and move to the next column. No host sync."""
+    tokens, logprobs = sample_tokens(logits, spec.temperature, spec.top_p, generator, fused=fused)
+    tokens = tokens.masked_fill(buffers.done, spec.pad_id)
+    buffers.out_tokens.index_copy_(1, buffers.column, tokens[:, None])
+    buffers.out_logprobs.index_copy_(
+        1, buffers.column, logprobs.masked_fill(buffers.done, 0)[:, None]
+    )
+    buffers.done |= torch.isin(tokens, buffers.eos)
+    buffers.column += 1
+    return tokens
+
+
 class _DecodeGraph:
-    """Static inputs, the captured decode step and its output buffer for one cache shape."""
+    """Static inputs of the decode step and, on CUDA, its captured graph, for one cache shape.
+
+    With a :class:`SamplingSpec` the graph holds a whole token step (decode, sample, record,
+    advance), so each token is one replay; without one (a seeded generator) only the decode.
+    """
 
     def __init__(
-        self, decoder: StaticDecoder, cache: StaticKVCache, use_graph: bool, compile_step: bool
+        self,
+        decoder: StaticDecoder,
+        cache: StaticKVCache,
+        use_graph: bool,
+        compile_step: bool,
+        sampling: SamplingSpec | None,
     ) -> None:
         device = cache.keys[0].device
         n, length = cache.num_rows, cache.max_len
-        self.decoder, self.cache = decoder, cache
+        self.decoder, self.cache, self.sampling = decoder, cache, sampling
         self.tokens = torch.zeros(n, dtype=torch.long, device=device)
         self.positions = torch.zeros(n, dtype=torch.long, device=device)
         self.slot = torch.zeros(1, dtype=torch.long, device=device)
         self.valid = torch.zeros(n, length, dtype=torch.bool, device=device)
+        self.buffers = None if sampling is None else _TokenBuffers(n, sampling, device)
         self.graph: torch.cuda.CUDAGraph | None = None
         self.logits: torch.Tensor | None = None
+        self.fused_sampler = compile_step
         self._compiled = torch.compile(self._step, dynamic=False) if compile_step else None
         if use_graph:
             self._capture()
@@ -109,30 +170,59 @@ class _DecodeGraph:
                 self._compiled = None
         return self._step()
 
+    def _token_step(self) -> None:
+        tokens = record_token(
+            self._fused_step(), self.sampling, self.buffers, None, self.fused_sampler
+        )
+        self.advance(tokens)
+
+    def advance(self, tokens: torch.Tensor) -> None:
+        """Feed ``tokens`` to the next decode step, one position further on."""
+        self.tokens.copy_(tokens)
+        self.positions += 1
+        self.slot += 1
+
     def _capture(self) -> None:
         # Warm up on a side stream (lazy kernel and workspace set-up), then record one step.
-        # The garbage these steps write to the cache is overwritten before it is ever read.
+        # The garbage these steps write is overwritten before it is ever read.
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         started = time.perf_counter()
         with torch.cuda.stream(stream):
             for _ in range(3):
-                self._fused_step()
+                self.slot.zero_()
+                if self.buffers is None:
+                    self._fused_step()
+                else:
+                    self.buffers.column.zero_()
+                    self._token_step()
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
-            self.logits = self._compiled() if self._compiled is not None else self._step()
+            if self.buffers is None:
+                self.logits = self._fused_step()
+            else:
+                self._token_step()
         logger.info(
-            "Captured the decode step (%s) in %.1f s",
+            "Captured the %s step (%s) in %.1f s",
+            "decode" if self.buffers is None else "token",
             "compiled" if self._compiled is not None else "eager",
             time.perf_counter() - started,
         )
 
     def run(self) -> torch.Tensor:
+        """One decode step's logits (a graph without sampling, or eager)."""
         if self.graph is None:
             return self._step()
         self.graph.replay()
         return self.logits
+
+    def run_token(self) -> None:
+        """One whole token step (a graph with sampling, or eager)."""
+        if self.graph is None:
+            self._token_step()
+        else:
+            self.graph.replay()
 
 
 class GenerationRunner:
@@ -161,10 +251,17 @@ class GenerationRunner:
         self._graph = None
         self.decoder.weights = None
 
-    def _decode_graph(self, rows: int, length: int, dtype: torch.dtype) -> _DecodeGraph:
+    def _decode_graph(
+        self, rows: int, length: int, dtype: torch.dtype, sampling: SamplingSpec | None
+    ) -> _DecodeGraph:
         weights_key = tuple(p.data_ptr() for p in self.model.parameters())
         g = self._graph
-        if g is None or not g.cache.fits(rows, length, dtype) or weights_key != self._weights_key:
+        if (
+            g is None
+            or not g.cache.fits(rows, length, dtype)
+            or g.sampling != sampling
+            or weights_key != self._weights_key
+        ):
             self._graph = None  # free the old cache before allocating the new one
             self.decoder.weights = None
             if self.merge_weights:
@@ -173,7 +270,9 @@ class GenerationRunner:
             cache = StaticKVCache(
                 s.num_layers, rows, s.kv_heads, length, s.head_dim, dtype, self.device
             )
-            self._graph = _DecodeGraph(self.decoder, cache, self.use_graphs, self.compile_step)
+            self._graph = _DecodeGraph(
+                self.decoder, cache, self.use_graphs, self.compile_step, sampling
+            )
             self._weights_key = weights_key
             logger.info(
                 "Decode %s for %d rows x %d positions",
@@ -218,10 +317,18 @@ class GenerationRunner:
         if old is not None and old.cache.num_rows == len(prompts):
             # A narrower prompt bucket reuses the wider cache (and its compiled graph).
             width = max(width, old.cache.max_len - max_new_tokens)
-        g = self._decode_graph(len(prompts), width + max_new_tokens, dtype)
+        spec = SamplingSpec(temperature, top_p, pad_id, tuple(eos_ids), max_new_tokens)
+        generator = None
+        if seed is not None and temperature > 0:
+            generator = torch.Generator(device=device).manual_seed(seed)
+        # A seeded generator cannot live in a captured graph: then only the decode is captured.
+        g = self._decode_graph(
+            len(prompts), width + max_new_tokens, dtype, spec if generator is None else None
+        )
         if self.decoder.weights is not None:
             self.decoder.weights.refresh()  # the optimizer has changed the weights since
-        n = len(prompts)
+        buffers = g.buffers or _TokenBuffers(len(prompts), spec, device)
+        buffers.reset(pad_id)
 
         # Prefill each distinct prompt once, in chunks of rows.
         ids = torch.full((len(distinct), width), pad_id, dtype=torch.long)
@@ -244,33 +351,22 @@ class GenerationRunner:
 
         g.valid.zero_()
         g.valid[:, :width] = valid[source_of]
-        prompt_lengths = torch.tensor([len(p) for p in prompts], dtype=torch.long, device=device)
-        generator = None
-        if seed is not None and temperature > 0:
-            generator = torch.Generator(device=device).manual_seed(seed)
-        eos = torch.tensor(eos_ids or [-1], dtype=torch.long, device=device)
-        out_tokens = torch.full((n, max_new_tokens), pad_id, dtype=torch.long, device=device)
-        out_logprobs = torch.zeros((n, max_new_tokens), dtype=torch.float32, device=device)
-        done = torch.zeros(n, dtype=torch.bool, device=device)
-        steps = 0
-        for t in range(max_new_tokens):
-            tokens, logprobs = sample_tokens(
-                logits, temperature, top_p, generator, fused=self.compile_step
-            )
-            tokens = tokens.masked_fill(done, pad_id)
-            out_tokens[:, t] = tokens
-            out_logprobs[:, t] = logprobs.masked_fill(done, 0.0)
-            done |= torch.isin(tokens, eos)
-            steps = t + 1
-            if t + 1 == max_new_tokens:
+        fused = self.compile_step
+        g.tokens.copy_(record_token(logits, spec, buffers, generator, fused))
+        g.positions.copy_(torch.tensor([len(p) for p in prompts], device=device))
+        g.slot.fill_(width)
+        steps = 1
+        while steps < max_new_tokens:
+            if steps % FINISH_CHECK_EVERY == 0 and bool(buffers.done.all()):
                 break
-            if (t + 1) % FINISH_CHECK_EVERY == 0 and bool(done.all()):
-                break
-            g.tokens.copy_(tokens)
-            g.positions.copy_(prompt_lengths + t)
-            g.slot.fill_(width + t)
-            logits = g.run()
-        return self._collect(out_tokens[:, :steps], out_logprobs[:, :steps], eos_ids)
+            if g.sampling is not None:
+                g.run_token()
+            else:
+                g.advance(record_token(g.run(), spec, buffers, generator, fused))
+            steps += 1
+        return self._collect(
+            buffers.out_tokens[:, :steps], buffers.out_logprobs[:, :steps], eos_ids
+        )
 
     @staticmethod
     def _collect(tokens: torch.Tensor, logprobs: torch.Tensor, eos_ids: list[int]) -> Generation:
@@ -282,7 +378,8 @@ class GenerationRunner:
         lengths = torch.where(has_end, ends.int().argmax(dim=1) + 1, steps).tolist()
         return Generation(
             completion_ids=[row[:end] for row, end in zip(tokens.tolist(), lengths, strict=True)],
-            token_rows=tokens,
-            logprob_rows=logprobs,  # the loop wrote zeros past each row's end
+            # Copies: the loop's buffers are reused by the next call.
+            token_rows=tokens.clone(),
+            logprob_rows=logprobs.clone(),  # the loop wrote zeros past each row's end
             truncated=(~has_end).tolist(),
         )

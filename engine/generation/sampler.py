@@ -35,25 +35,10 @@ def _race(
     return tokens, logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
 
 
-def _race_own_noise(logits: torch.Tensor, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`_race` drawing its own noise: ``argmax_i (log p_i - log E_i)`` with
-    ``E_i = -log U_i``, which compiled draws ``U`` inside the kernel instead of filling a
-    (N, V) float32 buffer first."""
-    logp = torch.log_softmax(logits.float() / temperature, dim=-1)  # (N, V)
-    race = -torch.log(torch.rand_like(logp))
-    tokens = (logp - torch.log(race)).argmax(dim=-1)
-    return tokens, logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-
-
 @functools.cache
 def _fused_race():
     """:func:`_race` compiled: two passes over the logits instead of one kernel per operation."""
     return torch.compile(_race, dynamic=False)
-
-
-@functools.cache
-def _fused_race_own_noise():
-    return torch.compile(_race_own_noise, dynamic=False)
 
 
 def sample_tokens(
@@ -70,12 +55,9 @@ def sample_tokens(
         ``log_softmax(logits / temperature)`` (before the nucleus cut), which is what the
         trainer recomputes, so the two can be compared. ``temperature == 0`` is greedy, with
         log-probabilities at temperature 1. ``fused`` runs plain temperature sampling through
-        ``torch.compile`` (for the GPU decode loop; with a ``generator``, the same draws as
-        unfused; without one, the noise is drawn inside the kernel).
+        ``torch.compile`` (for the GPU decode loop; the same draws as unfused).
     """
     if fused and temperature > 0 and top_p >= 1.0:
-        if generator is None:
-            return _fused_race_own_noise()(logits, temperature)
         race = torch.empty(logits.shape, dtype=torch.float32, device=logits.device)
         return _fused_race()(logits, race.exponential_(1.0, generator=generator), temperature)
     scaled = logits.float()

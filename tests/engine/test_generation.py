@@ -246,18 +246,6 @@ def test_the_fused_sampler_math_draws_what_the_unfused_one_draws():
     torch.testing.assert_close(fused[1], unfused[1])
 
 
-def test_the_sampler_drawing_its_own_noise_matches_the_softmax_frequencies():
-    from engine.generation.sampler import _race_own_noise
-
-    torch.manual_seed(0)
-    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0, 0.5]]).repeat(40_000, 1)
-    tokens, logprobs = _race_own_noise(logits, 0.7)
-    expected = torch.softmax(logits[0] / 0.7, dim=-1)
-    freq = torch.bincount(tokens, minlength=5).double() / len(tokens)
-    assert torch.allclose(freq, expected.double(), atol=0.01)
-    torch.testing.assert_close(logprobs, expected.log()[tokens])
-
-
 # ---- the decode step's own pieces -----------------------------------------------------------
 def test_decode_attention_products_equal_torch_attention():
     from engine.generation.decoder import decode_attention
