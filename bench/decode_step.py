@@ -3,8 +3,8 @@
 Builds the same random-init Qwen2.5-0.5B-shape model as ``gpu_throughput.py`` and times, with
 CUDA events, per variant of the decode step (:data:`VARIANTS`: torch's attention or ours, merged
 projections or the modules'): the whole ``GenerationRunner.generate`` of 256 rows x 256 tokens
-and one token step (decode, sample, record: one graph) replayed alone; then the sampler alone
-and one layer's attention alone.
+and one token step (decode, sample, record: one graph) replayed alone; then the sampler alone,
+and the attention kernel checked against the products.
 
     python bench/decode_step.py --profile
 """
@@ -40,32 +40,33 @@ def cuda_ms(fn, repeat: int) -> float:
 
 VARIANTS = {  # name: (attention, merged projections)
     "sdpa": ("sdpa", False),
-    "products": ("products", False),
     "products_merged": ("products", True),
+    "kernel_merged": ("kernel", True),
 }
 
 
-def attention_ms(rows: int, length: int) -> dict[str, float]:
-    """One layer's decode attention alone at the 0.5B shape (2 key/value heads of 7 queries)."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+def attention_check(rows: int, length: int) -> dict[str, float]:
+    """The Triton decode-attention kernel against the batched products in float32, on random
+    bf16 inputs with left padding and a slot mid-cache; raises when they disagree."""
+    from engine.generation import attention_kernel
 
     q = torch.randn(rows, 2, 7, 64, device="cuda", dtype=torch.bfloat16)
     keys, values = (
         torch.randn(rows, 2, length, 64, device="cuda", dtype=torch.bfloat16) for _ in "kv"
     )
-    mask = torch.rand(rows, 1, 1, length, device="cuda") > 0.3
-    sdpa = torch.nn.functional.scaled_dot_product_attention
-    out = {"attention_sdpa_default_us": cuda_ms(lambda: sdpa(q, keys, values, attn_mask=mask), 50)}
-    for name, backend in (("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH)):
-        with sdpa_kernel(backend):
-            out[f"attention_sdpa_{name}_us"] = cuda_ms(
-                lambda: sdpa(q, keys, values, attn_mask=mask), 50
-            )
-    products = torch.compile(decoder.decode_attention, dynamic=False)
-    out["attention_products_compiled_us"] = cuda_ms(
-        lambda: products(q, keys, values, mask, 0.125), 50
+    slot = length // 2
+    valid = torch.zeros(rows, length, dtype=torch.bool, device="cuda")
+    valid[:, 20 : slot + 1] = True
+    valid[::3, 20:40] = False
+    slot_t = torch.tensor([slot], device="cuda")
+    ours = attention_kernel.custom_op()(q, keys, values, valid, slot_t, 0.125).float()
+    reference = decoder.decode_attention(
+        q.float(), keys.float(), values.float(), valid, slot_t, 0.125
     )
-    return {k: round(v * 1000, 1) for k, v in out.items()}
+    error = (ours - reference).abs().max().item()
+    if not error < 5e-2:
+        raise AssertionError(f"decode attention kernel differs from the products by {error}")
+    return {"attention_kernel_max_abs_error": round(error, 5)}
 
 
 def measure(args, model, prompts, variant: str, gen) -> dict[str, float]:
@@ -135,7 +136,7 @@ def main() -> None:
     result["sampler_top_p_ms"] = round(
         cuda_ms(lambda: sample_tokens(logits, 0.8, 0.95, gen), 20), 3
     )
-    result |= attention_ms(args.rows, 64 + args.tokens)
+    result |= attention_check(args.rows, 64 + args.tokens)
     result["weights_gb"] = round(sum(p.nbytes for p in model.parameters()) / 1e9, 3)
     print(json.dumps(result))
 

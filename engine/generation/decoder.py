@@ -16,12 +16,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.generation import attention_kernel
 from engine.generation.cache import StaticKVCache
 from engine.generation.decode_weights import DecodeWeights, LayerWeights
 
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
-# "products" (:func:`decode_attention`'s own) or "sdpa" (torch's, for comparison in benchmarks).
-DECODE_ATTENTION = "products"
+# How :func:`decode_attention` computes: "kernel" (Triton on CUDA, else "products"), "products"
+# (two batched products) or "sdpa" (torch's attention; for comparison in benchmarks).
+DECODE_ATTENTION = "kernel"
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -84,6 +86,10 @@ class StaticDecoder:
         self.scaling = getattr(attn, "scaling", head_dim**-0.5)
         # Merged projections for the decode step; set by the runner (see decode_weights).
         self.weights: DecodeWeights | None = None
+        on_cuda = next(base.parameters()).is_cuda
+        self.attention_op = (
+            attention_kernel.custom_op() if on_cuda and attention_kernel.available() else None
+        )
 
     def _qkv(
         self, layer: nn.Module, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
@@ -170,7 +176,6 @@ class StaticDecoder:
         n = tokens.shape[0]
         s = self.shape
         valid.index_fill_(1, slot, True)
-        mask = valid[:, None, None, :]  # (N, 1, 1, L)
         h = self.body.embed_tokens(tokens[:, None])  # (N, 1, d)
         cos, sin = self.body.rotary_emb(h, positions[:, None])
         for i, layer in enumerate(self.body.layers):
@@ -184,7 +189,7 @@ class StaticDecoder:
             # Grouped-query attention without copying the cache: the query heads that share a
             # key/value head become that head's query rows, (N, Hkv, G, D).
             q = q.reshape(n, s.kv_heads, s.q_heads // s.kv_heads, s.head_dim)
-            out = decode_attention(q, keys, values, mask, self.scaling)
+            out = decode_attention(q, keys, values, valid, slot, self.scaling, self.attention_op)
             out = out.reshape(n, 1, s.q_heads * s.head_dim)
             if merged is None:
                 h = self._block_rest(layer, h, out)
@@ -194,16 +199,28 @@ class StaticDecoder:
 
 
 def decode_attention(
-    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, scale: float
+    q: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    valid: torch.Tensor,
+    slot: torch.Tensor,
+    scale: float,
+    kernel: Any = None,
 ) -> torch.Tensor:
-    """Softmax attention of a few query rows per key/value head over the whole cache.
+    """Softmax attention of a few query rows per key/value head over the cache.
 
-    q (N, Hkv, G, D); keys/values (N, Hkv, L, D); mask (N, 1, 1, L) True where a position holds
-    a token. Written as two batched products around a float32 softmax (Vaswani et al. 2017,
-    eq. 1): with G = 7 rows and a few hundred keys, kernels built for long queries waste their
-    tiles (on an H100 at 256 rows x 320 positions, cuDNN's flash kernel took 33 us a layer, these
-    two products and the softmax inductor fuses between them 27 us; bench/decode_step.py).
+    q (N, Hkv, G, D); keys/values (N, Hkv, L, D); valid (N, L) True where a position holds a
+    token, none past ``slot`` (1,). With ``kernel`` (:func:`attention_kernel.custom_op`, on
+    CUDA), one Triton kernel that reads only the positions up to the slot. Otherwise two batched
+    products
+    around a float32 softmax (Vaswani et al. 2017, eq. 1): with G = 7 rows and a few hundred
+    keys, kernels built for long queries waste their tiles (on an H100 at 256 rows x 320
+    positions, cuDNN's flash kernel took 33 us a layer, these products and the softmax inductor
+    fuses between them 27 us; bench/decode_step.py).
     """
+    if kernel is not None and DECODE_ATTENTION == "kernel" and attention_kernel.supports(q, keys):
+        return kernel(q, keys, values, valid, slot, scale)
+    mask = valid[:, None, None, :]
     if DECODE_ATTENTION == "sdpa":
         return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scale)
     scores = torch.matmul(q, keys.transpose(-1, -2)).float() * scale  # (N, Hkv, G, L)

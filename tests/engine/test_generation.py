@@ -252,11 +252,12 @@ def test_decode_attention_products_equal_torch_attention():
 
     torch.manual_seed(0)
     q, keys, values = torch.randn(3, 2, 7, 16), torch.randn(3, 2, 20, 16), torch.randn(3, 2, 20, 16)
-    mask = torch.rand(3, 1, 1, 20) > 0.4
-    mask[..., 0] = True  # every row sees at least one position, as a prompt guarantees
-    ours = decode_attention(q, keys, values, mask, 0.25)
+    valid = torch.rand(3, 20) > 0.4
+    valid[:, 0] = True  # every row sees at least one position, as a prompt guarantees
+    valid[:, 15:] = False  # nothing written past the slot
+    ours = decode_attention(q, keys, values, valid, torch.tensor([14]), 0.25)
     reference = torch.nn.functional.scaled_dot_product_attention(
-        q, keys, values, attn_mask=mask, scale=0.25
+        q, keys, values, attn_mask=valid[:, None, None, :], scale=0.25
     )
     torch.testing.assert_close(ours, reference, atol=1e-5, rtol=1e-5)
 
@@ -344,3 +345,29 @@ def test_sampler_rows_line_up_with_trls_completions_or_are_refused():
     shuffled = ids.flip(0)  # rows in another order: not the sampler's
     assert sampler_rows(sampled, shuffled, mask.flip(0)) is None
     assert sampler_rows(sampled, ids[:1], mask[:1]) is None
+
+
+@pytest.mark.parametrize(("group", "length", "first", "slot"), [(7, 130, 70, 100), (1, 64, 0, 63)])
+def test_the_decode_attention_kernel_equals_the_products(monkeypatch, group, length, first, slot):
+    """The Triton kernel in Triton's interpreter (on the CPU, float16), against the batched
+    products in float32: a whole block of left padding, a hole, nothing read past the slot."""
+    pytest.importorskip("triton")
+    from engine.generation import attention_kernel
+    from engine.generation.decoder import decode_attention
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    attention_kernel._kernel.cache_clear()
+    torch.manual_seed(0)
+    n, heads, dim = 2, 2, 32
+    q = torch.randn(n, heads, group, dim).half()
+    keys, values = (torch.randn(n, heads, length, dim).half() for _ in range(2))
+    valid = torch.zeros(n, length, dtype=torch.bool)
+    valid[:, first : slot + 1] = True
+    valid[0, first + 3] = False
+    keys[:, :, slot + 1 :] = float("nan")  # past the slot: must not be read
+    out = torch.full_like(q, float("nan"))
+    attention_kernel.launch(q, keys, values, valid, torch.tensor([slot]), 0.125, out)
+    attention_kernel._kernel.cache_clear()
+    k32, v32 = keys.float().nan_to_num(), values.float()
+    reference = decode_attention(q.float(), k32, v32, valid, torch.tensor([slot]), 0.125)
+    torch.testing.assert_close(out.float(), reference, atol=2e-3, rtol=2e-3)
