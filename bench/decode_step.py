@@ -71,6 +71,7 @@ def attention_check(rows: int, length: int) -> dict[str, float]:
 
 def measure(args, model, prompts, variant: str, gen) -> dict[str, float]:
     attention, merged = VARIANTS[variant]
+    torch._dynamo.reset()  # each variant compiles afresh, not against the last one's guards
     decoder.DECODE_ATTENTION = attention
     runner = GenerationRunner(model, merge_weights=merged)
     kwargs = dict(max_new_tokens=args.tokens, temperature=0.8, top_p=1.0, eos_ids=[], pad_id=0)

@@ -81,7 +81,8 @@ def _kernel():
                 mask=inside[:, None],
                 other=0.0,
             )
-            s = tl.dot(q, tl.trans(k)) * scale  # (block_g, block_l), float32
+            # float32 throughout: a Python float reaches the compiled kernel as a double.
+            s = (tl.dot(q, tl.trans(k)) * scale).to(tl.float32)  # (block_g, block_l)
             s = tl.where(ok[None, :], s, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(s, 1))
             # A block of left padding only: keep the running sums as they are (no NaN).
