@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
 import functools
 import json
 import logging
@@ -100,7 +101,9 @@ def install(clock: PhaseClock, algorithm: str) -> None:
             setattr(module, owner, clock.wrap(owner, getattr(module, owner)))
 
 
-def run_grpo(config, model, tokenizer, rows, out: Path, clock: PhaseClock, profile) -> None:
+def run_grpo(
+    config, model, tokenizer, rows, out: Path, clock: PhaseClock, profile, cprofile
+) -> None:
     from datasets import Dataset
     from transformers import TrainerCallback
 
@@ -114,6 +117,8 @@ def run_grpo(config, model, tokenizer, rows, out: Path, clock: PhaseClock, profi
 
         def on_step_end(self, args, state, control, **kwargs):
             clock.end_step()
+            if cprofile is not None and state.global_step == 1:
+                cprofile.enable()
 
     trainer = build_trl_trainer(
         config, model, tokenizer, Dataset.from_list(for_trainer(tokenizer, rows)), str(out), []
@@ -122,7 +127,9 @@ def run_grpo(config, model, tokenizer, rows, out: Path, clock: PhaseClock, profi
     trainer.train()
 
 
-def run_ppo(config, model, tokenizer, rows, out: Path, clock: PhaseClock, profile) -> None:
+def run_ppo(
+    config, model, tokenizer, rows, out: Path, clock: PhaseClock, profile, cprofile
+) -> None:
     from engine.stop_request import StopRequest
     from engine.trainers.ppo import PPOTrainer
 
@@ -138,6 +145,8 @@ def run_ppo(config, model, tokenizer, rows, out: Path, clock: PhaseClock, profil
             profile.__enter__()
         trainer.train_step(step)
         clock.end_step()
+        if cprofile is not None and step == 1:
+            cprofile.enable()
 
 
 def main() -> None:
@@ -150,6 +159,10 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=24)
     parser.add_argument("--micro-batch", type=int, default=64)
     parser.add_argument("--profile-dir", type=Path, default=None)
+    parser.add_argument(
+        "--cprofile", type=Path, default=None, help="write a cProfile of the steps after the first"
+    )
+    parser.set_defaults(gpus=1)  # run_config's field: this script runs in one process
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -181,7 +194,11 @@ def main() -> None:
         rows = load_rows(config.data)
         run = run_grpo if args.algorithm == "grpo" else run_ppo
         clock.step_started = time.perf_counter()
-        run(config, model, tokenizer, rows, work / "run", clock, profile)
+        cprofile = cProfile.Profile() if args.cprofile is not None else None
+        run(config, model, tokenizer, rows, work / "run", clock, profile, cprofile)
+        if cprofile is not None:
+            cprofile.disable()
+            cprofile.dump_stats(args.cprofile)
         if args.profile_dir is not None:
             profile.__exit__(None, None, None)
             args.profile_dir.mkdir(parents=True, exist_ok=True)

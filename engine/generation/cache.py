@@ -39,8 +39,10 @@ class StaticKVCache:
 
         ``key``/``value``: (N, H_kv, 1, D). Returns the layer's whole buffers.
         """
-        self.keys[layer].index_copy_(2, slot, key)
-        self.values[layer].index_copy_(2, slot, value)
+        # Indexed assignment, as gpt-fast writes its cache: inductor lowers it to a store of the
+        # new entries, where index_copy_ fused with the rotary could rewrite the whole buffer.
+        self.keys[layer][:, :, slot] = key
+        self.values[layer][:, :, slot] = value
         return self.keys[layer], self.values[layer]
 
     def write_prefix(

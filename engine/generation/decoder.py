@@ -16,9 +16,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.generation import attention_kernel
 from engine.generation.cache import StaticKVCache
+from engine.generation.decode_weights import DecodeWeights, LayerWeights
 
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
+# How :func:`decode_attention` computes: "kernel" (Triton on CUDA, else "products"), "products"
+# (two batched products) or "sdpa" (torch's attention; for comparison in benchmarks).
+DECODE_ATTENTION = "kernel"
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -79,6 +84,12 @@ class StaticDecoder:
         kv_heads = getattr(config, "num_key_value_heads", None) or q_heads
         self.shape = DecoderShape(len(self.body.layers), q_heads, kv_heads, head_dim)
         self.scaling = getattr(attn, "scaling", head_dim**-0.5)
+        # Merged projections for the decode step; set by the runner (see decode_weights).
+        self.weights: DecodeWeights | None = None
+        on_cuda = next(base.parameters()).is_cuda
+        self.attention_op = (
+            attention_kernel.custom_op() if on_cuda and attention_kernel.available() else None
+        )
 
     def _qkv(
         self, layer: nn.Module, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
@@ -126,6 +137,28 @@ class StaticDecoder:
             h = self._block_rest(layer, h, out.transpose(1, 2).reshape(u, p, -1))
         return self.lm_head(self.body.norm(h[:, -1:]))[:, 0]
 
+    def _merged_qkv(
+        self, weights: LayerWeights, layer: nn.Module, x: torch.Tensor, cos, sin
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`_qkv` through the layer's one q/k/v matrix."""
+        attn, (n, s, _), shape = layer.self_attn, x.shape, self.shape
+        qkv = F.linear(x, weights.qkv.weight, weights.qkv.bias)
+        widths = (shape.q_heads * shape.head_dim, *(2 * [shape.kv_heads * shape.head_dim]))
+        q, k, v = (t.view(n, s, -1, shape.head_dim) for t in qkv.split(widths, dim=-1))
+        if hasattr(attn, "q_norm"):
+            q, k = attn.q_norm(q), attn.k_norm(k)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v
+
+    def _merged_rest(
+        self, weights: LayerWeights, layer: nn.Module, h: torch.Tensor, attn_out: torch.Tensor
+    ) -> torch.Tensor:
+        """:meth:`_block_rest` through the layer's merged matrices (o, gate/up, down)."""
+        h = h + F.linear(attn_out, weights.o.weight, weights.o.bias)
+        x = layer.post_attention_layernorm(h)
+        gate, up = F.linear(x, weights.gate_up.weight, weights.gate_up.bias).chunk(2, dim=-1)
+        return h + F.linear(layer.mlp.act_fn(gate) * up, weights.down.weight, weights.down.bias)
+
     def decode(
         self,
         cache: StaticKVCache,
@@ -138,21 +171,58 @@ class StaticDecoder:
 
         Marks ``slot`` valid, appends each row's key/value there and returns the next logits
         (N, V). No host synchronisation and fixed shapes, so it can be captured as a graph.
+        Uses :attr:`weights` (merged projections) when set, else the layers' own modules.
         """
         n = tokens.shape[0]
         s = self.shape
         valid.index_fill_(1, slot, True)
-        mask = valid[:, None, None, :]  # (N, 1, 1, L)
         h = self.body.embed_tokens(tokens[:, None])  # (N, 1, d)
         cos, sin = self.body.rotary_emb(h, positions[:, None])
         for i, layer in enumerate(self.body.layers):
-            q, k, v = self._qkv(layer, layer.input_layernorm(h), cos, sin)
+            x = layer.input_layernorm(h)
+            merged = None if self.weights is None else self.weights.layers[i]
+            if merged is None:
+                q, k, v = self._qkv(layer, x, cos, sin)
+            else:
+                q, k, v = self._merged_qkv(merged, layer, x, cos, sin)
             keys, values = cache.write_step(i, k, v, slot)
             # Grouped-query attention without copying the cache: the query heads that share a
             # key/value head become that head's query rows, (N, Hkv, G, D).
             q = q.reshape(n, s.kv_heads, s.q_heads // s.kv_heads, s.head_dim)
-            out = F.scaled_dot_product_attention(
-                q, keys, values, attn_mask=mask, scale=self.scaling
-            )
-            h = self._block_rest(layer, h, out.reshape(n, 1, s.q_heads * s.head_dim))
+            out = decode_attention(q, keys, values, valid, slot, self.scaling, self.attention_op)
+            out = out.reshape(n, 1, s.q_heads * s.head_dim)
+            if merged is None:
+                h = self._block_rest(layer, h, out)
+            else:
+                h = self._merged_rest(merged, layer, h, out)
         return self.lm_head(self.body.norm(h))[:, 0]
+
+
+def decode_attention(
+    q: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    valid: torch.Tensor,
+    slot: torch.Tensor,
+    scale: float,
+    kernel: Any = None,
+) -> torch.Tensor:
+    """Softmax attention of a few query rows per key/value head over the cache.
+
+    q (N, Hkv, G, D); keys/values (N, Hkv, L, D); valid (N, L) True where a position holds a
+    token, none past ``slot`` (1,). With ``kernel`` (:func:`attention_kernel.custom_op`, on
+    CUDA), one Triton kernel that reads only the positions up to the slot. Otherwise two batched
+    products
+    around a float32 softmax (Vaswani et al. 2017, eq. 1): with G = 7 rows and a few hundred
+    keys, kernels built for long queries waste their tiles (on an H100 at 256 rows x 320
+    positions, cuDNN's flash kernel took 33 us a layer, these products and the softmax inductor
+    fuses between them 27 us; bench/decode_step.py).
+    """
+    if kernel is not None and DECODE_ATTENTION == "kernel" and attention_kernel.supports(q, keys):
+        return kernel(q, keys, values, valid, slot, scale)
+    mask = valid[:, None, None, :]
+    if DECODE_ATTENTION == "sdpa":
+        return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scale)
+    scores = torch.matmul(q, keys.transpose(-1, -2)).float() * scale  # (N, Hkv, G, L)
+    probs = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+    return torch.matmul(probs.to(values.dtype), values)

@@ -6,7 +6,9 @@ Per call (one training step's rollout):
    each; their keys/values are copied into the G cache rows that continue them.
 2. The prompt width is rounded up to a bucket of ``PROMPT_BUCKET`` tokens, so the cache shape,
    and the decode graph captured for it, repeat from step to step.
-3. Each decode step is one replay of a CUDA graph of :meth:`StaticDecoder.decode` (on CUDA;
+3. The decode step multiplies by merged copies of the q/k/v and gate/up weights (LoRA merged
+   in; :mod:`engine.generation.decode_weights`), refreshed at each call.
+4. Each decode step is one replay of a CUDA graph of :meth:`StaticDecoder.decode` (on CUDA;
    eager elsewhere), followed by sampling on the device. Finished rows emit padding; the loop
    stops as soon as every row has finished. Before capture the step is compiled by
    ``torch.compile`` (inductor fuses the norms, rotary and gated-MLP element-wise work that
@@ -29,6 +31,7 @@ from typing import Any
 import torch
 
 from engine.generation.cache import StaticKVCache
+from engine.generation.decode_weights import build_decode_weights
 from engine.generation.decoder import StaticDecoder, base_model_of
 from engine.generation.sampler import sample_tokens
 
@@ -45,13 +48,21 @@ PREFILL_TOKENS = 16384
 class Generation:
     """Completions of one call, in the order of the prompts given.
 
-    ``completion_ids[i]`` ends with the end-of-sequence id when one was produced;
-    ``logprobs[i]`` are the sampler's log-probabilities of those tokens (after temperature).
+    ``completion_ids[i]`` ends with the end-of-sequence id when one was produced. On the device,
+    ``token_rows`` (N, T) holds the same tokens (padding past each end) and ``logprob_rows``
+    (N, T) the sampler's log-probabilities of them (after temperature; zero past each end);
+    :attr:`logprobs` gives those as lists.
     """
 
     completion_ids: list[list[int]]
-    logprobs: list[list[float]]
+    token_rows: torch.Tensor
+    logprob_rows: torch.Tensor
     truncated: list[bool]
+
+    @property
+    def logprobs(self) -> list[list[float]]:
+        rows = self.logprob_rows.tolist()
+        return [row[: len(ids)] for row, ids in zip(rows, self.completion_ids, strict=True)]
 
 
 def bucket(width: int, size: int = PROMPT_BUCKET) -> int:
@@ -67,21 +78,82 @@ def distinct_prompts(prompts: Sequence[Sequence[int]]) -> tuple[list[list[int]],
     return [list(p) for p in index], sources
 
 
+@dataclass(frozen=True)
+class SamplingSpec:
+    """What a token step needs besides the logits; a captured step is recorded for one."""
+
+    temperature: float
+    top_p: float
+    pad_id: int
+    eos_ids: tuple[int, ...]
+    max_new_tokens: int
+
+
+class _TokenBuffers:
+    """The loop's record on the device: sampled tokens and log-probabilities by column, which
+    rows have finished, and the next column."""
+
+    def __init__(self, rows: int, spec: SamplingSpec, device: torch.device) -> None:
+        shape = (rows, spec.max_new_tokens)
+        self.out_tokens = torch.full(shape, spec.pad_id, dtype=torch.long, device=device)
+        self.out_logprobs = torch.zeros(shape, dtype=torch.float32, device=device)
+        self.done = torch.zeros(rows, dtype=torch.bool, device=device)
+        self.column = torch.zeros(1, dtype=torch.long, device=device)
+        self.eos = torch.tensor(spec.eos_ids or (-1,), dtype=torch.long, device=device)
+
+    def reset(self, pad_id: int) -> None:
+        self.out_tokens.fill_(pad_id)
+        self.out_logprobs.zero_()
+        self.done.zero_()
+        self.column.zero_()
+
+
+def record_token(
+    logits: torch.Tensor,
+    spec: SamplingSpec,
+    buffers: _TokenBuffers,
+    generator: torch.Generator | None,
+    fused: bool,
+) -> torch.Tensor:
+    """Sample the next token of each row, write it and its log-probability into the buffers'
+    current column (padding for finished rows) and move to the next column. No host sync."""
+    tokens, logprobs = sample_tokens(logits, spec.temperature, spec.top_p, generator, fused=fused)
+    tokens = tokens.masked_fill(buffers.done, spec.pad_id)
+    buffers.out_tokens.index_copy_(1, buffers.column, tokens[:, None])
+    buffers.out_logprobs.index_copy_(
+        1, buffers.column, logprobs.masked_fill(buffers.done, 0)[:, None]
+    )
+    buffers.done |= torch.isin(tokens, buffers.eos)
+    buffers.column += 1
+    return tokens
+
+
 class _DecodeGraph:
-    """Static inputs, the captured decode step and its output buffer for one cache shape."""
+    """Static inputs of the decode step and, on CUDA, its captured graph, for one cache shape.
+
+    With a :class:`SamplingSpec` the graph holds a whole token step (decode, sample, record,
+    advance), so each token is one replay; without one (a seeded generator) only the decode.
+    """
 
     def __init__(
-        self, decoder: StaticDecoder, cache: StaticKVCache, use_graph: bool, compile_step: bool
+        self,
+        decoder: StaticDecoder,
+        cache: StaticKVCache,
+        use_graph: bool,
+        compile_step: bool,
+        sampling: SamplingSpec | None,
     ) -> None:
         device = cache.keys[0].device
         n, length = cache.num_rows, cache.max_len
-        self.decoder, self.cache = decoder, cache
+        self.decoder, self.cache, self.sampling = decoder, cache, sampling
         self.tokens = torch.zeros(n, dtype=torch.long, device=device)
         self.positions = torch.zeros(n, dtype=torch.long, device=device)
         self.slot = torch.zeros(1, dtype=torch.long, device=device)
         self.valid = torch.zeros(n, length, dtype=torch.bool, device=device)
+        self.buffers = None if sampling is None else _TokenBuffers(n, sampling, device)
         self.graph: torch.cuda.CUDAGraph | None = None
         self.logits: torch.Tensor | None = None
+        self.fused_sampler = compile_step
         self._compiled = torch.compile(self._step, dynamic=False) if compile_step else None
         if use_graph:
             self._capture()
@@ -98,30 +170,59 @@ class _DecodeGraph:
                 self._compiled = None
         return self._step()
 
+    def _token_step(self) -> None:
+        tokens = record_token(
+            self._fused_step(), self.sampling, self.buffers, None, self.fused_sampler
+        )
+        self.advance(tokens)
+
+    def advance(self, tokens: torch.Tensor) -> None:
+        """Feed ``tokens`` to the next decode step, one position further on."""
+        self.tokens.copy_(tokens)
+        self.positions += 1
+        self.slot += 1
+
     def _capture(self) -> None:
         # Warm up on a side stream (lazy kernel and workspace set-up), then record one step.
-        # The garbage these steps write to the cache is overwritten before it is ever read.
+        # The garbage these steps write is overwritten before it is ever read.
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         started = time.perf_counter()
         with torch.cuda.stream(stream):
             for _ in range(3):
-                self._fused_step()
+                self.slot.zero_()
+                if self.buffers is None:
+                    self._fused_step()
+                else:
+                    self.buffers.column.zero_()
+                    self._token_step()
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
-            self.logits = self._compiled() if self._compiled is not None else self._step()
+            if self.buffers is None:
+                self.logits = self._fused_step()
+            else:
+                self._token_step()
         logger.info(
-            "Captured the decode step (%s) in %.1f s",
+            "Captured the %s step (%s) in %.1f s",
+            "decode" if self.buffers is None else "token",
             "compiled" if self._compiled is not None else "eager",
             time.perf_counter() - started,
         )
 
     def run(self) -> torch.Tensor:
+        """One decode step's logits (a graph without sampling, or eager)."""
         if self.graph is None:
             return self._step()
         self.graph.replay()
         return self.logits
+
+    def run_token(self) -> None:
+        """One whole token step (a graph with sampling, or eager)."""
+        if self.graph is None:
+            self._token_step()
+        else:
+            self.graph.replay()
 
 
 class GenerationRunner:
@@ -129,9 +230,14 @@ class GenerationRunner:
     calls while their shape and the model's weights' addresses stay the same."""
 
     def __init__(
-        self, model: Any, use_graphs: bool | None = None, compile_step: bool | None = None
+        self,
+        model: Any,
+        use_graphs: bool | None = None,
+        compile_step: bool | None = None,
+        merge_weights: bool = True,
     ) -> None:
         self.model = model
+        self.merge_weights = merge_weights
         self.decoder = StaticDecoder(model)
         self.device = next(base_model_of(model).parameters()).device
         self.use_graphs = self.device.type == "cuda" if use_graphs is None else use_graphs
@@ -140,19 +246,33 @@ class GenerationRunner:
         self._weights_key: tuple[int, ...] = ()
 
     def release(self) -> None:
-        """Free the cache and the captured graph (the next call allocates them again)."""
+        """Free the cache, the captured graph and the merged weights (the next call allocates
+        them again)."""
         self._graph = None
+        self.decoder.weights = None
 
-    def _decode_graph(self, rows: int, length: int, dtype: torch.dtype) -> _DecodeGraph:
+    def _decode_graph(
+        self, rows: int, length: int, dtype: torch.dtype, sampling: SamplingSpec | None
+    ) -> _DecodeGraph:
         weights_key = tuple(p.data_ptr() for p in self.model.parameters())
         g = self._graph
-        if g is None or not g.cache.fits(rows, length, dtype) or weights_key != self._weights_key:
+        if (
+            g is None
+            or not g.cache.fits(rows, length, dtype)
+            or g.sampling != sampling
+            or weights_key != self._weights_key
+        ):
             self._graph = None  # free the old cache before allocating the new one
+            self.decoder.weights = None
+            if self.merge_weights:
+                self.decoder.weights = build_decode_weights(self.decoder.body.layers)
             s = self.decoder.shape
             cache = StaticKVCache(
                 s.num_layers, rows, s.kv_heads, length, s.head_dim, dtype, self.device
             )
-            self._graph = _DecodeGraph(self.decoder, cache, self.use_graphs, self.compile_step)
+            self._graph = _DecodeGraph(
+                self.decoder, cache, self.use_graphs, self.compile_step, sampling
+            )
             self._weights_key = weights_key
             logger.info(
                 "Decode %s for %d rows x %d positions",
@@ -176,7 +296,7 @@ class GenerationRunner:
     ) -> Generation:
         """Sample one completion per prompt in ``prompts`` (token ids; repeats share a prefill)."""
         if not prompts:
-            return Generation([], [], [])
+            return Generation([], torch.zeros(0, 0, dtype=torch.long), torch.zeros(0, 0), [])
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every prompt needs at least one token")
         was_training = self.model.training
@@ -197,8 +317,18 @@ class GenerationRunner:
         if old is not None and old.cache.num_rows == len(prompts):
             # A narrower prompt bucket reuses the wider cache (and its compiled graph).
             width = max(width, old.cache.max_len - max_new_tokens)
-        g = self._decode_graph(len(prompts), width + max_new_tokens, dtype)
-        n = len(prompts)
+        spec = SamplingSpec(temperature, top_p, pad_id, tuple(eos_ids), max_new_tokens)
+        generator = None
+        if seed is not None and temperature > 0:
+            generator = torch.Generator(device=device).manual_seed(seed)
+        # A seeded generator cannot live in a captured graph: then only the decode is captured.
+        g = self._decode_graph(
+            len(prompts), width + max_new_tokens, dtype, spec if generator is None else None
+        )
+        if self.decoder.weights is not None:
+            self.decoder.weights.refresh()  # the optimizer has changed the weights since
+        buffers = g.buffers or _TokenBuffers(len(prompts), spec, device)
+        buffers.reset(pad_id)
 
         # Prefill each distinct prompt once, in chunks of rows.
         ids = torch.full((len(distinct), width), pad_id, dtype=torch.long)
@@ -221,42 +351,35 @@ class GenerationRunner:
 
         g.valid.zero_()
         g.valid[:, :width] = valid[source_of]
-        prompt_lengths = torch.tensor([len(p) for p in prompts], dtype=torch.long, device=device)
-        generator = None
-        if seed is not None and temperature > 0:
-            generator = torch.Generator(device=device).manual_seed(seed)
-        eos = torch.tensor(eos_ids or [-1], dtype=torch.long, device=device)
-        out_tokens = torch.full((n, max_new_tokens), pad_id, dtype=torch.long, device=device)
-        out_logprobs = torch.zeros((n, max_new_tokens), dtype=torch.float32, device=device)
-        done = torch.zeros(n, dtype=torch.bool, device=device)
-        steps = 0
-        for t in range(max_new_tokens):
-            tokens, logprobs = sample_tokens(
-                logits, temperature, top_p, generator, fused=self.compile_step
-            )
-            tokens = tokens.masked_fill(done, pad_id)
-            out_tokens[:, t] = tokens
-            out_logprobs[:, t] = logprobs.masked_fill(done, 0.0)
-            done |= torch.isin(tokens, eos)
-            steps = t + 1
-            if t + 1 == max_new_tokens:
+        fused = self.compile_step
+        g.tokens.copy_(record_token(logits, spec, buffers, generator, fused))
+        g.positions.copy_(torch.tensor([len(p) for p in prompts], device=device))
+        g.slot.fill_(width)
+        steps = 1
+        while steps < max_new_tokens:
+            if steps % FINISH_CHECK_EVERY == 0 and bool(buffers.done.all()):
                 break
-            if (t + 1) % FINISH_CHECK_EVERY == 0 and bool(done.all()):
-                break
-            g.tokens.copy_(tokens)
-            g.positions.copy_(prompt_lengths + t)
-            g.slot.fill_(width + t)
-            logits = g.run()
-        return self._collect(out_tokens[:, :steps], out_logprobs[:, :steps], eos_ids)
+            if g.sampling is not None:
+                g.run_token()
+            else:
+                g.advance(record_token(g.run(), spec, buffers, generator, fused))
+            steps += 1
+        return self._collect(
+            buffers.out_tokens[:, :steps], buffers.out_logprobs[:, :steps], eos_ids
+        )
 
     @staticmethod
     def _collect(tokens: torch.Tensor, logprobs: torch.Tensor, eos_ids: list[int]) -> Generation:
-        eos = set(eos_ids)
-        completion_ids, completion_logprobs, truncated = [], [], []
-        for ids, lps in zip(tokens.tolist(), logprobs.tolist(), strict=True):
-            cut = next((k + 1 for k, t in enumerate(ids) if t in eos), None)
-            end = len(ids) if cut is None else cut
-            completion_ids.append(ids[:end])
-            completion_logprobs.append(lps[:end])
-            truncated.append(cut is None)
-        return Generation(completion_ids, completion_logprobs, truncated)
+        """Cut each row after its first end-of-sequence token (found on the device: one copy
+        of the tokens and their lengths to the host, no per-token Python)."""
+        steps = tokens.shape[1]
+        ends = torch.isin(tokens, torch.tensor(eos_ids or [-1], device=tokens.device))
+        has_end = ends.any(dim=1)
+        lengths = torch.where(has_end, ends.int().argmax(dim=1) + 1, steps).tolist()
+        return Generation(
+            completion_ids=[row[:end] for row, end in zip(tokens.tolist(), lengths, strict=True)],
+            # Copies: the loop's buffers are reused by the next call.
+            token_rows=tokens.clone(),
+            logprob_rows=logprobs.clone(),  # the loop wrote zeros past each row's end
+            truncated=(~has_end).tolist(),
+        )

@@ -8,8 +8,9 @@ other case (vLLM, images, sampling knobs it lacks, sharded models) to TRL.
 
 It also times the sampling (``perf/generation_s``), records peak GPU memory
 (``perf/peak_memory_gib``) and compares the sampler's log-probabilities of the sampled tokens
-with those the loss recomputes (``gen/logprob_gap``), keyed by (prompt, completion) tokens since
-TRL shuffles and splits the batch before the loss sees it.
+with those the loss recomputes (``gen/logprob_gap``): they ride in the generation batch under
+:data:`SAMPLER_LOGPROBS`, row for row with ``completion_ids``, so TRL's shuffle and split carry
+them to the loss with their completions.
 """
 
 from __future__ import annotations
@@ -22,16 +23,21 @@ import torch
 
 from engine import metric_names
 from engine.generation import make_runner
-from engine.generation.runner import GenerationRunner
+from engine.generation.runner import Generation, GenerationRunner
 
 logger = logging.getLogger(__name__)
+
+
+# The generation batch's key for the sampler's log-probabilities, (B, T) like completion_ids.
+# Not TRL's "sampling_per_token_logps", which would switch on its vLLM importance correction.
+SAMPLER_LOGPROBS = "studio_sampler_logprobs"
 
 
 class FastGenerationMixin:
     """Mixed in before a TRL trainer class; :meth:`use_generation_backend` switches it on."""
 
     _runner: GenerationRunner | None = None
-    _sampler_logprobs: dict[tuple[tuple[int, ...], tuple[int, ...]], list[float]] | None = None
+    _sampled: Generation | None = None
     _loss_inputs: dict[str, Any] | None = None
     # GRPOTrainer's hook returns (completion_ids, logprobs); RLOOTrainer's returns the ids only.
     _hook_returns_logprobs = True
@@ -70,10 +76,8 @@ class FastGenerationMixin:
                 eos_ids=self.eos_token_ids,
                 pad_id=self._tokenizer.pad_token_id,
             )
-            self._sampler_logprobs = {
-                (tuple(p), tuple(c)): lp
-                for p, c, lp in zip(prompt_ids, out.completion_ids, out.logprobs, strict=True)
-            }
+            # A tool loop calls this hook again and extends the completions: no row match then.
+            self._sampled = None if getattr(self, "tools", None) else out
             # TRL's own path hands back no log-probabilities either (its loss does not use them
             # outside vLLM's importance-sampling correction).
             ids = out.completion_ids
@@ -81,6 +85,16 @@ class FastGenerationMixin:
         mode = "train" if self.model.training else "eval"
         self._metrics[mode][metric_names.GENERATION_TIME].append(time.perf_counter() - started)
         return result
+
+    def _generate_and_score_completions(self, inputs):
+        self._sampled = None
+        output = super()._generate_and_score_completions(inputs)
+        sampled, self._sampled = self._sampled, None
+        if sampled is not None and self.model.training:
+            rows = sampler_rows(sampled, output["completion_ids"], output["completion_mask"])
+            if rows is not None:
+                output[SAMPLER_LOGPROBS] = rows
+        return output
 
     def _compute_loss(self, model, inputs):
         self._loss_inputs = inputs
@@ -97,37 +111,29 @@ class FastGenerationMixin:
         out = super()._get_per_token_logps_and_entropies(
             model, input_ids, attention_mask, *args, **kw
         )
-        if self._loss_inputs is not None and self._sampler_logprobs:
-            gap = logprob_gap(self._loss_inputs, out[0].detach(), self._sampler_logprobs)
-            if gap is not None:
-                self._metrics["train"][metric_names.GEN_LOGPROB_GAP].append(gap)
+        sampled = None if self._loss_inputs is None else self._loss_inputs.get(SAMPLER_LOGPROBS)
+        if sampled is not None:
+            mask = self._loss_inputs["completion_mask"]
+            gap = ((out[0].detach().float() - sampled).abs() * mask).sum() / mask.sum().clamp(min=1)
+            self._metrics["train"][metric_names.GEN_LOGPROB_GAP].append(gap.item())
         return out
 
 
-def logprob_gap(
-    inputs: dict[str, Any],
-    trainer_logprobs: torch.Tensor,
-    sampler_logprobs: dict[tuple[tuple[int, ...], tuple[int, ...]], list[float]],
-) -> float | None:
-    """Mean |sampler - trainer| log-probability over the completion tokens of ``inputs`` that
-    the sampler produced; None when none of them are known."""
-    prompts = inputs["prompt_ids"].tolist()
-    prompt_mask = inputs["prompt_mask"].tolist()
-    completions = inputs["completion_ids"].tolist()
-    completion_mask = inputs["completion_mask"].tolist()
-    trainer = trainer_logprobs.float().cpu()
-    total, count = 0.0, 0
-    for i, (p, pm, c, cm) in enumerate(
-        zip(prompts, prompt_mask, completions, completion_mask, strict=True)
-    ):
-        key = (
-            tuple(t for t, m in zip(p, pm, strict=True) if m),
-            tuple(t for t, m in zip(c, cm, strict=True) if m),
-        )
-        sampled = sampler_logprobs.get(key)
-        if sampled is None:
-            continue
-        n = len(sampled)
-        total += (trainer[i, :n] - torch.tensor(sampled)).abs().sum().item()
-        count += n
-    return total / count if count else None
+def sampler_rows(
+    sampled: Generation, completion_ids: torch.Tensor, completion_mask: torch.Tensor
+) -> torch.Tensor | None:
+    """The sampler's log-probabilities laid out like TRL's padded ``completion_ids`` (B, T), or
+    None when its rows are not those completions (the gap would compare unrelated tokens)."""
+    device = completion_ids.device
+    n, width = completion_ids.shape
+    steps = sampled.token_rows.shape[1]
+    if sampled.token_rows.shape[0] != n or steps > width:
+        return None
+    # Compared where the loss counts tokens (TRL may mask whole truncated rows).
+    mask = completion_mask[:, :steps].bool()
+    ours = sampled.token_rows.to(device).masked_fill(~mask, 0)
+    if not torch.equal(ours, completion_ids[:, :steps].masked_fill(~mask, 0)):
+        return None
+    rows = torch.zeros(n, width, dtype=torch.float32, device=device)
+    rows[:, :steps] = sampled.logprob_rows.to(device)
+    return rows

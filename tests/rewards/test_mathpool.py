@@ -6,7 +6,7 @@ import time
 from rewards.composer import score
 from rewards.deadline import call_deadline
 from rewards.mathcheck import check
-from rewards.mathpool import InProcessChecker, MathPool
+from rewards.mathpool import InProcessChecker, MathPool, default_workers
 from rewards.spec import PRESETS
 
 
@@ -75,3 +75,11 @@ def test_a_call_deadline_bounds_a_batch_of_slow_answers():
         assert pool.check_many([(r"\frac{1}{2}", "0.5")])[0].equal
     finally:
         pool.close()
+
+
+def test_default_workers_follow_the_cores_within_bounds():
+    assert default_workers(1) == 1
+    assert default_workers(2) == 2  # this CI machine: as before
+    assert default_workers(3) == 2
+    assert default_workers(16) == 8  # a GPU host: a step's rewards split eight ways
+    assert default_workers(128) == 8
