@@ -55,7 +55,9 @@ Nothing is loaded or downloaded: the model is built on the meta device
   bytes (HF's "model memory anatomy" guide and the transformers KV-cache docs). The static-cache
   sampler (``generation.backend`` compiled, or auto on a GPU, one process without FSDP) rounds
   the prompt up to its bucket and keeps the cache allocated between steps
-  (:mod:`engine.generation.runner`), so there it is persistent, alive through the update too;
+  (:mod:`engine.generation.runner`), so there it is persistent, alive through the update too,
+  with the sampler's merged copies of the q/k/v and gate/up weights
+  (:mod:`engine.generation.decode_weights`, up to 1 GiB);
 - **reference model** (a frozen copy of the weights) when the KL coefficient is > 0 and the
   model is not LoRA (with LoRA the base with adapters off is the reference);
 - **value model** for PPO's ``value_model: separate``: a full trainable copy (weights, gradients
@@ -340,6 +342,7 @@ def estimate(
     if full:  # the head's weight gradient, accumulated in float32, then cast
         lm_head += shape.vocab * shape.hidden * (4 + act)
     kv_per_token = shape.layers * 2 * shape.kv_heads * shape.head_dim * act
+    sampler_copies = _sampler_weight_copies(shape, act, lora=not full) if static_cache else 0
     value_separate = config.algorithm == "ppo" and config.ppo.value_model == "separate"
     # parameters and gradients (x 2) of the root unit and of the layer units in flight
     gathered = (shape.root_parameters + FSDP_UNITS_IN_FLIGHT * shape.layer_parameters) * act * 2
@@ -355,7 +358,7 @@ def estimate(
         "activations": activations,
         "lm_head": lm_head,
         "logits": logits,
-        "kv_cache": kv_per_token * per_device * cache_seq,
+        "kv_cache": kv_per_token * per_device * cache_seq + sampler_copies,
         "reference": weights // shards if _uses_reference(config) and full else 0,
         "value_model": 4 * shape.parameters * act // shards if value_separate else 0,
         "margin": int(PER_TOKEN_MARGIN * (activations + lm_head + logits)),
@@ -367,6 +370,19 @@ def estimate(
         static_cache=static_cache,
         compiled_layers=compiled,
     )
+
+
+def _sampler_weight_copies(shape: ModelShape, act: int, lora: bool) -> int:
+    """The static-cache sampler's merged projections (:mod:`engine.generation.decode_weights`):
+    q/k/v and gate/up copied per layer, o and down too under LoRA; none above its size limit."""
+    from engine.generation.decode_weights import MAX_COPY_BYTES
+
+    kv = shape.kv_heads * shape.head_dim
+    per_layer = shape.hidden * (shape.hidden + 2 * kv) + 2 * shape.hidden * shape.intermediate
+    if lora:
+        per_layer += shape.hidden * shape.hidden + shape.intermediate * shape.hidden
+    copies = shape.layers * per_layer * act
+    return copies if copies <= MAX_COPY_BYTES else 0
 
 
 def _uses_reference(config: RunConfig) -> bool:
