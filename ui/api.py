@@ -42,7 +42,7 @@ from ui import run_actions
 from ui.context import AppContext
 from ui.identity import IdentityError, Viewer, viewer_for
 from ui.model_export import model_export_archive
-from ui.playground_run import LoadedModels, PlaygroundError, generate_once
+from ui.playground_run import PlaygroundCache, PlaygroundError, generate_once
 from ui.spec_io import MAX_IMPORT_BYTES, load_text
 
 MAX_API_COMPLETIONS = 1000
@@ -269,7 +269,7 @@ def run_action(ctx: AppContext, action: str, run_id: str, *, viewer: Viewer) -> 
 
 def generate(
     ctx: AppContext,
-    models: LoadedModels,
+    cache: PlaygroundCache,
     run_id: str,
     prompt: str,
     model: str = "latest",
@@ -282,9 +282,7 @@ def generate(
     if not isinstance(model, str):
         raise ApiError("model: must be base, final, latest or checkpoint-<step>")
     try:
-        return generate_once(
-            ctx, models, viewer, run_id, model, prompt, sampling_settings(settings)
-        )
+        return generate_once(ctx, cache, viewer, run_id, model, prompt, sampling_settings(settings))
     except (PlaygroundError, GenerateError) as exc:
         raise ApiError(str(exc)) from None
 
@@ -414,7 +412,7 @@ def build_api(ctx: AppContext) -> None:
         endpoint.__doc__ = f"{action.capitalize()} one of your runs, as the Runs tab does."
         return endpoint
 
-    models = LoadedModels()
+    playground = PlaygroundCache()
 
     @_as_gradio_error
     def generate_endpoint(
@@ -429,7 +427,7 @@ def build_api(ctx: AppContext) -> None:
         scored by the run's reward; settings: temperature, top_p, max_new_tokens,
         num_samples, seed."""
         viewer = viewer_for(request, profile)
-        return generate(ctx, models, run_id, prompt, model, settings, viewer=viewer)
+        return generate(ctx, playground, run_id, prompt, model, settings, viewer=viewer)
 
     @_as_gradio_error
     def export_model_endpoint(

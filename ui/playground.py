@@ -20,20 +20,20 @@ from ui.design import DesignHandles
 from ui.identity import viewer_for
 from ui.messages import escape, warn
 from ui.playground_run import (
-    LoadedModels,
+    PlaygroundCache,
     PlaygroundError,
     Side,
     compare_stream,
-    data_prompts,
     default_sides,
     model_choices,
     question_of,
     run_choices,
+    run_reads,
 )
 
 
 def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> None:
-    models = LoadedModels()
+    cache = PlaygroundCache()
     gr.Markdown(
         "Talk to a run's models: the same prompt, sampling settings and seed for both sides, "
         "replies streamed, then scored by the Design tab's reward with its trace."
@@ -77,7 +77,7 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
         choices = model_choices(ctx, viewer, run_id)
         a, b = default_sides(choices)
         try:
-            found = data_prompts(ctx, viewer, run_id) if run_id else []
+            found = run_reads(ctx, cache, viewer, run_id).rows if run_id else []
             note = ""
         except PlaygroundError as exc:
             found, note = [], warn(escape(exc))
@@ -136,7 +136,7 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
             spec = RewardSpec.from_dict(spec_dict) if spec_dict else None
             sides = (Side(a or BASE, a_custom or ""), Side(b or FINAL, b_custom or ""))
             for left_html, right_html in compare_stream(
-                ctx, models, viewer, run_id, sides, text, gold, settings, spec
+                ctx, cache, viewer, run_id, sides, text, gold, settings, spec
             ):
                 yield left_html, right_html, ""
         except (PlaygroundError, GenerateError) as exc:

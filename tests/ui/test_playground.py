@@ -16,7 +16,7 @@ from ui.api import ApiError
 from ui.context import AppContext, DemoLimits
 from ui.identity import LOCAL_VIEWER, Viewer
 from ui.model_export import model_export_archive
-from ui.playground_run import LoadedModels, PlaygroundError, Side, compare_stream, model_choices
+from ui.playground_run import PlaygroundCache, PlaygroundError, Side, compare_stream, model_choices
 from ui.run_actions import RunActionError
 
 SPEC = {"components": [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}]}
@@ -46,7 +46,9 @@ def ctx(short_run):
 def stream_unscored(ctx, run_id, sides, prompt, settings, viewer=LOCAL_VIEWER):
     """The Playground's frames for ``prompt`` with no gold answer and no reward, from a fresh
     model cache."""
-    return compare_stream(ctx, LoadedModels(), viewer, run_id, sides, prompt, None, settings, None)
+    return compare_stream(
+        ctx, PlaygroundCache(), viewer, run_id, sides, prompt, None, settings, None
+    )
 
 
 def test_choices_default_to_the_starting_and_final_models(ctx, short_run):
@@ -62,7 +64,7 @@ def test_both_sides_stream_then_show_rewards_with_traces(ctx, short_run):
     frames = list(
         compare_stream(
             ctx,
-            LoadedModels(),
+            PlaygroundCache(),
             LOCAL_VIEWER,
             short_run[1],
             (Side(BASE), Side(FINAL)),
@@ -110,7 +112,7 @@ def test_a_stranger_cannot_generate_from_the_run(ctx, short_run):
             )
         )
     with pytest.raises(ApiError, match="run_id: no run"):
-        api.generate(ctx, LoadedModels(), short_run[1], "hi", viewer=STRANGER)
+        api.generate(ctx, PlaygroundCache(), short_run[1], "hi", viewer=STRANGER)
     with pytest.raises(ApiError, match="run_id: no run"):
         api.export_model(ctx, short_run[1], "gguf", viewer=STRANGER)
     with pytest.raises(RunActionError, match="No run with id"):  # the Runs view's own check
@@ -144,7 +146,7 @@ def test_public_caps_and_model_rules_bound_the_work(short_run, tmp_path):
 
 
 def test_generate_endpoint_is_seeded_and_scored(ctx, short_run):
-    models = LoadedModels()
+    models = PlaygroundCache()
     settings = {"num_samples": 2, "seed": 7, "max_new_tokens": 8}
     first = api.generate(
         ctx, models, short_run[1], "What is 2 + 3?", "base", settings, viewer=LOCAL_VIEWER
@@ -212,4 +214,6 @@ def test_one_seed_gives_both_sides_the_same_draws_while_they_interleave(ctx, sho
 
 def test_a_prompt_longer_than_the_model_reads_is_refused_by_field(ctx, short_run):
     with pytest.raises(ApiError, match=r"prompt: \d+ tokens; this model reads at most 512"):
-        api.generate(ctx, LoadedModels(), short_run[1], "7 + 5 " * 100, "base", viewer=LOCAL_VIEWER)
+        api.generate(
+            ctx, PlaygroundCache(), short_run[1], "7 + 5 " * 100, "base", viewer=LOCAL_VIEWER
+        )
