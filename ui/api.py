@@ -18,7 +18,6 @@ caller's runs (an admin's: all); another user's run reads exactly like a missing
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any
 
@@ -26,7 +25,7 @@ import gradio as gr
 import yaml
 
 from engine.config import RunConfig
-from engine.dataclass_io import MAX_CONFIG_CHARS, ConfigError
+from engine.dataclass_io import MAX_CONFIG_CHARS, ConfigError, from_dict
 from engine.playground import GenerateError, SamplingSettings
 from rewards.composer import score
 from rewards.deadline import call_deadline
@@ -288,22 +287,15 @@ def generate(
 
 
 def sampling_settings(settings: Any) -> SamplingSettings:
-    """``settings`` (a mapping of :class:`SamplingSettings` fields, or None) checked by field;
-    the app's own caps are checked where the run is known."""
-    fields = [f.name for f in dataclasses.fields(SamplingSettings)]
+    """``settings`` (a mapping of :class:`SamplingSettings` fields, or None) read as a config
+    section is (unknown fields and types refused by name); the app's own caps are checked where
+    the run is known."""
     if settings is None:
         return SamplingSettings()
-    if not isinstance(settings, dict):
-        raise ApiError(
-            f"settings: must be a mapping of {', '.join(fields)}, got {describe_value(settings)}"
-        )
-    unknown = [k for k in settings if k not in fields]
-    if unknown:
-        raise ApiError(
-            f"settings: unknown {', '.join(describe_value(k) for k in unknown[:5])}; "
-            f"allowed: {', '.join(fields)}"
-        )
-    out = SamplingSettings(**settings)
+    try:
+        out = from_dict(SamplingSettings, settings, "settings")
+    except ConfigError as exc:
+        raise ApiError(str(exc)) from None
     try:
         out.check()
     except GenerateError as exc:

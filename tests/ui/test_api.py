@@ -227,3 +227,19 @@ def test_run_metrics_bounds_the_names_filter(ctx):
     with pytest.raises(ApiError, match=r"^names: at most 256 metric names per call"):
         api.run_metrics(ctx, run.id, 0, many, viewer=LOCAL_VIEWER)
     assert api.run_metrics(ctx, run.id, 0, many[:256], viewer=LOCAL_VIEWER)["points"] == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"temp": 1}, "settings.temp: unknown field; allowed: temperature, top_p, max_new_tokens"),
+        ({1: 2}, "settings.1: unknown field; allowed: temperature"),
+        ([1], "settings: must be a mapping, got list"),
+        ({"seed": "x"}, "settings.seed: must be an integer, got 'x'"),
+        ({"top_p": 0}, r"settings.top_p: must be a number in \[0.01, 1\]"),
+    ],
+)
+def test_generate_settings_are_read_like_a_config_section(settings, message):
+    with pytest.raises(ApiError, match=message):
+        api.sampling_settings(settings)
+    assert api.sampling_settings({"num_samples": 3.0}).num_samples == 3

@@ -146,22 +146,22 @@ def test_public_caps_and_model_rules_bound_the_work(short_run, tmp_path):
 
 
 def test_generate_endpoint_is_seeded_and_scored(ctx, short_run):
-    models = PlaygroundCache()
+    cache = PlaygroundCache()
     settings = {"num_samples": 2, "seed": 7, "max_new_tokens": 8}
     first = api.generate(
-        ctx, models, short_run[1], "What is 2 + 3?", "base", settings, viewer=LOCAL_VIEWER
+        ctx, cache, short_run[1], "What is 2 + 3?", "base", settings, viewer=LOCAL_VIEWER
     )
     again = api.generate(
-        ctx, models, short_run[1], "What is 2 + 3?", "base", settings, viewer=LOCAL_VIEWER
+        ctx, cache, short_run[1], "What is 2 + 3?", "base", settings, viewer=LOCAL_VIEWER
     )
     assert first["replies"] == again["replies"] and len(first["replies"]) == 2
     assert len(first["totals"]) == 2 and first["traces"][0]
-    with pytest.raises(ApiError, match="settings: unknown 'temp'; allowed: temperature"):
-        api.generate(ctx, models, short_run[1], "hi", "base", {"temp": 1}, viewer=LOCAL_VIEWER)
+    with pytest.raises(ApiError, match=r"settings\.temp: unknown field; allowed: temperature"):
+        api.generate(ctx, cache, short_run[1], "hi", "base", {"temp": 1}, viewer=LOCAL_VIEWER)
     with pytest.raises(ApiError, match="model: the run has no model 'checkpoint-9'"):
-        api.generate(ctx, models, short_run[1], "hi", "checkpoint-9", viewer=LOCAL_VIEWER)
+        api.generate(ctx, cache, short_run[1], "hi", "checkpoint-9", viewer=LOCAL_VIEWER)
     with pytest.raises(ApiError, match="prompt: "):
-        api.generate(ctx, models, short_run[1], "", viewer=LOCAL_VIEWER)
+        api.generate(ctx, cache, short_run[1], "", viewer=LOCAL_VIEWER)
 
 
 def test_export_endpoint_zips_an_ollama_export(ctx, short_run):

@@ -72,7 +72,7 @@ def test_unreadable_data_is_not_kept_and_the_cache_is_bounded(ctx, run):
     data, run_dir = run
     data.write_text("not json")
     cache = PlaygroundCache(runs=RunReadCache(keep=1))
-    with pytest.raises(PlaygroundError, match="^data: "):
+    with pytest.raises(PlaygroundError, match=r"^data: "):
         run_reads(ctx, cache, LOCAL_VIEWER, "r1")
     write_rows(data, ["fixed?"])
     assert questions(run_reads(ctx, cache, LOCAL_VIEWER, "r1")) == ["fixed?"]
