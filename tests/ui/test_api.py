@@ -45,7 +45,7 @@ def test_start_run_rejects_a_bad_config_before_any_process(ctx):
 
 
 def test_start_run_respects_the_demo_cap(data_dir):
-    ctx = AppContext(data_dir, demo=DemoLimits(max_steps=5))
+    ctx = AppContext(data_dir, demo=DemoLimits(sizes={"training.steps": 5}))
     try:
         with pytest.raises(ApiError, match="at most 5 steps"):
             api.start_run(ctx, {"training": {"steps": 6}}, viewer=LOCAL_VIEWER)

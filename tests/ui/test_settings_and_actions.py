@@ -2,6 +2,8 @@ import zipfile
 
 import pytest
 
+from engine.config import RunConfig
+from engine.dataclass_io import ConfigError
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.schema import RunStatus
@@ -38,6 +40,15 @@ def test_demo_limits_describe_themselves():
     assert limits.max_steps == 50 and limits.active
     assert "at most 50 training steps" in limits.describe()
     assert DemoLimits.from_env({}).describe() == ""
+
+
+def test_the_steps_cap_is_stored_once_and_read_by_every_check():
+    limits = DemoLimits(sizes={"training.steps": 5})
+    assert limits.max_steps == 5 and limits.active  # the Train form's cap
+    assert "at most 5 training steps" in limits.describe()
+    config = RunConfig.from_dict({"training": {"steps": 6}})
+    with pytest.raises(ConfigError, match=r"training\.steps: this demo allows at most 5 steps"):
+        limits.check_config(config)
 
 
 @pytest.fixture
