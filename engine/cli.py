@@ -17,6 +17,10 @@ from engine.dataclass_io import ConfigError
 
 #: ``export --format`` choices (engine.exports.run_export.FORMATS, without importing torch).
 EXPORT_FORMATS = ("hf", "merged", "gguf", "ollama")
+#: Rows of a run's data read for its system prompt (the Playground's picker reads as many).
+_SYSTEM_PROMPT_ROWS = 20
+
+logger = logging.getLogger(__name__)
 
 
 def _data_dir(value: str | None) -> Path:
@@ -235,7 +239,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         model, tokenizer, which = load_run_model(run_dir, key, config=config)
     except (GenerateError, RunModelError) as exc:
         raise LaunchError(str(exc)) from None
-    system = config.data.system_prompt or _task_system_prompt(config)
+    system = _data_system_prompt(config)
     prompt = chat_prompt(args.prompt, system)
     print(f"{which.label} of run {args.run_id}:", flush=True)
     shown = 0
@@ -255,17 +259,20 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _task_system_prompt(config) -> str | None:
-    """The system prompt of the built-in task's rows (what the default model was trained on)."""
-    if config.data.source != "builtin":
-        return None
+def _data_system_prompt(config) -> str | None:
+    """The system prompt of the run's data (its first row's, what the model was trained with),
+    as the Playground reads it; the config's own when the data cannot be read here."""
     from dataclasses import replace
 
-    from engine.datasets import load_rows
+    from engine.datasets import DatasetError, load_rows
+    from rewards.text import system_text
 
-    rows = load_rows(replace(config.data, max_rows=1))
-    first = rows[0]["prompt"] if rows else []
-    return next((m["content"] for m in first if m.get("role") == "system"), None)
+    try:  # as many rows as the Playground reads, so that both take the same first row
+        rows = load_rows(replace(config.data, max_rows=_SYSTEM_PROMPT_ROWS))
+    except (DatasetError, OSError) as exc:
+        logger.info("Could not read the run's data for its system prompt (%s)", exc)
+        return config.data.system_prompt or None
+    return system_text(rows[0]["prompt"]) if rows else None
 
 
 def cmd_push(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ import gradio as gr
 from engine.playground import GenerateError, SamplingSettings
 from engine.run_models import BASE, FINAL
 from rewards.spec import RewardSpec
+from rewards.text import question_text
 from ui.context import AppContext
 from ui.design import DesignHandles
 from ui.identity import viewer_for
@@ -26,7 +27,6 @@ from ui.playground_run import (
     compare_stream,
     default_sides,
     model_choices,
-    question_of,
     run_choices,
     run_reads,
 )
@@ -81,12 +81,12 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
             note = ""
         except PlaygroundError as exc:
             found, note = [], warn(escape(exc))
-        picks = [(question_of(r["prompt"])[:120], i) for i, r in enumerate(found)]
+        picks = [(question_text(r["prompt"])[:120], i) for i, r in enumerate(found)]
         return (
             gr.Dropdown(choices=choices, value=a),
             gr.Dropdown(choices=choices, value=b),
             gr.Dropdown(choices=picks, value=None),
-            [{"question": question_of(r["prompt"]), "answer": r.get("answer")} for r in found],
+            [{"question": question_text(r["prompt"]), "answer": r.get("answer")} for r in found],
             note,
         )
 

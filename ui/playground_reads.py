@@ -18,6 +18,7 @@ from typing import Any
 from engine.config import RunConfig
 from engine.run_layout import config_path
 from engine.run_models import run_config
+from rewards.text import system_text
 from ui.context import AppContext
 from ui.preview_run import load_prompts
 
@@ -34,6 +35,11 @@ class RunReads:
     run_dir: Path
     config: RunConfig
     rows: list[dict[str, Any]]
+
+    @property
+    def system(self) -> str | None:
+        """The system prompt of the run's data (its first row's), for replies to typed prompts."""
+        return system_text(self.rows[0]["prompt"]) if self.rows else None
 
 
 class RunReadCache:

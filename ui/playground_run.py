@@ -139,22 +139,6 @@ def run_reads(
         raise PlaygroundError(f"data: {exc}") from None
 
 
-def question_of(prompt: Any) -> str:
-    if isinstance(prompt, str):
-        return prompt
-    users = [m.get("content", "") for m in prompt if m.get("role") == "user"]
-    return users[-1] if users else ""
-
-
-def system_of(rows: list[dict[str, Any]]) -> str | None:
-    for row in rows[:1]:
-        if isinstance(row["prompt"], list):
-            for message in row["prompt"]:
-                if message.get("role") == "system":
-                    return message.get("content")
-    return None
-
-
 def check_settings(ctx: AppContext, settings: SamplingSettings) -> None:
     """Bounded work: a public app's preview caps bound samples and new tokens here too."""
     try:
@@ -244,7 +228,7 @@ def compare_stream(
     check_prompt(prompt_text)
     check_settings(ctx, settings)
     run = run_reads(ctx, cache, viewer, run_id) if run_id else None
-    prompt = chat_prompt(prompt_text, system_of(run.rows if run else []))
+    prompt = chat_prompt(prompt_text, run.system if run else None)
     loaded = [load_side(ctx, cache, run, side) for side in sides]
     streams = [stream_replies(m, t, prompt, settings) for m, t, _ in loaded]
     current: list[list[str]] = [[""] * settings.num_samples for _ in loaded]
@@ -287,7 +271,7 @@ def generate_once(
     loaded, tokenizer, label = load_side(ctx, cache, run, Side(model))
     with bounded_threads(preview_thread_count(ctx)):
         replies = generate_replies(
-            loaded, tokenizer, chat_prompt(prompt_text, system_of(run.rows)), settings
+            loaded, tokenizer, chat_prompt(prompt_text, run.system), settings
         )
     scored = score_replies(run.config.reward, prompt_text, replies, None)
     return {

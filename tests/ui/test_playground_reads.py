@@ -81,3 +81,22 @@ def test_unreadable_data_is_not_kept_and_the_cache_is_bounded(ctx, run):
     config_path(run_dir).rename(config_path(other))
     cache.runs.get(ctx, "r2", other)
     assert len(cache.runs._reads) == 1
+
+
+def test_the_playground_and_engine_generate_take_the_same_system_prompt(ctx, run):
+    """A file of chat rows with their own system message: both read its first row's."""
+    from engine.cli import _data_system_prompt
+
+    data, _ = run
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+0?"}]
+    data.write_text(json.dumps({"prompt": chat, "answer": "1"}))
+    reads = run_reads(ctx, PlaygroundCache(), LOCAL_VIEWER, "r1")
+    assert reads.system == "Be brief." == _data_system_prompt(reads.config)
+    builtin = RunConfig()
+    assert _data_system_prompt(builtin) == builtin_system_prompt()
+
+
+def builtin_system_prompt():
+    from engine.tasks import builtin_task
+
+    return builtin_task(0).train_rows(1)[0]["prompt"][0]["content"]
