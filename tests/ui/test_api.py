@@ -14,13 +14,6 @@ from ui.identity import LOCAL_VIEWER
 SPEC = {"components": [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}]}
 
 
-@pytest.fixture
-def ctx(data_dir):
-    context = AppContext(data_dir)
-    yield context
-    context.close()
-
-
 def test_score_preview_returns_totals_and_traces(ctx):
     out = api.score_preview(
         ctx, SPEC, ["<think>1+1: 2</think><answer>2</answer>", "no idea"], answers=["2", "2"]

@@ -8,7 +8,7 @@ from storage import runs as run_store
 from storage import samples as sample_store
 from storage.schema import RunStatus
 from ui import run_actions
-from ui.context import AppContext, DemoLimits, SettingsError, auth_from_env
+from ui.context import DemoLimits, SettingsError, auth_from_env
 from ui.identity import LOCAL_VIEWER
 from ui.run_actions import RunActionError
 
@@ -49,13 +49,6 @@ def test_the_steps_cap_is_stored_once_and_read_by_every_check():
     config = RunConfig.from_dict({"training": {"steps": 6}})
     with pytest.raises(ConfigError, match=r"training\.steps: this demo allows at most 5 steps"):
         limits.check_config(config)
-
-
-@pytest.fixture
-def ctx(data_dir):
-    context = AppContext(data_dir)
-    yield context
-    context.close()
 
 
 def make_run(ctx, status=RunStatus.COMPLETED):
