@@ -45,6 +45,7 @@ def _load_config(path: str):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    config = _load_config(args.config)  # a config it cannot use fails before torch is imported
     from engine import worker
     from engine.devices import Assignment
     from engine.launcher import Launcher, run_command
@@ -52,7 +53,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     from engine.run_layout import config_path
     from storage.schema import LOCAL_OWNER, RunStatus
 
-    config = _load_config(args.config)
     launcher = Launcher(_data_dir(args.data_dir))
     # Before anything touches CUDA: this run sees only its GPUs (the free ones, else the least
     # busy: a foreground run does not wait).
