@@ -46,7 +46,6 @@ def _load_config(path: str):
 
 def cmd_train(args: argparse.Namespace) -> int:
     config = _load_config(args.config)  # a config it cannot use fails before torch is imported
-    from engine import worker
     from engine.devices import Assignment
     from engine.launcher import Launcher, run_command
     from engine.memory import describe, local_card_bytes
@@ -78,6 +77,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         returncode = subprocess.call(cmd)  # Ctrl-C reaches every process of the foreground group
         status = _final_status(launcher.data_dir, run_id, returncode)
     else:
+        from engine import worker  # the trainers' imports, once the run is recorded
+
         status = worker.run(
             config_path(launcher.run_dir(run_id)), run_id, launcher.data_dir, show_progress=True
         )
