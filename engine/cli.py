@@ -17,6 +17,10 @@ from engine.dataclass_io import ConfigError
 
 #: ``export --format`` choices (engine.exports.run_export.FORMATS, without importing torch).
 EXPORT_FORMATS = ("hf", "merged", "gguf", "ollama")
+#: Rows of a run's data read for its system prompt (the Playground's picker reads as many).
+_SYSTEM_PROMPT_ROWS = 20
+
+logger = logging.getLogger(__name__)
 
 
 def _data_dir(value: str | None) -> Path:
@@ -41,14 +45,13 @@ def _load_config(path: str):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from engine import worker
+    config = _load_config(args.config)  # a config it cannot use fails before torch is imported
     from engine.devices import Assignment
     from engine.launcher import Launcher, run_command
     from engine.memory import describe, local_card_bytes
     from engine.run_layout import config_path
     from storage.schema import LOCAL_OWNER, RunStatus
 
-    config = _load_config(args.config)
     launcher = Launcher(_data_dir(args.data_dir))
     # Before anything touches CUDA: this run sees only its GPUs (the free ones, else the least
     # busy: a foreground run does not wait).
@@ -74,6 +77,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         returncode = subprocess.call(cmd)  # Ctrl-C reaches every process of the foreground group
         status = _final_status(launcher.data_dir, run_id, returncode)
     else:
+        from engine import worker  # the trainers' imports, once the run is recorded
+
         status = worker.run(
             config_path(launcher.run_dir(run_id)), run_id, launcher.data_dir, show_progress=True
         )
@@ -235,7 +240,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         model, tokenizer, which = load_run_model(run_dir, key, config=config)
     except (GenerateError, RunModelError) as exc:
         raise LaunchError(str(exc)) from None
-    system = config.data.system_prompt or _task_system_prompt(config)
+    system = _data_system_prompt(config)
     prompt = chat_prompt(args.prompt, system)
     print(f"{which.label} of run {args.run_id}:", flush=True)
     shown = 0
@@ -255,17 +260,20 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _task_system_prompt(config) -> str | None:
-    """The system prompt of the built-in task's rows (what the default model was trained on)."""
-    if config.data.source != "builtin":
-        return None
+def _data_system_prompt(config) -> str | None:
+    """The system prompt of the run's data (its first row's, what the model was trained with),
+    as the Playground reads it; the config's own when the data cannot be read here."""
     from dataclasses import replace
 
-    from engine.datasets import load_rows
+    from engine.datasets import DatasetError, load_rows
+    from rewards.text import system_text
 
-    rows = load_rows(replace(config.data, max_rows=1))
-    first = rows[0]["prompt"] if rows else []
-    return next((m["content"] for m in first if m.get("role") == "system"), None)
+    try:  # as many rows as the Playground reads, so that both take the same first row
+        rows = load_rows(replace(config.data, max_rows=_SYSTEM_PROMPT_ROWS))
+    except (DatasetError, OSError) as exc:
+        logger.info("Could not read the run's data for its system prompt (%s)", exc)
+        return config.data.system_prompt or None
+    return system_text(rows[0]["prompt"]) if rows else None
 
 
 def cmd_push(args: argparse.Namespace) -> int:

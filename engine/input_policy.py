@@ -35,6 +35,7 @@ from engine.dataclass_io import ConfigError
 from engine.datasets import FILE_TYPES, DataSpec
 from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
 from engine.run_layout import CONFIG_FILE, NO_HUB_TOKEN_MARKER
+from rewards.hub_ids import is_hub_id
 from rewards.spec import RewardSpec
 from storage.paths import RUNS_DIR
 
@@ -47,22 +48,15 @@ DEFAULT_UPLOADS_QUOTA_MB = 2048
 #: Environment variables that carry the server's hub token (huggingface_hub reads them).
 HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
-# Hub repo ids: owner/name, letters, digits, '-', '_', '.'; huggingface_hub's own rules on top.
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
 _TRUE = ("1", "true", "yes", "on")
 # Stored uploads are named by the first 32 hex digits of their SHA-256 and their suffix.
 _STORED_NAME = re.compile(r"[0-9a-f]{32}\.[a-z]+")
 
 
-def is_hub_id(name: str) -> bool:
-    """``owner/name`` as the hub spells repo ids; never a path that exists here."""
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    if not _HUB_ID.fullmatch(name) or ".." in name:
-        return False
-    try:
-        validate_repo_id(name)
-    except HFValidationError:
+def is_web_hub_id(name: str) -> bool:
+    """``owner/name`` as the hub spells repo ids (:func:`rewards.hub_ids.is_hub_id`); never a
+    path that exists here."""
+    if not is_hub_id(name):
         return False
     # A relative path that exists would load as a local folder instead of the hub repo.
     return not Path(name).exists() and not (Path(__file__).resolve().parents[1] / name).exists()
@@ -110,7 +104,7 @@ class InputPolicy:
     # ---- data --------------------------------------------------------------------------------
     def check_data(self, spec: DataSpec) -> None:
         """Raise ``ConfigError`` on ``data.path`` for a file or dataset a visitor may not use."""
-        if spec.source == "hub" and not is_hub_id(str(spec.path).strip()):
+        if spec.source == "hub" and not is_web_hub_id(str(spec.path).strip()):
             raise ConfigError(
                 "data.path",
                 "must be a Hugging Face dataset id (owner/name: letters, digits, '-', '_', '.'); "
@@ -210,7 +204,7 @@ class InputPolicy:
         The message is the same for a path that exists and one that does not.
         """
         name = spec.name_or_path.strip()
-        if name in MODEL_ALIASES or is_hub_id(name):
+        if name in MODEL_ALIASES or is_web_hub_id(name):
             return
         given = Path(name).expanduser()
         if self.model_roots and ".." not in given.parts and given.is_absolute():

@@ -23,6 +23,7 @@ from engine.dataclass_io import ConfigError
 from engine.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
 from engine.input_policy import InputPolicy
 from engine.models import ModelLoadError, ModelSpec, model_offline, resolve_spec
+from rewards.hub_ids import is_hub_id
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ def check_data(spec: DataSpec, policy: InputPolicy | None = None) -> list[dict[s
 
 def check_hub_dataset_id(name: str) -> None:
     """A hub dataset is named by a valid id, as a hub model is (see :func:`check_model`)."""
-    if not _valid_repo_id(name.strip()):
+    if not is_hub_id(name.strip(), owner_required=False):
         raise ConfigError(
             "data.path",
             f"{name!r} is not a Hugging Face dataset id (owner/name: letters, digits, '-', '_', "
@@ -138,7 +139,7 @@ def check_model(spec: ModelSpec) -> None:
         return
     if name.startswith((".", "/", "~")):
         raise ConfigError(field, f"no such local folder {name!r}; check the path")
-    if not _valid_repo_id(name):
+    if not is_hub_id(name, owner_required=False):
         raise ConfigError(
             field,
             f"{name!r} is neither a local folder nor a Hugging Face model id (owner/name: "
@@ -177,16 +178,6 @@ def check_hub_model(repo_id: str) -> None:
         logger.info(
             "Could not look up %s on the Hub (%s); the run's download will tell", repo_id, exc
         )
-
-
-def _valid_repo_id(name: str) -> bool:
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    try:
-        validate_repo_id(name)
-    except HFValidationError:
-        return False
-    return True
 
 
 def _in_hub_cache(repo_id: str) -> bool:

@@ -31,6 +31,7 @@ _ROOT = Path(__file__).resolve().parent
 
 #: Sources included, in dependency order.
 _MODULES = (
+    "describe.py",
     "deadline.py",
     "text.py",
     "answers.py",
@@ -54,6 +55,7 @@ _MODULES = (
     "components/judge.py",
     "components/language.py",
     "components/rule.py",
+    "components/python_values.py",
     "@python_code",
 )
 
@@ -85,7 +87,8 @@ def with_defaults(_specs, given):
 
 # The python component's user code travels as a string literal in ``_ENABLED``; this class runs
 # it in the importing process, on the first call (the app ran it in a child process with time
-# and memory limits, which a standalone module leaves to the user's own script).
+# and memory limits, which a standalone module leaves to the user's own script). Its values are
+# read as the app reads them (``read_values``): a raise or a bad value leaves the batch unscored.
 _PYTHON_CODE = '''
 class PythonCode(RewardComponent):
     """Your own reward(completions, **columns), exported as text and run in this process."""
@@ -101,23 +104,25 @@ class PythonCode(RewardComponent):
         return {**self.__dict__, "_reward": None}
 
     def judge(self, texts, ctx):
-        if self._reward is None:
-            namespace = {"__name__": "__reward__"}
-            exec(compile(self.code, f"<reward {self.__name__}>", "exec"), namespace)
-            self._reward = namespace["reward"]
         columns = {k: ctx.column(k) for k in ctx.columns}
         if ctx.prompts is not None:
             columns["prompts"] = list(ctx.prompts)
-        values = list(self._reward(texts, **columns))
-        if len(values) != len(texts):
-            raise ValueError(f"{self.__name__}: {len(values)} scores for {len(texts)} completions")
-        out = []
-        for value in values:
-            why = "your function"
-            if isinstance(value, list | tuple) and len(value) == 2 and isinstance(value[1], str):
-                value, why = value
-            out.append(Judgement(None if value is None else float(value), why))
-        return out
+        try:
+            if self._reward is None:
+                namespace = {"__name__": "__reward__"}
+                exec(compile(self.code, f"<reward {self.__name__}>", "exec"), namespace)
+                if not callable(namespace.get("reward")):
+                    raise NameError("the code defines no function named 'reward'")
+                self._reward = namespace["reward"]
+            values = self._reward(texts, **columns)
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}"[:500]
+            why = f"python component {self.__name__!r}: reward() raised {detail}"
+            return [Judgement(None, why) for _ in texts]
+        try:
+            return read_values(self.__name__, values, len(texts))
+        except UserCodeError as err:
+            return [Judgement(None, str(err)) for _ in texts]
 '''
 
 _CLASSES = {

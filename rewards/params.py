@@ -13,41 +13,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from rewards.describe import MAX_ABS_INT, SHOWN_CHARS, describe_value
 from rewards.errors import RewardSpecError
 
 if TYPE_CHECKING:
     from rewards.components.base import RewardComponent
 
 ParamType = Literal["float", "int", "bool", "str", "list"]
-
-#: Integers beyond this size are refused before any arithmetic or formatting touches them
-#: (Python refuses to print integers over 4,300 digits, and float() overflows past 1e308).
-MAX_ABS_INT = 10**18
-#: How much of a refused value an error message quotes.
-SHOWN_CHARS = 60
-
-
-def describe_value(value: Any) -> str:
-    """A short, always-printable description of a refused value for an error message.
-
-    Strings and reprs are cut to ``SHOWN_CHARS``; huge integers and containers are described
-    by size, so formatting the message can never fail or echo a large payload back.
-    """
-    if isinstance(value, bool) or value is None or isinstance(value, float):
-        return repr(value)
-    if isinstance(value, int):
-        if abs(value) > MAX_ABS_INT:
-            return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
-        return repr(value)
-    if isinstance(value, str):
-        text = repr(value[:SHOWN_CHARS])
-        return text + (
-            f" (+{len(value) - SHOWN_CHARS} more characters)" if len(value) > SHOWN_CHARS else ""
-        )
-    if isinstance(value, Mapping | list | tuple | set):
-        return f"a {type(value).__name__} of {len(value)} items"
-    return f"a {type(value).__name__}"
-
 
 #: Deepest nesting of ``[``/``{`` accepted in spec or config text; real ones nest 3-4 levels.
 MAX_NESTING = 64

@@ -37,11 +37,11 @@ from rewards.registry import REGISTRY
 __all__ = [
     "DEFAULT_PRESET",
     "PRESETS",
+    "WEIGHT_BOUNDS",
     "ComponentSpec",
     "RewardSpec",
     "RewardSpecError",
     "preset",
-    "weight_problem",
 ]
 
 SPEC_VERSION = 1
@@ -133,7 +133,7 @@ class RewardSpec:
                     + " may appear more than once",
                 )
             seen.setdefault(comp.name, i)
-            problem = weight_problem(comp.weight)
+            problem = WEIGHT_BOUNDS.problem(comp.weight)
             if problem:
                 raise RewardSpecError(f"{where}.weight", problem)
             comp.weight = float(comp.weight)
@@ -254,13 +254,6 @@ class RewardSpec:
         except ValueError:  # an integer over Python's 4,300-digit limit
             raise RewardSpecError("", "holds a number with too many digits") from None
         return cls.from_dict(data)
-
-
-def weight_problem(weight: Any) -> str | None:
-    """Why ``weight`` cannot weight a component (the spec and the Design form both ask), or None."""
-    if WEIGHT_BOUNDS.contains(weight):
-        return None
-    return f"must be a finite number in {WEIGHT_BOUNDS.describe()}, got {describe_value(weight)}"
 
 
 def _component_from_dict(data: Any, where: str) -> ComponentSpec:

@@ -3,8 +3,11 @@
 TRL passes completions as strings for plain prompts and as a list of messages
 (``[{"role": "assistant", "content": "..."}]``) for chat prompts; content may itself be a list of
 typed parts (``[{"type": "text", "text": "..."}]``). Every component reads text through
-:func:`completion_text`, so all of them accept both forms; stored samples and the Preview read
-prompts through :func:`prompt_text` and :func:`question_text`.
+:func:`completion_text`, so all of them accept both forms. Prompts are read by three helpers, one
+per question asked of them: the whole conversation (:func:`prompt_text`: stored samples, the
+judge), what the user asked (:func:`question_text`: the Preview, the Playground's picker) and
+its system message (:func:`system_text`: what the Playground and ``engine generate`` reuse).
+Each takes a string, a chat (messages whose content may be typed parts), or nothing.
 """
 
 from __future__ import annotations
@@ -67,7 +70,9 @@ def _messages(prompt: Sequence[Any]) -> list[dict[str, Any]]:
 
 def prompt_text(prompt: Any) -> str:
     """A whole prompt as text: a string as it is, a chat as one ``role: content`` line per
-    message (the form stored samples keep, system prompt included)."""
+    message (the form stored samples keep, system prompt included); None as ""."""
+    if prompt is None:
+        return ""
     if isinstance(prompt, str) or not isinstance(prompt, Sequence):
         return str(prompt)
     return "\n".join(
@@ -77,9 +82,21 @@ def prompt_text(prompt: Any) -> str:
 
 def question_text(prompt: Any) -> str:
     """What the user asked: a string as it is, else a chat's last user message (all its
-    messages' contents when no message is the user's)."""
+    messages' contents when no message is the user's); None as ""."""
+    if prompt is None:
+        return ""
     if isinstance(prompt, str) or not isinstance(prompt, Sequence):
         return str(prompt)
     contents = [(m.get("role"), _content_text(m.get("content"))) for m in _messages(prompt)]
     users = [text for role, text in contents if role == "user"]
     return users[-1] if users else "\n".join(text for _, text in contents)
+
+
+def system_text(prompt: Any) -> str | None:
+    """A chat's first system message, or None (a string, an empty prompt, a chat without one)."""
+    if isinstance(prompt, str) or not isinstance(prompt, Sequence):
+        return None
+    return next(
+        (_content_text(m.get("content")) for m in _messages(prompt) if m.get("role") == "system"),
+        None,
+    )

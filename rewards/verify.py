@@ -22,6 +22,9 @@ parse makes the sample unscorable; otherwise parse the prediction and return
   last :data:`MAX_UNMARKED_CHARS` characters.
 - Verdicts are cached per (gold, prediction) string pair: a group shares one gold and answers
   repeat.
+- With ``answer_source="tag_or_boxed"`` an answer outside the answer tag and ``\\boxed{}`` is
+  wrong whatever it says, so it is never verified: only its gold is checked (parsed alone), so
+  that an unusable gold still makes the sample unscorable, as it does for a paid answer.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from rewards.answers import find_answer, gold_answer
@@ -39,6 +42,12 @@ from rewards.mathpool import get_checker
 
 CorrectnessMode = Literal["math", "numeric", "exact", "choice"]
 MODES: tuple[str, ...] = ("math", "numeric", "exact", "choice")
+#: Which answers can be paid: ``any`` (tag, ``\\boxed{}``, ``####``, else the whole text) or
+#: only ``tag_or_boxed``, by the :class:`~rewards.answers.AnswerSpan` sources each pays.
+ANSWER_SOURCES: dict[str, tuple[str, ...] | None] = {
+    "any": None,
+    "tag_or_boxed": ("answer_tag", "boxed"),
+}
 
 #: Longest gold or extracted answer handed to math-verify, in characters.
 MAX_ANSWER_CHARS = 1_000
@@ -140,12 +149,14 @@ class Verdict:
 
     ``correct`` is ``None`` when the sample cannot be scored (no usable gold answer).
     ``answer`` is the prediction as shown to users (``None`` when none was found).
+    ``paid`` is False for an answer the answer source does not pay (then ``correct`` is False).
     """
 
     correct: bool | None
     answer: str | None
     gold: str | None
     explanation: str
+    paid: bool = True
 
 
 def _short(text: str, limit: int = 40) -> str:
@@ -179,36 +190,54 @@ def judge_batch(
     abs_tol: float = 1e-6,
     rel_tol: float = 0.0,
     letters: str = "ABCD",
+    answer_source: str = "any",
 ) -> list[Verdict]:
     """Judge each completion against its gold answer (a dataset value) in the given mode.
 
     Modes: ``math`` (math-verify equivalence), ``numeric`` (last number, ``math.isclose`` with
     ``abs_tol``/``rel_tol``), ``exact`` (:func:`normalize_string` equality), ``choice`` (a
     multiple-choice letter from ``letters``). A verdict's ``correct`` is ``None`` when the gold
-    is missing or unusable in that mode.
+    is missing or unusable in that mode. An answer ``answer_source`` does not pay is wrong
+    (``paid`` False) and, in math mode, never verified.
     """
     golds_text = [gold_answer(g) for g in golds]
-    marked = [
-        (span.text if (span := find_answer(t, answer_tag)) is not None else None) for t in texts
-    ]
+    spans = [find_answer(t, answer_tag) for t in texts]
+    marked = [span.text if span is not None else None for span in spans]
+    pays = ANSWER_SOURCES[answer_source]
+    paid = [pays is None or (span is not None and span.source in pays) for span in spans]
     if mode == "math":
-        return _judge_math(texts, marked, golds_text)
-    out = []
-    for text, mark, gold_text in zip(texts, marked, golds_text, strict=True):
-        if gold_text is None:
-            out.append(Verdict(None, None, None, "no gold answer: not scored"))
-        elif mode == "numeric":
-            out.append(_judge_numeric(text, mark, gold_text, abs_tol, rel_tol))
-        elif mode == "exact":
-            answer = mark if mark is not None else text.strip()
-            if not answer:
-                out.append(_verdict(False, None, gold_text))
-            else:
-                same = normalize_string(answer) == normalize_string(gold_text)
-                out.append(_verdict(same, answer, gold_text))
-        else:
-            out.append(_judge_choice(text, mark, gold_text, letters))
-    return out
+        out = _judge_math(texts, marked, golds_text, paid)
+    else:
+        out = [
+            Verdict(None, None, None, "no gold answer: not scored")
+            if gold_text is None
+            else _judge_other(mode, text, mark, gold_text, abs_tol, rel_tol, letters)
+            for text, mark, gold_text in zip(texts, marked, golds_text, strict=True)
+        ]
+    return [
+        v if is_paid or v.correct is None else replace(v, correct=False, paid=False)
+        for v, is_paid in zip(out, paid, strict=True)
+    ]
+
+
+def _judge_other(
+    mode: str,
+    text: str,
+    mark: str | None,
+    gold_text: str,
+    abs_tol: float,
+    rel_tol: float,
+    letters: str,
+) -> Verdict:
+    """One verdict in ``numeric``, ``exact`` or ``choice`` mode."""
+    if mode == "numeric":
+        return _judge_numeric(text, mark, gold_text, abs_tol, rel_tol)
+    if mode == "exact":
+        answer = mark if mark is not None else text.strip()
+        if not answer:
+            return _verdict(False, None, gold_text)
+        return _verdict(normalize_string(answer) == normalize_string(gold_text), answer, gold_text)
+    return _judge_choice(text, mark, gold_text, letters)
 
 
 def _judge_numeric(
@@ -240,7 +269,7 @@ def _judge_choice(text: str, marked: str | None, gold_text: str, letters: str) -
 
 
 def _judge_math(
-    texts: list[str], marked: list[str | None], golds: list[str | None]
+    texts: list[str], marked: list[str | None], golds: list[str | None], paid: list[bool]
 ) -> list[Verdict]:
     out: list[Verdict | None] = [None] * len(texts)
     pairs: list[tuple[str, str]] = []
@@ -252,6 +281,11 @@ def _judge_math(
             out[i] = Verdict(None, None, gold, "gold answer too long to verify: not scored")
         elif mark is not None and len(mark) > MAX_ANSWER_CHARS:
             out[i] = Verdict(False, _short(mark), gold, "answer too long to verify")
+        elif not paid[i]:  # wrong whatever it says: only the gold is checked, parsed alone
+            out[i] = Verdict(False, None, gold, "not paid: not verified")
+            if plain_integer(gold.strip()) is None:
+                pairs.append((gold, ""))
+                where.append(i)
         else:
             pairs.append((gold, mark if mark is not None else text[-MAX_UNMARKED_CHARS:]))
             where.append(i)
@@ -261,6 +295,8 @@ def _judge_math(
             out[i] = Verdict(
                 None, None, gold, f"gold {_short(gold)} does not parse as math: not scored"
             )
+        elif not paid[i]:
+            continue  # the gold parses: the unpaid verdict stands
         elif result.timed_out:
             shown = _short(mark) if mark is not None else None
             out[i] = Verdict(False, shown, gold, "answer could not be verified in time")

@@ -18,7 +18,6 @@ caller's runs (an admin's: all); another user's run reads exactly like a missing
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any
 
@@ -26,7 +25,7 @@ import gradio as gr
 import yaml
 
 from engine.config import RunConfig
-from engine.dataclass_io import MAX_CONFIG_CHARS, ConfigError
+from engine.dataclass_io import MAX_CONFIG_CHARS, ConfigError, from_dict
 from engine.playground import GenerateError, SamplingSettings
 from rewards.composer import score
 from rewards.deadline import call_deadline
@@ -42,7 +41,7 @@ from ui import run_actions
 from ui.context import AppContext
 from ui.identity import IdentityError, Viewer, viewer_for
 from ui.model_export import model_export_archive
-from ui.playground_run import LoadedModels, PlaygroundError, generate_once
+from ui.playground_run import PlaygroundCache, PlaygroundError, generate_once
 from ui.spec_io import MAX_IMPORT_BYTES, load_text
 
 MAX_API_COMPLETIONS = 1000
@@ -269,7 +268,7 @@ def run_action(ctx: AppContext, action: str, run_id: str, *, viewer: Viewer) -> 
 
 def generate(
     ctx: AppContext,
-    models: LoadedModels,
+    cache: PlaygroundCache,
     run_id: str,
     prompt: str,
     model: str = "latest",
@@ -282,30 +281,21 @@ def generate(
     if not isinstance(model, str):
         raise ApiError("model: must be base, final, latest or checkpoint-<step>")
     try:
-        return generate_once(
-            ctx, models, viewer, run_id, model, prompt, sampling_settings(settings)
-        )
+        return generate_once(ctx, cache, viewer, run_id, model, prompt, sampling_settings(settings))
     except (PlaygroundError, GenerateError) as exc:
         raise ApiError(str(exc)) from None
 
 
 def sampling_settings(settings: Any) -> SamplingSettings:
-    """``settings`` (a mapping of :class:`SamplingSettings` fields, or None) checked by field;
-    the app's own caps are checked where the run is known."""
-    fields = [f.name for f in dataclasses.fields(SamplingSettings)]
+    """``settings`` (a mapping of :class:`SamplingSettings` fields, or None) read as a config
+    section is (unknown fields and types refused by name); the app's own caps are checked where
+    the run is known."""
     if settings is None:
         return SamplingSettings()
-    if not isinstance(settings, dict):
-        raise ApiError(
-            f"settings: must be a mapping of {', '.join(fields)}, got {describe_value(settings)}"
-        )
-    unknown = [k for k in settings if k not in fields]
-    if unknown:
-        raise ApiError(
-            f"settings: unknown {', '.join(describe_value(k) for k in unknown[:5])}; "
-            f"allowed: {', '.join(fields)}"
-        )
-    out = SamplingSettings(**settings)
+    try:
+        out = from_dict(SamplingSettings, settings, "settings")
+    except ConfigError as exc:
+        raise ApiError(str(exc)) from None
     try:
         out.check()
     except GenerateError as exc:
@@ -414,7 +404,7 @@ def build_api(ctx: AppContext) -> None:
         endpoint.__doc__ = f"{action.capitalize()} one of your runs, as the Runs tab does."
         return endpoint
 
-    models = LoadedModels()
+    playground = PlaygroundCache()
 
     @_as_gradio_error
     def generate_endpoint(
@@ -429,7 +419,7 @@ def build_api(ctx: AppContext) -> None:
         scored by the run's reward; settings: temperature, top_p, max_new_tokens,
         num_samples, seed."""
         viewer = viewer_for(request, profile)
-        return generate(ctx, models, run_id, prompt, model, settings, viewer=viewer)
+        return generate(ctx, playground, run_id, prompt, model, settings, viewer=viewer)
 
     @_as_gradio_error
     def export_model_endpoint(

@@ -81,12 +81,11 @@ class DemoLimits:
     """Caps for a public demo (a Space): unset fields mean no cap.
 
     Attributes:
-        max_steps: the most training steps one run may ask for.
         max_model_params: the largest model (parameter count) the preview and training may load.
         max_preview_samples: the most completions one preview may generate (prompts x samples).
+        sizes: config field -> its cap (``DEMO_SIZE_CAPS``), the steps cap included.
     """
 
-    max_steps: int | None = None
     max_model_params: int | None = None
     max_preview_samples: int | None = None
     sizes: Mapping[str, int] = field(default_factory=dict)
@@ -103,17 +102,19 @@ class DemoLimits:
             if value is not None or public:
                 sizes[path] = value if value is not None else default
         return cls(
-            max_steps=sizes.get("training.steps"),
             max_model_params=positive_int_setting(env, DEMO_MAX_PARAMS_ENV),
             max_preview_samples=positive_int_setting(env, DEMO_MAX_PREVIEW_ENV),
             sizes=sizes,
         )
 
     @property
+    def max_steps(self) -> int | None:
+        """The most training steps one run may ask for (the ``training.steps`` size cap)."""
+        return self.sizes.get("training.steps")
+
+    @property
     def active(self) -> bool:
-        return any(v is not None for v in (self.max_steps, self.max_model_params)) or bool(
-            self.sizes
-        )
+        return self.max_model_params is not None or bool(self.sizes)
 
     def check_config(self, config: Any) -> None:
         """Refuse a ``RunConfig`` over any size cap; an unset ``data.max_rows`` takes the cap.
@@ -123,10 +124,7 @@ class DemoLimits:
         """
         from engine.dataclass_io import ConfigError
 
-        caps = dict(self.sizes)
-        if self.max_steps is not None:
-            caps["training.steps"] = self.max_steps
-        for path, cap in caps.items():
+        for path, cap in self.sizes.items():
             section, name = path.split(".")
             holder = getattr(config, section)
             value = getattr(holder, name)

@@ -15,25 +15,25 @@ import gradio as gr
 from engine.playground import GenerateError, SamplingSettings
 from engine.run_models import BASE, FINAL
 from rewards.spec import RewardSpec
+from rewards.text import question_text
 from ui.context import AppContext
 from ui.design import DesignHandles
 from ui.identity import viewer_for
 from ui.messages import escape, warn
 from ui.playground_run import (
-    LoadedModels,
+    PlaygroundCache,
     PlaygroundError,
     Side,
     compare_stream,
-    data_prompts,
     default_sides,
     model_choices,
-    question_of,
     run_choices,
+    run_reads,
 )
 
 
 def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> None:
-    models = LoadedModels()
+    cache = PlaygroundCache()
     gr.Markdown(
         "Talk to a run's models: the same prompt, sampling settings and seed for both sides, "
         "replies streamed, then scored by the Design tab's reward with its trace."
@@ -77,16 +77,16 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
         choices = model_choices(ctx, viewer, run_id)
         a, b = default_sides(choices)
         try:
-            found = data_prompts(ctx, viewer, run_id) if run_id else []
+            found = run_reads(ctx, cache, viewer, run_id).rows if run_id else []
             note = ""
         except PlaygroundError as exc:
             found, note = [], warn(escape(exc))
-        picks = [(question_of(r["prompt"])[:120], i) for i, r in enumerate(found)]
+        picks = [(question_text(r["prompt"])[:120], i) for i, r in enumerate(found)]
         return (
             gr.Dropdown(choices=choices, value=a),
             gr.Dropdown(choices=choices, value=b),
             gr.Dropdown(choices=picks, value=None),
-            [{"question": question_of(r["prompt"]), "answer": r.get("answer")} for r in found],
+            [{"question": question_text(r["prompt"]), "answer": r.get("answer")} for r in found],
             note,
         )
 
@@ -136,7 +136,7 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
             spec = RewardSpec.from_dict(spec_dict) if spec_dict else None
             sides = (Side(a or BASE, a_custom or ""), Side(b or FINAL, b_custom or ""))
             for left_html, right_html in compare_stream(
-                ctx, models, viewer, run_id, sides, text, gold, settings, spec
+                ctx, cache, viewer, run_id, sides, text, gold, settings, spec
             ):
                 yield left_html, right_html, ""
         except (PlaygroundError, GenerateError) as exc:

@@ -13,7 +13,7 @@ import html
 import logging
 import threading
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from engine.playground import (
     stream_replies,
 )
 from engine.run_layout import CONFIG_FILE
-from engine.run_models import RunModelError, load_run_model, run_config, run_models
+from engine.run_models import RunModelError, load_run_model, run_models
 from rewards.composer import ScoredSample, score
 from rewards.deadline import call_deadline
 from rewards.mathpool import INTERACTIVE_DEADLINE_S
@@ -38,14 +38,13 @@ from storage import runs as run_store
 from ui.context import AppContext
 from ui.design import TRACE_HEADERS
 from ui.identity import Viewer
-from ui.preview_run import CUSTOM, PreviewError, load_prompts, preview_thread_count, resolve_model
+from ui.playground_reads import RunReadCache, RunReads
+from ui.preview_run import CUSTOM, PreviewError, preview_thread_count, resolve_model
 from ui.run_actions import RunActionError, owned_run
 from ui.trace_view import completion_html, fmt
 
 logger = logging.getLogger(__name__)
 
-#: Data prompts offered in the picker.
-DATA_PROMPTS = 20
 #: Run models kept loaded (two sides).
 KEEP_LOADED = 2
 
@@ -71,17 +70,25 @@ class LoadedModels:
         self._lock = threading.Lock()
         self._models: dict[tuple, tuple[Any, Any]] = {}
 
-    def get(self, run_dir: Path, key: str) -> tuple[Any, Any]:
-        folder = run_dir / key
+    def get(self, run: RunReads, key: str) -> tuple[Any, Any]:
+        folder = run.run_dir / key
         stamp = folder.stat().st_mtime_ns if folder.exists() else 0
-        cache_key = (str(run_dir), key, stamp)
+        cache_key = (str(run.run_dir), key, stamp)
         with self._lock:
             if cache_key not in self._models:
-                model, tokenizer, _ = load_run_model(run_dir, key)
+                model, tokenizer, _ = load_run_model(run.run_dir, key, config=run.config)
                 while len(self._models) >= KEEP_LOADED:
                     self._models.pop(next(iter(self._models)))
                 self._models[cache_key] = (model, tokenizer)
             return self._models[cache_key]
+
+
+@dataclass
+class PlaygroundCache:
+    """What the Playground keeps between requests: loaded run models and runs' reads."""
+
+    models: LoadedModels = field(default_factory=LoadedModels)
+    runs: RunReadCache = field(default_factory=RunReadCache)
 
 
 def run_dir_of(ctx: AppContext, viewer: Viewer, run_id: str | None) -> Path:
@@ -120,29 +127,16 @@ def default_sides(choices: list[tuple[str, str]]) -> tuple[str, str]:
     return keys[0], keys[-1]
 
 
-def data_prompts(ctx: AppContext, viewer: Viewer, run_id: str | None) -> list[dict[str, Any]]:
-    """The first rows of the run's data (within what the app lets a visitor read)."""
-    config = run_config(run_dir_of(ctx, viewer, run_id))
+def run_reads(
+    ctx: AppContext, cache: PlaygroundCache, viewer: Viewer, run_id: str | None
+) -> RunReads:
+    """The viewer's run (owner-checked on every call), its config and its data's first rows
+    (within what the app lets a visitor read; read once per run)."""
+    run_dir = run_dir_of(ctx, viewer, run_id)
     try:
-        return load_prompts(asdict(config.data), DATA_PROMPTS, ctx.input_policy)
+        return cache.runs.get(ctx, str(run_id), run_dir)
     except PreviewError as exc:
         raise PlaygroundError(f"data: {exc}") from None
-
-
-def question_of(prompt: Any) -> str:
-    if isinstance(prompt, str):
-        return prompt
-    users = [m.get("content", "") for m in prompt if m.get("role") == "user"]
-    return users[-1] if users else ""
-
-
-def system_of(rows: list[dict[str, Any]]) -> str | None:
-    for row in rows[:1]:
-        if isinstance(row["prompt"], list):
-            for message in row["prompt"]:
-                if message.get("role") == "system":
-                    return message.get("content")
-    return None
 
 
 def check_settings(ctx: AppContext, settings: SamplingSettings) -> None:
@@ -157,21 +151,23 @@ def check_settings(ctx: AppContext, settings: SamplingSettings) -> None:
 
 
 def load_side(
-    ctx: AppContext, models: LoadedModels, viewer: Viewer, run_id: str | None, side: Side
+    ctx: AppContext, cache: PlaygroundCache, run: RunReads | None, side: Side
 ) -> tuple[Any, Any, str]:
-    """``(model, tokenizer, label)`` of one side, owner-checked, within the model rules."""
+    """``(model, tokenizer, label)`` of one side of ``run`` (owner-checked by the caller, None:
+    no run picked), within the model rules."""
     try:
         if side.key == CUSTOM:
             spec = resolve_model(ctx, CUSTOM, side.custom or "")
             model, tokenizer = ctx.model(spec)
             return model, tokenizer, spec.name_or_path
-        run_dir = run_dir_of(ctx, viewer, run_id)
-        labels = {m.key: m.label for m in run_models(run_dir)}
+        if run is None:
+            raise PlaygroundError("run: Pick a run first.")  # as run_dir_of says it
+        labels = {m.key: m.label for m in run_models(run.run_dir, run.config)}
         if side.key not in labels:
             raise PlaygroundError(
                 f"model: the run has no model {side.key!r}; it has {', '.join(labels)}"
             )
-        model, tokenizer = models.get(run_dir, side.key)
+        model, tokenizer = cache.models.get(run, side.key)
         return model, tokenizer, labels[side.key]
     except PreviewError as exc:
         raise PlaygroundError(f"model: {exc}") from None
@@ -219,7 +215,7 @@ def _trace_table(sample: ScoredSample) -> str:
 
 def compare_stream(
     ctx: AppContext,
-    models: LoadedModels,
+    cache: PlaygroundCache,
     viewer: Viewer,
     run_id: str | None,
     sides: tuple[Side, Side],
@@ -231,9 +227,9 @@ def compare_stream(
     """Both sides' HTML after every token of either, then scored with their traces."""
     check_prompt(prompt_text)
     check_settings(ctx, settings)
-    rows = data_prompts(ctx, viewer, run_id) if run_id else []
-    prompt = chat_prompt(prompt_text, system_of(rows))
-    loaded = [load_side(ctx, models, viewer, run_id, side) for side in sides]
+    run = run_reads(ctx, cache, viewer, run_id) if run_id else None
+    prompt = chat_prompt(prompt_text, run.system if run else None)
+    loaded = [load_side(ctx, cache, run, side) for side in sides]
     streams = [stream_replies(m, t, prompt, settings) for m, t, _ in loaded]
     current: list[list[str]] = [[""] * settings.num_samples for _ in loaded]
     active = [True, True]
@@ -257,7 +253,7 @@ def compare_stream(
 
 def generate_once(
     ctx: AppContext,
-    models: LoadedModels,
+    cache: PlaygroundCache,
     viewer: Viewer,
     run_id: str | None,
     model: str,
@@ -269,16 +265,15 @@ def generate_once(
     ``latest`` (final, else the newest checkpoint)."""
     check_prompt(prompt_text)
     check_settings(ctx, settings)
-    run_dir = run_dir_of(ctx, viewer, run_id)
+    run = run_reads(ctx, cache, viewer, run_id)
     if model == "latest":
-        model = run_models(run_dir)[-1].key
-    rows = data_prompts(ctx, viewer, run_id)
-    loaded, tokenizer, label = load_side(ctx, models, viewer, run_id, Side(model))
+        model = run_models(run.run_dir, run.config)[-1].key
+    loaded, tokenizer, label = load_side(ctx, cache, run, Side(model))
     with bounded_threads(preview_thread_count(ctx)):
         replies = generate_replies(
-            loaded, tokenizer, chat_prompt(prompt_text, system_of(rows)), settings
+            loaded, tokenizer, chat_prompt(prompt_text, run.system), settings
         )
-    scored = score_replies(run_config(run_dir).reward, prompt_text, replies, None)
+    scored = score_replies(run.config.reward, prompt_text, replies, None)
     return {
         "model": model,
         "label": label,

@@ -273,6 +273,32 @@ def _show_error(errors: dict[str, gr.Markdown], exc: PreviewError | None) -> Upd
     return show_error_at(errors, where, exc)
 
 
+def _score_views(cache: PreviewCache, scores: PreviewScores) -> tuple[Any, ...]:
+    """Summary, table, contribution chart and diagnostics of the scored cache."""
+    n = len(scores.components)
+    datatypes = ["number", "number", "str", "html", "str", "str", *["number"] * (n + 1)]
+    share = max(4, 24 // max(1, n + 1))
+    widths = ["3%", "4%", "18%", f"{60 - share * (n + 1)}%", "7%", "8%"]
+    widths += [f"{share}%"] * (n + 1)
+    return (
+        summary_markdown(cache, scores),
+        gr.Dataframe(
+            value=scores.rows(), headers=scores.headers(), datatype=datatypes, column_widths=widths
+        ),
+        plot_value(
+            charts.contribution_figure(
+                [str(i) for i in range(len(cache))], scores.contributions(), scores.totals
+            )
+        ),
+        diagnostics_markdown(scores),
+    )
+
+
+def _selected_index(cache: PreviewCache, index: Any) -> int | None:
+    """``index`` when it still names a sample of ``cache``, else None."""
+    return index if isinstance(index, int) and 0 <= index < len(cache) else None
+
+
 def _wire_scores(
     ctx: AppContext,
     design: DesignHandles,
@@ -280,37 +306,28 @@ def _wire_scores(
     results: PreviewResults,
     cache_state: gr.State,
 ) -> None:
-    """Generate into the session's cache; re-score it on every reward change; trace and probe
-    the clicked sample."""
+    """Generate into the session's cache; re-score it on every reward change (once: the table
+    and the clicked sample's trace share the scores); trace and probe the clicked sample."""
     errors = controls.errors
-
-    def show(cache: PreviewCache, spec_dict: dict | None):
-        if spec_dict is None:  # the Design tab has fields to fix: keep the last scores
-            return (gr.skip(),) * len(shown)
-        with call_deadline(INTERACTIVE_DEADLINE_S):  # math-verify on hostile answers
-            scores = cache.rescore(RewardSpec.from_dict(spec_dict))
-        n = len(scores.components)
-        datatypes = ["number", "number", "str", "html", "str", "str", *["number"] * (n + 1)]
-        share = max(4, 24 // max(1, n + 1))
-        widths = ["3%", "4%", "18%", f"{60 - share * (n + 1)}%", "7%", "8%"]
-        widths += [f"{share}%"] * (n + 1)
-        return (
-            summary_markdown(cache, scores),
-            gr.Dataframe(
-                value=scores.rows(),
-                headers=scores.headers(),
-                datatype=datatypes,
-                column_widths=widths,
-            ),
-            plot_value(
-                charts.contribution_figure(
-                    [str(i) for i in range(len(cache))], scores.contributions(), scores.totals
-                )
-            ),
-            diagnostics_markdown(scores),
-        )
-
+    selected = gr.State(None)  # index of the clicked sample in the session's cache
     shown = [results.summary, results.table, results.contrib, results.diagnostics]
+    sample = [results.trace, results.probes]
+
+    def sample_views(spec: RewardSpec, cache: PreviewCache, scores: PreviewScores, index: int):
+        with call_deadline(INTERACTIVE_DEADLINE_S):
+            rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
+        return sample_trace(scores, index), rows
+
+    def on_spec(cache: PreviewCache, spec_dict: dict | None, index: Any):
+        if spec_dict is None:  # the Design tab has fields to fix: keep the last scores
+            return (gr.skip(),) * (len(shown) + len(sample))
+        spec = RewardSpec.from_dict(spec_dict)
+        with call_deadline(INTERACTIVE_DEADLINE_S):  # math-verify on hostile answers
+            scores = cache.rescore(spec)
+        index = _selected_index(cache, index)
+        if index is None:
+            return (*_score_views(cache, scores), gr.skip(), gr.skip())
+        return (*_score_views(cache, scores), *sample_views(spec, cache, scores, index))
 
     def on_generate(
         raw: Values,
@@ -325,11 +342,21 @@ def _wire_scores(
                 logger.exception("Preview generation failed")
                 exc = PreviewError("model", f"generation failed: {type(exc).__name__}: {exc}")
             return {cache_state: cache, **_show_error(errors, exc)}
+        views = on_spec(cache, raw[design.spec_state], None)[: len(shown)]
         return {
             cache_state: cache,
-            **dict(zip(shown, show(cache, raw[design.spec_state]), strict=True)),
+            **dict(zip(shown, views, strict=True)),
             **_show_error(errors, None),
         }
+
+    def on_select(cache: PreviewCache, spec_dict: dict | None, evt: gr.SelectData):
+        if cache.empty or spec_dict is None:
+            return gr.skip(), gr.skip(), gr.skip()
+        index = int(evt.index[0])
+        spec = RewardSpec.from_dict(spec_dict)
+        with call_deadline(INTERACTIVE_DEADLINE_S):
+            scores = cache.rescore(spec)
+        return (*sample_views(spec, cache, scores, index), index)
 
     c = controls
     c.generate.click(
@@ -348,64 +375,23 @@ def _wire_scores(
         api_visibility="private",
     )
     design.spec_state.change(
-        show,
-        inputs=[cache_state, design.spec_state],
-        outputs=shown,
+        on_spec,
+        inputs=[cache_state, design.spec_state, selected],
+        outputs=[*shown, *sample],
         trigger_mode="always_last",
         show_progress="hidden",
         api_visibility="private",
     )
-
-    _wire_selected_sample(ctx, design, controls, results, cache_state)
-
-
-def _wire_selected_sample(
-    ctx: AppContext,
-    design: DesignHandles,
-    controls: PreviewControls,
-    results: PreviewResults,
-    cache_state: gr.State,
-) -> None:
-    """The clicked sample's trace and probes: scored with the current reward on every change,
-    cleared when a new Generate replaces the samples."""
-    selected = gr.State(None)  # index of the clicked sample in the session's cache
-
-    def trace_and_probes(cache: PreviewCache, spec_dict: dict, index: int):
-        spec = RewardSpec.from_dict(spec_dict)
-        with call_deadline(INTERACTIVE_DEADLINE_S):
-            scores = cache.rescore(spec)
-            rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
-        return sample_trace(scores, index), rows
-
-    def on_select(cache: PreviewCache, spec_dict: dict | None, evt: gr.SelectData):
-        if cache.empty or spec_dict is None:
-            return gr.skip(), gr.skip(), gr.skip()
-        index = int(evt.index[0])
-        return (*trace_and_probes(cache, spec_dict, index), index)
-
-    def on_spec(cache: PreviewCache, spec_dict: dict | None, index: Any):
-        if spec_dict is None or not isinstance(index, int) or not 0 <= index < len(cache):
-            return gr.skip(), gr.skip()
-        return trace_and_probes(cache, spec_dict, index)
-
     results.table.select(
         on_select,
         inputs=[cache_state, design.spec_state],
-        outputs=[results.trace, results.probes, selected],
-        api_visibility="private",
-    )
-    design.spec_state.change(
-        on_spec,
-        inputs=[cache_state, design.spec_state, selected],
-        outputs=[results.trace, results.probes],
-        trigger_mode="always_last",
-        show_progress="hidden",
+        outputs=[*sample, selected],
         api_visibility="private",
     )
     # New samples replaced the old ones: the old sample's trace would read as one of them.
     cache_state.change(
         lambda: ([], [], None),
-        outputs=[results.trace, results.probes, selected],
+        outputs=[*sample, selected],
         api_visibility="private",
         show_progress="hidden",
     )

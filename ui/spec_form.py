@@ -29,7 +29,7 @@ from rewards.composer import score
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec
 from rewards.registry import REGISTRY
-from rewards.spec import ComponentSpec, RewardSpec, weight_problem
+from rewards.spec import WEIGHT_BOUNDS, ComponentSpec, RewardSpec
 from ui.messages import escape, ok, warn
 
 MULTI_SLOTS = 5  # instances offered for components that allow several (e.g. rule)
@@ -230,7 +230,7 @@ class SpecForm:
                 except RewardSpecError as exc:
                     errors[f"{slot.key}.{p.name}"] = exc.reason
             # An empty input is the form's own case; any other value is judged by the spec.
-            problem = "must be a number" if weight is None else weight_problem(weight)
+            problem = "must be a number" if weight is None else WEIGHT_BOUNDS.problem(weight)
             weight_ok = problem is None
             if problem:
                 errors[f"{slot.key}.weight"] = problem

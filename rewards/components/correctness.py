@@ -22,12 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewards.answers import find_answer
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
-from rewards.verify import MODES, Verdict, judge_batch
-
-ANSWER_SOURCES = ("any", "tag_or_boxed")
+from rewards.verify import ANSWER_SOURCES, MODES, Verdict, judge_batch
 
 PARAMS = (
     ParamSpec("mode", "str", "math", "how answers are compared", choices=MODES),
@@ -43,7 +40,7 @@ PARAMS = (
         "any",
         "which answers are paid: any (tag, \\boxed{}, ####, else the whole text) or only "
         "tag_or_boxed",
-        choices=ANSWER_SOURCES,
+        choices=tuple(ANSWER_SOURCES),
     ),
     ParamSpec("wrong_value", "float", 0.0, "score of a wrong answer", min=-1.0, max=0.0),
     ParamSpec("abs_tol", "float", 1e-6, "numeric mode: absolute tolerance", min=0.0, max=1e6),
@@ -73,6 +70,7 @@ def default_verdicts(
         ctx,
         mode=mode,
         gold_column=gold_column,
+        answer_source="any",
         answer_tag=answer_tag,
         abs_tol=1e-6,
         rel_tol=0.0,
@@ -90,8 +88,8 @@ class Correctness(RewardComponent):
         self.gold_column = p["gold_column"]
         self.wrong_value = p["wrong_value"]
         self.answer_tag = p["answer_tag"]
-        self.answer_source = p["answer_source"]
         self.options = {
+            "answer_source": p["answer_source"],  # an unpaid answer is never verified
             "answer_tag": p["answer_tag"],
             "abs_tol": p["abs_tol"],
             "rel_tol": p["rel_tol"],
@@ -101,10 +99,10 @@ class Correctness(RewardComponent):
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
         out = []
         found = verdicts(texts, ctx, mode=self.mode, gold_column=self.gold_column, **self.options)
-        for text, v in zip(texts, found, strict=True):
+        for v in found:
             if v.correct is None:
                 out.append(Judgement(None, v.explanation))
-            elif self.answer_source == "tag_or_boxed" and not self._tagged_or_boxed(text):
+            elif not v.paid:
                 where = f"<{self.answer_tag}>" if self.answer_tag else "an answer tag"
                 out.append(
                     Judgement(
@@ -114,10 +112,6 @@ class Correctness(RewardComponent):
             else:
                 out.append(Judgement(1.0 if v.correct else self.wrong_value, v.explanation))
         return out
-
-    def _tagged_or_boxed(self, text: str) -> bool:
-        span = find_answer(text, self.answer_tag)
-        return span is not None and span.source in ("answer_tag", "boxed")
 
 
 def _check(params: dict[str, Any]) -> None:

@@ -46,6 +46,7 @@ from rewards.components.reward_model import (
 from rewards.deadline import deadline_at
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
+from rewards.text import prompt_text
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +210,7 @@ class Judge(RewardComponent):
 
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
         prompts = list(ctx.prompts) if ctx.prompts is not None else [""] * len(texts)
-        prompt_texts = [_prompt_text(p) for p in prompts]
+        prompt_texts = [prompt_text(p) for p in prompts]
         keys = list(zip(prompt_texts, texts, strict=True))
         todo = list(dict.fromkeys(k for k in keys if k not in self._cache))
         if todo:
@@ -363,12 +364,6 @@ def token_chunks(indices: list[int], lengths: list[int], budget: int) -> list[li
     if current:
         chunks.append(current)
     return chunks
-
-
-def _prompt_text(prompt: Any) -> str:
-    if isinstance(prompt, list):
-        return "\n".join(str(m.get("content", "")) for m in prompt if isinstance(m, dict))
-    return "" if prompt is None else str(prompt)
 
 
 def _check(params: dict[str, Any]) -> None:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
+from rewards.components.python_values import UserCodeError, read_values
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
 
@@ -49,8 +50,6 @@ _TRUE = ("1", "true", "yes", "on")
 _RUNNER = Path(__file__).with_name("_python_runner.py")
 #: Longest code text accepted from a spec (characters); a file may be as long.
 MAX_CODE_CHARS = 100_000
-#: Longest explanation kept from a ``(score, why)`` pair.
-MAX_WHY_CHARS = 200
 # Environment variables never passed to user code: hub tokens, API keys, passwords.
 _SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "STUDIO_AUTH", "CREDENTIAL")
 
@@ -70,10 +69,6 @@ PARAMS = (
     ),
     ParamSpec("memory_mb", "int", 2048, "memory limit of the child process, MB", min=64, max=65536),
 )
-
-
-class UserCodeError(RuntimeError):
-    """The user's reward function failed on a batch; the message names the component."""
 
 
 def code_enabled(env: Mapping[str, str] | None = None) -> bool:
@@ -233,20 +228,6 @@ def _jsonable(values: Any) -> Any:
     return json.loads(json.dumps(values, default=str))
 
 
-def _judgement(name: str, index: int, item: Any) -> Judgement:
-    why = ""
-    if isinstance(item, list) and len(item) == 2 and isinstance(item[1], str):
-        item, why = item[0], item[1][:MAX_WHY_CHARS]
-    if item is None:
-        return Judgement(None, why or "not scored (your function returned None)")
-    if isinstance(item, bool) or not isinstance(item, int | float) or not math.isfinite(item):
-        raise UserCodeError(
-            f"python component {name!r}: item {index} is {describe_value(item)}; each item must "
-            "be a finite number, None, or a (score, why) pair"
-        )
-    return Judgement(float(item), why or f"your function: {float(item):.4g}")
-
-
 class PythonCode(RewardComponent):
     component = "python"
 
@@ -295,14 +276,7 @@ class PythonCode(RewardComponent):
             )
         if "error" in reply:
             raise UserCodeError(f"python component {name!r}: {reply['error']}")
-        values = reply.get("values")
-        if not isinstance(values, list) or len(values) != len(texts):
-            got = f"{len(values)} values" if isinstance(values, list) else describe_value(values)
-            raise UserCodeError(
-                f"python component {name!r}: reward() must return a list of {len(texts)} "
-                f"scores (one per completion), got {got}"
-            )
-        return [_judgement(name, i, item) for i, item in enumerate(values)]
+        return read_values(name, reply.get("values"), len(texts))
 
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
         columns = {k: ctx.column(k) for k in ctx.columns}

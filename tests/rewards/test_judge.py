@@ -13,6 +13,7 @@ from rewards.components.judge_parse import parse_pass_fail, parse_score
 from rewards.composer import score
 from rewards.deadline import call_deadline
 from rewards.spec import RewardSpec, RewardSpecError
+from rewards.text import prompt_text
 
 # Answers in the shapes real judges write (MT-Bench, Prometheus, JSON-mode, chatty models).
 SCORES = [
@@ -137,6 +138,18 @@ def test_http_judge_scores_caches_and_sends_the_key_from_the_environment(server)
     assert fn(texts, prompts=prompts) == [0.9, 0.2, 0.9]  # a fresh component asks again
     assert fn(texts, prompts=prompts) == [0.9, 0.2, 0.9]  # then answers from its cache
     assert len(server.requests) == 4
+
+
+def test_the_judge_reads_a_chat_prompt_as_stored_samples_do(server):
+    """Typed content parts read as their text, each message with its role (rewards.text)."""
+    chat = [
+        {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+        {"role": "user", "content": "Say hi"},
+    ]
+    score(judge_spec(server.url), [chat], ["hi, thanks!"])
+    user = server.requests[0][2]["messages"][1]["content"]
+    assert user.startswith(f"[Prompt]\n{prompt_text(chat)}\n\n[Response]")
+    assert prompt_text(chat) == "system: Be brief.\nuser: Say hi"
 
 
 def test_http_judge_retries_server_errors(server):

@@ -252,3 +252,57 @@ def test_processes_the_users_code_starts_are_stopped_with_it(code_on, tmp_path):
         time.sleep(0.1)
     else:
         pytest.fail("the background process outlived the batch")
+
+
+CASES_CODE = """
+import math
+def reward(completions, case, **columns):
+    kind = case[0]
+    if kind == "nan":
+        return [float("nan"), 1.0, 1.0]
+    if kind == "inf":
+        return (math.inf, -math.inf, 0.0)
+    if kind == "long reasons":
+        return [(0.5, "w" * 500), None, (2, "short")]
+    if kind == "too few":
+        return [1.0]
+    return [True, 1, 2]
+"""
+CASES = ["nan", "inf", "long reasons", "too few", "bool"]
+
+
+def test_the_exported_component_reads_values_as_the_app_does(code_on, tmp_path):
+    """Non-finite numbers, over-long reasons, a wrong length, booleans: the module exported for
+    a user's own TRL script scores and explains each batch as the app does."""
+    from rewards.components.base import BatchContext
+    from rewards.export import export_module
+    from tests.fresh_interpreter import run_json_script
+
+    spec = spec_of(CASES_CODE)
+    texts = ["a", "b", "c"]
+    (tmp_path / "exported.py").write_text(export_module(spec))
+    script = """
+        import json, sys
+        import exported
+        texts, cases = json.load(sys.stdin)
+        fn = exported.reward_funcs[0]
+        out = []
+        for case in cases:
+            ctx = exported.BatchContext(len(texts), columns={"case": [case] * len(texts)})
+            out.append([[j.value, j.explanation] for j in fn.judge(texts, ctx)])
+        print(json.dumps(out))
+        """
+    exported = run_json_script(script, tmp_path, [texts, CASES])
+    app = spec.build()[0][0]
+    ours = [
+        [[j.value, j.explanation] for j in app.judge(texts, BatchContext(3, columns={"case": c}))]
+        for c in CASES
+    ]
+    assert exported == ours
+    nan, _, long_reasons, too_few, _ = ours
+    assert nan[0][0] is None and "item 0 is nan" in nan[0][1]
+    assert long_reasons == [[0.5, "w" * 200], [None, NONE_WHY], [2.0, "short"]]
+    assert "must return a list of 3 scores" in too_few[0][1]
+
+
+NONE_WHY = "not scored (your function returned None)"

@@ -2,7 +2,17 @@ import math
 
 import pytest
 
-from rewards.spec import DEFAULT_PRESET, PRESETS, ComponentSpec, RewardSpec, RewardSpecError, preset
+from engine.config import RunConfig
+from engine.dataclass_io import ConfigError
+from rewards.spec import (
+    DEFAULT_PRESET,
+    PRESETS,
+    WEIGHT_BOUNDS,
+    ComponentSpec,
+    RewardSpec,
+    RewardSpecError,
+    preset,
+)
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
@@ -121,7 +131,7 @@ def with_change(path, value):
             "components[0].weight",
             "finite number",
         ),
-        (with_change(["components", 0, "weight"], "1"), "components[0].weight", "finite number"),
+        (with_change(["components", 0, "weight"], "1"), "components[0].weight", "must be a number"),
         (with_change(["components", 0, "weight"], 1000), "components[0].weight", "[-100, 100]"),
         (
             with_change(["components", 0, "enabled"], "yes"),
@@ -237,3 +247,22 @@ def test_constructing_directly_also_validates():
     with pytest.raises(RewardSpecError) as err:
         RewardSpec([ComponentSpec("format", params={"mode": "loose"})])
     assert err.value.field == "components[0].params.mode"
+
+
+@pytest.mark.parametrize(
+    ("weight", "reason"),
+    [
+        (200, "must be in [-100, 100], got 200"),
+        ("heavy", "must be a number, got 'heavy'"),
+        (float("nan"), "must be a finite number, got nan"),
+    ],
+)
+def test_a_bad_weight_is_worded_as_every_range_is(weight, reason):
+    """One wording of a range (Bounds.problem) for weights and config fields alike."""
+    with pytest.raises(RewardSpecError) as err:
+        RewardSpec.from_dict({"components": [{"name": "format", "weight": weight}]})
+    assert (err.value.field, err.value.reason) == ("components[0].weight", reason)
+    assert WEIGHT_BOUNDS.problem(weight) == reason
+    with pytest.raises(ConfigError) as config_err:  # a config field's range, same words
+        RunConfig.from_dict({"training": {"steps": 0}})
+    assert config_err.value.reason.startswith("must be in [1, ")

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from rewards.text import MAX_COMPLETION_CHARS, completion_text, prompt_text, question_text
+import pytest
+
+from rewards.text import (
+    MAX_COMPLETION_CHARS,
+    completion_text,
+    prompt_text,
+    question_text,
+    system_text,
+)
 
 CHAT = [
     {"role": "system", "content": "Think first."},
@@ -30,3 +38,30 @@ def test_completion_text_reads_assistant_messages_and_is_bounded():
     chat = [{"role": "tool", "content": "x"}, {"role": "assistant", "content": "<answer>4"}]
     assert completion_text(chat) == "<answer>4"
     assert len(completion_text("a" * (MAX_COMPLETION_CHARS + 5))) == MAX_COMPLETION_CHARS
+
+
+TYPED_SYSTEM = [
+    {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+    "not a message",
+    {"role": "user", "content": "Hi"},
+]
+
+#: prompt -> (prompt_text, question_text, system_text): the edge cases where the Playground's
+#: and the judge's own readers used to answer differently.
+EDGE_CASES = [
+    (CHAT, (prompt_text(CHAT), "And 3+3?", "Think first.")),
+    ("plain prompt", ("plain prompt", "plain prompt", None)),
+    ("", ("", "", None)),
+    ([], ("", "", None)),
+    (None, ("", "", None)),
+    (
+        [{"role": "system", "content": "Rules."}, {"role": "assistant", "content": "Ok."}],
+        ("system: Rules.\nassistant: Ok.", "Rules.\nOk.", "Rules."),  # no user turn
+    ),
+    (TYPED_SYSTEM, ("system: Be brief.\nuser: Hi", "Hi", "Be brief.")),
+]
+
+
+@pytest.mark.parametrize(("prompt", "expected"), EDGE_CASES)
+def test_one_reader_each_for_the_whole_prompt_the_question_and_the_system_message(prompt, expected):
+    assert (prompt_text(prompt), question_text(prompt), system_text(prompt)) == expected

@@ -37,6 +37,16 @@ def ctx(data_dir) -> Iterator[AppContext]:
     context.close()
 
 
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> tuple[Path, str]:
+    """``(data dir, run id)`` of a tiny Llama trained 2 steps (checkpoint-1, checkpoint-2 and
+    final/), owned by the local viewer; trained once for the Playground, ``/generate`` and model
+    export tests, which only read it."""
+    from tests.in_process_run import train_tiny_llama
+
+    return train_tiny_llama(tmp_path_factory.mktemp("tiny-run"), "Tiny", eval_samples=0)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

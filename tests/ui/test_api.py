@@ -14,13 +14,6 @@ from ui.identity import LOCAL_VIEWER
 SPEC = {"components": [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}]}
 
 
-@pytest.fixture
-def ctx(data_dir):
-    context = AppContext(data_dir)
-    yield context
-    context.close()
-
-
 def test_score_preview_returns_totals_and_traces(ctx):
     out = api.score_preview(
         ctx, SPEC, ["<think>1+1: 2</think><answer>2</answer>", "no idea"], answers=["2", "2"]
@@ -45,7 +38,7 @@ def test_start_run_rejects_a_bad_config_before_any_process(ctx):
 
 
 def test_start_run_respects_the_demo_cap(data_dir):
-    ctx = AppContext(data_dir, demo=DemoLimits(max_steps=5))
+    ctx = AppContext(data_dir, demo=DemoLimits(sizes={"training.steps": 5}))
     try:
         with pytest.raises(ApiError, match="at most 5 steps"):
             api.start_run(ctx, {"training": {"steps": 6}}, viewer=LOCAL_VIEWER)
@@ -227,3 +220,19 @@ def test_run_metrics_bounds_the_names_filter(ctx):
     with pytest.raises(ApiError, match=r"^names: at most 256 metric names per call"):
         api.run_metrics(ctx, run.id, 0, many, viewer=LOCAL_VIEWER)
     assert api.run_metrics(ctx, run.id, 0, many[:256], viewer=LOCAL_VIEWER)["points"] == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"temp": 1}, "settings.temp: unknown field; allowed: temperature, top_p, max_new_tokens"),
+        ({1: 2}, "settings.1: unknown field; allowed: temperature"),
+        ([1], "settings: must be a mapping, got list"),
+        ({"seed": "x"}, "settings.seed: must be an integer, got 'x'"),
+        ({"top_p": 0}, r"settings.top_p: must be a number in \[0.01, 1\]"),
+    ],
+)
+def test_generate_settings_are_read_like_a_config_section(settings, message):
+    with pytest.raises(ApiError, match=message):
+        api.sampling_settings(settings)
+    assert api.sampling_settings({"num_samples": 3.0}).num_samples == 3

@@ -5,30 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from engine.config import RunConfig
-from engine.tokenizer import build_char_tokenizer
-from storage.schema import RunStatus
-from tests.in_process_run import run_in_process
-from tests.tiny_models import save_tiny_llama
 from ui.context import AppContext
 from ui.identity import LOCAL_VIEWER
 from ui.model_export import model_export_archive
 
 
 @pytest.fixture
-def one_step_run(tmp_path):
-    """A tiny Llama trained one step (final/), owned by the local viewer."""
-    model_dir = save_tiny_llama(tmp_path / "tiny", build_char_tokenizer())
-    config = RunConfig.from_dict(
-        {
-            "model": {"name_or_path": str(model_dir)},
-            "generation": {"num_generations": 2, "max_completion_length": 4},
-            "training": {"steps": 1, "prompts_per_step": 2, "eval_samples": 0},
-        }
-    )
-    run_id, status = run_in_process(tmp_path / "data", config)
-    assert status == RunStatus.COMPLETED
-    ctx = AppContext(tmp_path / "data")
+def one_step_run(tiny_run):
+    """The session's tiny trained run (tests/ui/conftest.py), owned by the local viewer."""
+    data_dir, run_id = tiny_run
+    ctx = AppContext(data_dir)
     yield ctx, run_id
     ctx.close()
 

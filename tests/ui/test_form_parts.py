@@ -5,22 +5,13 @@ import dataclasses
 import typing
 
 import gradio as gr
-import pytest
 
 from engine.config import RunConfig
 from rewards.spec import DEFAULT_PRESET, PRESETS
 from ui import train_form
-from ui.context import AppContext
 from ui.design import DesignHandles, build_form_parts
 from ui.spec_form import DESCRIPTION, GENERAL, SpecForm
 from ui.train import build_train_parts, collect
-
-
-@pytest.fixture
-def ctx(data_dir):
-    context = AppContext(data_dir)
-    yield context
-    context.close()
 
 
 def config_field(path: str) -> dataclasses.Field:

@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ui.context import AppContext, DemoLimits
-from ui.identity import LOCAL_VIEWER
-from ui.playground_run import LoadedModels, PlaygroundError, Side, load_side
+from ui.playground_run import PlaygroundCache, PlaygroundError, Side, load_side
 from ui.preview_run import CUSTOM
 
 
@@ -38,5 +37,5 @@ def test_every_generating_event_shares_one_queue_of_one(ctx):
 def test_a_model_over_the_demo_cap_is_refused_naming_the_model(demo_ctx):
     side = Side(CUSTOM, "someone/a-model-whose-size-is-unknown")
     with pytest.raises(PlaygroundError) as err:
-        load_side(demo_ctx, LoadedModels(), LOCAL_VIEWER, None, side)
+        load_side(demo_ctx, PlaygroundCache(), None, side)
     assert str(err.value).startswith("model: this demo loads models up to 1,000 parameters")

@@ -13,7 +13,7 @@ from storage.schema import RunStatus
 from ui import api, run_actions
 from ui.api import ApiError
 from ui.compare import compare
-from ui.context import AppContext, SettingsError
+from ui.context import SettingsError
 from ui.identity import (
     LOCAL_VIEWER,
     IdentityError,
@@ -70,13 +70,6 @@ def test_the_queue_cap_settings_are_checked():
     for name in ("STUDIO_DEMO_MAX_QUEUED_RUNS", "STUDIO_DEMO_MAX_ANON_RUNS"):
         with pytest.raises(SettingsError, match=name):
             run_caps({name: "-1"})
-
-
-@pytest.fixture
-def ctx(data_dir):
-    context = AppContext(data_dir)
-    yield context
-    context.close()
 
 
 def make_run(ctx, run_id: str, owner: str, status=RunStatus.COMPLETED, steps: int = 2):

@@ -1,4 +1,5 @@
-"""The Playground, /generate, /export_model and ``engine generate`` on a short real run."""
+"""The Playground, /generate, /export_model and ``engine generate`` on a short real run (the
+session's tiny run, tests/ui/conftest.py)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ import torch
 from engine.devices import bounded_threads
 from engine.playground import SamplingSettings
 from engine.run_models import BASE, FINAL
-from tests.in_process_run import train_tiny_llama
 from ui import api
 from ui.api import ApiError
 from ui.context import AppContext, DemoLimits
 from ui.identity import LOCAL_VIEWER, Viewer
 from ui.model_export import model_export_archive
-from ui.playground_run import LoadedModels, PlaygroundError, Side, compare_stream, model_choices
+from ui.playground_run import PlaygroundCache, PlaygroundError, Side, compare_stream, model_choices
 from ui.run_actions import RunActionError
 
 SPEC = {"components": [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}]}
@@ -30,15 +30,9 @@ def one_thread():
         yield
 
 
-@pytest.fixture(scope="module")
-def short_run(tmp_path_factory):
-    """A tiny Llama trained 2 steps (checkpoint-1 and final/), owned by the local viewer."""
-    return train_tiny_llama(tmp_path_factory.mktemp("playground"), "Tiny", eval_samples=0)
-
-
 @pytest.fixture
-def ctx(short_run):
-    context = AppContext(short_run[0])
+def ctx(tiny_run):
+    context = AppContext(tiny_run[0])
     yield context
     context.close()
 
@@ -46,25 +40,27 @@ def ctx(short_run):
 def stream_unscored(ctx, run_id, sides, prompt, settings, viewer=LOCAL_VIEWER):
     """The Playground's frames for ``prompt`` with no gold answer and no reward, from a fresh
     model cache."""
-    return compare_stream(ctx, LoadedModels(), viewer, run_id, sides, prompt, None, settings, None)
+    return compare_stream(
+        ctx, PlaygroundCache(), viewer, run_id, sides, prompt, None, settings, None
+    )
 
 
-def test_choices_default_to_the_starting_and_final_models(ctx, short_run):
-    keys = [key for _, key in model_choices(ctx, LOCAL_VIEWER, short_run[1])]
+def test_choices_default_to_the_starting_and_final_models(ctx, tiny_run):
+    keys = [key for _, key in model_choices(ctx, LOCAL_VIEWER, tiny_run[1])]
     assert keys == [BASE, "checkpoint-1", "checkpoint-2", FINAL, "custom"]
-    assert [k for _, k in model_choices(ctx, STRANGER, short_run[1])] == ["custom"]
+    assert [k for _, k in model_choices(ctx, STRANGER, tiny_run[1])] == ["custom"]
 
 
-def test_both_sides_stream_then_show_rewards_with_traces(ctx, short_run):
+def test_both_sides_stream_then_show_rewards_with_traces(ctx, tiny_run):
     from rewards.spec import RewardSpec
 
     settings = SamplingSettings(num_samples=2, max_new_tokens=6, seed=3)
     frames = list(
         compare_stream(
             ctx,
-            LoadedModels(),
+            PlaygroundCache(),
             LOCAL_VIEWER,
-            short_run[1],
+            tiny_run[1],
             (Side(BASE), Side(FINAL)),
             "What is 2 + 3?",
             "5",
@@ -82,12 +78,12 @@ def test_both_sides_stream_then_show_rewards_with_traces(ctx, short_run):
     assert 'class="pg-trace"' not in frames[0][0]  # streamed frames come before the scores
 
 
-def test_a_stream_left_half_read_leaves_gradients_on(ctx, short_run):
+def test_a_stream_left_half_read_leaves_gradients_on(ctx, tiny_run):
     """Grad mode is per thread: a generator holding no_grad across its yields turned gradients
     off for the caller (a training run in the same process then failed)."""
     stream = stream_unscored(
         ctx,
-        short_run[1],
+        tiny_run[1],
         (Side(BASE), Side(FINAL)),
         "What is 2 + 3?",
         SamplingSettings(max_new_tokens=8),
@@ -97,12 +93,12 @@ def test_a_stream_left_half_read_leaves_gradients_on(ctx, short_run):
     stream.close()
 
 
-def test_a_stranger_cannot_generate_from_the_run(ctx, short_run):
+def test_a_stranger_cannot_generate_from_the_run(ctx, tiny_run):
     with pytest.raises(PlaygroundError, match="No run with id"):
         list(
             stream_unscored(
                 ctx,
-                short_run[1],
+                tiny_run[1],
                 (Side(BASE), Side(FINAL)),
                 "hi",
                 SamplingSettings(),
@@ -110,16 +106,16 @@ def test_a_stranger_cannot_generate_from_the_run(ctx, short_run):
             )
         )
     with pytest.raises(ApiError, match="run_id: no run"):
-        api.generate(ctx, LoadedModels(), short_run[1], "hi", viewer=STRANGER)
+        api.generate(ctx, PlaygroundCache(), tiny_run[1], "hi", viewer=STRANGER)
     with pytest.raises(ApiError, match="run_id: no run"):
-        api.export_model(ctx, short_run[1], "gguf", viewer=STRANGER)
+        api.export_model(ctx, tiny_run[1], "gguf", viewer=STRANGER)
     with pytest.raises(RunActionError, match="No run with id"):  # the Runs view's own check
-        model_export_archive(ctx.db, STRANGER, short_run[1], "gguf")
+        model_export_archive(ctx.db, STRANGER, tiny_run[1], "gguf")
 
 
-def test_public_caps_and_model_rules_bound_the_work(short_run, tmp_path):
+def test_public_caps_and_model_rules_bound_the_work(tiny_run, tmp_path):
     ctx = AppContext(
-        short_run[0],
+        tiny_run[0],
         demo=DemoLimits(max_preview_samples=2, sizes={"generation.max_completion_length": 32}),
     )
     try:
@@ -128,12 +124,12 @@ def test_public_caps_and_model_rules_bound_the_work(short_run, tmp_path):
             (SamplingSettings(max_new_tokens=33), "max_new_tokens"),
         ):
             with pytest.raises(PlaygroundError, match=f"{field}: must be a whole number"):
-                list(stream_unscored(ctx, short_run[1], (Side(BASE), Side(FINAL)), "hi", settings))
+                list(stream_unscored(ctx, tiny_run[1], (Side(BASE), Side(FINAL)), "hi", settings))
         with pytest.raises(PlaygroundError, match=r"model: .*other server paths"):
             list(
                 stream_unscored(
                     ctx,
-                    short_run[1],
+                    tiny_run[1],
                     (Side("custom", str(tmp_path)), Side(FINAL)),
                     "hi",
                     SamplingSettings(max_new_tokens=8),
@@ -143,37 +139,37 @@ def test_public_caps_and_model_rules_bound_the_work(short_run, tmp_path):
         ctx.close()
 
 
-def test_generate_endpoint_is_seeded_and_scored(ctx, short_run):
-    models = LoadedModels()
+def test_generate_endpoint_is_seeded_and_scored(ctx, tiny_run):
+    cache = PlaygroundCache()
     settings = {"num_samples": 2, "seed": 7, "max_new_tokens": 8}
     first = api.generate(
-        ctx, models, short_run[1], "What is 2 + 3?", "base", settings, viewer=LOCAL_VIEWER
+        ctx, cache, tiny_run[1], "What is 2 + 3?", "base", settings, viewer=LOCAL_VIEWER
     )
     again = api.generate(
-        ctx, models, short_run[1], "What is 2 + 3?", "base", settings, viewer=LOCAL_VIEWER
+        ctx, cache, tiny_run[1], "What is 2 + 3?", "base", settings, viewer=LOCAL_VIEWER
     )
     assert first["replies"] == again["replies"] and len(first["replies"]) == 2
     assert len(first["totals"]) == 2 and first["traces"][0]
-    with pytest.raises(ApiError, match="settings: unknown 'temp'; allowed: temperature"):
-        api.generate(ctx, models, short_run[1], "hi", "base", {"temp": 1}, viewer=LOCAL_VIEWER)
+    with pytest.raises(ApiError, match=r"settings\.temp: unknown field; allowed: temperature"):
+        api.generate(ctx, cache, tiny_run[1], "hi", "base", {"temp": 1}, viewer=LOCAL_VIEWER)
     with pytest.raises(ApiError, match="model: the run has no model 'checkpoint-9'"):
-        api.generate(ctx, models, short_run[1], "hi", "checkpoint-9", viewer=LOCAL_VIEWER)
+        api.generate(ctx, cache, tiny_run[1], "hi", "checkpoint-9", viewer=LOCAL_VIEWER)
     with pytest.raises(ApiError, match="prompt: "):
-        api.generate(ctx, models, short_run[1], "", viewer=LOCAL_VIEWER)
+        api.generate(ctx, cache, tiny_run[1], "", viewer=LOCAL_VIEWER)
 
 
-def test_export_endpoint_zips_an_ollama_export(ctx, short_run):
-    path, command = api.export_model(ctx, short_run[1], "ollama", "F16", viewer=LOCAL_VIEWER)
+def test_export_endpoint_zips_an_ollama_export(ctx, tiny_run):
+    path, command = api.export_model(ctx, tiny_run[1], "ollama", "F16", viewer=LOCAL_VIEWER)
     assert command == "ollama create tiny -f Modelfile && ollama run tiny"
     names = zipfile.ZipFile(path).namelist()
     assert {"Modelfile", "README.md", "tiny-F16.gguf"} <= set(names)
-    assert not path.startswith(str(short_run[0]))  # a per-request copy, outside the data dir
+    assert not path.startswith(str(tiny_run[0]))  # a per-request copy, outside the data dir
     with pytest.raises(ApiError, match="format: must be one of hf, merged, gguf, ollama"):
-        api.export_model(ctx, short_run[1], "../../etc", viewer=LOCAL_VIEWER)
+        api.export_model(ctx, tiny_run[1], "../../etc", viewer=LOCAL_VIEWER)
 
 
-def test_cli_generate_prints_the_reply_and_its_reward(short_run, engine_cli):
-    data_dir, run_id = short_run
+def test_cli_generate_prints_the_reply_and_its_reward(tiny_run, engine_cli):
+    data_dir, run_id = tiny_run
     out = engine_cli(
         "generate",
         run_id,
@@ -192,17 +188,17 @@ def test_cli_generate_prints_the_reply_and_its_reward(short_run, engine_cli):
     assert bad.returncode == 2 and "checkpoint-9" in bad.stderr
 
 
-def test_one_seed_gives_both_sides_the_same_draws_while_they_interleave(ctx, short_run):
+def test_one_seed_gives_both_sides_the_same_draws_while_they_interleave(ctx, tiny_run):
     """Each side draws from its own seeded generator, so the same model on both sides, streamed
     turn by turn, samples the same replies (a shared global RNG would not promise that)."""
     settings = SamplingSettings(temperature=1.0, num_samples=3, max_new_tokens=8, seed=11)
     *_, (left, right) = stream_unscored(
-        ctx, short_run[1], (Side(FINAL), Side(FINAL)), "What is 2 + 3?", settings
+        ctx, tiny_run[1], (Side(FINAL), Side(FINAL)), "What is 2 + 3?", settings
     )
     assert left == right
     *_, (other, _) = stream_unscored(
         ctx,
-        short_run[1],
+        tiny_run[1],
         (Side(FINAL), Side(FINAL)),
         "What is 2 + 3?",
         SamplingSettings(temperature=1.0, num_samples=3, max_new_tokens=8, seed=12),
@@ -210,6 +206,8 @@ def test_one_seed_gives_both_sides_the_same_draws_while_they_interleave(ctx, sho
     assert other != left  # another seed, other draws
 
 
-def test_a_prompt_longer_than_the_model_reads_is_refused_by_field(ctx, short_run):
+def test_a_prompt_longer_than_the_model_reads_is_refused_by_field(ctx, tiny_run):
     with pytest.raises(ApiError, match=r"prompt: \d+ tokens; this model reads at most 512"):
-        api.generate(ctx, LoadedModels(), short_run[1], "7 + 5 " * 100, "base", viewer=LOCAL_VIEWER)
+        api.generate(
+            ctx, PlaygroundCache(), tiny_run[1], "7 + 5 " * 100, "base", viewer=LOCAL_VIEWER
+        )

@@ -507,7 +507,11 @@ def test_generate_and_export_refuse_out_of_bounds_input_by_field(space, record_p
         (("bounds-run", "hi", "latest", {"max_new_tokens": 1000}), "/generate", "max_new_tokens"),
         (("bounds-run", "hi", "latest", {"seed": -1}), "/generate", "seed"),
         (("bounds-run", "x" * 5000, "latest", None), "/generate", "prompt: 5,000 characters"),
-        (("bounds-run", "hi", "latest", {"__class__": 1}), "/generate", "settings: unknown"),
+        (
+            ("bounds-run", "hi", "latest", {"__class__": 1}),
+            "/generate",
+            "settings.__class__: unknown",
+        ),
         (("bounds-run", "../../etc", "F16"), "/export_model", "format: must be one of"),
         (("bounds-run", "gguf", "../F16"), "/export_model", "quant: must be one of"),
     ]

@@ -2,11 +2,13 @@ import zipfile
 
 import pytest
 
+from engine.config import RunConfig
+from engine.dataclass_io import ConfigError
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.schema import RunStatus
 from ui import run_actions
-from ui.context import AppContext, DemoLimits, SettingsError, auth_from_env
+from ui.context import DemoLimits, SettingsError, auth_from_env
 from ui.identity import LOCAL_VIEWER
 from ui.run_actions import RunActionError
 
@@ -40,11 +42,13 @@ def test_demo_limits_describe_themselves():
     assert DemoLimits.from_env({}).describe() == ""
 
 
-@pytest.fixture
-def ctx(data_dir):
-    context = AppContext(data_dir)
-    yield context
-    context.close()
+def test_the_steps_cap_is_stored_once_and_read_by_every_check():
+    limits = DemoLimits(sizes={"training.steps": 5})
+    assert limits.max_steps == 5 and limits.active  # the Train form's cap
+    assert "at most 5 training steps" in limits.describe()
+    config = RunConfig.from_dict({"training": {"steps": 6}})
+    with pytest.raises(ConfigError, match=r"training\.steps: this demo allows at most 5 steps"):
+        limits.check_config(config)
 
 
 def make_run(ctx, status=RunStatus.COMPLETED):
