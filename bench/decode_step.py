@@ -69,6 +69,18 @@ def attention_check(rows: int, length: int) -> dict[str, float]:
     return {"attention_kernel_max_abs_error": round(error, 5)}
 
 
+def seeded_calls_reproduce(model, prompts, tokens: int) -> bool:
+    """The same seed gives the same completions through the captured graph, another seed not;
+    raises otherwise."""
+    runner = GenerationRunner(model)
+    kwargs = dict(max_new_tokens=tokens, temperature=0.8, top_p=1.0, eos_ids=[], pad_id=0)
+    a, b, c = (runner.generate(prompts, seed=s, **kwargs).completion_ids for s in (5, 5, 6))
+    runner.release()
+    if not (a == b and a != c):
+        raise AssertionError("seeded sampling through the graph does not reproduce")
+    return True
+
+
 def measure(args, model, prompts, variant: str, gen) -> dict[str, float]:
     attention, merged = VARIANTS[variant]
     torch._dynamo.reset()  # each variant compiles afresh, not against the last one's guards
@@ -126,6 +138,7 @@ def main() -> None:
     result: dict[str, object] = {"card": torch.cuda.get_device_name()}
     for variant in args.variants.split(","):
         result |= measure(args, model, prompts, variant, gen)
+    result["seeded_calls_reproduce"] = seeded_calls_reproduce(model, prompts, args.tokens)
     logits = torch.randn(args.rows, model.config.vocab_size, device="cuda", dtype=torch.bfloat16)
     result["sampler_ms"] = round(cuda_ms(lambda: sample_tokens(logits, 0.8, 1.0, gen), 50), 3)
     result["sampler_fused_ms"] = round(

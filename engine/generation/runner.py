@@ -7,14 +7,15 @@ Per call (one training step's rollout):
 2. The prompt width is rounded up to a bucket of ``PROMPT_BUCKET`` tokens, so the cache shape,
    and the decode graph captured for it, repeat from step to step.
 3. The decode step multiplies by merged copies of the q/k/v and gate/up weights (LoRA merged
-   in; :mod:`engine.generation.decode_weights`), refreshed at each call.
-4. Each decode step is one replay of a CUDA graph of :meth:`StaticDecoder.decode` (on CUDA;
-   eager elsewhere), followed by sampling on the device. Finished rows emit padding; the loop
-   stops as soon as every row has finished. Before capture the step is compiled by
-   ``torch.compile`` (inductor fuses the norms, rotary and gated-MLP element-wise work that
-   otherwise costs a kernel each: gpt-fast's recipe), and the graph is recorded over the
-   compiled kernels, as vLLM does. The cache keeps the widest prompt bucket seen, so a
-   narrower step reuses it (and its graph) instead of compiling again.
+   in; :mod:`engine.generation.decode_weights`), refreshed at each call, and attends with one
+   Triton kernel over the written positions (:mod:`engine.generation.attention_kernel`).
+4. On CUDA a whole token step (decode, sample on the device, record, advance) is one replay of a
+   CUDA graph; the loop checks every ``FINISH_CHECK_EVERY`` tokens whether every row has
+   finished. Before capture the decode is compiled by ``torch.compile`` (inductor fuses the
+   norms, rotary and gated-MLP element-wise work that otherwise costs a kernel each: gpt-fast's
+   recipe), and the graph is recorded over the compiled kernels, as vLLM does. The cache keeps
+   the widest prompt bucket seen, so a narrower step reuses it (and its graph). A seeded call
+   seeds the device's default generator, the one the graph draws from, and restores it after.
 
 CUDA graphs record device addresses: weights updated in place by the optimizer (full or LoRA)
 are seen by the next replay; if any parameter is re-allocated the graphs are captured again.
@@ -22,9 +23,10 @@ are seen by the next replay; if any parameter is re-allocated the graphs are cap
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,11 +131,8 @@ def record_token(
 
 
 class _DecodeGraph:
-    """Static inputs of the decode step and, on CUDA, its captured graph, for one cache shape.
-
-    With a :class:`SamplingSpec` the graph holds a whole token step (decode, sample, record,
-    advance), so each token is one replay; without one (a seeded generator) only the decode.
-    """
+    """Static inputs of a token step (decode, sample, record, advance) and, on CUDA, its
+    captured graph, so each token is one replay; for one cache shape and sampling spec."""
 
     def __init__(
         self,
@@ -141,7 +140,7 @@ class _DecodeGraph:
         cache: StaticKVCache,
         use_graph: bool,
         compile_step: bool,
-        sampling: SamplingSpec | None,
+        sampling: SamplingSpec,
     ) -> None:
         device = cache.keys[0].device
         n, length = cache.num_rows, cache.max_len
@@ -150,9 +149,8 @@ class _DecodeGraph:
         self.positions = torch.zeros(n, dtype=torch.long, device=device)
         self.slot = torch.zeros(1, dtype=torch.long, device=device)
         self.valid = torch.zeros(n, length, dtype=torch.bool, device=device)
-        self.buffers = None if sampling is None else _TokenBuffers(n, sampling, device)
+        self.buffers = _TokenBuffers(n, sampling, device)
         self.graph: torch.cuda.CUDAGraph | None = None
-        self.logits: torch.Tensor | None = None
         self.fused_sampler = compile_step
         self._compiled = torch.compile(self._step, dynamic=False) if compile_step else None
         if use_graph:
@@ -169,6 +167,10 @@ class _DecodeGraph:
                 logger.warning("torch.compile of the decode step failed (%s); running eager", exc)
                 self._compiled = None
         return self._step()
+
+    def decode(self) -> torch.Tensor:
+        """One decode step's logits, outside any graph (for sampling with a generator)."""
+        return self._fused_step()
 
     def _token_step(self) -> None:
         tokens = record_token(
@@ -191,38 +193,36 @@ class _DecodeGraph:
         with torch.cuda.stream(stream):
             for _ in range(3):
                 self.slot.zero_()
-                if self.buffers is None:
-                    self._fused_step()
-                else:
-                    self.buffers.column.zero_()
-                    self._token_step()
+                self.buffers.column.zero_()
+                self._token_step()
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
-            if self.buffers is None:
-                self.logits = self._fused_step()
-            else:
-                self._token_step()
+            self._token_step()
         logger.info(
-            "Captured the %s step (%s) in %.1f s",
-            "decode" if self.buffers is None else "token",
+            "Captured the token step (%s) in %.1f s",
             "compiled" if self._compiled is not None else "eager",
             time.perf_counter() - started,
         )
 
-    def run(self) -> torch.Tensor:
-        """One decode step's logits (a graph without sampling, or eager)."""
-        if self.graph is None:
-            return self._step()
-        self.graph.replay()
-        return self.logits
-
     def run_token(self) -> None:
-        """One whole token step (a graph with sampling, or eager)."""
+        """One whole token step: a replay, or eager without a graph."""
         if self.graph is None:
             self._token_step()
         else:
             self.graph.replay()
+
+
+@contextlib.contextmanager
+def _device_rng_seeded(device: torch.device, seed: int | None) -> Iterator[None]:
+    """Seed ``device``'s default CUDA generator for the block and restore its state after."""
+    if seed is None:
+        yield
+        return
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    with torch.random.fork_rng(devices=[index], device_type="cuda"):
+        torch.cuda.default_generators[index].manual_seed(seed)
+        yield
 
 
 class GenerationRunner:
@@ -252,7 +252,7 @@ class GenerationRunner:
         self.decoder.weights = None
 
     def _decode_graph(
-        self, rows: int, length: int, dtype: torch.dtype, sampling: SamplingSpec | None
+        self, rows: int, length: int, dtype: torch.dtype, sampling: SamplingSpec
     ) -> _DecodeGraph:
         weights_key = tuple(p.data_ptr() for p in self.model.parameters())
         g = self._graph
@@ -318,18 +318,22 @@ class GenerationRunner:
             # A narrower prompt bucket reuses the wider cache (and its compiled graph).
             width = max(width, old.cache.max_len - max_new_tokens)
         spec = SamplingSpec(temperature, top_p, pad_id, tuple(eos_ids), max_new_tokens)
-        generator = None
-        if seed is not None and temperature > 0:
-            generator = torch.Generator(device=device).manual_seed(seed)
-        # A seeded generator cannot live in a captured graph: then only the decode is captured.
-        g = self._decode_graph(
-            len(prompts), width + max_new_tokens, dtype, spec if generator is None else None
-        )
+        g = self._decode_graph(len(prompts), width + max_new_tokens, dtype, spec)
         if self.decoder.weights is not None:
             self.decoder.weights.refresh()  # the optimizer has changed the weights since
-        buffers = g.buffers or _TokenBuffers(len(prompts), spec, device)
+        buffers = g.buffers
         buffers.reset(pad_id)
+        seeded = seed is not None and temperature > 0
+        # A captured step draws from the device's default generator (the only one a graph
+        # replays), seeded for this call and restored after; without a graph, a generator.
+        generator = None
+        if seeded and g.graph is None:
+            generator = torch.Generator(device=device).manual_seed(seed)
+        with _device_rng_seeded(device, seed if seeded and g.graph is not None else None):
+            return self._sample(prompts, distinct, sources, width, g, spec, generator)
 
+    def _sample(self, prompts, distinct, sources, width, g, spec, generator) -> Generation:
+        device, pad_id, buffers = self.device, spec.pad_id, g.buffers
         # Prefill each distinct prompt once, in chunks of rows.
         ids = torch.full((len(distinct), width), pad_id, dtype=torch.long)
         valid = torch.zeros((len(distinct), width), dtype=torch.bool)
@@ -356,16 +360,16 @@ class GenerationRunner:
         g.positions.copy_(torch.tensor([len(p) for p in prompts], device=device))
         g.slot.fill_(width)
         steps = 1
-        while steps < max_new_tokens:
+        while steps < spec.max_new_tokens:
             if steps % FINISH_CHECK_EVERY == 0 and bool(buffers.done.all()):
                 break
-            if g.sampling is not None:
+            if generator is None:
                 g.run_token()
             else:
-                g.advance(record_token(g.run(), spec, buffers, generator, fused))
+                g.advance(record_token(g.decode(), spec, buffers, generator, fused))
             steps += 1
         return self._collect(
-            buffers.out_tokens[:, :steps], buffers.out_logprobs[:, :steps], eos_ids
+            buffers.out_tokens[:, :steps], buffers.out_logprobs[:, :steps], list(spec.eos_ids)
         )
 
     @staticmethod
