@@ -6,6 +6,7 @@ shipped default model or train it for 3 GRPO steps.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -14,6 +15,7 @@ from playwright.sync_api import Page, expect
 
 from storage.schema import RunStatus
 from ui import run_progress
+from ui.spec_form import MAX_INSTANCES
 
 pytestmark = pytest.mark.browser
 
@@ -132,6 +134,33 @@ def test_components_are_added_on_demand_and_removed(page: Page):
     expect(page.locator("#slot-conciseness-2")).to_be_hidden()
     expect(status).not_to_contain_text("conciseness_2")
     expect(status).to_contain_text("conciseness × 1")
+
+
+def exported_spec(page: Page) -> dict:
+    """The spec the app builds, as its "Prepare downloads" JSON file."""
+    page.locator("#export-spec").click()
+    link = page.locator("a[download][href*='reward_spec.json']")
+    expect(link).to_have_count(1)
+    return json.loads(page.request.get(link.get_attribute("href")).text())
+
+
+def test_any_number_of_one_component_is_added_set_and_removed(page: Page):
+    for n in range(1, 7):  # more than the five slots the form once had
+        pick(page, "add-component-name", "conciseness")
+        page.locator("#add-component").click()
+        slot = "conciseness" if n == 1 else f"conciseness-{n}"
+        expect(page.locator(f"#slot-{slot}")).to_contain_text("● on")
+    set_number(page, "conciseness-4-max-len", 321)
+    expect(page.locator("#spec-status")).to_contain_text("conciseness_6 × 1")
+    page.locator("#remove-conciseness-2").click()
+    expect(page.locator("#slot-conciseness-2")).to_be_hidden()
+    expect(page.locator("#spec-status")).not_to_contain_text("conciseness_2")
+    expect(page.locator("#conciseness-4-max-len input")).to_have_value("321")  # kept on redraw
+    components = exported_spec(page)["components"]
+    assert [c["name"] for c in components] == ["correctness", "format"] + ["conciseness"] * 5
+    added = components[2:]
+    assert [c.get("label") for c in added] == [None] + [f"conciseness_{i}" for i in (3, 4, 5, 6)]
+    assert [c["params"]["max_len"] for c in added] == [1000, 1000, 321, 1000, 1000]
 
 
 def test_export_downloads_the_spec_and_a_standalone_trl_module(page: Page):
@@ -548,12 +577,20 @@ def test_an_applied_spec_keeps_its_metric_names_and_names_what_the_form_cannot_h
         page.locator("#spec-code .cm-content").fill(text)
         page.get_by_role("button", name="Apply this spec").click()
 
-    rules = ", ".join(f'{{"name": "rule", "params": {{"pattern": "w{i}"}}}}' for i in range(6))
-    apply(f'{{"components": [{{"name": "correctness"}}, {rules}]}}')
+    def rules(n: int) -> str:
+        return ", ".join(f'{{"name": "rule", "params": {{"pattern": "w{i}"}}}}' for i in range(n))
+
+    apply(f'{{"components": [{{"name": "correctness"}}, {rules(MAX_INSTANCES + 1)}]}}')
     expect(page.locator("#import-message")).to_contain_text(
-        "Not applied: the spec has 6 rule components and the form holds 5"
+        f"Not applied: the spec has {MAX_INSTANCES + 1} rule components and the form holds at "
+        f"most {MAX_INSTANCES}"
     )
     expect(page.locator("#spec-status")).to_contain_text("correctness × 1 + format × 0.5")
+    apply(f'{{"components": [{{"name": "correctness"}}, {rules(7)}]}}')  # all drawn
+    expect(page.locator("#spec-status")).to_contain_text("rule_7 × 1")
+    expect(page.locator("#rule-7-pattern textarea, #rule-7-pattern input").first).to_have_value(
+        "w6"
+    )
 
     apply(
         '{"components": [{"name": "correctness", "label": "answer_ok"},'
