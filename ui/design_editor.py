@@ -25,6 +25,9 @@ from ui.spec_form import DESCRIPTION, GENERAL, FormCheck, FormValues, Slot, Spec
 #: A text parameter this long (``max_length``) gets a multi-line editor.
 LONG_TEXT_CHARS = 10_000
 ON_BADGE = "● on"
+# Edits, adds, removes and loads run one at a time in the order they came, so an edit sent just
+# before a Remove cannot land after it with the removed slot's values.
+FORM_QUEUE: dict[str, Any] = {"concurrency_id": "design-form", "concurrency_limit": 1}
 
 
 def elem_key(key: str) -> str:
@@ -222,10 +225,12 @@ def draw_form(form: SpecForm, values: FormValues, adding: str | None = None) -> 
     return parts
 
 
-def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets) -> None:
+def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets, version: int) -> None:
     """Validate on every edit; add and remove slots by drawing the editor again."""
 
     def on_edit(raw: Values) -> Updates:
+        if raw[out.layout].get("version") != version:
+            return {}  # sent by inputs that a redraw has replaced since: stale
         check = form.check(parts.read(raw))
         return {**parts.show_errors(check), **out.checked(check, raw[out.export_format])}
 
@@ -233,11 +238,12 @@ def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets) -> None:
         [c.input for c in parts.inputs.values()]
         + [c.blur for c in parts.inputs.values() if isinstance(c, gr.Number)],
         on_edit,
-        inputs={out.export_format, *parts.inputs.values()},
+        inputs={out.layout, out.export_format, *parts.inputs.values()},
         outputs=[out.spec_state, out.status, out.code, *parts.errors.values()],
         trigger_mode="always_last",
         show_progress="hidden",
         api_visibility="private",
+        **FORM_QUEUE,
     )
 
     # The "on" badge follows the component's own switch (one small update, not a redraw).
@@ -277,6 +283,7 @@ def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets) -> None:
         inputs={*every_input, parts.add_name},
         outputs=out.redraw_outputs,
         api_visibility="private",
+        **FORM_QUEUE,
     )
     for key, button in parts.removes.items():
         button.click(
@@ -284,6 +291,7 @@ def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets) -> None:
             inputs=every_input,
             outputs=out.redraw_outputs,
             api_visibility="private",
+            **FORM_QUEUE,
         )
 
 
@@ -292,4 +300,5 @@ def build_editor(form: SpecForm, out: EditorTargets) -> None:
 
     @gr.render(inputs=out.layout, show_progress="hidden")
     def draw(layout: dict[str, Any]) -> None:
-        _wire_form(form, draw_form(form, layout["values"], layout.get("adding")), out)
+        parts = draw_form(form, layout["values"], layout.get("adding"))
+        _wire_form(form, parts, out, layout.get("version", 0))

@@ -8,7 +8,7 @@ import gradio as gr
 from rewards.errors import RewardSpecError
 from rewards.spec import DEFAULT_PRESET, PRESETS, RewardSpec
 from ui import spec_io
-from ui.design_editor import EditorTargets
+from ui.design_editor import FORM_QUEUE, EditorTargets
 from ui.design_io import SpecIoParts
 from ui.messages import escape, hint, warn
 from ui.named import Updates, Values
@@ -81,4 +81,5 @@ def wire_loaders(
             inputs={source, out.layout, out.export_format},
             outputs=out.redraw_outputs,
             api_visibility="private",
+            **FORM_QUEUE,
         )
