@@ -374,6 +374,16 @@ def test_compare_overlays_runs_and_diffs_their_configs(page: Page, live_app):
     summary = page.locator("#compare-summary")
     expect(summary).to_contain_text("short one: no held-out evaluation · 2 steps")
     expect(summary).to_contain_text("long one: no held-out evaluation · 4 steps")
+    # By relative time, like the Runs charts: each run from its own first point.
+    page.locator("#compare-x").get_by_text("relative time").click()
+    page.wait_for_function(
+        "() => { const el = document.querySelector('#compare-chart .js-plotly-plot');"
+        " return el && el.layout.xaxis.title.text === 'minutes since the first point'; }"
+    )
+    starts = page.evaluate(
+        "() => document.querySelector('#compare-chart .js-plotly-plot').data.map(d => d.x[0])"
+    )
+    assert starts == [0, 0]
 
 
 @pytest.mark.slow
