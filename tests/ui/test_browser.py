@@ -13,7 +13,6 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from storage.schema import RunStatus
 from ui import run_progress
 from ui.spec_form import MAX_INSTANCES
 
@@ -455,14 +454,7 @@ def logged_phases(app, run_id: str) -> list[str]:
     with Database(db_path(app.data_dir)) as db:
         run = run_store.get_run(db, run_id)
         entries, _ = log_store.logs_since(db, run_id, 0, limit=10_000)
-    running = run.model_copy(update={"status": RunStatus.RUNNING})
-    lines = [f"- {e.level:<7} {e.message}" for e in entries]
-    walked: list[str] = []
-    for end in range(1, len(lines) + 1):
-        now = run_progress.phase(running, lines[:end])
-        if not walked or walked[-1] != now:
-            walked.append(now)
-    return walked
+    return run_progress.phases_walked(run, [f"- {e.level:<7} {e.message}" for e in entries])
 
 
 @pytest.mark.slow
