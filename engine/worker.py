@@ -179,10 +179,12 @@ def _train(
     from engine.memory import describe, local_card_bytes, with_default_micro_batch
     from engine.models import load_model_and_tokenizer, save_plain_weights
     from engine.prompts import for_trainer, prompt_format
-    from engine.trainers.trl_trainers import build_trl_trainer
+    from engine.trackers import point_trackers_at
 
     folder = run_dir(data_dir, run_id)
     folder.mkdir(parents=True, exist_ok=True)
+    point_trackers_at(config, folder)  # before TRL imports trackio
+    from engine.trainers.trl_trainers import build_trl_trainer
     card = local_card_bytes()
     if card is not None:  # on a GPU, an empty micro-batch is sized to the card
         config = with_default_micro_batch(config, card)
