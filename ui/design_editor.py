@@ -138,7 +138,8 @@ def _param_input(slot: Slot, p: ParamSpec, value: Any) -> gr.components.Componen
 
 
 def _error_md(parts: FormParts, key: str, notes: dict[str, str]) -> None:
-    parts.errors[key] = error_line(f"error-{elem_key(key)}", warn(escape(notes.get(key, ""))))
+    note = notes.get(key)
+    parts.errors[key] = error_line(f"error-{elem_key(key)}", warn(escape(note)) if note else "")
 
 
 def _build_slot(parts: FormParts, slot: Slot, values: FormValues, notes: dict[str, str]) -> None:

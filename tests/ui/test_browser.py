@@ -69,8 +69,10 @@ def test_app_opens_with_every_tab(page: Page):
 
 
 def test_a_bad_parameter_is_reported_next_to_it(page: Page):
-    set_number(page, "correctness-abs-tol", -1)
     error = page.locator("#error-correctness-abs-tol")
+    expect(page.locator("#correctness-abs-tol")).to_be_visible()
+    expect(page.locator(".field-error:visible")).to_have_count(0)  # a valid form shows none
+    set_number(page, "correctness-abs-tol", -1)
     expect(error).to_contain_text("must be a number in [0.0")
     expect(page.locator("#spec-status")).to_contain_text("1 field to fix")
     open_tab(page, "Train")  # no run starts on an older reward while Design has errors

@@ -47,6 +47,11 @@ def test_design_inputs_are_the_form_keys_in_order():
     raw = {comp: comp.value for comp in parts.inputs.values()}
     assert parts.read(raw) == values
     assert parts.inputs[DESCRIPTION].value == values[DESCRIPTION]
+    assert not any(md.visible for md in parts.errors.values())  # a valid form shows no line
+    values["repetition.weight"] = -0.1  # pays for repetition: the warning is drawn under it
+    with gr.Blocks():
+        parts = draw_form(form, values)
+    assert {key for key, md in parts.errors.items() if md.visible} == {"repetition.weight"}
 
 
 def test_train_inputs_are_config_fields_and_build_the_default_config(ctx):
