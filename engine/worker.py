@@ -185,6 +185,7 @@ def _train(
     folder.mkdir(parents=True, exist_ok=True)
     point_trackers_at(config, folder)  # before TRL imports trackio
     from engine.trainers.trl_trainers import build_trl_trainer
+
     card = local_card_bytes()
     if card is not None:  # on a GPU, an empty micro-batch is sized to the card
         config = with_default_micro_batch(config, card)
