@@ -41,7 +41,7 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
         policy.check_reward(config.reward)
     check_gpus(config.training.num_gpus)
     check_gpu_ids(config.training.gpu_list)
-    check_trackers(config.training.report_to)
+    check_trackers(config.training.report_to, config.algorithm)
     check_model(config.model)
     if config.data.source == "hub":
         check_hub_dataset_id(str(config.data.path))
@@ -105,9 +105,16 @@ def check_gpu_ids(ids: list[int]) -> None:
         )
 
 
-def check_trackers(report_to: list[str]) -> None:
+def check_trackers(report_to: list[str], algorithm: str = "grpo") -> None:
     """Each tracker in ``training.report_to`` is installed: TRL fails at the run's start
-    otherwise (its ``TensorBoardCallback``, ``WandbCallback``... import the package)."""
+    otherwise (its ``TensorBoardCallback``, ``WandbCallback``... import the package). Our PPO
+    loop reports to no tracker, so a PPO run asking for one is refused rather than silent."""
+    if report_to and algorithm == "ppo":
+        raise ConfigError(
+            "training.report_to",
+            "PPO runs report to Reward Studio only; the trackers take GRPO and RLOO runs "
+            "(TRL's callbacks). Leave it empty for PPO",
+        )
     for i, name in enumerate(report_to):
         # The trackers' import names equal their pip names (tensorboard, wandb, trackio).
         if importlib.util.find_spec(name) is None:

@@ -15,6 +15,7 @@
                                          trainer_state.json (written last)
             policy/                      a PPO checkpoint's policy (TRL's hold it at the top)
         final/                           the model of a completed run
+        trackio/                         trackio's local logs (``training.report_to: [trackio]``)
 
 This module imports nothing heavy, so listing or stopping runs never loads torch.
 """
@@ -37,6 +38,7 @@ COMPLETE_MARKER = "trainer_state.json"
 FINAL_DIR = "final"
 # In a PPO checkpoint: the policy's weights (or LoRA adapter) and tokenizer.
 POLICY_DIR = "policy"
+TRACKIO_DIR = "trackio"
 # In the data dir: held while counting running runs and starting queued ones.
 DISPATCH_LOCK = "dispatch.lock"
 
@@ -61,6 +63,11 @@ def final_model_dir(folder: Path) -> Path:
 def checkpoint_dir(folder: Path, step: int) -> Path:
     """The published checkpoint of ``step``."""
     return folder / f"{CHECKPOINT_PREFIX}{step}"
+
+
+def trackio_dir(folder: Path) -> Path:
+    """Where trackio logs a run of the run folder ``folder`` (its local database, never a Space)."""
+    return folder / TRACKIO_DIR
 
 
 def staging_dir(folder: Path) -> Path:

@@ -185,10 +185,13 @@ def _train(
     )
     from engine.models import load_model_and_tokenizer
     from engine.prompts import for_trainer, prompt_format
-    from engine.trainers.trl_trainers import build_trl_trainer
+    from engine.trackers import point_trackers_at
 
     folder = run_dir(data_dir, run_id)
     folder.mkdir(parents=True, exist_ok=True)
+    point_trackers_at(config, folder)  # before TRL imports trackio
+    from engine.trainers.trl_trainers import build_trl_trainer
+
     logger.info("Loading model %s", config.model.name_or_path)
     spec, device = config.model, None
     if config.training.distributed == "fsdp":  # every rank loads onto the CPU; FSDP shards it

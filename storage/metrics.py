@@ -50,10 +50,12 @@ MetricPoint = Row[tuple[int, int, str, float | None, float]]
 
 @dataclass
 class MetricSeries:
-    """One metric of one run, by step (columnar, as charts want it)."""
+    """One metric of one run, by step (columnar, as charts want it), with each point's time
+    (seconds since the epoch) for charts by relative time."""
 
     steps: list[int] = field(default_factory=list)
     values: list[float | None] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
 
 
 def _metric_name(name: Any) -> str:
@@ -299,19 +301,21 @@ def metric_series(db: Database, run_ids: Sequence[str], name: str) -> dict[str, 
     # Ordered like the (run_id, name, id) index, so SQLite reads only this metric's rows; an
     # ORDER BY step would make it prefer the (run_id, step) index and scan every metric.
     query = (
-        select(Metric.run_id, Metric.step, Metric.value)
+        select(Metric.run_id, Metric.step, Metric.value, Metric.time)
         .where(Metric.run_id.in_(ids), Metric.name == name)
         .order_by(Metric.run_id, Metric.id)
     )
 
     def read(session: Session) -> dict[str, MetricSeries]:
-        points: dict[str, list[tuple[int, float | None]]] = {rid: [] for rid in ids}
-        for rid, step, value in session.execute(query):
-            points[rid].append((step, value))
+        points: dict[str, list[tuple[int, float | None, float]]] = {rid: [] for rid in ids}
+        for rid, step, value, at in session.execute(query):
+            points[rid].append((step, value, at))
         out = {}
-        for rid, pairs in points.items():
-            pairs.sort(key=lambda pair: pair[0])  # stable: equal steps keep write order
-            out[rid] = MetricSeries([p[0] for p in pairs], [p[1] for p in pairs])
+        for rid, rows in points.items():
+            rows.sort(key=lambda row: row[0])  # stable: equal steps keep write order
+            out[rid] = MetricSeries(
+                [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+            )
         return out
 
     return db.read(read) if ids else {}

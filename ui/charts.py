@@ -266,6 +266,17 @@ def _first_time(series: Iterable[Series]) -> float | None:
     return min((s.times[0] for s in series if s.times), default=None)
 
 
+def run_starts(by_metric: Mapping[str, Mapping[str, Series]]) -> dict[str, float]:
+    """Each run's first point time over every metric shown: the zero of its relative time
+    (W&B's "Relative Time": each run from its own start, so runs started days apart overlay)."""
+    starts: dict[str, float] = {}
+    for runs in by_metric.values():
+        for rid, s in runs.items():
+            if s.times:
+                starts[rid] = min(starts.get(rid, s.times[0]), s.times[0])
+    return starts
+
+
 def _x(s: Series, options: ChartOptions, t0: float | None) -> list:
     if options.x == "time" and t0 is not None and len(s.times) == len(s.steps):
         return [(t - t0) / 60.0 for t in s.times]
@@ -360,16 +371,20 @@ def overlay_figure(
     options: ChartOptions | None = None,
     height: int = 420,
 ) -> Figure:
-    """One metric of several runs on shared axes, by step (the Compare view)."""
+    """One metric of several runs on shared axes, by step or by each run's relative time
+    (the Compare view)."""
     labels = labels or {}
     options = options or ChartOptions()
+    t0 = run_starts({metric: runs})
     data = [
         trace
         for i, (run_id, s) in enumerate(runs.items())
-        for trace in _lines(labels.get(run_id, run_id), s, PALETTE[i % len(PALETTE)], 2, options)
+        for trace in _lines(
+            labels.get(run_id, run_id), s, PALETTE[i % len(PALETTE)], 2, options, t0.get(run_id)
+        )
     ]
     layout = _layout(metric, _label(metric), height=height)
-    layout["xaxis"].update(step_axis(_last_step(runs.values())))
+    layout["xaxis"].update(_x_axis(options, runs.values()))
     if options.log_y:
         layout["yaxis"]["type"] = "log"
     if not data:
@@ -383,7 +398,8 @@ def metrics_figure(
     options: ChartOptions | None = None,
 ) -> Figure:
     """Several metrics of several runs (the Compare view): one panel per metric stacked on a
-    shared step axis, one colour per run in every panel, one legend entry per run."""
+    shared step (or relative time) axis, one colour per run in every panel, one legend entry per
+    run."""
     metrics = list(by_metric)
     if len(metrics) <= 1:
         metric = metrics[0] if metrics else "no metric"
@@ -391,6 +407,7 @@ def metrics_figure(
     labels = labels or {}
     options = options or ChartOptions()
     run_ids = list(dict.fromkeys(rid for runs in by_metric.values() for rid in runs))
+    t0 = run_starts(by_metric)
     colors = {rid: PALETTE[i % len(PALETTE)] for i, rid in enumerate(run_ids)}
     k = len(metrics)
     layout = _layout(", ".join(_label(m) for m in metrics), "", height=260 * k)
@@ -407,13 +424,13 @@ def metrics_figure(
             "type": "log" if options.log_y else "linear",
         }
         for rid, s in by_metric[metric].items():
-            for trace in _lines(labels.get(rid, rid), s, colors[rid], 2, options):
+            for trace in _lines(labels.get(rid, rid), s, colors[rid], 2, options, t0.get(rid)):
                 trace.update(
                     yaxis=axis, legendgroup=rid, showlegend=i == 0 and trace.get("showlegend", True)
                 )
                 data.append(trace)
-    layout["xaxis"].update(step_axis(_last_step(s for r in by_metric.values() for s in r.values())))
-    layout["xaxis"]["anchor"] = f"y{k}"  # the shared step axis under the lowest panel
+    layout["xaxis"].update(_x_axis(options, (s for r in by_metric.values() for s in r.values())))
+    layout["xaxis"]["anchor"] = f"y{k}"  # the shared axis under the lowest panel
     return {"data": data, "layout": layout}
 
 

@@ -13,7 +13,8 @@ from engine import metric_names
 from storage import metrics as metric_store
 from storage import runs as run_store
 from storage.db import Database
-from ui import charts, run_progress
+from storage.runs import RunInfo
+from ui import chart_controls, charts, run_progress
 from ui.context import AppContext
 from ui.identity import viewer_for
 from ui.messages import escape
@@ -64,9 +65,68 @@ MAX_METRICS = 6  # panels in one comparison
 
 def _series(db: Database, run_ids: list[str], metric: str) -> dict[str, Series]:
     return {
-        rid: Series(list(s.steps), list(s.values))
+        rid: Series(list(s.steps), list(s.values), list(s.times))
         for rid, s in metric_store.metric_series(db, run_ids, metric).items()
     }
+
+
+@dataclass
+class Comparison:
+    """Everything the Compare tab shows for the chosen runs, read in one pass."""
+
+    figure: charts.Figure
+    names: list[str]  # every metric the runs have (the metric choices)
+    chosen: list[str]  # the metrics drawn
+    headers: list[str]  # of the config diff
+    rows: list[list[Any]]
+    summary: str  # one Markdown line per run
+
+
+def read_runs(
+    db: Database, run_ids: Sequence[str] | str | None, owner: str | None = None
+) -> list[RunInfo]:
+    """The runs among ``run_ids`` that exist (and are ``owner``'s when given: other users' runs
+    are left out as if they did not exist), each read once."""
+    if isinstance(run_ids, str):
+        run_ids = [run_ids]
+    wanted = dict.fromkeys(r for r in run_ids or [] if r and isinstance(r, str))
+    runs = (run_store.get_run(db, rid, owner=owner) for rid in wanted)
+    return [r for r in runs if r is not None]
+
+
+def summary_markdown(db: Database, runs: Sequence[RunInfo]) -> str:
+    """One line per run (Markdown): held-out accuracy before -> after (best), steps, duration."""
+    accuracy = _series(db, [r.id for r in runs], metric_names.EVAL_ACCURACY)
+    return "\n".join(
+        f"- **{escape(r.name)}**: {escape(run_progress.summary_line(r, accuracy.get(r.id)))}"
+        for r in runs
+    )
+
+
+def comparison(
+    db: Database,
+    run_ids: Sequence[str] | str | None,
+    metrics: Sequence[str] | str | None,
+    *,
+    owner: str | None = None,
+    options: charts.ChartOptions | None = None,
+) -> Comparison:
+    """The chosen metrics (one panel each; the default metric when none of them is there), the
+    config diff and the one-line summaries of the chosen runs, each run read once."""
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    runs = {r.id: r for r in read_runs(db, run_ids, owner)}
+    names = union_metric_names(db, list(runs))
+    chosen = [m for m in dict.fromkeys(metrics or []) if m in names][:MAX_METRICS]
+    if not chosen:
+        default = DEFAULT_METRIC if DEFAULT_METRIC in names else (names[0] if names else None)
+        chosen = [default] if default else []
+    by_metric = {metric: _series(db, list(runs), metric) for metric in chosen}
+    labels = {rid: r.name for rid, r in runs.items()}
+    figure = charts.metrics_figure(by_metric, labels, options)
+    headers, rows = config_diff({rid: r.config for rid, r in runs.items()})
+    summary = summary_markdown(db, list(runs.values()))
+    return Comparison(figure, names, chosen, headers, rows, summary)
 
 
 def compare(
@@ -77,39 +137,15 @@ def compare(
     owner: str | None = None,
     options: charts.ChartOptions | None = None,
 ):
-    """The figure of the chosen metrics (one panel each), the metric choices, the metrics
-    drawn, and the config diff for the chosen runs (of ``owner`` when given: other users' runs
-    are left out as if they did not exist)."""
-    if isinstance(run_ids, str):
-        run_ids = [run_ids]
-    if isinstance(metrics, str):
-        metrics = [metrics]
-    wanted = [r for r in run_ids or [] if r and isinstance(r, str)]
-    runs = {rid: run_store.get_run(db, rid, owner=owner) for rid in wanted}
-    runs = {rid: r for rid, r in runs.items() if r is not None}
-    names = union_metric_names(db, list(runs))
-    chosen = [m for m in dict.fromkeys(metrics or []) if m in names][:MAX_METRICS]
-    if not chosen:
-        default = DEFAULT_METRIC if DEFAULT_METRIC in names else (names[0] if names else None)
-        chosen = [default] if default else []
-    by_metric = {metric: _series(db, list(runs), metric) for metric in chosen}
-    labels = {rid: r.name for rid, r in runs.items()}
-    figure = charts.metrics_figure(by_metric, labels, options)
-    headers, rows = config_diff({rid: r.config for rid, r in runs.items()})
-    return figure, names, chosen, headers, rows
+    """The figure, the metric choices, the metrics drawn, and the config diff headers and rows
+    of :func:`comparison`."""
+    c = comparison(db, run_ids, metrics, owner=owner, options=options)
+    return c.figure, c.names, c.chosen, c.headers, c.rows
 
 
 def run_summaries(db: Database, run_ids: Sequence[str], *, owner: str | None = None) -> str:
-    """One line per run (Markdown): held-out accuracy before -> after (best), steps, duration."""
-    runs = [
-        run_store.get_run(db, rid, owner=owner) for rid in run_ids or [] if isinstance(rid, str)
-    ]
-    runs = [r for r in runs if r is not None]
-    accuracy = _series(db, [r.id for r in runs], metric_names.EVAL_ACCURACY)
-    return "\n".join(
-        f"- **{escape(r.name)}**: {escape(run_progress.summary_line(r, accuracy.get(r.id)))}"
-        for r in runs
-    )
+    """The one-line summaries of :func:`summary_markdown` for the runs among ``run_ids``."""
+    return summary_markdown(db, read_runs(db, run_ids, owner))
 
 
 @dataclass
@@ -135,6 +171,7 @@ def build_compare(ctx: AppContext, tab: gr.Tab | None = None) -> CompareHandles:
             scale=2,
         )
         refresh = gr.Button("Refresh", size="sm", scale=0)
+    x_axis = chart_controls.x_axis_radio("compare-x")
     gr.Markdown(
         "<small>The run list is read when this tab opens; Refresh reads it again.</small>",
         elem_id="compare-hint",
@@ -146,14 +183,15 @@ def build_compare(ctx: AppContext, tab: gr.Tab | None = None) -> CompareHandles:
         headers=["field"], value=[], interactive=False, wrap=True, elem_id="compare-diff"
     )
 
-    def update(run_ids, metrics, request: gr.Request, profile: gr.OAuthProfile | None = None):
+    def update(run_ids, metrics, x, request: gr.Request, profile: gr.OAuthProfile | None = None):
         owner = viewer_for(request, profile).scope
-        figure, names, chosen, headers, rows = compare(ctx.db, run_ids, metrics, owner=owner)
+        options = charts.ChartOptions.from_inputs(0.0, x, False)
+        c = comparison(ctx.db, run_ids, metrics, owner=owner, options=options)
         return (
-            plot_value(figure),
-            gr.Dropdown(choices=names, value=chosen),
-            gr.Dataframe(value=rows, headers=headers),
-            run_summaries(ctx.db, run_ids, owner=owner),
+            plot_value(c.figure),
+            gr.Dropdown(choices=c.names, value=c.chosen),
+            gr.Dataframe(value=c.rows, headers=c.headers),
+            c.summary,
         )
 
     def refresh_runs(selected, request: gr.Request, profile: gr.OAuthProfile | None = None):
@@ -162,16 +200,16 @@ def build_compare(ctx: AppContext, tab: gr.Tab | None = None) -> CompareHandles:
         keep = [r for r in selected or [] if r in ids]
         return gr.Dropdown(choices=run_choices(runs), value=keep)
 
-    for trigger in (runs_box.change, metric_box.input):
+    for trigger in (runs_box.change, metric_box.input, x_axis.change):
         trigger(
             update,
-            inputs=[runs_box, metric_box],
+            inputs=[runs_box, metric_box, x_axis],
             outputs=[plot, metric_box, diff, summary],
             api_visibility="private",
         )
     refresh.click(refresh_runs, inputs=runs_box, outputs=runs_box, api_visibility="private").then(
         update,
-        inputs=[runs_box, metric_box],
+        inputs=[runs_box, metric_box, x_axis],
         outputs=[plot, metric_box, diff, summary],
         api_visibility="private",
     )

@@ -19,6 +19,7 @@ from ui.run_state import RunView, Series
 
 TRAINING = "Training: generating completions and updating the policy"
 STOPPING = "Stopping: finishing the step and saving a checkpoint"
+SAVING = "Saving checkpoint"
 # (start of a worker log message, the phase it begins), checked newest line first.
 PHASE_MARKERS: tuple[tuple[str, str], ...] = (
     ("Loading model", "Loading the model"),
@@ -26,6 +27,8 @@ PHASE_MARKERS: tuple[tuple[str, str], ...] = (
     ("training prompts,", "Generating the first completions"),
     ("Evaluating", "Evaluating on held-out prompts"),
     ("Held-out at step", TRAINING),
+    ("Saving a checkpoint", SAVING),
+    ("Checkpoint saved at step", TRAINING),
     ("Stop requested", STOPPING),
     ("Time budget reached", "Time budget reached: saving a checkpoint"),
     ("Every step is trained", "Finishing from the last checkpoint"),
@@ -48,6 +51,18 @@ def phase(run: RunInfo, log_lines: Sequence[str], stop_asked: bool = False) -> s
     if stop_asked and found != STOPPING:
         return STOPPING
     return found or ("Starting the worker" if run.last_step == 0 else TRAINING)
+
+
+def phases_walked(run: RunInfo, log_lines: Sequence[str]) -> list[str]:
+    """The phases the run view shows an active ``run`` going through as its log lines arrive
+    one by one, each change once (for checking a finished run's log)."""
+    running = run.model_copy(update={"status": RunStatus.RUNNING})
+    walked: list[str] = []
+    for end in range(1, len(log_lines) + 1):
+        now = phase(running, log_lines[:end])
+        if not walked or walked[-1] != now:
+            walked.append(now)
+    return walked
 
 
 def eta_seconds(run: RunInfo, series: dict[str, Series]) -> float | None:

@@ -18,7 +18,7 @@ import gradio as gr
 
 from engine.launcher import RESUMABLE
 from storage import runs as run_store
-from ui import charts, run_actions
+from ui import chart_controls, charts, run_actions
 from ui.context import AppContext
 from ui.identity import Viewer, viewer_for
 from ui.model_export import build_model_export
@@ -263,13 +263,7 @@ def build_runs_parts() -> RunsParts:
             elem_id="chart-smoothing",
             scale=3,
         )
-        x_axis = gr.Radio(
-            [("step", "step"), ("relative time", "time")],
-            value="step",
-            label="x axis",
-            elem_id="chart-x",
-            scale=2,
-        )
+        x_axis = chart_controls.x_axis_radio("chart-x", scale=2)
         log_y = gr.Checkbox(label="log scale", value=False, elem_id="chart-log", scale=1)
     plots, panel_columns, panel_notes = _build_charts()
     with gr.Accordion("Samples by step, with each component's score", open=True):

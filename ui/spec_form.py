@@ -1,25 +1,28 @@
 """The Design form as data: slots generated from the reward registry (no Gradio here).
 
-The form holds the spec's description and one *slot* per registry component (several for
-components that allow more than one instance, such as ``rule``); each slot has an enable switch,
-a weight, an optional metric name (the component's ``label``) and one input per
+The form holds the spec's description and one *slot* per component instance it shows (``rule``,
+``rule#2``, ... for components that allow several); each slot has an enable switch, a weight, an
+optional metric name (the component's ``label``) and one input per
 :class:`~rewards.params.ParamSpec`. Values travel **by name**: a dict keyed by input key
-(``"description"``, ``"correctness.weight"``, ``"rule#2.pattern"``), never by position.
-:class:`SpecForm` maps such a dict to a ``RewardSpec`` and back, and :meth:`SpecForm.check`
-validates it, putting each message on the input it is about (``"correctness.mode"``,
-``"rule#2.weight"``), so the tab can show it there. :meth:`SpecForm.target` names the spec field
-or :class:`~rewards.params.ParamSpec` behind each key.
+(``"description"``, ``"correctness.weight"``, ``"rule#2.pattern"``), never by position, and the
+slots shown are the ones whose keys the dict holds (no fixed pool: "Add component" adds a slot's
+keys, Remove drops them). :class:`SpecForm` maps such a dict to a ``RewardSpec`` and back, and
+:meth:`SpecForm.check` validates it, putting each message on the input it is about
+(``"correctness.mode"``, ``"rule#2.weight"``), so the tab can show it there.
+:meth:`SpecForm.target` names the spec field or :class:`~rewards.params.ParamSpec` behind each key.
 
-Loading a spec never drops part of it without a word: a spec with more instances of a component
-than the form has slots is refused (:class:`SpecDoesNotFit`), and :meth:`SpecForm.load_notes`
-says which disabled components are shown unticked (unticked slots stay out of the spec). The
-form orders components by registry order, which does not change any score or metric name: a
-slot's default metric name is its position name (``rule_2`` for the second ``rule`` slot)
-whichever other slots are ticked, so unticking one slot never renames another.
+Loading a spec never drops part of it without a word: a spec with more than
+:data:`MAX_INSTANCES` of one component is refused (:class:`SpecDoesNotFit`), and
+:meth:`SpecForm.load_notes` says which disabled components are shown unticked (unticked slots
+stay out of the spec). The form orders components by registry order, which does not change any
+score or metric name: a slot's default metric name is its position name (``rule_2`` for the
+second ``rule`` slot) whichever other slots are ticked or removed, so unticking or removing one
+slot never renames another.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,16 +35,18 @@ from rewards.registry import REGISTRY
 from rewards.spec import WEIGHT_BOUNDS, ComponentSpec, RewardSpec
 from ui.messages import escape, ok, warn
 
-MULTI_SLOTS = 5  # instances offered for components that allow several (e.g. rule)
+# Instances of one component the form shows at most (``rule#1`` to ``rule#20``): every slot is
+# a dozen inputs drawn in the page; a spec with more runs from the CLI or the API.
+MAX_INSTANCES = 20
 GENERAL = ""  # error key of messages about the spec as a whole
 DESCRIPTION = "description"  # input key of the spec's description
 _COMPONENT_REF = re.compile(r"components\[(\d+)\]")
 SLOT_FIELDS = ("enabled", "weight", "label")  # ComponentSpec fields every slot has an input for
-FormValues = dict[str, Any]  # input key -> value, in :meth:`SpecForm.input_keys` order
+FormValues = dict[str, Any]  # input key -> value, for the description and each shown slot
 
 
 class SpecDoesNotFit(ValueError):
-    """A spec holds more instances of a component than the form has slots for."""
+    """A component cannot be added or a spec cannot be shown: past :data:`MAX_INSTANCES`."""
 
 
 @dataclass(frozen=True)
@@ -58,11 +63,6 @@ class Slot:
     @property
     def label(self) -> str:
         return self.info.name if self.instance == 1 else f"{self.info.name} #{self.instance}"
-
-    @property
-    def size(self) -> int:
-        """Inputs of this slot: enabled, weight, metric name, then one per parameter."""
-        return 3 + len(self.info.params)
 
     @property
     def default_metric_name(self) -> str:
@@ -149,28 +149,51 @@ class FormCheck:
 
 
 class SpecForm:
-    """The slots of the Design form and the conversions between its values and a spec."""
+    """The Design form's slots and the conversions between its values and a spec.
 
-    def __init__(
-        self, registry: Mapping[str, ComponentInfo] | None = None, multi_slots: int = MULTI_SLOTS
-    ) -> None:
-        registry = REGISTRY if registry is None else registry
-        self.slots: list[Slot] = []
-        for info in registry.values():
-            count = multi_slots if info.allow_multiple else 1
-            self.slots.extend(Slot(info, i + 1) for i in range(count))
-        self._slots_by_key = {slot.key: slot for slot in self.slots}
-        self._keys = frozenset(self.input_keys())
+    The form has no fixed pool of slots: its values hold the keys of the slots it shows (a slot
+    per component instance, ``rule``, ``rule#2``, ...), so a slot is added or removed by adding
+    or dropping its keys. :meth:`slots_in` reads them back in registry order.
+    """
 
-    @property
-    def size(self) -> int:
-        return 1 + sum(s.size for s in self.slots)
+    def __init__(self, registry: Mapping[str, ComponentInfo] | None = None) -> None:
+        self.registry = REGISTRY if registry is None else registry
+        self._order = {name: i for i, name in enumerate(self.registry)}
 
-    def input_keys(self) -> list[str]:
-        """The key of every input in value order (``"description"``, ``"format.enabled"``,
-        ``"format.weight"``, ``"format.label"``, ``"format.mode"``, ...)."""
+    def slot(self, key: str) -> Slot:
+        """The slot with this key (``"format"``, ``"rule#3"``).
+
+        Raises:
+            KeyError: no registry component, an instance number the component cannot have, or
+                one past :data:`MAX_INSTANCES`.
+        """
+        name, _, number = key.partition("#")
+        info = self.registry.get(name)
+        if info is None:
+            raise KeyError(f"no component named {name!r}")
+        if not number:
+            return Slot(info)
+        highest = MAX_INSTANCES if info.allow_multiple else 1
+        if not number.isdigit() or not 2 <= int(number) <= highest or number != str(int(number)):
+            raise KeyError(f"no slot {key!r}: {name} may have 1 to {highest} instances")
+        return Slot(info, int(number))
+
+    def slots_in(self, values: Mapping[str, Any]) -> list[Slot]:
+        """The slots whose switch is in ``values``, in registry order then instance."""
+        slots = []
+        for key in values:
+            slot_key, _, name = key.rpartition(".")
+            if name == "enabled":
+                with contextlib.suppress(KeyError):  # split() names it as an unknown key
+                    slots.append(self.slot(slot_key))
+        return sorted(slots, key=lambda s: (self._order[s.info.name], s.instance))
+
+    def input_keys(self, slots: Sequence[Slot]) -> list[str]:
+        """The key of every input of a form showing ``slots``, in value order
+        (``"description"``, ``"format.enabled"``, ``"format.weight"``, ``"format.label"``,
+        ``"format.mode"``, ...)."""
         keys = [DESCRIPTION]
-        for slot in self.slots:
+        for slot in slots:
             keys += self.slot_keys(slot)
         return keys
 
@@ -190,24 +213,26 @@ class SpecForm:
         if key == DESCRIPTION:
             return None, DESCRIPTION, None
         slot_key, _, name = key.rpartition(".")
-        slot = self._slots_by_key.get(slot_key)
-        if slot is not None:
-            if name in SLOT_FIELDS:
-                return slot, name, None
-            for p in slot.info.params:
-                if p.name == name:
-                    return slot, name, p
+        slot = self.slot(slot_key)
+        if name in SLOT_FIELDS:
+            return slot, name, None
+        for p in slot.info.params:
+            if p.name == name:
+                return slot, name, p
         raise KeyError(f"no form input named {key!r}")
 
     def split(self, values: Mapping[str, Any]) -> tuple[str, list[SlotValues]]:
-        """The description and each slot's values from the values keyed by input key."""
-        missing = [k for k in self.input_keys() if k not in values]
-        unknown = [k for k in values if k not in self._keys]
+        """The description and each shown slot's values from the values keyed by input key."""
+        slots = self.slots_in(values)
+        keys = self.input_keys(slots)
+        known = frozenset(keys)
+        missing = [k for k in keys if k not in values]
+        unknown = [k for k in values if k not in known]
         if missing or unknown:
             raise ValueError(f"form values: missing {missing[:5]}, unknown {unknown[:5]}")
         description = str(values[DESCRIPTION] or "").strip()
         out = []
-        for slot in self.slots:
+        for slot in slots:
             at = f"{slot.key}."
             params = {p.name: param_from_form(p, values[at + p.name]) for p in slot.info.params}
             label = label_from_form(values[at + "label"])
@@ -247,8 +272,8 @@ class SpecForm:
                     errors[f"{slot.key}.{exc.field}" if exc.field else slot.key] = exc.reason
             ticked[slot.info.name] = ticked.get(slot.info.name, 0) + 1
             if label is None and ticked[slot.info.name] != slot.instance:
-                # An earlier slot of this component is unticked: keep this slot's own name
-                # rather than take the next free number (which would rename its metric).
+                # An earlier slot of this component is unticked or removed: keep this slot's
+                # own name rather than take the next free number (which would rename its metric).
                 label = slot.default_metric_name
             components.append(component_dict(slot, weight if weight_ok else 0.0, params, label))
             origins.append(slot)
@@ -281,83 +306,88 @@ class SpecForm:
                 return f"{slot.key}.{rest}" if rest else slot.key
         return GENERAL
 
-    def slot_count(self, name: str) -> int:
-        """How many slots the form has for component ``name``."""
-        return sum(1 for s in self.slots if s.info.name == name)
-
-    def _by_name(self, spec: RewardSpec) -> dict[str, list[ComponentSpec]]:
-        """The spec's components by name, in spec order; raises :class:`SpecDoesNotFit` when a
-        component has more instances than the form has slots for it."""
+    def _slotted(self, spec: RewardSpec) -> list[tuple[Slot, ComponentSpec]]:
+        """Each of the spec's components with the slot that shows it (the n-th ``rule`` in
+        ``rule#n``), in registry order; raises :class:`SpecDoesNotFit` past
+        :data:`MAX_INSTANCES` of one component."""
         by_name: dict[str, list[ComponentSpec]] = {}
         for comp in spec.components:
             by_name.setdefault(comp.name, []).append(comp)
         for name, comps in by_name.items():
-            slots = self.slot_count(name)
-            if len(comps) > slots:
+            if len(comps) > MAX_INSTANCES:
                 raise SpecDoesNotFit(
-                    f"the spec has {len(comps)} {name} components and the form holds {slots}. "
-                    f"Combine or remove some {name} components to edit it here, or use the spec "
-                    "as it is: as the reward section of a run config started with the CLI "
-                    "(python -m engine train) or the API, which take any number."
+                    f"the spec has {len(comps)} {name} components and the form holds at most "
+                    f"{MAX_INSTANCES} of one component. Combine or remove some {name} "
+                    "components to edit it here, or use the spec as it is: as the reward "
+                    "section of a run config started with the CLI (python -m engine train) or "
+                    "the API, which take any number."
                 )
-        return by_name
+        pairs = [
+            (Slot(self.registry[name], i + 1), comp)
+            for name, comps in by_name.items()
+            for i, comp in enumerate(comps)
+        ]
+        return sorted(pairs, key=lambda p: (self._order[p[0].info.name], p[0].instance))
+
+    def slot_values(self, slot: Slot, comp: ComponentSpec | None = None) -> FormValues:
+        """The inputs of one slot showing ``comp`` (``None``: a newly added, enabled slot with
+        the component's defaults), keyed by input key."""
+        params = {**slot.info.defaults(), **(dict(comp.params) if comp else {})}
+        at = f"{slot.key}."
+        values: FormValues = {
+            at + "enabled": comp.enabled if comp is not None else True,
+            at + "weight": float(comp.weight) if comp is not None else 1.0,
+            at + "label": (comp.label or "") if comp is not None else "",
+        }
+        for p in slot.info.params:
+            values[at + p.name] = param_to_form(p, params[p.name])
+        return values
 
     def values_from_spec(self, spec: RewardSpec) -> FormValues:
-        """Form values showing ``spec``, keyed by input key: its components fill the matching
-        slots in order.
+        """Form values showing ``spec``, keyed by input key: one slot per component.
 
         Raises:
-            SpecDoesNotFit: a component has more instances than the form has slots for it.
+            SpecDoesNotFit: a component has more than :data:`MAX_INSTANCES` instances.
         """
-        by_name = self._by_name(spec)
         values: FormValues = {DESCRIPTION: spec.description}
-        for slot in self.slots:
-            present = by_name.get(slot.info.name, [])
-            comp = present[slot.instance - 1] if len(present) >= slot.instance else None
-            params = {**slot.info.defaults(), **(dict(comp.params) if comp else {})}
-            at = f"{slot.key}."
-            values[at + "enabled"] = comp is not None and comp.enabled
-            values[at + "weight"] = float(comp.weight) if comp is not None else 1.0
-            values[at + "label"] = (comp.label or "") if comp is not None else ""
-            for p in slot.info.params:
-                values[at + p.name] = param_to_form(p, params[p.name])
+        for slot, comp in self._slotted(spec):
+            values.update(self.slot_values(slot, comp))
         return values
 
     def shown_keys(self, spec: RewardSpec) -> list[str]:
-        """The slots the form shows for ``spec``: those its components fill (ticked or not);
-        the others wait until the user adds that component."""
-        by_name = self._by_name(spec)
-        return [s.key for s in self.slots if len(by_name.get(s.info.name, [])) >= s.instance]
+        """The slots the form shows for ``spec``, one per component (ticked or not)."""
+        return [slot.key for slot, _ in self._slotted(spec)]
 
     def slot_to_add(self, name: Any, shown: Sequence[str]) -> Slot:
-        """The next hidden slot of component ``name``.
+        """The slot that "Add component" adds for ``name``: the lowest free instance.
 
         Raises:
-            SpecDoesNotFit: ``name`` is no registry component, or all its slots are shown.
+            SpecDoesNotFit: ``name`` is no registry component, it allows one instance and is
+                shown, or :data:`MAX_INSTANCES` of it are.
         """
-        slots = [s for s in self.slots if s.info.name == name]
-        if not slots:
+        info = self.registry.get(name) if isinstance(name, str) else None
+        if info is None:
             raise SpecDoesNotFit(f"pick a component to add ({', '.join(self.component_names)})")
-        free = [s for s in slots if s.key not in shown]
-        if not free:
-            if len(slots) == 1:
-                raise SpecDoesNotFit(f"{name} is in the form already; a spec holds one {name}")
-            raise SpecDoesNotFit(f"the form holds {len(slots)} {name} components, all in use")
-        return free[0]
+        highest = MAX_INSTANCES if info.allow_multiple else 1
+        for instance in range(1, highest + 1):
+            slot = Slot(info, instance)
+            if slot.key not in shown:
+                return slot
+        if highest == 1:
+            raise SpecDoesNotFit(f"{name} is in the form already; a spec holds one {name}")
+        raise SpecDoesNotFit(f"the form holds at most {MAX_INSTANCES} {name} components")
+
+    def without_slot(self, values: Mapping[str, Any], key: str) -> FormValues:
+        """``values`` with slot ``key`` removed."""
+        return {k: v for k, v in values.items() if k.rpartition(".")[0] != key}
 
     @property
     def component_names(self) -> list[str]:
-        return list(dict.fromkeys(s.info.name for s in self.slots))
+        return list(self.registry)
 
     def load_notes(self, spec: RewardSpec) -> list[str]:
         """What a user should know after loading ``spec`` into the form (may be empty)."""
-        by_name = self._by_name(spec)
-        disabled = [
-            slot.label
-            for slot in self.slots
-            if len(by_name.get(slot.info.name, [])) >= slot.instance
-            and not by_name[slot.info.name][slot.instance - 1].enabled
-        ]
+        disabled = [slot.label for slot, comp in self._slotted(spec) if not comp.enabled]
         if not disabled:
             return []
         n = len(disabled)

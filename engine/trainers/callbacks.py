@@ -17,6 +17,16 @@ from engine.stop_request import StopRequest
 logger = logging.getLogger(__name__)
 
 
+def log_checkpoint_start(step: int) -> None:
+    """The worker's line that a periodic checkpoint save begins (a phase of the run view)."""
+    logger.info("Saving a checkpoint at step %d", step)
+
+
+def log_checkpoint_saved(step: int) -> None:
+    """The worker's line that it is back to training after a periodic checkpoint save."""
+    logger.info("Checkpoint saved at step %d; training on", step)
+
+
 class StudioCallback(TrainerCallback):
     """Writes metrics (namespaced), sample traces, step progress and held-out evaluations.
 
@@ -44,6 +54,7 @@ class StudioCallback(TrainerCallback):
         self._started = time.monotonic()
         self._last_num_tokens: float | None = None
         self._last_eval_step: int | None = None
+        self._periodic_save = False  # TRL is about to save a checkpoint of save_steps
 
     def on_train_begin(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
@@ -88,10 +99,15 @@ class StudioCallback(TrainerCallback):
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
         step = state.global_step
+        # TRL's DefaultFlowCallback (first in the list) has set should_save for save_steps.
+        self._periodic_save = control.should_save
         self.recorder.progress(step)
         if self.eval_steps and step % self.eval_steps == 0 and step < state.max_steps:
             self._run_eval(kwargs["model"], step)
-        if self.time_budget_s is not None and time.monotonic() - self._started > self.time_budget_s:
+        out_of_time = (
+            self.time_budget_s is not None and time.monotonic() - self._started > self.time_budget_s
+        )
+        if out_of_time:
             logger.info("Time budget reached at step %d", step)
             control.should_training_stop = True
             control.should_save = True
@@ -99,6 +115,15 @@ class StudioCallback(TrainerCallback):
             logger.info("Stop requested: saving a checkpoint at step %d", step)
             control.should_save = True
             control.should_training_stop = True
+        elif self._periodic_save and not out_of_time:
+            log_checkpoint_start(step)  # the run view shows the phase until it is saved
+
+    def on_save(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        if self._periodic_save and not control.should_training_stop:
+            log_checkpoint_saved(state.global_step)
+        self._periodic_save = False
 
     def on_train_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any

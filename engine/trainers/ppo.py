@@ -63,6 +63,7 @@ from engine.models import save_plain_weights
 from engine.recorder import RunRecorder
 from engine.run_layout import checkpoint_dir, final_model_dir
 from engine.stop_request import StopRequest
+from engine.trainers.callbacks import log_checkpoint_saved, log_checkpoint_start
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
 from engine.trainers.ppo_checkpoint import (
     is_peft_model,
@@ -364,7 +365,10 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
                 self.evaluate(step)
             last = step == t.steps or out_of_time
             if t.save_steps and (step % t.save_steps == 0 or last):
+                log_checkpoint_start(step)  # a phase of the run view, as for TRL runs
                 self.save_checkpoint(step)
+                if not last:
+                    log_checkpoint_saved(step)
             if out_of_time:
                 logger.info("Time budget reached at step %d", step)
                 break

@@ -16,6 +16,7 @@ from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
 from engine.config import RunConfig
 from engine.generation.trl_hook import FastGenerationMixin
+from engine.trackers import tracker_args
 from engine.trainers.capture import BatchCaptureMixin
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
 from engine.trainers.staged_checkpoints import StagedCheckpointMixin
@@ -53,6 +54,7 @@ def _common_args(config: RunConfig, output_dir: str, *, show_progress: bool) -> 
         "save_steps": t.save_steps or t.steps,
         "save_total_limit": t.save_total_limit,
         "report_to": list(t.report_to) or "none",
+        **tracker_args(config, output_dir),  # trackio: into the run folder, never the Hub
         "num_generations": g.num_generations,
         "max_completion_length": g.max_completion_length,
         "temperature": g.temperature,

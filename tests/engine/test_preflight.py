@@ -127,6 +127,13 @@ def test_a_tracker_that_is_not_installed_is_refused_with_the_install_command(
     check_inputs(cfg)
 
 
+def test_trackio_is_installed_and_a_ppo_run_asking_for_a_tracker_is_refused():
+    check_inputs(config(training={"report_to": ["trackio"]}))  # works out of the box
+    with pytest.raises(ConfigError, match="PPO runs report to Reward Studio only") as err:
+        check_inputs(config(algorithm="ppo", training={"report_to": ["trackio"]}))
+    assert err.value.field == "training.report_to"
+
+
 @pytest.mark.skipif(importlib.util.find_spec("tensorboard") is not None, reason="installed here")
 def test_the_api_refuses_a_missing_tracker_before_the_run_exists(data_dir):
     ctx = AppContext(data_dir)

@@ -6,11 +6,15 @@ shipped default model or train it for 3 GRPO steps.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
 import pytest
 from playwright.sync_api import Page, expect
+
+from ui import run_progress
+from ui.spec_form import MAX_INSTANCES
 
 pytestmark = pytest.mark.browser
 
@@ -65,8 +69,10 @@ def test_app_opens_with_every_tab(page: Page):
 
 
 def test_a_bad_parameter_is_reported_next_to_it(page: Page):
-    set_number(page, "correctness-abs-tol", -1)
     error = page.locator("#error-correctness-abs-tol")
+    expect(page.locator("#correctness-abs-tol")).to_be_visible()
+    expect(page.locator(".field-error:visible")).to_have_count(0)  # a valid form shows none
+    set_number(page, "correctness-abs-tol", -1)
     expect(error).to_contain_text("must be a number in [0.0")
     expect(page.locator("#spec-status")).to_contain_text("1 field to fix")
     open_tab(page, "Train")  # no run starts on an older reward while Design has errors
@@ -129,6 +135,33 @@ def test_components_are_added_on_demand_and_removed(page: Page):
     expect(page.locator("#slot-conciseness-2")).to_be_hidden()
     expect(status).not_to_contain_text("conciseness_2")
     expect(status).to_contain_text("conciseness × 1")
+
+
+def exported_spec(page: Page) -> dict:
+    """The spec the app builds, as its "Prepare downloads" JSON file."""
+    page.locator("#export-spec").click()
+    link = page.locator("a[download][href*='reward_spec.json']")
+    expect(link).to_have_count(1)
+    return json.loads(page.request.get(link.get_attribute("href")).text())
+
+
+def test_any_number_of_one_component_is_added_set_and_removed(page: Page):
+    for n in range(1, 7):  # more than the five slots the form once had
+        pick(page, "add-component-name", "conciseness")
+        page.locator("#add-component").click()
+        slot = "conciseness" if n == 1 else f"conciseness-{n}"
+        expect(page.locator(f"#slot-{slot}")).to_contain_text("● on")
+    set_number(page, "conciseness-4-max-len", 321)
+    expect(page.locator("#spec-status")).to_contain_text("conciseness_6 × 1")
+    page.locator("#remove-conciseness-2").click()
+    expect(page.locator("#slot-conciseness-2")).to_be_hidden()
+    expect(page.locator("#spec-status")).not_to_contain_text("conciseness_2")
+    expect(page.locator("#conciseness-4-max-len input")).to_have_value("321")  # kept on redraw
+    components = exported_spec(page)["components"]
+    assert [c["name"] for c in components] == ["correctness", "format"] + ["conciseness"] * 5
+    added = components[2:]
+    assert [c.get("label") for c in added] == [None] + [f"conciseness_{i}" for i in (3, 4, 5, 6)]
+    assert [c["params"]["max_len"] for c in added] == [1000, 1000, 321, 1000, 1000]
 
 
 def test_export_downloads_the_spec_and_a_standalone_trl_module(page: Page):
@@ -342,6 +375,16 @@ def test_compare_overlays_runs_and_diffs_their_configs(page: Page, live_app):
     summary = page.locator("#compare-summary")
     expect(summary).to_contain_text("short one: no held-out evaluation · 2 steps")
     expect(summary).to_contain_text("long one: no held-out evaluation · 4 steps")
+    # By relative time, like the Runs charts: each run from its own first point.
+    page.locator("#compare-x").get_by_text("relative time").click()
+    page.wait_for_function(
+        "() => { const el = document.querySelector('#compare-chart .js-plotly-plot');"
+        " return el && el.layout.xaxis.title.text === 'minutes since the first point'; }"
+    )
+    starts = page.evaluate(
+        "() => document.querySelector('#compare-chart .js-plotly-plot').data.map(d => d.x[0])"
+    )
+    assert starts == [0, 0]
 
 
 @pytest.mark.slow
@@ -403,6 +446,19 @@ def test_a_preview_number_out_of_range_is_reported_under_it(page: Page):
     assert top < page.locator("#preview-seed").bounding_box()["y"]
 
 
+def logged_phases(app, run_id: str) -> list[str]:
+    """The phases the run view derives from the run's stored log, line by line, in order."""
+    from storage import logs as log_store
+    from storage import runs as run_store
+    from storage.db import Database
+    from storage.paths import db_path
+
+    with Database(db_path(app.data_dir)) as db:
+        run = run_store.get_run(db, run_id)
+        entries, _ = log_store.logs_since(db, run_id, 0, limit=10_000)
+    return run_progress.phases_walked(run, [f"- {e.level:<7} {e.message}" for e in entries])
+
+
 @pytest.mark.slow
 def test_a_three_step_grpo_run_streams_live_and_survives_a_reload(page: Page, browser, live_app):
     open_tab(page, "Train")
@@ -436,9 +492,7 @@ def test_a_three_step_grpo_run_streams_live_and_survives_a_reload(page: Page, br
     while time.monotonic() < deadline:
         points = chart_points(page, "chart-reward")
         seen.append(points[0] if points else 0)
-        progress = page.locator("#run-progress").inner_text()
-        if "of 3" in progress:
-            phases.add(progress.splitlines()[-1])
+        phases.update(page.locator("#run-progress .run-phase").all_inner_texts())
         text = status.inner_text()
         if "completed" in text or "failed" in text:
             break
@@ -449,7 +503,14 @@ def test_a_three_step_grpo_run_streams_live_and_survives_a_reload(page: Page, br
     assert chart_points(page, "chart-reward")[0] == 3
     assert len(set(seen)) >= 2 and seen == sorted(seen), f"points grew live: {seen}"
     assert chart_points(page, "chart-eval")  # held-out accuracy before and after
-    assert any("held-out" in p or "Training" in p for p in phases), phases
+    # The page is sampled once a second, which a fast machine can outrun: every phase it showed
+    # must be a real one, and the worker's stored log must walk through evaluating and training.
+    known = {text for _, text in run_progress.PHASE_MARKERS} | {run_progress.TRAINING}
+    known |= {"Starting the worker", "Queued: waiting for a free training slot"}
+    assert all(p.strip().removesuffix("…") in known for p in phases), phases
+    walked = logged_phases(live_app, run_id)
+    assert "Evaluating on held-out prompts" in walked, walked
+    assert run_progress.TRAINING in walked[walked.index("Evaluating on held-out prompts") :]
     expect(page.locator("#run-summary")).to_contain_text("completed at step 3 of 3")
     expect(page.locator("#run-summary")).to_contain_text("held-out accuracy")
     expect(rows(page, "run-samples").first).to_be_visible()
@@ -520,12 +581,20 @@ def test_an_applied_spec_keeps_its_metric_names_and_names_what_the_form_cannot_h
         page.locator("#spec-code .cm-content").fill(text)
         page.get_by_role("button", name="Apply this spec").click()
 
-    rules = ", ".join(f'{{"name": "rule", "params": {{"pattern": "w{i}"}}}}' for i in range(6))
-    apply(f'{{"components": [{{"name": "correctness"}}, {rules}]}}')
+    def rules(n: int) -> str:
+        return ", ".join(f'{{"name": "rule", "params": {{"pattern": "w{i}"}}}}' for i in range(n))
+
+    apply(f'{{"components": [{{"name": "correctness"}}, {rules(MAX_INSTANCES + 1)}]}}')
     expect(page.locator("#import-message")).to_contain_text(
-        "Not applied: the spec has 6 rule components and the form holds 5"
+        f"Not applied: the spec has {MAX_INSTANCES + 1} rule components and the form holds at "
+        f"most {MAX_INSTANCES}"
     )
     expect(page.locator("#spec-status")).to_contain_text("correctness × 1 + format × 0.5")
+    apply(f'{{"components": [{{"name": "correctness"}}, {rules(7)}]}}')  # all drawn
+    expect(page.locator("#spec-status")).to_contain_text("rule_7 × 1")
+    expect(page.locator("#rule-7-pattern textarea, #rule-7-pattern input").first).to_have_value(
+        "w6"
+    )
 
     apply(
         '{"components": [{"name": "correctness", "label": "answer_ok"},'

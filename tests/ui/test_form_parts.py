@@ -9,7 +9,8 @@ import gradio as gr
 from engine.config import RunConfig
 from rewards.spec import DEFAULT_PRESET, PRESETS
 from ui import train_form
-from ui.design import DesignHandles, build_form_parts
+from ui.design import DesignHandles
+from ui.design_editor import draw_form
 from ui.spec_form import DESCRIPTION, GENERAL, SpecForm
 from ui.train import build_train_parts, collect
 
@@ -26,18 +27,22 @@ def config_field(path: str) -> dataclasses.Field:
 
 def test_design_inputs_are_the_form_keys_in_order():
     form = SpecForm()
+    values = form.values_from_spec(PRESETS["hand-tuned GRPO script"])
     with gr.Blocks():
-        _, _, parts = build_form_parts(form, PRESETS[DEFAULT_PRESET])
-    assert list(parts.inputs) == form.input_keys()
+        parts = draw_form(form, values)
+    assert list(parts.inputs) == form.input_keys(form.slots_in(values))
     for key in parts.inputs:
         form.target(key)  # raises on a key that is no spec field or parameter
-    enabled = {f"{slot.key}.enabled" for slot in form.slots}  # a switch cannot be wrong
+    enabled = {f"{key}.enabled" for key in parts.accordions}  # a switch cannot be wrong
     assert set(parts.errors) == {GENERAL, *parts.inputs} - enabled
-    values = form.values_from_spec(PRESETS[DEFAULT_PRESET])
     raw = {comp: comp.value for comp in parts.inputs.values()}
     assert parts.read(raw) == values
-    assert set(parts.show(values)) == set(parts.inputs.values())
     assert parts.inputs[DESCRIPTION].value == values[DESCRIPTION]
+    assert not any(md.visible for md in parts.errors.values())  # a valid form shows no line
+    values["repetition.weight"] = -0.1  # pays for repetition: the warning is drawn under it
+    with gr.Blocks():
+        parts = draw_form(form, values)
+    assert {key for key, md in parts.errors.items() if md.visible} == {"repetition.weight"}
 
 
 def test_train_inputs_are_config_fields_and_build_the_default_config(ctx):

@@ -28,6 +28,15 @@ def test_the_phase_follows_the_workers_log_lines():
     assert run_progress.phase(RUN, lines) == "Evaluating on held-out prompts"
     lines.append(line("Held-out at step 0: accuracy 0.300, format 0.900"))
     assert run_progress.phase(RUN, lines) == run_progress.TRAINING
+    lines.append(line("engine.trainers.callbacks: Saving a checkpoint at step 5"))
+    assert run_progress.phase(RUN, lines) == run_progress.SAVING == "Saving checkpoint"
+    lines.append(line("engine.trainers.callbacks: Checkpoint saved at step 5; training on"))
+    assert run_progress.phase(RUN, lines) == run_progress.TRAINING
+    assert run_progress.phases_walked(RUN, lines)[-3:] == [
+        run_progress.TRAINING,
+        run_progress.SAVING,
+        run_progress.TRAINING,
+    ]
     assert run_progress.phase(RUN, lines, stop_asked=True) == run_progress.STOPPING
     assert run_progress.phase(
         RUN.model_copy(update={"status": RunStatus.QUEUED}), lines

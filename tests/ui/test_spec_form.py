@@ -9,7 +9,7 @@ from rewards.spec import ComponentSpec, RewardSpec
 from ui.spec_form import (
     DESCRIPTION,
     GENERAL,
-    MULTI_SLOTS,
+    MAX_INSTANCES,
     SpecDoesNotFit,
     SpecForm,
     param_from_form,
@@ -27,18 +27,25 @@ def spec_of(*components):
 
 
 def test_form_has_an_input_for_every_registry_parameter(form):
-    keys = set(form.input_keys())
+    keys = set(form.input_keys([form.slot(name) for name in REGISTRY]))
     for name, info in REGISTRY.items():
         assert f"{name}.enabled" in keys and f"{name}.weight" in keys and f"{name}.label" in keys
         for p in info.params:
             assert f"{name}.{p.name}" in keys
-    assert len(form.input_keys()) == form.size
 
 
-def test_components_that_allow_several_instances_get_several_slots(form):
+def test_components_that_allow_several_instances_get_up_to_the_limit(form):
     for name, info in REGISTRY.items():
-        slots = [s for s in form.slots if s.info.name == name]
-        assert len(slots) == (MULTI_SLOTS if info.allow_multiple else 1)
+        if info.allow_multiple:
+            assert form.slot(f"{name}#{MAX_INSTANCES}").instance == MAX_INSTANCES
+            with pytest.raises(KeyError, match=f"1 to {MAX_INSTANCES} instances"):
+                form.slot(f"{name}#{MAX_INSTANCES + 1}")
+        else:
+            with pytest.raises(KeyError, match="1 to 1 instances"):
+                form.slot(f"{name}#2")
+    for bad in ("rule#1", "rule#02", "rule#x", "nothing"):
+        with pytest.raises(KeyError):
+            form.slot(bad)
 
 
 def test_spec_round_trips_through_the_form(form):
@@ -95,9 +102,9 @@ def test_numeric_parameters_out_of_range_name_their_input(form, monkeypatch):
         "judge": {"model": "judge-1", "url": "https://judge.example/v1"},
     }
     checked = 0
-    for slot in form.slots:
+    for slot in map(form.slot, REGISTRY):
         for p in slot.info.params:
-            if p.type in ("int", "float") and p.max is not None and slot.instance == 1:
+            if p.type in ("int", "float") and p.max is not None:
                 given = user_input.get(slot.info.name, {})
                 values = form.values_from_spec(spec_of((slot.info.name, 1.0, given)))
                 values[f"{slot.key}.{p.name}"] = p.max + 1
@@ -169,24 +176,42 @@ def test_a_metric_name_used_twice_names_the_other_component(form):
     assert check.errors == {"format.label": "metric name 'format' is already used by correctness"}
 
 
-def test_a_spec_with_more_instances_than_slots_is_refused(form):
-    rules = [("rule", 0.1, {"pattern": f"word{i}"}) for i in range(MULTI_SLOTS + 2)]
+def test_a_spec_with_more_instances_than_the_limit_is_refused(form):
+    rules = [("rule", 0.1, {"pattern": f"word{i}"}) for i in range(MAX_INSTANCES + 1)]
     spec = spec_of(("correctness", 1.0), *rules)
     with pytest.raises(SpecDoesNotFit) as info:
         form.values_from_spec(spec)
     message = str(info.value)
-    assert f"{MULTI_SLOTS + 2} rule components" in message
-    assert f"the form holds {MULTI_SLOTS}" in message
+    assert f"{MAX_INSTANCES + 1} rule components" in message
+    assert f"at most {MAX_INSTANCES} of one component" in message
     assert "CLI" in message and "API" in message
     with pytest.raises(SpecDoesNotFit):
         form.load_notes(spec)
 
 
-def test_a_spec_that_fills_every_slot_loads(form):
-    rules = [("rule", 0.1, {"pattern": f"word{i}"}) for i in range(MULTI_SLOTS)]
+@pytest.mark.parametrize("count", [6, MAX_INSTANCES])
+def test_a_spec_with_many_instances_of_one_component_loads_whole(form, count):
+    rules = [("rule", 0.1, {"pattern": f"word{i}"}) for i in range(count)]
     spec = spec_of(("correctness", 1.0), *rules)
+    assert form.shown_keys(spec) == ["correctness", "rule"] + [
+        f"rule#{i}" for i in range(2, count + 1)
+    ]
     check = form.check(form.values_from_spec(spec))
     assert enabled_by_metric(check.spec) == enabled_by_metric(spec)
+
+
+def test_removing_a_slot_drops_its_inputs_and_renames_no_other(form):
+    rules = [("rule", 1.0, {"pattern": p}) for p in "abc"]
+    values = form.without_slot(form.values_from_spec(spec_of(*rules)), "rule#2")
+    assert not any(k.startswith("rule#2.") for k in values)
+    check = form.check(values)
+    assert check.spec.metric_names() == ["rule", "rule_3"]
+    assert [c.params["pattern"] for c in check.spec.components] == ["a", "c"]
+    # Added again, the freed slot comes back with the component's defaults, enabled.
+    slot = form.slot_to_add("rule", [s.key for s in form.slots_in(values)])
+    assert slot.key == "rule#2"
+    added = form.slot_values(slot)
+    assert added["rule#2.enabled"] is True and added["rule#2.weight"] == 1.0
 
 
 def test_disabled_components_are_named_when_loaded(form):
@@ -249,7 +274,7 @@ def test_every_form_key_names_a_real_spec_field_or_parameter(form):
     component_fields = {f.name for f in dataclasses.fields(ComponentSpec)}
     spec_fields = {f.name for f in dataclasses.fields(RewardSpec)}
     shown = set()
-    for key in form.values_from_spec(spec_of(("format", 1.0))):
+    for key in form.input_keys([form.slot(name) for name in REGISTRY]):
         slot, name, param = form.target(key)
         if slot is None:
             assert name in spec_fields
@@ -292,8 +317,8 @@ def test_components_are_shown_when_the_spec_has_them_and_added_on_demand(form):
     assert form.slot_to_add("format", shown).key == "format"
     with pytest.raises(SpecDoesNotFit, match="correctness is in the form already"):
         form.slot_to_add("correctness", shown)
-    full = shown + [f"rule#{i}" for i in range(2, MULTI_SLOTS + 1)]
-    with pytest.raises(SpecDoesNotFit, match=f"holds {MULTI_SLOTS} rule components"):
+    full = shown + [f"rule#{i}" for i in range(2, MAX_INSTANCES + 1)]
+    with pytest.raises(SpecDoesNotFit, match=f"holds at most {MAX_INSTANCES} rule components"):
         form.slot_to_add("rule", full)
     with pytest.raises(SpecDoesNotFit, match="pick a component"):
         form.slot_to_add(None, shown)

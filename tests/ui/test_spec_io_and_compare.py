@@ -103,3 +103,48 @@ def test_compare_draws_several_metrics_and_summarises_each_run(data_dir):
         summary
         == "- **evaluated**: held-out accuracy 30.0% → 40.0% (best 40.0% at step 2) · 2 steps"
     )
+
+
+def test_compare_by_relative_time_starts_each_run_at_its_own_zero(data_dir):
+    from ui.charts import ChartOptions
+    from ui.compare import comparison
+
+    start = 1_800_000_000.0
+    with Database(db_path(data_dir)) as db:
+        ids = []
+        for i, (offset, minutes_a_step) in enumerate(((0.0, 1.0), (86_400.0, 2.0))):
+            run = run_store.create_run(db, algorithm="grpo", name=f"run {i}", config={})
+            with MetricWriter(db, run.id) as writer:
+                for step in (1, 2, 3):
+                    at = start + offset + 60.0 * minutes_a_step * (step - 1)
+                    writer.log(step, {"reward/total": step / 10, "loss/policy": 0.1}, at=at)
+            ids.append(run.id)
+        by_time = comparison(db, ids, ["reward/total"], options=ChartOptions(x="time"))
+        two_panels = comparison(
+            db, ids, ["reward/total", "loss/policy"], options=ChartOptions(x="time")
+        )
+        by_step = comparison(db, ids, ["reward/total"])
+    assert [t["x"] for t in by_time.figure["data"]] == [[0.0, 1.0, 2.0], [0.0, 2.0, 4.0]]
+    assert by_time.figure["layout"]["xaxis"]["title"]["text"] == "minutes since the first point"
+    assert [t["x"] for t in two_panels.figure["data"]] == [[0.0, 1.0, 2.0], [0.0, 2.0, 4.0]] * 2
+    assert [t["x"] for t in by_step.figure["data"]] == [[1, 2, 3], [1, 2, 3]]
+
+
+def test_compare_reads_each_run_once(data_dir, monkeypatch):
+    from ui.compare import comparison, run_summaries
+
+    with Database(db_path(data_dir)) as db:
+        ids = [run_store.create_run(db, algorithm="grpo", name=n, config={}).id for n in "ab"]
+        expected_summary = run_summaries(db, ids)
+        reads: list[str] = []
+        real_get_run = run_store.get_run
+
+        def counted(db, run_id, **kwargs):
+            reads.append(run_id)
+            return real_get_run(db, run_id, **kwargs)
+
+        monkeypatch.setattr(run_store, "get_run", counted)
+        result = comparison(db, [*ids, ids[0], "missing"], None)
+    assert sorted(reads) == sorted([*ids, "missing"])  # once each, a repeat not read again
+    assert result.summary == expected_summary
+    assert result.headers == ["field", *ids]

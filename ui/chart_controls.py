@@ -1,0 +1,13 @@
+"""Chart controls shared by the Runs and Compare tabs (one definition, the same choices)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+#: (label, value) of the x-axis choices; the values are what ``charts.ChartOptions.x`` takes.
+X_AXIS_CHOICES = [("step", "step"), ("relative time", "time")]
+
+
+def x_axis_radio(elem_id: str, scale: int | None = None) -> gr.Radio:
+    """The "x axis" switch: by step, or by minutes since each run's first point."""
+    return gr.Radio(X_AXIS_CHOICES, value="step", label="x axis", elem_id=elem_id, scale=scale)
