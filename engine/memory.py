@@ -24,7 +24,13 @@ Nothing is loaded or downloaded: the model is built on the meta device
 - **FSDP**: weights, gradients, optimizer and reference are divided by the GPUs (``FULL_SHARD``,
   ZeRO-3); the unsharded root unit (embeddings, final norm, LM head: FSDP1 keeps the root
   unsharded between forward and backward) and two layer units (the one computing and the one
-  prefetched, ``BACKWARD_PRE``), each with its unsharded gradient, are added as "FSDP gathered";
+  prefetched, ``BACKWARD_PRE``), each with its unsharded gradient, are added as "FSDP gathered".
+  Two exceptions: when a step takes several micro-batches, the gradients accumulate unsharded
+  (transformers' Trainer runs the non-final ones under ``no_sync``, and FSDP's ``no_sync``
+  "accumulates gradients in unsharded form", PyTorch FSDP docs), so they count whole; and TRL
+  samples with the full weights gathered on every GPU (``unwrap_model_for_generation``), which
+  the generation phase counts. One measurement (an 8.5B model, 2 x H100, bench/RESULTS.md) came
+  out 6 GiB (9%) above these terms: FSDP picks are the least certain;
 - **activations** kept for the backward pass of one micro-batch, per layer and token at 16-bit
   precision (scaled by the activation dtype), Korthikanti et al. 2022 ("Reducing Activation
   Recomputation in Large Transformer Models", §4.1, eq. 1) adapted to a SwiGLU MLP with
@@ -116,6 +122,7 @@ KNOBS = {
     "lm_head": "training.micro_batch_size",
     "logits": "training.micro_batch_size",
     "kv_cache": "generation.max_completion_length or training.prompts_per_step",
+    "generation_gather": "a smaller model",
     "reference": "beta / kl_coef 0, or LoRA (the base model is the reference)",
     "value_model": "ppo.value_model: shared",
     "margin": "training.micro_batch_size",
@@ -131,6 +138,7 @@ LABELS = {
     "lm_head": "LM head",
     "logits": "logits",
     "kv_cache": "KV cache",
+    "generation_gather": "weights gathered to sample",
     "reference": "reference model",
     "value_model": "value model",
     "margin": "margin",
@@ -252,7 +260,7 @@ class MemoryEstimate:
         t = self.terms
         update = t["gradients"] + t["activations"] + t["lm_head"] + t["logits"] + t["margin"]
         step = t["gradients"] + t["optimizer_step"]
-        generation = 0 if self.static_cache else t["kv_cache"]
+        generation = t["generation_gather"] + (0 if self.static_cache else t["kv_cache"])
         return self.persistent + max(generation, update, step)
 
     @property
@@ -320,6 +328,7 @@ def estimate(
     completion = g.max_completion_length
     seq = prompt_tokens + completion
     static_cache = on_gpu and g.backend in ("auto", "compiled") and not fsdp
+    accumulates_unsharded = fsdp and b < per_device
     cache_seq = bucket(prompt_tokens) + completion if static_cache else seq
     compiled = layers_compile(config, on_gpu)
 
@@ -351,7 +360,7 @@ def estimate(
     terms = {
         "weights": weights // shards,
         "optimizer": 2 * trainable_bytes // shards,
-        "gradients": trainable_bytes // shards,
+        "gradients": trainable_bytes if accumulates_unsharded else trainable_bytes // shards,
         "optimizer_step": trainable_bytes // shards if config.algorithm == "ppo" else 0,
         "ddp_buckets": trainable_bytes if t.num_gpus > 1 and not fsdp else 0,
         "fsdp_gathered": gathered if fsdp else 0,
@@ -359,6 +368,7 @@ def estimate(
         "lm_head": lm_head,
         "logits": logits,
         "kv_cache": kv_per_token * per_device * cache_seq + sampler_copies,
+        "generation_gather": weights - weights // shards if fsdp else 0,
         "reference": weights // shards if _uses_reference(config) and full else 0,
         "value_model": 4 * shape.parameters * act // shards if value_separate else 0,
         "margin": int(PER_TOKEN_MARGIN * (activations + lm_head + logits)),

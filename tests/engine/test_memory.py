@@ -102,6 +102,7 @@ def test_full_fine_tune_terms_by_hand(model_dir, monkeypatch):
         # static-cache sampler (backend auto on a GPU) rounds the 6 prompt tokens up to 64;
         # plus its merged q/k/v (16 x (16 + 2 x 8)) and gate/up (2 x 16 x 32) per layer, bf16
         "kv_cache": 2 * 2 * 2 * 4 * 2 * 8 * 74 + 2 * (16 * 32 + 2 * 16 * 32) * 2,
+        "generation_gather": 0,  # one process: nothing to gather
         "reference": 0,
         "value_model": 0,
         "margin": int(0.15 * (activations + lm_head)),

@@ -144,8 +144,16 @@ def test_ddp_keeps_a_bucket_copy_and_fsdp_shards(qwen05b):
     ddp = estimate(run(micro_batch=16, gpus=2), shape)
     fsdp = estimate(run(micro_batch=16, gpus=2, distributed="fsdp"), shape)
     assert one.terms["ddp_buckets"] == 0 and ddp.terms["ddp_buckets"] == ddp.terms["gradients"]
-    for term in ("weights", "optimizer", "gradients"):
+    for term in ("weights", "optimizer"):
         assert fsdp.terms[term] == one.terms[term] // 2
+    # 128 completions a GPU in micro-batches of 16: the gradients accumulate unsharded
+    # (no_sync); one micro-batch a step shards them
+    assert fsdp.terms["gradients"] == one.terms["gradients"]
+    whole = estimate(run(micro_batch=128, gpus=2, distributed="fsdp"), shape)
+    assert whole.terms["gradients"] == one.terms["gradients"] // 2
+    # TRL samples with every GPU holding the full weights again
+    assert fsdp.terms["generation_gather"] == one.terms["weights"] - fsdp.terms["weights"]
+    assert ddp.terms["generation_gather"] == one.terms["generation_gather"] == 0
     # gathered: the root unit (embeddings = the tied head, final norm) and two layers with
     # their gradients
     root = 151936 * 896 + 896
