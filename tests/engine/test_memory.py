@@ -166,25 +166,12 @@ def test_default_micro_batch_is_the_largest_that_fits_the_card(model_dir):
     assert with_default_micro_batch(c, 1).training.micro_batch_size == 4  # the user's choice
 
 
-def test_a_default_05b_run_at_256_by_256_fits_an_80_gib_card():
+def test_a_default_05b_run_at_256_by_256_fits_an_80_gib_card(qwen05b):
     """Qwen2.5-0.5B's shape, 32 prompts x 8 completions x 256 tokens: the picked micro-batch
     keeps the estimate inside the card."""
-    import torch
-    from transformers import AutoModelForCausalLM, Qwen2Config
-
     from engine.memory import CARD_BUDGET, GIB, shape_of
 
-    qwen = Qwen2Config(
-        vocab_size=151936,
-        hidden_size=896,
-        intermediate_size=4864,
-        num_hidden_layers=24,
-        num_attention_heads=14,
-        num_key_value_heads=2,
-        tie_word_embeddings=True,
-    )
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(qwen)
+    model = qwen05b
     for algorithm in ("grpo", "ppo"):
         c = RunConfig.from_dict(
             {

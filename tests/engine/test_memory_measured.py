@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import pytest
-import torch
-from transformers import AutoModelForCausalLM, Qwen2Config
 
 from engine.config import RunConfig
 from engine.memory import CARD_BUDGET, GIB, estimate, fitting_micro_batch, shape_of
@@ -43,22 +41,6 @@ MEASURED = [
     Measured(H100, "two GPUs, DDP, --gpus 2", "grpo", 64, "compiled", 2, True, 24.4),
     Measured(H100, "two GPUs, DDP, eager layers", "ppo", 64, "compiled", 2, False, 32.2),
 ]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def qwen05b():
-    """Qwen2.5-0.5B's shape on the meta device (the benches' model, random weights)."""
-    config = Qwen2Config(
-        vocab_size=151936,
-        hidden_size=896,
-        intermediate_size=4864,
-        num_hidden_layers=24,
-        num_attention_heads=14,
-        num_key_value_heads=2,
-        tie_word_embeddings=True,
-    )
-    with torch.device("meta"):
-        return AutoModelForCausalLM.from_config(config)
 
 
 def run(algorithm="grpo", micro_batch=None, backend="compiled", gpus=1, **training) -> RunConfig:
