@@ -171,7 +171,6 @@ def test_a_default_05b_run_at_256_by_256_fits_an_80_gib_card(qwen05b):
     keeps the estimate inside the card."""
     from engine.memory import CARD_BUDGET, GIB, shape_of
 
-    model = qwen05b
     for algorithm in ("grpo", "ppo"):
         c = RunConfig.from_dict(
             {
@@ -180,7 +179,7 @@ def test_a_default_05b_run_at_256_by_256_fits_an_80_gib_card(qwen05b):
                 "training": {"prompts_per_step": 32},
             }
         )
-        shape = shape_of(model, c.model)
+        shape = shape_of(qwen05b, c.model)
         assert shape.parameters == 494_032_768
         assert estimate(c, shape).peak > 80 * GIB  # the whole step at once would not fit
         size = fitting_micro_batch(c, shape, CARD_BUDGET * 80 * GIB)
