@@ -15,8 +15,12 @@ from tests.source_imports import PACKAGES, ROOT, third_party_imports
 DISTRIBUTION_OF = {"yaml": "pyyaml", "re2": "google-re2"}
 # Distributions whose private parts we read: an upgrade may change them, so they are pinned.
 PRIVATE_PARTS_READ = {"py3langid": "rewards/langid_batch.py", "trackio": "engine/trackers.py"}
-# Imported only when present, for a feature that says how to install it when it is not.
-OPTIONAL = {"sentence-transformers": "the similarity reward's embedding metric"}
+# Imported only when present, for a feature that says how to install it when it is not, or
+# that another path serves without it.
+OPTIONAL = {
+    "sentence-transformers": "the similarity reward's embedding metric",
+    "triton": "the decode-attention kernel; CUDA builds of torch ship it, elsewhere torch ops",
+}
 
 
 def normalise(name: str) -> str:
