@@ -228,10 +228,11 @@ def train(config: RunConfig, data_dir: Path, timeout: float) -> dict[str, Any]:
         while code is None:
             for gpu in list_gpus():  # every GPU's, not only the main process's
                 used[gpu.index] = max(used.get(gpu.index, 0), gpu.total_bytes - gpu.free_bytes)
+            left = timeout - (time.perf_counter() - started)
             try:
-                code = proc.wait(timeout=POLL_S)
+                code = proc.wait(timeout=max(0.0, min(POLL_S, left)))
             except subprocess.TimeoutExpired:
-                if time.perf_counter() - started > timeout:
+                if time.perf_counter() - started >= timeout:
                     os.killpg(proc.pid, signal.SIGTERM)
                     try:
                         proc.wait(timeout=30)

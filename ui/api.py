@@ -31,7 +31,7 @@ from rewards.composer import score
 from rewards.deadline import call_deadline
 from rewards.errors import RewardSpecError
 from rewards.mathpool import INTERACTIVE_DEADLINE_S
-from rewards.params import describe_value
+from rewards.params import describe_value, text_problem
 from rewards.spec import RewardSpec
 from storage import metrics as metric_store
 from storage import runs as run_store
@@ -141,6 +141,9 @@ def _check_texts(name: str, values: Any, count: int, allow_none: bool = False) -
             raise ApiError(
                 f"{name}[{i}]: {len(value):,} characters; at most {MAX_API_TEXT_CHARS:,} each"
             )
+        problem = text_problem(value)  # RE2 and SQLite take UTF-8 only
+        if problem:
+            raise ApiError(f"{name}[{i}]: {problem}")
 
 
 def _config(config: dict | str) -> RunConfig:

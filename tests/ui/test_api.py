@@ -116,6 +116,12 @@ def test_score_preview_caps_request_size_naming_the_field_and_the_cap(ctx):
         api.score_preview(ctx, SPEC, ["x"], prompts=[5])
     with pytest.raises(ApiError, match=r"completions: must be a list of strings"):
         api.score_preview(ctx, SPEC, "x")
+    # JSON can carry an unpaired surrogate; RE2 (step markers, rules) takes UTF-8 only
+    reasoning = {"components": [{"name": "reasoning_steps", "weight": 1.0}]}
+    with pytest.raises(ApiError, match=r"completions\[1\]: must be valid Unicode text"):
+        api.score_preview(ctx, reasoning, ["Step 1: ok", "\ud800"])
+    with pytest.raises(ApiError, match=r"prompts\[0\]: must not contain NUL"):
+        api.score_preview(ctx, SPEC, ["x"], prompts=["a\x00b"])
     with pytest.raises(ApiError, match=r"^spec: at most 1,000,000 characters"):
         api.score_preview(ctx, " " * 1_000_001, ["x"])
     with pytest.raises(ApiError, match=r"^config: at most 1,000,000 characters"):
