@@ -258,7 +258,9 @@ class PythonCode(RewardComponent):
             ),
         }
         stdout, stderr, returncode = _run_child(json.dumps(request), self.timeout_s)
-        if returncode is None:
+        # The CPU limit is timeout_s rounded up, so a busy loop can meet it first (SIGXCPU):
+        # the same time budget, said the same way.
+        if returncode is None or returncode == -signal.SIGXCPU:
             raise UserCodeError(
                 f"python component {name!r}: reward() did not finish within {self.timeout_s:g} s "
                 "(timeout_s); it was stopped"

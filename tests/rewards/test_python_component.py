@@ -306,3 +306,20 @@ def test_the_exported_component_reads_values_as_the_app_does(code_on, tmp_path):
 
 
 NONE_WHY = "not scored (your function returned None)"
+
+
+def test_a_cpu_limit_stop_reads_as_the_time_budget(code_on):
+    """The child's CPU limit is timeout_s rounded up, so a busy loop may meet it before the wall
+    clock (SIGXCPU): the message is the time budget's either way. Forced here by lowering the
+    child's own CPU limit under a long timeout."""
+    code = (
+        "import resource\n"
+        "def reward(c, **k):\n"
+        "    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]\n"
+        "    resource.setrlimit(resource.RLIMIT_CPU, (1, hard))\n"
+        "    while True:\n"
+        "        pass\n"
+    )
+    fn = spec_of(code, timeout_s=30.0, memory_mb=256).build()[0][0]
+    with pytest.raises(UserCodeError, match="did not finish within 30 s"):
+        fn.run_batch(["a"], {})
