@@ -103,22 +103,25 @@ class Browser:
         target = self.component(elem_id)["id"]
         return self._event([target, "click"], data)
 
-    def open(self) -> list:
-        """Run the page's load events, as a browser opening the page does (fills the run lists
-        of this session)."""
+    def open(self) -> None:
+        """Run the page's load events in order, as a browser opening the page does (one of them
+        fills the run lists of this session)."""
         loads = [
             d for d in self.config()["dependencies"] if any(t[1] == "load" for t in d["targets"])
         ]
         assert loads, "the page has no load event"
-        # A fresh browser has nothing in local storage: no value for the load's inputs.
-        return self._event(loads[0]["targets"][0], [None] * len(loads[0]["inputs"]))
+        for i, load in enumerate(loads):
+            trigger = next(t for t in load["targets"] if t[1] == "load")
+            # A fresh browser has nothing in local storage: no value for the load's inputs.
+            self._event(trigger, [None] * len(load["inputs"]), index=i)
 
-    def _event(self, trigger: list, data: list) -> list:
+    def _event(self, trigger: list, data: list, index: int = 0) -> list:
+        """The outputs of the ``index``-th event listening to ``trigger``."""
         deps = [
             (i, d) for i, d in enumerate(self.config()["dependencies"]) if trigger in d["targets"]
         ]
         assert deps, f"no event for {trigger}"
-        fn_index = deps[0][1].get("id", deps[0][0])
+        fn_index = deps[index][1].get("id", deps[index][0])
         joined = self.http.post(
             "/gradio_api/queue/join",
             json={
