@@ -114,8 +114,10 @@ class FastGenerationMixin:
         sampled = None if self._loss_inputs is None else self._loss_inputs.get(SAMPLER_LOGPROBS)
         if sampled is not None:
             mask = self._loss_inputs["completion_mask"]
-            gap = ((out[0].detach().float() - sampled).abs() * mask).sum() / mask.sum().clamp(min=1)
-            self._metrics["train"][metric_names.GEN_LOGPROB_GAP].append(gap.item())
+            diff = ((out[0].detach().float() - sampled).abs() * mask).sum()
+            total, count = torch.stack([diff, mask.sum().float()]).tolist()
+            if count:  # every row masked (truncated completions): nothing to compare
+                self._metrics["train"][metric_names.GEN_LOGPROB_GAP].append(total / count)
         return out
 
 
