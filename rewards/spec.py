@@ -52,6 +52,9 @@ WEIGHT_BOUNDS = Bounds(-MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
 _LABEL_RE = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _COMPONENT_FIELDS = ("name", "weight", "params", "enabled", "label")
 _SPEC_FIELDS = ("version", "components", "description")
+# Bounds the work one spec can ask of a scoring call (the web form holds at most 70: 20 of each
+# component that may repeat, one of each other).
+MAX_COMPONENTS = 100
 
 
 @dataclass
@@ -105,6 +108,12 @@ class RewardSpec:
             raise RewardSpecError("components", "must be a list of components")
         if not self.components:
             raise RewardSpecError("components", "must hold at least one component")
+        if len(self.components) > MAX_COMPONENTS:
+            raise RewardSpecError(
+                "components",
+                f"at most {MAX_COMPONENTS} components, got {len(self.components)} "
+                "(each one scores every completion)",
+            )
         if not isinstance(self.description, str) or len(self.description) > 2000:
             raise RewardSpecError("description", "must be a string of at most 2000 characters")
         problem = text_problem(self.description)

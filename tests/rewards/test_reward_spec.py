@@ -6,6 +6,7 @@ from engine.config import RunConfig
 from engine.dataclass_io import ConfigError
 from rewards.spec import (
     DEFAULT_PRESET,
+    MAX_COMPONENTS,
     PRESETS,
     WEIGHT_BOUNDS,
     ComponentSpec,
@@ -266,3 +267,10 @@ def test_a_bad_weight_is_worded_as_every_range_is(weight, reason):
     with pytest.raises(ConfigError) as config_err:  # a config field's range, same words
         RunConfig.from_dict({"training": {"steps": 0}})
     assert config_err.value.reason.startswith("must be in [1, ")
+
+
+def test_a_spec_holds_a_bounded_number_of_components():
+    rules = [{"name": "rule", "params": {"pattern": f"w{i}"}} for i in range(MAX_COMPONENTS)]
+    assert len(RewardSpec.from_dict({"components": rules}).components) == MAX_COMPONENTS
+    with pytest.raises(RewardSpecError, match=r"components: at most 100 components, got 101"):
+        RewardSpec.from_dict({"components": [*rules, {"name": "format"}]})
