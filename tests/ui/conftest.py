@@ -89,7 +89,9 @@ def _stop_workers(data_dir: Path) -> None:
         return
     with Database(db_path(data_dir)) as db:
         pids = [r.pid for r in run_store.list_runs(db) if r.pid]
-    for pid in pids:
+    # A run recorded in this process (an in-process test run) names pytest's own group.
+    ours = {os.getpid(), os.getpgrp()}
+    for pid in (p for p in pids if p not in ours):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
 
