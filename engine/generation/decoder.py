@@ -92,21 +92,44 @@ class StaticDecoder:
         )
 
     def _qkv(
-        self, layer: nn.Module, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+        self,
+        layer: nn.Module,
+        x: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        merged: LayerWeights | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Queries (N, Hq, S, D), keys and values (N, Hkv, S, D) of normed hidden states x."""
-        attn, (n, s, _), d = layer.self_attn, x.shape, self.shape.head_dim
-        q = attn.q_proj(x).view(n, s, -1, d)
-        k = attn.k_proj(x).view(n, s, -1, d)
-        v = attn.v_proj(x).view(n, s, -1, d)
+        """Queries (N, Hq, S, D), keys and values (N, Hkv, S, D) of normed hidden states x,
+        through the layer's projections or its ``merged`` q/k/v matrix."""
+        attn, (n, s, _), shape = layer.self_attn, x.shape, self.shape
+        if merged is None:
+            q, k, v = attn.q_proj(x), attn.k_proj(x), attn.v_proj(x)
+        else:
+            widths = (shape.q_heads * shape.head_dim, *(2 * [shape.kv_heads * shape.head_dim]))
+            qkv = F.linear(x, merged.qkv.weight, merged.qkv.bias)
+            q, k, v = qkv.split(widths, dim=-1)
+        q, k, v = (t.view(n, s, -1, shape.head_dim) for t in (q, k, v))
         if hasattr(attn, "q_norm"):  # Qwen3 normalises each head's queries and keys
             q, k = attn.q_norm(q), attn.k_norm(k)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v
 
-    def _block_rest(self, layer: nn.Module, h: torch.Tensor, attn_out: torch.Tensor):
-        h = h + layer.self_attn.o_proj(attn_out)
-        return h + layer.mlp(layer.post_attention_layernorm(h))
+    def _block_rest(
+        self,
+        layer: nn.Module,
+        h: torch.Tensor,
+        attn_out: torch.Tensor,
+        merged: LayerWeights | None = None,
+    ) -> torch.Tensor:
+        """The block after attention: output projection, residual, MLP, residual; through the
+        layer's modules or its ``merged`` matrices (o, gate/up, down)."""
+        if merged is None:
+            h = h + layer.self_attn.o_proj(attn_out)
+            return h + layer.mlp(layer.post_attention_layernorm(h))
+        h = h + F.linear(attn_out, merged.o.weight, merged.o.bias)
+        x = layer.post_attention_layernorm(h)
+        gate, up = F.linear(x, merged.gate_up.weight, merged.gate_up.bias).chunk(2, dim=-1)
+        return h + F.linear(layer.mlp.act_fn(gate) * up, merged.down.weight, merged.down.bias)
 
     def prefill(
         self,
@@ -137,28 +160,6 @@ class StaticDecoder:
             h = self._block_rest(layer, h, out.transpose(1, 2).reshape(u, p, -1))
         return self.lm_head(self.body.norm(h[:, -1:]))[:, 0]
 
-    def _merged_qkv(
-        self, weights: LayerWeights, layer: nn.Module, x: torch.Tensor, cos, sin
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """:meth:`_qkv` through the layer's one q/k/v matrix."""
-        attn, (n, s, _), shape = layer.self_attn, x.shape, self.shape
-        qkv = F.linear(x, weights.qkv.weight, weights.qkv.bias)
-        widths = (shape.q_heads * shape.head_dim, *(2 * [shape.kv_heads * shape.head_dim]))
-        q, k, v = (t.view(n, s, -1, shape.head_dim) for t in qkv.split(widths, dim=-1))
-        if hasattr(attn, "q_norm"):
-            q, k = attn.q_norm(q), attn.k_norm(k)
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v
-
-    def _merged_rest(
-        self, weights: LayerWeights, layer: nn.Module, h: torch.Tensor, attn_out: torch.Tensor
-    ) -> torch.Tensor:
-        """:meth:`_block_rest` through the layer's merged matrices (o, gate/up, down)."""
-        h = h + F.linear(attn_out, weights.o.weight, weights.o.bias)
-        x = layer.post_attention_layernorm(h)
-        gate, up = F.linear(x, weights.gate_up.weight, weights.gate_up.bias).chunk(2, dim=-1)
-        return h + F.linear(layer.mlp.act_fn(gate) * up, weights.down.weight, weights.down.bias)
-
     def decode(
         self,
         cache: StaticKVCache,
@@ -179,22 +180,14 @@ class StaticDecoder:
         h = self.body.embed_tokens(tokens[:, None])  # (N, 1, d)
         cos, sin = self.body.rotary_emb(h, positions[:, None])
         for i, layer in enumerate(self.body.layers):
-            x = layer.input_layernorm(h)
             merged = None if self.weights is None else self.weights.layers[i]
-            if merged is None:
-                q, k, v = self._qkv(layer, x, cos, sin)
-            else:
-                q, k, v = self._merged_qkv(merged, layer, x, cos, sin)
+            q, k, v = self._qkv(layer, layer.input_layernorm(h), cos, sin, merged)
             keys, values = cache.write_step(i, k, v, slot)
             # Grouped-query attention without copying the cache: the query heads that share a
             # key/value head become that head's query rows, (N, Hkv, G, D).
             q = q.reshape(n, s.kv_heads, s.q_heads // s.kv_heads, s.head_dim)
             out = decode_attention(q, keys, values, valid, slot, self.scaling, self.attention_op)
-            out = out.reshape(n, 1, s.q_heads * s.head_dim)
-            if merged is None:
-                h = self._block_rest(layer, h, out)
-            else:
-                h = self._merged_rest(merged, layer, h, out)
+            h = self._block_rest(layer, h, out.reshape(n, 1, s.q_heads * s.head_dim), merged)
         return self.lm_head(self.body.norm(h))[:, 0]
 
 
@@ -212,9 +205,8 @@ def decode_attention(
     q (N, Hkv, G, D); keys/values (N, Hkv, L, D); valid (N, L) True where a position holds a
     token, none past ``slot`` (1,). With ``kernel`` (:func:`attention_kernel.custom_op`, on
     CUDA), one Triton kernel that reads only the positions up to the slot. Otherwise two batched
-    products
-    around a float32 softmax (Vaswani et al. 2017, eq. 1): with G = 7 rows and a few hundred
-    keys, kernels built for long queries waste their tiles (on an H100 at 256 rows x 320
+    products around a float32 softmax (Vaswani et al. 2017, eq. 1): with G = 7 rows and a few
+    hundred keys, kernels built for long queries waste their tiles (on an H100 at 256 rows x 320
     positions, cuDNN's flash kernel took 33 us a layer, these products and the softmax inductor
     fuses between them 27 us; bench/decode_step.py).
     """
