@@ -49,6 +49,11 @@ def linear_parts(module: nn.Module) -> tuple[nn.Linear, list[str]] | None:
     return _lora_parts(module)
 
 
+def _in_place(modules: list[nn.Module]) -> bool:
+    """One plain ``nn.Linear``: the decode step multiplies by its own weight, no copy."""
+    return len(modules) == 1 and type(modules[0]) is nn.Linear
+
+
 @torch.no_grad()
 def _effective(module: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
     base, adapters = linear_parts(module)
@@ -68,8 +73,8 @@ class _Projection:
     @torch.no_grad()
     def __init__(self, modules: list[nn.Module]) -> None:
         self.modules = modules
-        in_place = len(modules) == 1 and type(modules[0]) is nn.Linear
-        if in_place:
+        self.copied = not _in_place(modules)
+        if not self.copied:
             self.weight, self.bias = modules[0].weight, modules[0].bias
             return
         parts = [_effective(m) for m in modules]
@@ -83,10 +88,6 @@ class _Projection:
                     for (w, _), b in zip(parts, biases, strict=True)
                 ]
             )
-
-    @property
-    def copied(self) -> bool:
-        return not (len(self.modules) == 1 and self.weight is self.modules[0].weight)
 
     def extra_bytes(self) -> int:
         if not self.copied:
@@ -157,7 +158,7 @@ def build_decode_weights(layers: nn.ModuleList) -> DecodeWeights | None:
     for f in found:
         for group in (("q", "k", "v"), ("gate", "up"), ("o",), ("down",)):
             modules = [f[name] for name in group]
-            if len(modules) > 1 or type(modules[0]) is not nn.Linear:
+            if not _in_place(modules):
                 copied += sum(linear_parts(m)[0].weight.nbytes for m in modules)
     if copied > MAX_COPY_BYTES:
         return None
