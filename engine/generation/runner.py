@@ -97,14 +97,15 @@ class _TokenBuffers:
 
     def __init__(self, rows: int, spec: SamplingSpec, device: torch.device) -> None:
         shape = (rows, spec.max_new_tokens)
+        self.pad_id = spec.pad_id
         self.out_tokens = torch.full(shape, spec.pad_id, dtype=torch.long, device=device)
         self.out_logprobs = torch.zeros(shape, dtype=torch.float32, device=device)
         self.done = torch.zeros(rows, dtype=torch.bool, device=device)
         self.column = torch.zeros(1, dtype=torch.long, device=device)
         self.eos = torch.tensor(spec.eos_ids or (-1,), dtype=torch.long, device=device)
 
-    def reset(self, pad_id: int) -> None:
-        self.out_tokens.fill_(pad_id)
+    def reset(self) -> None:
+        self.out_tokens.fill_(self.pad_id)
         self.out_logprobs.zero_()
         self.done.zero_()
         self.column.zero_()
@@ -322,7 +323,7 @@ class GenerationRunner:
         if self.decoder.weights is not None:
             self.decoder.weights.refresh()  # the optimizer has changed the weights since
         buffers = g.buffers
-        buffers.reset(pad_id)
+        buffers.reset()
         seeded = seed is not None and temperature > 0
         # A captured step draws from the device's default generator (the only one a graph
         # replays), seeded for this call and restored after; without a graph, a generator.
@@ -368,16 +369,14 @@ class GenerationRunner:
             else:
                 g.advance(record_token(g.decode(), spec, buffers, generator, fused))
             steps += 1
-        return self._collect(
-            buffers.out_tokens[:, :steps], buffers.out_logprobs[:, :steps], list(spec.eos_ids)
-        )
+        return self._collect(buffers, steps)
 
     @staticmethod
-    def _collect(tokens: torch.Tensor, logprobs: torch.Tensor, eos_ids: list[int]) -> Generation:
+    def _collect(buffers: _TokenBuffers, steps: int) -> Generation:
         """Cut each row after its first end-of-sequence token (found on the device: one copy
         of the tokens and their lengths to the host, no per-token Python)."""
-        steps = tokens.shape[1]
-        ends = torch.isin(tokens, torch.tensor(eos_ids or [-1], device=tokens.device))
+        tokens, logprobs = buffers.out_tokens[:, :steps], buffers.out_logprobs[:, :steps]
+        ends = torch.isin(tokens, buffers.eos)
         has_end = ends.any(dim=1)
         lengths = torch.where(has_end, ends.int().argmax(dim=1) + 1, steps).tolist()
         return Generation(
