@@ -17,9 +17,6 @@ from engine.dataclass_io import ConfigError
 
 #: ``export --format`` choices (engine.exports.run_export.FORMATS, without importing torch).
 EXPORT_FORMATS = ("hf", "merged", "gguf", "ollama")
-#: Rows of a run's data read for its system prompt (the Playground's picker reads as many).
-_SYSTEM_PROMPT_ROWS = 20
-
 logger = logging.getLogger(__name__)
 
 
@@ -266,10 +263,11 @@ def _data_system_prompt(config) -> str | None:
     from dataclasses import replace
 
     from engine.datasets import DatasetError, load_rows
+    from engine.playground import DATA_PROMPTS
     from rewards.text import system_text
 
     try:  # as many rows as the Playground reads, so that both take the same first row
-        rows = load_rows(replace(config.data, max_rows=_SYSTEM_PROMPT_ROWS))
+        rows = load_rows(replace(config.data, max_rows=DATA_PROMPTS))
     except (DatasetError, OSError) as exc:
         logger.info("Could not read the run's data for its system prompt (%s)", exc)
         return config.data.system_prompt or None

@@ -202,9 +202,9 @@ def _train(
     eval_rows = heldout_rows(config.data, config.training.eval_samples)
     logger.info("%d training prompts, %d held-out prompts", len(train_rows), len(eval_rows))
     logger.info("Prompts reach the model as %s", prompt_format(tokenizer))
-    card = local_card_bytes()
-    prompt_tokens = longest_prompt(tokenizer, train_rows) if card is not None else None
+    card, prompt_tokens = local_card_bytes(), None
     if card is not None:  # on a GPU, an empty micro-batch is sized to the card and the prompts
+        prompt_tokens = longest_prompt(tokenizer, train_rows)
         config = with_default_micro_batch(config, card, prompt_tokens)
     logger.info("%s", describe(config, card, prompt_tokens))
 

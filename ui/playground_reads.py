@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import RunConfig
+from engine.playground import DATA_PROMPTS
 from engine.run_layout import config_path
 from engine.run_models import run_config
 from rewards.text import system_text
 from ui.context import AppContext
 from ui.preview_run import load_prompts
 
-#: Data prompts offered in the picker.
-DATA_PROMPTS = 20
 #: Runs whose reads are kept.
 KEEP_RUNS = 16
 
