@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.batch_decode import use_batch_decode_in_rust
 from engine.dataclass_io import check_fields, knob
 
 if TYPE_CHECKING:  # torch loads where a model does, so config-only callers stay light
@@ -321,6 +322,7 @@ def load_tokenizer(spec: ModelSpec, token: bool | None = None) -> Any:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
+    use_batch_decode_in_rust(tokenizer)  # every step's completions are decoded with it
     return tokenizer
 
 

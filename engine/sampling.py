@@ -151,15 +151,17 @@ def sample_completions(
                     **gen_kwargs,
                 )
                 new = out[:, width:].tolist()  # (B, T_new)
-                for (i, j), ids in zip(batch, new, strict=True):
-                    cut = next((k + 1 for k, t in enumerate(ids) if t in eos_ids), None)
-                    # Without an end token the sequence ran the full max_new_tokens; with one,
-                    # what follows it is padding.
-                    token_ids = ids if cut is None else ids[:cut]
-                    text = tokenizer.decode(token_ids, skip_special_tokens=True)
-                    results.append(
-                        GeneratedSample(i, j, text, list(token_ids), truncated=cut is None)
-                    )
+                cuts = [
+                    next((k + 1 for k, t in enumerate(ids) if t in eos_ids), None) for ids in new
+                ]
+                # Without an end token the sequence ran the full max_new_tokens; with one,
+                # what follows it is padding.
+                kept = [
+                    ids if cut is None else ids[:cut] for ids, cut in zip(new, cuts, strict=True)
+                ]
+                texts = tokenizer.batch_decode(kept, skip_special_tokens=True)
+                for (i, j), ids, text, cut in zip(batch, kept, texts, cuts, strict=True):
+                    results.append(GeneratedSample(i, j, text, ids, truncated=cut is None))
     finally:
         model.train(was_training)
     return results
@@ -190,9 +192,9 @@ def _sample_with_runner(
             pad_id=pad_id,
             seed=seed + start,
         )
-        for (i, j), ids, logprobs, truncated in zip(
-            batch, out.completion_ids, out.logprobs, out.truncated, strict=True
+        texts = tokenizer.batch_decode(out.completion_ids, skip_special_tokens=True)
+        for (i, j), ids, text, logprobs, truncated in zip(
+            batch, out.completion_ids, texts, out.logprobs, out.truncated, strict=True
         ):
-            text = tokenizer.decode(ids, skip_special_tokens=True)
             results.append(GeneratedSample(i, j, text, ids, truncated, logprobs))
     return results

@@ -65,6 +65,8 @@ def _common_args(config: RunConfig, output_dir: str, *, show_progress: bool) -> 
         "use_cpu": not on_gpu,
         "disable_tqdm": not show_progress,
         "dataloader_num_workers": 0,
+        # The loader yields prompt rows (text), not tensors: pinning only walks them.
+        "dataloader_pin_memory": False,
         "log_completions": False,
         # generation.backend vllm: TRL samples with vLLM inside this process.
         **({"use_vllm": True, "vllm_mode": "colocate"} if g.backend == "vllm" else {}),
