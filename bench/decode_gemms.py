@@ -71,8 +71,8 @@ def main() -> None:
         started = time.perf_counter()
         auto_linear = torch.compile(F.linear, mode="max-autotune-no-cudagraphs", dynamic=False)
         auto_matmul = torch.compile(torch.matmul, mode="max-autotune-no-cudagraphs", dynamic=False)
-        variants["linear_autotuned"] = lambda x=x, w=w: auto_linear(x, w)
-        variants["transposed_autotuned"] = lambda x=x, wt=wt: auto_matmul(x, wt)
+        variants["linear_autotuned"] = lambda x=x, w=w, f=auto_linear: f(x, w)
+        variants["transposed_autotuned"] = lambda x=x, wt=wt, f=auto_matmul: f(x, wt)
         variants["linear_autotuned"]()
         variants["transposed_autotuned"]()
         compile_s += time.perf_counter() - started
