@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+from dataclasses import dataclass
 
 import torch
 
@@ -107,6 +108,18 @@ def _kernel():
     return decode_attention_kernel
 
 
+@dataclass(frozen=True)
+class LaunchConfig:
+    """Cache positions per loop iteration, warps per program, software-pipelining stages."""
+
+    block_l: int = 64
+    num_warps: int = 4
+    num_stages: int = 3
+
+
+DEFAULT_CONFIG = LaunchConfig()
+
+
 def supports(q: torch.Tensor, keys: torch.Tensor) -> bool:
     """Shapes the kernel handles: a power-of-two head size of 16..256 on contiguous rows."""
     dim = q.shape[-1]
@@ -127,6 +140,7 @@ def launch(
     scale: float,
     out: torch.Tensor,
     kernel=None,
+    launch_config: LaunchConfig = DEFAULT_CONFIG,
 ) -> None:
     """Write softmax attention of q (N, Hkv, G, D) over keys/values (N, Hkv, L, D) at the valid
     (N, L) positions up to ``slot`` into ``out`` (like q). ``kernel``: the Triton kernel, or a
@@ -150,7 +164,9 @@ def launch(
         group=group,
         dim=dim,
         block_g=max(16, 1 << (group - 1).bit_length()),
-        block_l=64,
+        block_l=launch_config.block_l,
+        num_warps=launch_config.num_warps,
+        num_stages=launch_config.num_stages,
     )
 
 
