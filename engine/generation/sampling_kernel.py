@@ -71,7 +71,7 @@ def _kernels():
         split = tl.program_id(1)
         seed = tl.load(seed_ptr)
         # float32 throughout: a Python float may reach the compiled kernel as a double.
-        scale = tl.to_tensor(scale).to(tl.float32)
+        scale = tl.cast(scale, tl.float32)
         begin = split * chunk
         end = tl.minimum(begin + chunk, vocab)
         row_ptr = logits_ptr + row.to(tl.int64) * stride_row
