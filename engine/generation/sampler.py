@@ -19,6 +19,10 @@ import torch
 
 from engine.generation import sampling_kernel
 
+# How ``sample_tokens(fused=True)`` samples: "kernel" (the Triton pass on CUDA, else
+# "compiled") or "compiled" (the torch.compile race; for comparison in benchmarks).
+FUSED_SAMPLER = "kernel"
+
 
 def nucleus_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     """Zero every token outside the top-p nucleus of each row: (N, V) -> (N, V), not renormalised.
@@ -74,7 +78,7 @@ def sample_tokens(
         as unfused).
     """
     if fused and temperature > 0 and top_p >= 1.0:
-        if sampling_kernel.supports(logits):
+        if FUSED_SAMPLER == "kernel" and sampling_kernel.supports(logits):
             return sampling_kernel.sample(logits, temperature, generator)
         return compiled_race(logits, temperature, generator)
     scaled = logits.float()

@@ -32,8 +32,10 @@ import torch
 
 from engine.generation.attention_kernel import available
 
-# Columns per lane block; a tile is four blocks, one per word of a Philox draw.
-BLOCK = 1024
+# Lanes of a program: each takes 4 adjacent columns (the 4 words of one Philox draw), so a tile
+# is 4 * BLOCK columns. With 4 warps, 8 columns a thread: 64 registers on sm_90 (Triton 3.6), 8
+# programs resident per SM; a block of 1024 needed 245 registers and left 2.
+BLOCK = 256
 # Programs per SM to aim for when splitting the vocabulary (enough warps to hide memory latency).
 PROGRAMS_PER_SM = 8
 MAX_SPLITS = 64
@@ -81,7 +83,6 @@ def _kernels():
         m = tl.max(tl.full([block], float("-inf"), tl.float32), 0)
         sums = tl.zeros([block, 4], tl.float32)
         best_score = tl.full([block, 4], float("-inf"), tl.float32)
-        best_x = tl.zeros([block, 4], tl.float32)
         best_col = tl.zeros([block, 4], tl.int32)
         for start in range(begin, end, 4 * block):
             cols = start + offsets
@@ -118,17 +119,16 @@ def _kernels():
                 score = x - tl.log2(e)
             better = score > best_score  # strict: a lane keeps its first column on a tie
             best_score = tl.where(better, score, best_score)
-            best_x = tl.where(better, x, best_x)
             best_col = tl.where(better, cols, best_col)
         top = tl.max(tl.max(best_score, 1), 0)
         # The lowest column among equal scores, whichever lane holds it.
         col = tl.min(tl.min(tl.where(best_score == top, best_col, 2147483647), 1), 0)
-        chosen = best_col == col
         out = row * splits + split
         tl.store(m_ptr + out, m)
         tl.store(l_ptr + out, tl.sum(tl.sum(sums, 1), 0))  # relative to m (0 where m is -inf)
         tl.store(score_ptr + out, top)
-        tl.store(x_ptr + out, tl.max(tl.max(tl.where(chosen, best_x, float("-inf")), 1), 0))
+        # Its logit read again: cheaper than carrying each lane's best x through the loop.
+        tl.store(x_ptr + out, tl.load(row_ptr + col).to(tl.float32) * scale)
         tl.store(col_ptr + out, col)
 
     @triton.jit
