@@ -9,12 +9,16 @@ The Gumbel-max trick (Gumbel 1954; Maddison, Tarlow & Minka 2014, "A* Sampling",
 ``argmax_i (x_i / T + g_i)`` with ``g_i ~ Gumbel(0, 1)`` i.i.d. picks token i with probability
 ``softmax(x / T)_i`` exactly. Each program walks its share of one row in tiles and keeps, in
 float32, the online maximum and sum of ``exp(x / T - max)`` (Milakov & Gimelshein 2018, "Online
-normalizer calculation for softmax") and, per lane, the best ``x / T + g`` so far with its column
-and ``x / T``. The noise is drawn in the kernel from Philox4x32-10 (Salmon et al. 2011, "Parallel
-random numbers: as easy as 1, 2, 3") keyed by a seed read from device memory, so a CUDA-graph
-replay draws fresh noise when the seed tensor is redrawn before it; one counter per element of
-a quarter tile gives the four words of a Philox block to four elements, so every (row, column)
-has its own stream, whatever the number of programs per row.
+normalizer calculation for softmax") and, per lane, the best ``x / T + g`` so far and its column.
+It works in base 2 (``x / T * log2(e)``, ``exp2``, ``log2``: the GPU's native instructions); the
+log-probability is converted back to nats at the end.
+
+The noise is drawn in the kernel from Philox4x32-10 (Salmon et al. 2011, "Parallel random
+numbers: as easy as 1, 2, 3") keyed by a seed read from device memory, so a CUDA-graph replay
+draws fresh noise when the seed tensor is redrawn before it (:func:`sample` draws it from the
+device's generator, the one a captured graph advances and a seeded call seeds). Counter
+``row * ceil(V / 4) + column // 4`` gives its four 32-bit words to four adjacent columns, so every
+(row, column) has its own draw, however the row is split over programs.
 
 When the rows alone do not fill the GPU (256 rows on 132 SMs), the vocabulary is split over
 several programs per row and a second small kernel merges their partial results exactly: the
