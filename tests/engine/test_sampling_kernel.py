@@ -119,3 +119,27 @@ def test_the_kernel_takes_only_logits_it_handles():
     assert sampling_kernel.split_columns(151_936, 5) == (30_720, 5)
     assert sampling_kernel.split_columns(2500, 8) == (1024, 3)  # never an empty program
     assert sampling_kernel.split_columns(7, 4) == (64, 1)
+
+
+def test_sample_tokens_fused_goes_through_the_operator(interpreted, monkeypatch):
+    """sample_tokens(fused=True) -> the registered operator -> the kernels, with the seed drawn
+    from the caller's generator: on the CPU only the device gate and the SM count are stood in
+    for (the interpreter runs the kernels themselves)."""
+    from engine.generation import sampler
+
+    monkeypatch.setattr(sampling_kernel, "supports", lambda logits: True)
+    monkeypatch.setattr(sampling_kernel, "default_splits", lambda rows, vocab, device: 2)
+    torch.manual_seed(5)
+    logits = torch.randn(4, 3000)
+
+    def draw(seed):
+        generator = torch.Generator().manual_seed(seed)
+        return sampler.sample_tokens(logits, 0.9, 1.0, generator, fused=True)
+
+    (tokens, logprobs), (again, _), (other, _) = draw(1), draw(1), draw(2)
+    assert torch.equal(tokens, again) and not torch.equal(tokens, other)
+    reference = torch.log_softmax(logits / 0.9, dim=-1).gather(1, tokens[:, None])[:, 0]
+    assert (logprobs - reference).abs().max().item() < 1e-4
+    seed = sampling_kernel.draw_seed(logits.device, torch.Generator().manual_seed(1))
+    direct, _ = sample(logits, 0.9, seed=int(seed), splits=2)
+    assert torch.equal(direct, tokens)  # the same draw as the kernels launched by hand
