@@ -122,7 +122,7 @@ def sampler_timings(logits: torch.Tensor, gen) -> dict[str, object]:
     result["sampler_kernel_speedup_x"] = round(fused_graph_ms / kernel_graph_ms, 2)
     result["sampler_kernel_read_gb_per_s"] = round(logits.nbytes / kernel_graph_ms / 1e6, 1)
     result["sampler_kernel_default_splits"] = sampling_kernel.split_columns(
-        vocab, sampling_kernel.default_splits(rows, vocab, logits.device)
+        vocab, sampling_kernel.default_splits(rows, logits.device)
     )[1]
     for splits in (1, 2, 4, 8, 16):
         ms = graph_ms(lambda s=splits: sampling_kernel.sample(logits, 0.8, splits=s), 50)

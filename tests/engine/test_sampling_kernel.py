@@ -128,7 +128,7 @@ def test_sample_tokens_fused_goes_through_the_operator(interpreted, monkeypatch)
     from engine.generation import sampler
 
     monkeypatch.setattr(sampling_kernel, "supports", lambda logits: True)
-    monkeypatch.setattr(sampling_kernel, "default_splits", lambda rows, vocab, device: 2)
+    monkeypatch.setattr(sampling_kernel, "default_splits", lambda rows, device: 2)
     torch.manual_seed(5)
     logits = torch.randn(4, 3000)
 
