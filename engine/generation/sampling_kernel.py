@@ -219,7 +219,7 @@ def launch(
     splits: int,
     tokens: torch.Tensor,
     logprobs: torch.Tensor,
-    kernels=None,
+    kernels: tuple | None = None,
 ) -> None:
     """Sample one token per row of ``logits`` (N, V) into ``tokens`` (N,) int64 and its
     log-probability into ``logprobs`` (N,) float32, with noise keyed by ``seed`` (a 1-element
