@@ -2,9 +2,11 @@
 
 Builds the same random-init Qwen2.5-0.5B-shape model as ``gpu_throughput.py`` and times, with
 CUDA events, per variant of the decode step (:data:`VARIANTS`: torch's attention or ours, merged
-projections or the modules'): the whole ``GenerationRunner.generate`` of 256 rows x 256 tokens
-and one token step (decode, sample, record: one graph) replayed alone; then the sampler alone,
-and the attention kernel checked against the products.
+projections or the modules', the Triton sampler or the compiled race): the whole
+``GenerationRunner.generate`` of 256 rows x 256 tokens and one token step (decode, sample,
+record: one graph) replayed alone; then the samplers alone (eager, and replayed from a CUDA
+graph as the decode loop runs them), the Triton sampler's draws checked against exact
+probabilities beside torch's, and the attention kernel checked against the products.
 
     python bench/decode_step.py --profile
 """
@@ -20,9 +22,9 @@ import torch
 from gpu_throughput import build_model
 from transformers import AutoModelForCausalLM
 
-from engine.generation import decoder
+from engine.generation import decoder, sampler, sampling_kernel
 from engine.generation.runner import GenerationRunner
-from engine.generation.sampler import sample_tokens
+from engine.generation.sampler import compiled_race, sample_tokens
 
 
 def cuda_ms(fn, repeat: int) -> float:
@@ -38,10 +40,25 @@ def cuda_ms(fn, repeat: int) -> float:
     return sorted(times)[len(times) // 2]
 
 
-VARIANTS = {  # name: (attention, merged projections)
-    "sdpa": ("sdpa", False),
-    "products_merged": ("products", True),
-    "kernel_merged": ("kernel", True),
+def graph_ms(fn, repeat: int) -> float:
+    """Median milliseconds of one replay of ``fn`` captured in a CUDA graph (no launch cost)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return cuda_ms(graph.replay, repeat)
+
+
+VARIANTS = {  # name: (attention, merged projections, fused sampler)
+    "sdpa": ("sdpa", False, "kernel"),
+    "products_merged": ("products", True, "kernel"),
+    "kernel_merged": ("kernel", True, "kernel"),
+    "kernel_merged_race": ("kernel", True, "compiled"),
 }
 
 
@@ -81,10 +98,111 @@ def seeded_calls_reproduce(model, prompts, tokens: int) -> bool:
     return True
 
 
+def sampler_timings(logits: torch.Tensor, gen) -> dict[str, object]:
+    """The samplers alone on one step's logits: eager (launches included) and replayed from a
+    CUDA graph, as the decode loop runs them; the Triton one by programs per row too."""
+    result: dict[str, object] = {
+        "sampler_ms": round(cuda_ms(lambda: sample_tokens(logits, 0.8, 1.0, gen), 50), 3),
+        "sampler_fused_ms": round(cuda_ms(lambda: compiled_race(logits, 0.8, gen), 50), 3),
+        "sampler_fused_own_noise_ms": round(
+            cuda_ms(lambda: compiled_race(logits, 0.8, None), 50), 3
+        ),
+        "sampler_top_p_ms": round(cuda_ms(lambda: sample_tokens(logits, 0.8, 0.95, gen), 20), 3),
+    }
+    fused_graph_ms = graph_ms(lambda: compiled_race(logits, 0.8), 50)
+    result["sampler_fused_graph_ms"] = round(fused_graph_ms, 4)
+    if not sampling_kernel.supports(logits):
+        return result | {"sampler_kernel": "unsupported here (no triton?)"}
+    result["sampler_kernel_ms"] = round(
+        cuda_ms(lambda: sample_tokens(logits, 0.8, 1.0, None, fused=True), 50), 3
+    )
+    kernel_graph_ms = graph_ms(lambda: sampling_kernel.sample(logits, 0.8), 50)
+    rows, vocab = logits.shape
+    result["sampler_kernel_graph_ms"] = round(kernel_graph_ms, 4)
+    result["sampler_kernel_speedup_x"] = round(fused_graph_ms / kernel_graph_ms, 2)
+    result["sampler_kernel_read_gb_per_s"] = round(logits.nbytes / kernel_graph_ms / 1e6, 1)
+    result["sampler_kernel_default_splits"] = sampling_kernel.split_columns(
+        vocab, sampling_kernel.default_splits(rows, logits.device)
+    )[1]
+    for splits in (1, 2, 4, 8, 16):
+        ms = graph_ms(lambda s=splits: sampling_kernel.sample(logits, 0.8, splits=s), 50)
+        result[f"sampler_kernel_{splits}_splits_graph_ms"] = round(ms, 4)
+    return result
+
+
+def max_freq_error(tokens: torch.Tensor, probs: torch.Tensor) -> float:
+    freq = torch.bincount(tokens, minlength=len(probs)).double() / len(tokens)
+    return (freq - probs.double()).abs().max().item()
+
+
+def sampler_check(vocab: int, temperature: float = 0.8) -> dict[str, object]:
+    """The Triton sampler's draws against exact probabilities, beside torch's sampler on the
+    same logits: 7 tokens over 262,144 rows, then the whole vocabulary (256 rows, programs per
+    row as in the decode loop) with 8 column blocks of uneven mass, 32,768 draws; and its
+    log-probabilities against log_softmax. A bound of 5 standard errors is printed as ``ok``."""
+    if not sampling_kernel.supports(torch.zeros(1, 1, device="cuda")):
+        return {"sampler_kernel_check": "unsupported here (no triton?)"}
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    small = torch.tensor([1.5, 1.0, 0.6, 0.0, -0.3, -0.8, -1.5], device="cuda").bfloat16()
+    probs = torch.softmax(small.double() / temperature, -1)
+    rows = 1 << 18
+    kernel_tokens, _ = sampling_kernel.sample(small.repeat(rows, 1), temperature, gen)
+    torch_tokens, _ = sample_tokens(small.repeat(rows, 1), temperature, 1.0, gen)
+    bound = 5 * (0.25 / rows) ** 0.5
+    result: dict[str, object] = {
+        "sampler_kernel_max_freq_error": round(max_freq_error(kernel_tokens, probs), 5),
+        "sampler_torch_max_freq_error": round(max_freq_error(torch_tokens, probs), 5),
+        "sampler_freq_error_bound": round(bound, 5),
+    }
+    # The whole vocabulary: block b of 8 lifted by 0.4 * b, so the blocks' masses differ.
+    blocks = 8
+    row = torch.randn(vocab, device="cuda", generator=gen) * 2
+    row += torch.arange(vocab, device="cuda") * blocks // vocab * 0.4
+    logits = row.bfloat16().expand(256, vocab).contiguous()
+    logp = torch.log_softmax(logits[0].double() / temperature, -1)
+    block_of = torch.arange(vocab, device="cuda") * blocks // vocab
+    masses = torch.zeros(blocks, dtype=torch.float64, device="cuda").index_add_(
+        0, block_of, logp.exp()
+    )
+    draws, errors = {"kernel": [], "torch": []}, []
+    for _ in range(128):
+        tokens, logprobs = sampling_kernel.sample(logits, temperature, gen)
+        errors.append((logprobs.double() - logp[tokens]).abs().max())  # NaN stays NaN
+        draws["kernel"].append(tokens)
+        draws["torch"].append(sample_tokens(logits, temperature, 1.0, gen)[0])
+    logprob_error = torch.stack(errors).max().item()
+    block_bound = 5 * (0.25 / (128 * 256)) ** 0.5
+    for name, tokens in draws.items():
+        error = max_freq_error(block_of[torch.cat(tokens)], masses)
+        result[f"sampler_{name}_block_freq_max_error"] = round(error, 5)
+    result["sampler_block_freq_error_bound"] = round(block_bound, 5)
+    result["sampler_kernel_logprob_max_abs_error"] = round(logprob_error, 6)
+    result["sampler_kernel_ok"] = (
+        result["sampler_kernel_max_freq_error"] < bound
+        and result["sampler_kernel_block_freq_max_error"] < block_bound
+        and logprob_error < 1e-3
+    )
+    return result
+
+
+def sampler_compiles(logits: torch.Tensor) -> str:
+    """Whether a compiled function (fullgraph) keeps the Triton sampler as one operator call."""
+    try:
+        step = torch.compile(
+            lambda x: sample_tokens(x * 1.0, 0.8, 1.0, None, fused=True), fullgraph=True
+        )
+        tokens, logprobs = step(logits)
+        ok = bool(((tokens >= 0) & (tokens < logits.shape[1])).all() and (logprobs <= 0).all())
+        return "ok" if ok else "wrong values"
+    except Exception as exc:  # reported, not fatal: the decode loop samples outside compile
+        return f"failed: {type(exc).__name__}: {str(exc)[:200]}"
+
+
 def measure(args, model, prompts, variant: str, gen) -> dict[str, float]:
-    attention, merged = VARIANTS[variant]
+    attention, merged, fused_sampler = VARIANTS[variant]
     torch._dynamo.reset()  # each variant compiles afresh, not against the last one's guards
     decoder.DECODE_ATTENTION = attention
+    sampler.FUSED_SAMPLER = fused_sampler
     runner = GenerationRunner(model, merge_weights=merged)
     kwargs = dict(max_new_tokens=args.tokens, temperature=0.8, top_p=1.0, eos_ids=[], pad_id=0)
     runner.generate(prompts, **kwargs)  # capture
@@ -138,18 +256,12 @@ def main() -> None:
     result: dict[str, object] = {"card": torch.cuda.get_device_name()}
     for variant in args.variants.split(","):
         result |= measure(args, model, prompts, variant, gen)
+    sampler.FUSED_SAMPLER = "kernel"
     result["seeded_calls_reproduce"] = seeded_calls_reproduce(model, prompts, args.tokens)
     logits = torch.randn(args.rows, model.config.vocab_size, device="cuda", dtype=torch.bfloat16)
-    result["sampler_ms"] = round(cuda_ms(lambda: sample_tokens(logits, 0.8, 1.0, gen), 50), 3)
-    result["sampler_fused_ms"] = round(
-        cuda_ms(lambda: sample_tokens(logits, 0.8, 1.0, gen, fused=True), 50), 3
-    )
-    result["sampler_fused_own_noise_ms"] = round(
-        cuda_ms(lambda: sample_tokens(logits, 0.8, 1.0, None, fused=True), 50), 3
-    )
-    result["sampler_top_p_ms"] = round(
-        cuda_ms(lambda: sample_tokens(logits, 0.8, 0.95, gen), 20), 3
-    )
+    result |= sampler_timings(logits, gen)
+    result |= sampler_check(model.config.vocab_size)
+    result["sampler_kernel_compiles"] = sampler_compiles(logits)
     result |= attention_check(args.rows, 64 + args.tokens)
     result["weights_gb"] = round(sum(p.nbytes for p in model.parameters()) / 1e9, 3)
     print(json.dumps(result))

@@ -5,6 +5,10 @@ probability ``p_i`` (the Gumbel-max trick in another form, as nano-vllm's sample
 step is a softmax, one random fill and an argmax: no host sync, no ``multinomial``.
 Nucleus sampling keeps the smallest set of tokens whose mass reaches ``top_p`` (Holtzman et
 al. 2020, "The Curious Case of Neural Text Degeneration", §3.1).
+
+The decode loop's plain temperature sampling on CUDA (``fused``) runs as one Triton pass over
+the logits with the noise drawn in the kernel (:mod:`engine.generation.sampling_kernel`); the
+compiled race below is its fallback without Triton, and the torch code its reference.
 """
 
 from __future__ import annotations
@@ -12,6 +16,12 @@ from __future__ import annotations
 import functools
 
 import torch
+
+from engine.generation import sampling_kernel
+
+# How ``sample_tokens(fused=True)`` samples: "kernel" (the Triton pass on CUDA, else
+# "compiled") or "compiled" (the torch.compile race; for comparison in benchmarks).
+FUSED_SAMPLER = "kernel"
 
 
 def nucleus_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -41,6 +51,14 @@ def _fused_race():
     return torch.compile(_race, dynamic=False)
 
 
+def compiled_race(
+    logits: torch.Tensor, temperature: float, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Temperature sampling through the compiled race: the unfused draws, in two passes."""
+    race = torch.empty(logits.shape, dtype=torch.float32, device=logits.device)
+    return _fused_race()(logits, race.exponential_(1.0, generator=generator), temperature)
+
+
 def sample_tokens(
     logits: torch.Tensor,
     temperature: float,
@@ -54,12 +72,15 @@ def sample_tokens(
         ``(tokens, logprobs)``, both (N,): the tokens, and their log-probabilities under
         ``log_softmax(logits / temperature)`` (before the nucleus cut), which is what the
         trainer recomputes, so the two can be compared. ``temperature == 0`` is greedy, with
-        log-probabilities at temperature 1. ``fused`` runs plain temperature sampling through
-        ``torch.compile`` (for the GPU decode loop; the same draws as unfused).
+        log-probabilities at temperature 1. ``fused`` runs plain temperature sampling (for the
+        GPU decode loop) through the Triton sampler where it applies (from the same
+        distribution, with noise of its own), else through ``torch.compile`` (the same draws
+        as unfused).
     """
     if fused and temperature > 0 and top_p >= 1.0:
-        race = torch.empty(logits.shape, dtype=torch.float32, device=logits.device)
-        return _fused_race()(logits, race.exponential_(1.0, generator=generator), temperature)
+        if FUSED_SAMPLER == "kernel" and sampling_kernel.supports(logits):
+            return sampling_kernel.sample(logits, temperature, generator)
+        return compiled_race(logits, temperature, generator)
     scaled = logits.float()
     if temperature > 0:
         scaled = scaled / temperature
