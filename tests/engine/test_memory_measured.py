@@ -31,6 +31,9 @@ class Measured:
 
 
 H100 = "NVIDIA H100 80GB HBM3"
+H200 = "NVIDIA H200"
+SIXTH = "one-pass sampler (4b1a112), gpu_throughput.py, ppo_default"
+SIXTH_2GPU = "one-pass sampler (4b1a112), gpu_throughput.py --gpus 2"
 COMPILED = "compiled layers (77560a6), gpu_throughput.py"
 MEASURED = [
     Measured(H100, COMPILED, "grpo", 64, "compiled", 1, True, 24.0),
@@ -40,6 +43,9 @@ MEASURED = [
     Measured(H100, "training steps (631c9e1), grpo_hf", "grpo", 64, "hf", 1, False, 29.7),
     Measured(H100, "two GPUs, DDP, --gpus 2", "grpo", 64, "compiled", 2, True, 24.4),
     Measured(H100, "two GPUs, DDP, eager layers", "ppo", 64, "compiled", 2, False, 32.2),
+    Measured(H100, SIXTH, "ppo", 128, "compiled", 1, True, 43.41),
+    Measured(H200, SIXTH_2GPU, "grpo", 64, "compiled", 2, True, 24.77),
+    Measured(H200, SIXTH_2GPU, "ppo", 64, "compiled", 2, False, 32.57),
 ]  # fmt: skip
 
 
