@@ -18,7 +18,7 @@ import itertools
 import json
 
 import torch
-from decode_gemms import replay_us
+from cuda_timing import replay_us
 
 from engine.generation import attention_kernel, decoder
 

@@ -19,6 +19,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+from cuda_timing import replay_us
 
 # (name, in_features, out_features) of one decoder layer, q/k/v and gate/up merged, and the head.
 SHAPES = (
@@ -28,29 +29,6 @@ SHAPES = (
     ("down", 4864, 896),
     ("lm_head", 896, 151_936),
 )
-
-
-def replay_us(fn, repeats: int = 200) -> float:
-    """Microseconds per call of ``fn`` captured in a CUDA graph."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(10):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats // 10):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1000 / repeats
 
 
 def main() -> None:

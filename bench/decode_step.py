@@ -19,40 +19,13 @@ import tempfile
 from pathlib import Path
 
 import torch
+from cuda_timing import cuda_ms, graph_ms
 from gpu_throughput import build_model
 from transformers import AutoModelForCausalLM
 
 from engine.generation import decoder, sampler, sampling_kernel
 from engine.generation.runner import GenerationRunner
 from engine.generation.sampler import compiled_race, sample_tokens
-
-
-def cuda_ms(fn, repeat: int) -> float:
-    """Median milliseconds of ``fn()`` over ``repeat`` runs, timed with CUDA events."""
-    times = []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
-
-
-def graph_ms(fn, repeat: int) -> float:
-    """Median milliseconds of one replay of ``fn`` captured in a CUDA graph (no launch cost)."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return cuda_ms(graph.replay, repeat)
-
 
 VARIANTS = {  # name: (attention, merged projections, fused sampler)
     "sdpa": ("sdpa", False, "kernel"),
