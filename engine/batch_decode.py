@@ -1,13 +1,12 @@
 """Rows of token ids to text in one call to the tokenizer's Rust library.
 
 TRL turns a step's completions into text with ``tokenizer.batch_decode``; so do our PPO rollout
-and previews. For a list of lists,
-transformers 5 first walks every id in Python twice (``to_py_obj`` checks each is a number, in
-``batch_decode`` and again in ``decode``) and then decodes row by row: 48 ms of a 1.33 s GRPO
-step at 256 completions x 256 tokens on one H100 (``bench/step_phases.py``). The ``tokenizers``
-library's ``decode_batch`` does the same decoding for all rows in one call (in parallel),
-so a fast tokenizer gets it where the result is identical: no clean-up of tokenization spaces
-(which transformers applies in Python after decoding) and no extra arguments.
+and previews. For a list of lists, transformers 5 first walks every id in Python twice
+(``to_py_obj`` checks each is a number, in ``batch_decode`` and again in ``decode``), then
+decodes row by row: 48 ms of a 1.33 s GRPO step at 256 completions x 256 tokens on one H100
+(``bench/step_phases.py``). The ``tokenizers`` library's ``decode_batch`` decodes all rows in one
+call, in parallel, so a fast tokenizer uses it where the result is identical: no clean-up of
+tokenization spaces (which transformers applies in Python after decoding), no extra arguments.
 """
 
 from __future__ import annotations
