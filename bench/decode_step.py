@@ -160,6 +160,7 @@ def sampler_check(vocab: int, temperature: float = 0.8) -> dict[str, object]:
 
 def sampler_compiles(logits: torch.Tensor) -> str:
     """Whether a compiled function (fullgraph) keeps the Triton sampler as one operator call."""
+    sampling_kernel.custom_op()  # registered eagerly, as the decode loop's first token does
     try:
         step = torch.compile(
             lambda x: sample_tokens(x * 1.0, 0.8, 1.0, None, fused=True), fullgraph=True

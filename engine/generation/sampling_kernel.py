@@ -270,7 +270,8 @@ def launch(
 @functools.cache
 def custom_op():
     """The kernels as a torch operator that ``torch.compile`` keeps as one call (and captures);
-    registered when this module is imported (a compiled region cannot register it)."""
+    registered on first use, outside any compiled region (the decode loop samples eagerly,
+    inside its captured graph; a compiled caller must call it once before tracing)."""
     from torch.library import triton_op, wrap_triton
 
     @triton_op("studio::gumbel_sample", mutates_args={})
@@ -303,7 +304,3 @@ def sample(
     if splits is None:
         splits = default_splits(logits.shape[0], logits.device)
     return custom_op()(logits, draw_seed(logits.device, generator), temperature, splits)
-
-
-if available():
-    custom_op()
