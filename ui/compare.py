@@ -129,25 +129,6 @@ def comparison(
     return Comparison(figure, names, chosen, headers, rows, summary)
 
 
-def compare(
-    db: Database,
-    run_ids: Sequence[str],
-    metrics: Sequence[str] | str | None,
-    *,
-    owner: str | None = None,
-    options: charts.ChartOptions | None = None,
-):
-    """The figure, the metric choices, the metrics drawn, and the config diff headers and rows
-    of :func:`comparison`."""
-    c = comparison(db, run_ids, metrics, owner=owner, options=options)
-    return c.figure, c.names, c.chosen, c.headers, c.rows
-
-
-def run_summaries(db: Database, run_ids: Sequence[str], *, owner: str | None = None) -> str:
-    """The one-line summaries of :func:`summary_markdown` for the runs among ``run_ids``."""
-    return summary_markdown(db, read_runs(db, run_ids, owner))
-
-
 @dataclass
 class CompareHandles:
     """The run picker, filled with the run list when a page loads (see :mod:`ui.app`)."""

@@ -12,7 +12,7 @@ from storage.run_caps import ActiveRunCaps
 from storage.schema import RunStatus
 from ui import api, run_actions
 from ui.api import ApiError
-from ui.compare import compare
+from ui.compare import comparison
 from ui.context import SettingsError
 from ui.identity import (
     LOCAL_VIEWER,
@@ -154,10 +154,10 @@ def test_runs_view_compare_and_links_show_only_the_viewers_runs(two_users):
     update = poll(ctx.db, admin_view, "alice-run", owner=ADMIN.scope, force=True)
     assert update.status == "completed" and "reward/total" in admin_view.series
 
-    _, names, _, headers, _ = compare(ctx.db, ["alice-run", "bob-run"], None, owner=BOB.scope)
-    assert headers == ["field", "bob-run"] and names == ["reward/total"]
-    _, _, _, headers, _ = compare(ctx.db, ["alice-run", "bob-run"], None, owner=ADMIN.scope)
-    assert headers == ["field", "alice-run", "bob-run"]
+    bobs = comparison(ctx.db, ["alice-run", "bob-run"], None, owner=BOB.scope)
+    assert bobs.headers == ["field", "bob-run"] and bobs.names == ["reward/total"]
+    admins = comparison(ctx.db, ["alice-run", "bob-run"], None, owner=ADMIN.scope)
+    assert admins.headers == ["field", "alice-run", "bob-run"]
 
     choices, pick = initial_selection(ctx, BOB, requested="alice-run")  # a ?run= link
     assert [rid for _, rid in choices] == ["bob-run"] and pick == "bob-run"

@@ -11,7 +11,7 @@ from storage.db import Database
 from storage.metrics import MetricWriter
 from storage.paths import db_path
 from ui import spec_io
-from ui.compare import compare, config_diff, flatten
+from ui.compare import comparison, config_diff, flatten, read_runs, summary_markdown
 
 
 def test_spec_text_round_trips_in_both_formats():
@@ -74,18 +74,16 @@ def test_compare_overlays_one_metric_of_several_runs(data_dir):
                 for step in range(1, steps + 1):
                     writer.log(step, {"reward/total": step / 10, "loss/policy": 0.0})
             ids.append(run.id)
-        figure, names, metric, headers, rows = compare(db, ids, None)
-    assert names == ["loss/policy", "reward/total"]
-    assert metric == ["reward/total"]  # the default metric when none is picked
-    assert [t["name"] for t in figure["data"]] == ["run 0", "run 1"]
-    assert [len(t["x"]) for t in figure["data"]] == [3, 5]
-    assert rows == [["training.steps", "3", "5"]]
-    assert headers[1:] == ids
+        c = comparison(db, ids, None)
+    assert c.names == ["loss/policy", "reward/total"]
+    assert c.chosen == ["reward/total"]  # the default metric when none is picked
+    assert [t["name"] for t in c.figure["data"]] == ["run 0", "run 1"]
+    assert [len(t["x"]) for t in c.figure["data"]] == [3, 5]
+    assert c.rows == [["training.steps", "3", "5"]]
+    assert c.headers[1:] == ids
 
 
 def test_compare_draws_several_metrics_and_summarises_each_run(data_dir):
-    from ui.compare import run_summaries
-
     with Database(db_path(data_dir)) as db:
         run = run_store.create_run(db, algorithm="grpo", name="evaluated", config={})
         with MetricWriter(db, run.id) as writer:
@@ -93,8 +91,9 @@ def test_compare_draws_several_metrics_and_summarises_each_run(data_dir):
             for step in (1, 2):
                 writer.log(step, {"reward/total": step / 10, "loss/policy": 0.0})
             writer.log(2, {"eval/accuracy": 0.4})
-        figure, _, chosen, _, _ = compare(db, [run.id], ["loss/policy", "reward/total", "nope"])
-        summary = run_summaries(db, [run.id, "missing"])
+        c = comparison(db, [run.id], ["loss/policy", "reward/total", "nope"])
+        figure, chosen = c.figure, c.chosen
+        summary = summary_markdown(db, read_runs(db, [run.id, "missing"]))
     assert chosen == ["loss/policy", "reward/total"]  # unknown names are dropped
     assert [t["yaxis"] for t in figure["data"]] == ["y", "y2"]  # one panel per metric
     assert figure["layout"]["yaxis2"]["title"]["text"] == "reward/total"
@@ -107,7 +106,6 @@ def test_compare_draws_several_metrics_and_summarises_each_run(data_dir):
 
 def test_compare_by_relative_time_starts_each_run_at_its_own_zero(data_dir):
     from ui.charts import ChartOptions
-    from ui.compare import comparison
 
     start = 1_800_000_000.0
     with Database(db_path(data_dir)) as db:
@@ -131,11 +129,9 @@ def test_compare_by_relative_time_starts_each_run_at_its_own_zero(data_dir):
 
 
 def test_compare_reads_each_run_once(data_dir, monkeypatch):
-    from ui.compare import comparison, run_summaries
-
     with Database(db_path(data_dir)) as db:
         ids = [run_store.create_run(db, algorithm="grpo", name=n, config={}).id for n in "ab"]
-        expected_summary = run_summaries(db, ids)
+        expected_summary = summary_markdown(db, read_runs(db, ids))
         reads: list[str] = []
         real_get_run = run_store.get_run
 
