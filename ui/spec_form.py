@@ -45,6 +45,11 @@ SLOT_FIELDS = ("enabled", "weight", "label")  # ComponentSpec fields every slot 
 FormValues = dict[str, Any]  # input key -> value, for the description and each shown slot
 
 
+def most_instances(info: ComponentInfo) -> int:
+    """How many instances of a component the form may show: :data:`MAX_INSTANCES`, or 1."""
+    return MAX_INSTANCES if info.allow_multiple else 1
+
+
 class SpecDoesNotFit(ValueError):
     """A component cannot be added or a spec cannot be shown: past :data:`MAX_INSTANCES`."""
 
@@ -173,7 +178,7 @@ class SpecForm:
             raise KeyError(f"no component named {name!r}")
         if not number:
             return Slot(info)
-        highest = MAX_INSTANCES if info.allow_multiple else 1
+        highest = most_instances(info)
         if not number.isdigit() or not 2 <= int(number) <= highest or number != str(int(number)):
             raise KeyError(f"no slot {key!r}: {name} may have 1 to {highest} instances")
         return Slot(info, int(number))
@@ -368,7 +373,7 @@ class SpecForm:
         info = self.registry.get(name) if isinstance(name, str) else None
         if info is None:
             raise SpecDoesNotFit(f"pick a component to add ({', '.join(self.component_names)})")
-        highest = MAX_INSTANCES if info.allow_multiple else 1
+        highest = most_instances(info)
         for instance in range(1, highest + 1):
             slot = Slot(info, instance)
             if slot.key not in shown:
