@@ -29,7 +29,17 @@ def _v1_to_v2(conn: Connection) -> None:
     conn.exec_driver_sql("CREATE INDEX ix_run_owner_created ON run (owner, created_at)")
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
+def _v2_to_v3(conn: Connection) -> None:
+    """Workers record the phases they enter (older runs have none and read as training)."""
+    conn.exec_driver_sql(  # the text a new file gets, so both read the same in sqlite_master
+        "CREATE TABLE run_phase (\n\tid INTEGER NOT NULL, \n\trun_id VARCHAR NOT NULL, \n\t"
+        "phase VARCHAR NOT NULL, \n\tstep INTEGER, \n\ttime FLOAT NOT NULL, \n\tPRIMARY KEY "
+        "(id), \n\tFOREIGN KEY(run_id) REFERENCES run (id) ON DELETE CASCADE\n)"
+    )
+    conn.exec_driver_sql("CREATE INDEX ix_run_phase_run_id ON run_phase (run_id, id)")
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(conn: Connection, current: int, target: int) -> None:

@@ -29,7 +29,7 @@ from engine.trainers.callbacks import StudioCallback
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.schema import RunPhase, RunStatus
 
 logger = logging.getLogger("engine.run.worker")
 
@@ -60,6 +60,7 @@ def resume_point(folder: Path, config: RunConfig, recorder: RunRecorder) -> Path
     step = None if resume_from is None else checkpoint_step(resume_from)
     if step is not None:
         logger.info("Resuming from %s", resume_from.name)
+        recorder.phase(RunPhase.RESUMING, step)
     final = step is not None and step >= config.training.steps
     recorder.rewind(step, redone_at_step=FINAL_EVAL_METRICS if final else ())
     return resume_from
@@ -114,6 +115,7 @@ def run(
         if db is not None:
             run_store.set_status(db, run_id, RunStatus.RUNNING, pid=os.getpid())
             recorder = StorageRecorder(db, run_id)
+            recorder.phase(RunPhase.STARTING)
             log_handler = StorageLogHandler(db, run_id)
             log_handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
             logging.getLogger().addHandler(log_handler)
@@ -193,6 +195,7 @@ def _train(
     from engine.trainers.trl_trainers import build_trl_trainer
 
     logger.info("Loading model %s", config.model.name_or_path)
+    recorder.phase(RunPhase.LOADING_MODEL)
     spec, device = config.model, None
     if config.training.distributed == "fsdp":  # every rank loads onto the CPU; FSDP shards it
         device = "cpu"
@@ -209,7 +212,8 @@ def _train(
     logger.info("%s", describe(config, card, prompt_tokens))
 
     def evaluate_now(policy: Any, step: int) -> dict[str, float]:
-        logger.info("Evaluating %d held-out prompts at step %d", len(eval_rows), step)  # phase
+        logger.info("Evaluating %d held-out prompts at step %d", len(eval_rows), step)
+        recorder.phase(RunPhase.EVALUATING, step)
         report = evaluate(
             policy,
             tokenizer,
@@ -242,6 +246,8 @@ def _train(
         logger.warning("training.distributed fsdp: held-out evaluation is skipped")
     evaluate_fn = evaluate_now if eval_rows and is_main_process() and not sharded else None
     resume_from = resume_point(folder, config, recorder)
+    if resume_from is None:  # a resume stays "resuming" until its first step is trained
+        recorder.phase(RunPhase.FIRST_GENERATION, 0)
 
     if stop.is_set():  # asked to stop while the model loaded: nothing trained, nothing to save
         logger.info("Stop requested before the first step")
@@ -303,11 +309,13 @@ def _train(
     done = resume_from is not None and checkpoint_step(resume_from) >= config.training.steps
     if done:  # killed after its last checkpoint: the Trainer would train one step too many
         logger.info("Every step is trained; finishing from %s", resume_from.name)
+        recorder.phase(RunPhase.FINISHING, config.training.steps)
         trainer._load_from_checkpoint(str(resume_from))
         callback.finish(trainer.model, config.training.steps)
     else:
         trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     if stop.is_set():
         return RunStatus.STOPPED
+    recorder.phase(RunPhase.SAVING_FINAL, config.training.steps)
     save_final_model(trainer.accelerator, trainer.model, tokenizer, final_model_dir(folder))
     return RunStatus.COMPLETED

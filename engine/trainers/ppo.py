@@ -63,7 +63,7 @@ from engine.run.layout import checkpoint_dir, final_model_dir
 from engine.run.stop_request import StopRequest
 from engine.tracking import metric_names
 from engine.tracking.recorder import RunRecorder
-from engine.trainers.callbacks import log_checkpoint_saved, log_checkpoint_start
+from engine.trainers.callbacks import checkpoint_saved, checkpoint_started
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
 from engine.trainers.ppo_checkpoint import (
     is_peft_model,
@@ -91,7 +91,7 @@ from engine.trainers.ppo_rollout import (
 )
 from engine.trainers.ppo_update import UpdatePhase
 from engine.trainers.value_head import PolicyWithValue
-from storage.schema import RunStatus
+from storage.schema import RunPhase, RunStatus
 
 logger = logging.getLogger(__name__)
 
@@ -276,12 +276,16 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
         return metrics, rollout
 
     # ---- evaluation, checkpoints, the loop --------------------------------------------------
-    def evaluate(self, step: int) -> None:
+    def evaluate(self, step: int, then: RunPhase | None = None) -> None:
+        """Evaluate at ``step`` (once a step), then record the phase ``then`` (None: the
+        caller records what comes next)."""
         if self.evaluate_fn is None or self._last_eval_step == step:
             return
         self._last_eval_step = step
         if self.accelerator.is_main_process:
             self.recorder.metrics(step, self.evaluate_fn(self.policy, step))
+        if then is not None:
+            self.recorder.phase(then, step)
 
     def save_checkpoint(self, step: int) -> Path:
         """Write ``checkpoint-<step>/`` (see ``ppo_checkpoint``); rotate out old ones."""
@@ -331,7 +335,7 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
             step = self.load_checkpoint(resume_from)
             logger.info("Resumed PPO at step %d", step)
         else:
-            self.evaluate(0)
+            self.evaluate(0, then=RunPhase.FIRST_GENERATION)
         bar = None
         if self.show_progress and self.accelerator.is_main_process:
             from tqdm.auto import tqdm
@@ -350,6 +354,7 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
                 if rows:
                     self.recorder.samples(step, rows)
             self.recorder.progress(step)
+            self.recorder.phase(RunPhase.TRAINING, step)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(reward=f"{metrics[metric_names.REWARD_TOTAL]:.3f}")
@@ -359,16 +364,17 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
             )
             if stopped:
                 logger.info("Stop requested: saving a checkpoint at step %d", step)
+                self.recorder.phase(RunPhase.STOPPING, step)
                 self.save_checkpoint(step)
                 break
             if t.eval_steps and step % t.eval_steps == 0 and step < t.steps:
-                self.evaluate(step)
+                self.evaluate(step, then=RunPhase.TRAINING)
             last = step == t.steps or out_of_time
             if t.save_steps and (step % t.save_steps == 0 or last):
-                log_checkpoint_start(step)  # a phase of the run view, as for TRL runs
+                checkpoint_started(self.recorder, step)
                 self.save_checkpoint(step)
                 if not last:
-                    log_checkpoint_saved(step)
+                    checkpoint_saved(self.recorder, step)
             if out_of_time:
                 logger.info("Time budget reached at step %d", step)
                 break
@@ -377,6 +383,7 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
         if stopped:
             return RunStatus.STOPPED
         self.evaluate(step)
+        self.recorder.phase(RunPhase.SAVING_FINAL, step)
         if self.accelerator.is_main_process:
             save_plain_weights(self.policy, self.tokenizer, final_model_dir(self.run_dir))
             logger.info("Saved the final model to %s", final_model_dir(self.run_dir))

@@ -1,4 +1,5 @@
-"""The table models are the row types, their JSON and status columns keep the v2 file format,
+"""The table models are the row types, their JSON and status columns keep the v2 file format (v3
+adds the phase table),
 and the shared queries (skip-scan of distinct values) read through the indexes."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from storage.db import Database
 from storage.logs import append_logs, logs_since
 from storage.metrics import MetricWriter, metric_names, metrics_since
 from storage.paths import db_path
+from storage.phases import phases
 from storage.queries import distinct_values, distinct_values_query
 from storage.runs import create_run, get_run, list_runs, set_status, update_run
 from storage.samples import add_samples, sample_steps, samples_at
@@ -60,6 +62,15 @@ V2_SCHEMA = {
     "ix_sample_run_step": "CREATE INDEX ix_sample_run_step ON sample (run_id, step)",
     "ix_log_line_run_id": "CREATE INDEX ix_log_line_run_id ON log_line (run_id, id)",
 }
+# Version 3 adds the phases a run's worker records.
+V3_SCHEMA = V2_SCHEMA | {
+    "run_phase": (
+        "CREATE TABLE run_phase (\n\tid INTEGER NOT NULL, \n\trun_id VARCHAR NOT NULL, \n\t"
+        "phase VARCHAR NOT NULL, \n\tstep INTEGER, \n\ttime FLOAT NOT NULL, \n\tPRIMARY KEY "
+        "(id), \n\tFOREIGN KEY(run_id) REFERENCES run (id) ON DELETE CASCADE\n)"
+    ),
+    "ix_run_phase_run_id": "CREATE INDEX ix_run_phase_run_id ON run_phase (run_id, id)",
+}
 
 
 @dataclass
@@ -74,10 +85,10 @@ def stored_schema(path) -> dict[str, str]:
     return {name: sql for name, sql in rows if name != "sqlite_sequence"}
 
 
-def test_a_new_file_has_exactly_the_v2_tables_and_indexes(data_dir):
+def test_a_new_file_has_exactly_the_v3_tables_and_indexes(data_dir):
     Database(db_path(data_dir)).close()
-    assert SCHEMA_VERSION == 2
-    assert stored_schema(db_path(data_dir)) == V2_SCHEMA
+    assert SCHEMA_VERSION == 3
+    assert stored_schema(db_path(data_dir)) == V3_SCHEMA
 
 
 def test_the_table_models_are_the_row_types(db):
@@ -147,7 +158,9 @@ def test_a_v2_file_written_by_earlier_code_reads_and_writes(data_dir):
             "VALUES ('old', 3, 'loss', 0.5, 2.0)"
         )
     with Database(path) as db:
+        assert stored_schema(path) == V3_SCHEMA  # migrated to what a new file holds
         run = get_run(db, "old")
+        assert phases(db, "old") == []
         assert (run.status, run.config, run.owner, run.last_step) == (
             RunStatus.FAILED,
             {"a": 1},
@@ -158,7 +171,7 @@ def test_a_v2_file_written_by_earlier_code_reads_and_writes(data_dir):
         assert metric_names(db, "old") == ["loss"] and sample_steps(db, "old") == [3]
         again = set_status(db, "old", RunStatus.QUEUED, config={"a": 2})
         assert (again.attempt, again.config) == (2, {"a": 2})
-    assert stored_schema(path) == V2_SCHEMA
+    assert stored_schema(path) == V3_SCHEMA
 
 
 def test_distinct_values_of_a_run_ascending(db):
