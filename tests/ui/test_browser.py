@@ -165,6 +165,23 @@ def test_any_number_of_one_component_is_added_set_and_removed(page: Page):
     assert [c["params"]["max_len"] for c in added] == [1000, 1000, 321, 1000, 1000]
 
 
+def test_clicks_faster_than_the_redraw_are_each_applied_in_order(page: Page):
+    """Three Adds and a Remove clicked without waiting for any redraw: each click after the
+    first lands on a drawing that is being replaced, and still counts, in order."""
+    pick(page, "add-component-name", "conciseness")
+    for _ in range(3):
+        page.locator("#add-component").click()
+    expect(page.locator("#slot-conciseness-3")).to_contain_text("● on")
+    # A double click on Remove: the second is refused, visibly, and removes nothing else.
+    page.evaluate(
+        "() => { const b = document.querySelector('#remove-conciseness-2'); b.click(); b.click(); }"
+    )
+    expect(page.locator("#slot-conciseness-2")).to_be_hidden()
+    expect(page.locator("#import-message")).to_contain_text("was removed already")
+    components = exported_spec(page)["components"]
+    assert [c.get("label") for c in components[2:]] == [None, "conciseness_3"]
+
+
 def test_export_downloads_the_spec_and_a_standalone_trl_module(page: Page):
     page.locator("#export-spec").click()
     link = page.locator("a[download][href*='reward_module.py']")
