@@ -214,6 +214,8 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
         if not isinstance(value, dict):
             raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
         return dict(value)
+    if isinstance(tp, type) and isinstance(value, tp) and hasattr(tp, "from_dict"):
+        return value  # a spec object, validated when it was made: passed on, not re-parsed
     if hasattr(tp, "from_dict"):  # a nested spec that owns its parsing and validation
         if not isinstance(value, dict):
             raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")

@@ -20,7 +20,7 @@ def inputs(algorithm="grpo", name="t"):
         algorithm=algorithm,
         model=RunConfig().model.to_dict(),
         data={"source": "builtin", "split": "train"},
-        reward=preset("R1-style math").to_dict(),
+        reward=preset("R1-style math"),
     )
 
 

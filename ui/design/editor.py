@@ -72,7 +72,7 @@ class EditorTargets:
         # While any field is wrong the shared spec is None: Preview keeps its last scores and
         # Train refuses to start, instead of silently using an older reward.
         updates: Updates = {
-            self.spec_state: check.spec.to_dict() if check.ok else None,
+            self.spec_state: check.spec if check.ok else None,
             self.status: check.summary(),
         }
         if check.ok:

@@ -20,6 +20,7 @@ from typing import Any
 from engine.config import run_config
 from engine.config.fields import ConfigError, field_help
 from engine.config.run_config import RunConfig
+from rewards.spec import RewardSpec
 
 FormValues = dict[str, Any]  # dotted field path -> the input's value
 # Sections of RunConfig that hold plain hyperparameters, in form order.
@@ -160,7 +161,7 @@ class TrainInputs:
     algorithm: str
     model: Mapping[str, Any]
     data: Mapping[str, Any]
-    reward: Mapping[str, Any]
+    reward: RewardSpec  # validated by the Design form
 
 
 def config_dict(
@@ -178,7 +179,7 @@ def config_dict(
         "algorithm": inputs.algorithm,
         "model": dict(inputs.model),
         "data": dict(inputs.data),
-        "reward": dict(inputs.reward),
+        "reward": inputs.reward,
     }
     for field in fields:
         if field.section in HYPER_SECTIONS or field.section == inputs.algorithm:

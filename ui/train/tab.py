@@ -102,10 +102,9 @@ def _fits(ctx: AppContext, spec: ModelSpec) -> bool:
     return True
 
 
-def reward_summary(spec_dict: dict | None) -> str:
-    if spec_dict is None:
+def reward_summary(spec: RewardSpec | None) -> str:
+    if spec is None:
         return warn("**Reward**: the Design tab has fields to fix.")
-    spec = RewardSpec.from_dict(spec_dict)
     parts = [f"{name} × {c.weight:g}" for name, c in spec.enabled_components()]
     return "**Reward** (from the Design tab): " + " + ".join(parts)
 
@@ -298,17 +297,19 @@ def _build_config_column() -> ConfigParts:
     return ConfigParts(code, download_btn, download)
 
 
-def collect(ctx: AppContext, parts: TrainParts, spec_dict: dict | None, raw: Values) -> RunConfig:
+def collect(
+    ctx: AppContext, parts: TrainParts, spec: RewardSpec | None, raw: Values
+) -> RunConfig:
     """The run config of the form; ``raw`` is what Gradio passes for a set of inputs
     (component -> value). Raises ``ConfigError`` naming the field."""
-    if spec_dict is None:
+    if spec is None:
         raise ConfigError("reward", "the reward in the Design tab has fields to fix")
     inputs = TrainInputs(
         name=raw[parts.name] or "",
         algorithm=raw[parts.algorithm],
         model=model_dict(ctx, *(raw[c] for c in parts.model.all)),
         data=data_spec(*(raw[c] for c in parts.data.all), policy=ctx.input_policy),
-        reward=spec_dict,
+        reward=spec,
     )
     values = {path: raw[comp] for path, comp in parts.hyper.items()}
     return train_form.build_config(
