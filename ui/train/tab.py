@@ -297,9 +297,7 @@ def _build_config_column() -> ConfigParts:
     return ConfigParts(code, download_btn, download)
 
 
-def collect(
-    ctx: AppContext, parts: TrainParts, spec: RewardSpec | None, raw: Values
-) -> RunConfig:
+def collect(ctx: AppContext, parts: TrainParts, spec: RewardSpec | None, raw: Values) -> RunConfig:
     """The run config of the form; ``raw`` is what Gradio passes for a set of inputs
     (component -> value). Raises ``ConfigError`` naming the field."""
     if spec is None:
