@@ -177,8 +177,9 @@ def test_demo_caps_every_size_field_of_a_run(data_dir):
                 api.start_run(ctx, config, viewer=LOCAL_VIEWER)
         assert api.list_runs(ctx, viewer=LOCAL_VIEWER) == []
         config = RunConfig.from_dict({"training": {"steps": 5}})
-        demo.check_config(config)  # an unset row cap takes the demo's
-        assert config.data.max_rows == 50
+        capped = demo.within_caps(config)  # an unset row cap takes the demo's
+        assert capped.data.max_rows == 50
+        assert config.data.max_rows is None  # the config checked is left as it was
         assert "dataset rows up to 50" in demo.describe()
     finally:
         ctx.close()

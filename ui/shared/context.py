@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -116,8 +116,9 @@ class DemoLimits:
     def active(self) -> bool:
         return self.max_model_params is not None or bool(self.sizes)
 
-    def check_config(self, config: Any) -> None:
-        """Refuse a ``RunConfig`` over any size cap; an unset ``data.max_rows`` takes the cap.
+    def within_caps(self, config: Any) -> Any:
+        """``config`` (a ``RunConfig``, left as it is) checked against every size cap, as the
+        demo runs it: an unset ``data.max_rows`` takes the cap (at most the first rows are read).
 
         Raises:
             ConfigError: on the field, naming its cap.
@@ -126,14 +127,15 @@ class DemoLimits:
 
         for path, cap in self.sizes.items():
             section, name = path.split(".")
-            holder = getattr(config, section)
-            value = getattr(holder, name)
-            if value is None and path == "data.max_rows":
-                holder.max_rows = cap  # the demo reads at most the first `cap` rows
-            elif value is not None and value > cap:
+            value = getattr(getattr(config, section), name)
+            if value is not None and value > cap:
                 raise ConfigError(
                     path, f"this demo allows at most {cap:,} {_CAP_NOUNS[path]}, got {value:,}"
                 )
+        row_cap = self.sizes.get("data.max_rows")
+        if row_cap is not None and config.data.max_rows is None:
+            return replace(config, data=replace(config.data, max_rows=row_cap))
+        return config
 
     def describe(self) -> str:
         parts = []
@@ -268,7 +270,7 @@ class AppContext:
             TooManyActiveRunsError: over ``caps`` (``storage.run_caps.ActiveRunCaps``), the caps on
                 queued and running runs.
         """
-        self.demo.check_config(config)
+        config = self.demo.within_caps(config)
         self.input_policy.check_model(config.model)  # before its size is read from a path
         self.check_model_size(config.model)
         self.check_reward_model_sizes(config.reward)

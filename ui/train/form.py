@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.config import run_config
-from engine.config.fields import ConfigError, field_help
+from engine.config.fields import field_help
 from engine.config.run_config import RunConfig
 from rewards.spec import RewardSpec
 
@@ -188,23 +188,10 @@ def config_dict(
 
 
 def build_config(
-    inputs: TrainInputs,
-    fields: Sequence[FormField],
-    values: Mapping[str, Any],
-    *,
-    max_steps: int | None = None,
+    inputs: TrainInputs, fields: Sequence[FormField], values: Mapping[str, Any]
 ) -> RunConfig:
-    """A validated ``RunConfig`` from the form; raises ``ConfigError`` naming the field.
-
-    ``max_steps`` is a demo cap on ``training.steps``.
-    """
-    config = RunConfig.from_dict(config_dict(inputs, fields, values))
-    if max_steps is not None and config.training.steps > max_steps:
-        raise ConfigError(
-            "training.steps",
-            f"this demo allows at most {max_steps} steps per run, got {config.training.steps}",
-        )
-    return config
+    """A validated ``RunConfig`` from the form; raises ``ConfigError`` naming the field."""
+    return RunConfig.from_dict(config_dict(inputs, fields, values))
 
 
 def values_from_config(config: RunConfig, fields: Sequence[FormField]) -> FormValues:

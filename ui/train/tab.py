@@ -310,9 +310,8 @@ def collect(ctx: AppContext, parts: TrainParts, spec: RewardSpec | None, raw: Va
         reward=spec,
     )
     values = {path: raw[comp] for path, comp in parts.hyper.items()}
-    return train_form.build_config(
-        inputs, list(parts.fields.values()), values, max_steps=ctx.demo.max_steps
-    )
+    config = train_form.build_config(inputs, list(parts.fields.values()), values)
+    return ctx.demo.within_caps(config)  # every demo cap shows on its field as the form is filled
 
 
 def _input_value(field: FormField, value: Any) -> Any:
