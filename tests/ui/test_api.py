@@ -122,9 +122,9 @@ def test_score_preview_caps_request_size_naming_the_field_and_the_cap(ctx):
         api.score_preview(ctx, reasoning, ["Step 1: ok", "\ud800"])
     with pytest.raises(ApiError, match=r"prompts\[0\]: must not contain NUL"):
         api.score_preview(ctx, SPEC, ["x"], prompts=["a\x00b"])
-    with pytest.raises(ApiError, match=r"^spec: at most 1,000,000 characters"):
+    with pytest.raises(ApiError, match=r"^spec: the text is over 1,000,000 characters"):
         api.score_preview(ctx, " " * 1_000_001, ["x"])
-    with pytest.raises(ApiError, match=r"^config: at most 1,000,000 characters"):
+    with pytest.raises(ApiError, match=r"^config: the text is over 1,000,000 characters"):
         api.start_run(ctx, " " * 1_000_001, viewer=LOCAL_VIEWER)
 
 
