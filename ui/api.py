@@ -139,7 +139,7 @@ def _check_texts(name: str, values: Any, count: int, allow_none: bool = False) -
 def _config(config: dict | str) -> RunConfig:
     try:
         if isinstance(config, str):
-            data = parse_yaml(config) if config.strip() else {}
+            data = parse_yaml(config) or {}
             if not isinstance(data, dict):
                 raise ApiError("config: must be a run config mapping (YAML or JSON)")
             config = data
