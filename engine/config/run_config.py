@@ -442,16 +442,20 @@ class RunConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> RunConfig:
+        return cls.from_yaml(cls.read_text(path))
+
+    @staticmethod
+    def read_text(path: str | Path) -> str:
+        """The text of config file ``path``; a ``ConfigError`` says what is wrong with it."""
         path = Path(path)
         if path.is_dir():
             raise ConfigError("", f"{path} is a folder; give the run config file (YAML)")
         if not path.is_file():
             raise ConfigError("", f"config file {path} does not exist")
         try:
-            text = path.read_text(encoding="utf-8")
+            return path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise ConfigError("", f"config file {path} is not UTF-8 text (YAML)") from None
-        return cls.from_yaml(text)
 
 
 # Starting points for a pretrained model (hundreds of millions of parameters) instead of the tiny

@@ -109,11 +109,13 @@ def run(
     *,
     show_progress: bool = False,
     stop: StopRequest | None = None,
+    config: RunConfig | None = None,
 ) -> str:
     """Train the run described by ``config_path``; returns its final status.
 
     ``stop`` is a request whose signal handlers the caller installed early; without one, the
-    handlers are installed here.
+    handlers are installed here. ``config``: the file's config, where the caller holds it
+    already (the command line's foreground run), so it is not parsed again.
     """
     apply_cpu_share()  # the launcher's share of the cores, before torch starts its threads
     data_dir = Path(data_dir)
@@ -134,7 +136,7 @@ def run(
             log_handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
             logging.getLogger().addHandler(log_handler)
         status = _train(
-            RunConfig.load(config_path),
+            config or RunConfig.load(config_path),
             run_id,
             data_dir,
             recorder,
