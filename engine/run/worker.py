@@ -252,7 +252,7 @@ def _train(
 def _train_ppo(
     run: PreparedRun, recorder: RunRecorder, stop: StopRequest, *, show_progress: bool
 ) -> str:
-    from engine.trainers.ppo import train_ppo
+    from engine.trainers.ppo.trainer import train_ppo
 
     if run.config.training.activation_checkpointing:  # TRL's trainers do this themselves
         run.model.gradient_checkpointing_enable({"use_reentrant": False})
