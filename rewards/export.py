@@ -32,13 +32,13 @@ _ROOT = Path(__file__).resolve().parent
 #: Sources included, in dependency order.
 _MODULES = (
     "describe.py",
-    "deadline.py",
+    "verification/deadline.py",
     "text.py",
-    "answers.py",
+    "verification/answers.py",
     "safe_regex.py",
-    "mathcheck.py",
+    "verification/mathcheck.py",
     "@in_process_checker",
-    "verify.py",
+    "verification/verify.py",
     "langid_batch.py",
     "@given_params",
     "components/base.py",

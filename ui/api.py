@@ -27,11 +27,11 @@ from engine.config.fields import ConfigError, from_dict, parse_yaml
 from engine.config.run_config import RunConfig
 from engine.generation.playground import GenerateError, SamplingSettings
 from rewards.composer import score
-from rewards.deadline import call_deadline
 from rewards.errors import RewardSpecError
-from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.params import describe_value, text_problem
 from rewards.spec import RewardSpec
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from storage import metrics as metric_store
 from storage import runs as run_store
 from storage.run_caps import TooManyActiveRunsError

@@ -129,7 +129,7 @@ def test_score_preview_caps_request_size_naming_the_field_and_the_cap(ctx):
 
 
 def test_slow_math_answers_are_cut_off_by_the_call_deadline(ctx, monkeypatch):
-    from rewards import mathpool
+    from rewards.verification import mathpool
 
     # Each check alone may now take minutes (sympy builds 10^(10^n) exactly); only the call's
     # deadline can end the request.

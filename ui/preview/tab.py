@@ -16,10 +16,10 @@ from typing import Any
 import gradio as gr
 
 from engine.config.fields import ConfigError, field_help
-from rewards.deadline import call_deadline
-from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.probes import run_probes
 from rewards.spec import RewardSpec
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from ui.design.tab import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
 from ui.preview.cache import PreviewCache, PreviewScores
 from ui.preview.generate import (
