@@ -52,6 +52,7 @@ _MODULES = (
     "components/similarity.py",
     "components/reward_model.py",
     "components/judge_parse.py",
+    "components/judge_http.py",
     "components/judge.py",
     "components/language.py",
     "components/rule.py",

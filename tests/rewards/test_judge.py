@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from rewards.components.judge import JUDGE_URLS_ENV
+from rewards.components.judge_http import JUDGE_URLS_ENV
 from rewards.components.judge_parse import parse_pass_fail, parse_score
 from rewards.composer import score
 from rewards.spec import RewardSpec, RewardSpecError

@@ -76,10 +76,12 @@ from engine.trainers.ppo.checkpoint import (
     rotate_checkpoints,
     write_checkpoint,
 )
-from engine.trainers.ppo.formulas import (
+from engine.trainers.ppo.controllers import (
     AdaptiveKLController,
     FixedKLController,
     RunningMoments,
+)
+from engine.trainers.ppo.formulas import (
     explained_variance,
     gae,
     masked_mean,
