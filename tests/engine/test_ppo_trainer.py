@@ -241,12 +241,13 @@ def test_padding_never_contributes_to_losses_or_gradients(tiny_model_dir):
 # ---- the trainer --------------------------------------------------------------------------------
 PPO_METRICS = {
     "ppo/approx_kl",
-    "ppo/clip_fraction",
+    "policy/clip_ratio/region_mean",
     "loss/policy",
     "loss/value",
-    "ppo/entropy",
+    "policy/entropy",
     "ppo/explained_variance",
     "ppo/kl_to_ref",
+    "policy/kl",
     "reward/total",
     "completions/mean_length",
     "completions/clipped_ratio",
@@ -364,7 +365,7 @@ def test_single_pass_and_micro_batched_updates_agree(tiny_model_dir, tmp_path):
     assert fused.rollouts.single_pass(4) and not split.rollouts.single_pass(4)
     a, _ = fused.train_step(1)
     b, _ = split.train_step(1)
-    for name in ("loss/policy", "loss/value", "ppo/entropy", "ppo/kl_to_ref", "reward/total"):
+    for name in ("loss/policy", "loss/value", "policy/entropy", "ppo/kl_to_ref", "reward/total"):
         assert a[name] == pytest.approx(b[name], rel=1e-4, abs=1e-6), name
     for (name, p), (_, q) in zip(
         fused.parts.unwrapped.named_parameters(),

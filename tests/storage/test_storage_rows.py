@@ -155,7 +155,7 @@ def test_a_v2_file_written_by_earlier_code_reads_and_writes(data_dir):
         )
         conn.execute(
             "INSERT INTO metric (run_id, step, name, value, time) "
-            "VALUES ('old', 3, 'loss', 0.5, 2.0)"
+            "VALUES ('old', 3, 'loss', 0.5, 2.0), ('old', 3, 'ppo/entropy', 1.5, 2.0)"
         )
     with Database(path) as db:
         assert stored_schema(path) == V3_SCHEMA  # migrated to what a new file holds
@@ -168,7 +168,9 @@ def test_a_v2_file_written_by_earlier_code_reads_and_writes(data_dir):
             3,
         )
         assert samples_at(db, "old", 3)[0].trace == [{"raw": None}]
-        assert metric_names(db, "old") == ["loss"] and sample_steps(db, "old") == [3]
+        # a PPO run's entropy under the one name every trainer's entropy has since v3
+        assert metric_names(db, "old") == ["loss", "policy/entropy"]
+        assert sample_steps(db, "old") == [3]
         again = set_status(db, "old", RunStatus.QUEUED, config={"a": 2})
         assert (again.attempt, again.config) == (2, {"a": 2})
     assert stored_schema(path) == V3_SCHEMA

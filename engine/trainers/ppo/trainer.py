@@ -211,9 +211,9 @@ class PPOTrainer:
                 metric_names.LOSS_POLICY: update_stats["policy_loss"],
                 metric_names.LOSS_VALUE: update_stats["value_loss"],
                 metric_names.PPO_APPROX_KL: update_stats["approx_kl"],
-                metric_names.PPO_CLIP_FRACTION: update_stats["clipfrac"],
+                metric_names.POLICY_CLIP_RATIO: update_stats["clipfrac"],
                 metric_names.PPO_VALUE_CLIP_FRACTION: update_stats["vf_clipfrac"],
-                metric_names.PPO_ENTROPY: update_stats["entropy"],
+                metric_names.POLICY_ENTROPY: update_stats["entropy"],
                 metric_names.PPO_EPOCHS: update_stats["epochs"],
                 metric_names.PPO_EXPLAINED_VARIANCE: mean_across(
                     explained_variance(rollout.values, returns, mask)
@@ -227,6 +227,7 @@ class PPOTrainer:
         )
         if self.parts.uses_reference:
             metrics[metric_names.PPO_KL_TO_REF] = kl_to_ref
+            metrics[metric_names.POLICY_KL] = mean_across(masked_mean(kl, mask).item())
         if rollout.sampler_logprobs is not None:
             gap = masked_mean((rollout.logprobs - rollout.sampler_logprobs).abs(), mask)
             metrics[metric_names.GEN_LOGPROB_GAP] = mean_across(gap.item())
