@@ -18,18 +18,13 @@ from ui.api import build_api
 from ui.compare import build_compare
 from ui.context import AppContext, on_space, positive_int_setting
 from ui.design import build_design
-from ui.identity import (
-    VISITOR_STORAGE_KEY,
-    browser_state_secret,
-    ownership_note,
-    remember_visitor,
-    viewer_for,
-)
+from ui.identity import ownership_note, viewer_for
 from ui.messages import escape
 from ui.playground import build_playground
 from ui.preview import build_preview
 from ui.runs import build_runs, initial_selection
 from ui.train import build_train
+from ui.visitor_cookie import VisitorCookies, server_secret
 
 TITLE = "Reward Studio"
 CSS = """
@@ -94,14 +89,9 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             api_visibility="private",
         )
 
-        # An anonymous visitor's identity lives in the browser, so a reload keeps their runs.
-        visitor = gr.BrowserState(
-            "", storage_key=VISITOR_STORAGE_KEY, secret=browser_state_secret(ctx.data_dir)
-        )
-
-        def on_load(token: str, request: gr.Request, profile: gr.OAuthProfile | None = None):
-            if request is not None and request.session_hash:
-                token = remember_visitor(request.session_hash, token)
+        # An anonymous visitor is known by the server's cookie (ui.visitor_cookie), which the
+        # page never sees: nothing the page holds or a link restores names the visitor.
+        def on_load(request: gr.Request, profile: gr.OAuthProfile | None = None):
             requested = request.query_params.get("run") if request is not None else None
             choices, pick = initial_selection(ctx, viewer_for(request, profile), requested)
             # A link to one of the viewer's runs opens on that run's view.
@@ -110,12 +100,11 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 gr.Dropdown(choices=choices, value=pick),
                 gr.Dropdown(choices=choices),
             )
-            return runs_list, compare_list, tab, token
+            return runs_list, compare_list, tab
 
         demo.load(
             on_load,
-            inputs=visitor,
-            outputs=[runs.run_select, compare.runs_box, tabs, visitor],
+            outputs=[runs.run_select, compare.runs_box, tabs],
             api_visibility="private",
         )
         build_api(ctx)
@@ -128,14 +117,21 @@ def launch_kwargs(ctx: AppContext) -> dict:
     The data dir (the database, configs, logs, checkpoints of every user) is never served:
     it is in no allowed path, and blocked even where Gradio would otherwise serve a file
     (the working directory, the temp dir). Downloads are copies made per request for the
-    run's owner (``ui.run_actions``), which Gradio serves from its own cache.
+    run's owner (``ui.run_actions``), which Gradio serves from its own cache. Every request
+    passes :class:`~ui.visitor_cookie.VisitorCookies`, which issues and checks the visitor
+    cookie and turns deep links off.
     """
+    from starlette.middleware import Middleware
+
     return {
         "theme": THEME,
         "css": CSS,
         "blocked_paths": [str(ctx.data_dir)],
         # Uploads land on the server's disk (and a dataset is copied once more into uploads/).
         "max_file_size": upload_limit_bytes(),
+        "app_kwargs": {
+            "middleware": [Middleware(VisitorCookies, secret=server_secret(ctx.data_dir))]
+        },
     }
 
 

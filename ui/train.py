@@ -22,7 +22,7 @@ from ui import spec_io, train_form
 from ui.context import AppContext
 from ui.data_inputs import DataInputs, build_data_inputs, data_spec
 from ui.design import DesignHandles, elem_key
-from ui.identity import viewer_for
+from ui.identity import IdentityError, viewer_for
 from ui.messages import escape, ok, warn
 from ui.named import Updates, Values, error_line, show_error_at
 from ui.preview_run import CUSTOM, PreviewError, resolve_model
@@ -405,6 +405,10 @@ def _wire_start(
         raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None
     ) -> Updates:
         viewer = viewer_for(request, profile)  # the run's owner comes from the server side
+        try:
+            viewer.check_may_own_runs()
+        except IdentityError as exc:
+            return {message: warn(f"Not started: {escape(exc)}"), **parts.show_errors(None)}
         try:
             config = collect(ctx, parts, raw[spec], raw)
             new_id = ctx.start_run(config, viewer.owner, viewer.caps)
