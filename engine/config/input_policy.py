@@ -4,8 +4,11 @@ The CLI trusts the operator's own config files. A visitor of a shared dashboard 
 the web entry points (the Train form, ``/start_run``, the Preview tab) pass an
 :class:`InputPolicy` to the preflight, which refuses, naming the field:
 
-- a data file outside the uploads folder of the data dir and the folders the operator lists in
-  ``STUDIO_DATA_ROOTS`` (symlinks are resolved first; ``..`` is refused outright);
+- a data file outside the uploads of the run's owner and the folders the operator lists in
+  ``STUDIO_DATA_ROOTS`` (symlinks are resolved first; ``..`` is refused outright). Each owner's
+  uploads live in their own folder, ``uploads/<hash of the owner key>/``
+  (:meth:`InputPolicy.for_owner`): a stored upload's name (a content hash) shows in configs and
+  exports, and must not let another visitor train on the file; admins may name any upload;
 - a ``source: hub`` dataset that is not a hub id (``owner/name``), so no local folder loads;
 - a ``python`` reward component's code file outside those same folders (code comes from the
   editor instead);
@@ -22,6 +25,7 @@ the operator sets ``STUDIO_VISITOR_HUB_TOKEN=1``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -78,6 +82,9 @@ class InputPolicy:
 
     Attributes:
         uploads: where the app stores uploaded data files (``<data dir>/uploads``).
+        owner: the owner key whose uploads this policy reads and stores (``None``: every
+            upload, the app-wide policy before a request names its user).
+        admin: the owner reads every owner's uploads.
         data_roots: further folders whose data files visitors may name.
         model_roots: folders whose model folders visitors may name.
         hub_token: whether visitors' runs may use the server's hub token.
@@ -85,6 +92,8 @@ class InputPolicy:
     """
 
     uploads: Path
+    owner: str | None = None
+    admin: bool = False
     data_roots: tuple[Path, ...] = ()
     model_roots: tuple[Path, ...] = ()
     hub_token: bool = False
@@ -101,6 +110,23 @@ class InputPolicy:
             uploads_quota=_megabytes(env, UPLOADS_QUOTA_ENV, DEFAULT_UPLOADS_QUOTA_MB) * 2**20,
         )
 
+    def for_owner(self, owner: str, *, admin: bool = False) -> InputPolicy:
+        """This policy for the runs and uploads of ``owner`` (every upload for an admin)."""
+        return dataclasses.replace(self, owner=owner, admin=admin)
+
+    @property
+    def own_uploads(self) -> Path:
+        """Where this owner's uploads are stored: a folder per owner, named by a hash of the
+        owner key (owner keys hold ':' and user names; the folder name must be neither)."""
+        if self.owner is None:
+            return self.uploads
+        return self.uploads / hashlib.sha256(self.owner.encode()).hexdigest()[:24]
+
+    @property
+    def readable_uploads(self) -> Path:
+        """The uploads this policy's runs may name: the owner's own, an admin's all."""
+        return self.uploads if self.admin else self.own_uploads
+
     # ---- data --------------------------------------------------------------------------------
     def check_data(self, spec: DataSpec) -> None:
         """Raise ``ConfigError`` on ``data.path`` for a file or dataset a visitor may not use."""
@@ -114,12 +140,13 @@ class InputPolicy:
             where = f" or a file under the folders in {DATA_ROOTS_ENV}" if self.data_roots else ""
             raise ConfigError(
                 "data.path",
-                f"must be a file uploaded here (the form's file input){where}; other server "
-                "paths are not readable from the web",
+                f"must be a file you uploaded here (the form's file input){where}; other "
+                "server paths and other visitors' uploads are not readable from the web",
             )
 
     def file_allowed(self, path: str) -> bool:
-        """Whether ``path`` resolves (symlinks followed) inside the uploads or a data root."""
+        """Whether ``path`` resolves (symlinks followed) inside the owner's uploads or a data
+        root."""
         given = Path(path).expanduser()
         if ".." in given.parts:
             return False
@@ -127,18 +154,19 @@ class InputPolicy:
             resolved = given.resolve()
         except (OSError, RuntimeError):  # a symlink loop
             return False
-        return _inside(resolved, (self.uploads, *self.data_roots))
+        return _inside(resolved, (self.readable_uploads, *self.data_roots))
 
     def is_upload(self, path: str) -> bool:
         """Whether ``path`` is a file the user uploaded (their own data: its columns may show)."""
         try:
-            return _inside(Path(path).resolve(), (self.uploads,))
+            return _inside(Path(path).resolve(), (self.readable_uploads,))
         except (OSError, RuntimeError):
             return False
 
     def store_upload(self, source: str | Path) -> Path:
-        """Copy an uploaded file into the uploads folder under a name made from its content
-        (the same file uploaded twice is stored once); returns the stored path."""
+        """Copy an uploaded file into the owner's uploads folder under a name made from its
+        content (the same file uploaded twice by one owner is stored once); returns the stored
+        path."""
         source = Path(source)
         suffix = source.suffix.lower()
         if suffix not in FILE_TYPES:
@@ -146,7 +174,7 @@ class InputPolicy:
                 "data.path", f"the uploaded file must be one of {', '.join(FILE_TYPES)}"
             )
         stat = source.stat()  # the form asks on every change: hash each upload once
-        key = (str(source), stat.st_size, stat.st_mtime_ns, self.uploads)
+        key = (str(source), stat.st_size, stat.st_mtime_ns, self.own_uploads)
         stored = _stored_copy(*key, room=self._make_room)
         if not stored.exists():  # removed since: copy it again
             _stored_copy.cache_clear()
@@ -158,7 +186,7 @@ class InputPolicy:
         run's config names, then refuse if the quota still has no room."""
         stored = sorted(  # (mtime, size, path), oldest first: each file stat-ed once
             (st.st_mtime, st.st_size, p)
-            for p in self.uploads.glob("*")
+            for p in self.uploads.rglob("*")
             if p.is_file() and (st := p.stat())
         )
         used = sum(size for _, size, _ in stored)

@@ -157,9 +157,11 @@ class Launcher:
         pid: int | None = None,
         owner: str = LOCAL_OWNER,
         caps: ActiveRunCaps | None = None,
+        policy: InputPolicy | None = None,
     ) -> str:
         """Save the config in a new run folder and record the run of ``owner``: ``queued``, or
-        ``running`` in process ``pid`` (a foreground CLI run). Returns the run id.
+        ``running`` in process ``pid`` (a foreground CLI run). Returns the run id. ``policy``
+        (default: the launcher's) limits what the run may read: the owner's scope of it.
 
         Raises ``ConfigError`` (naming the field) when the model or data cannot be used, before
         anything is written, and ``TooManyActiveRunsError`` when the run would pass one of
@@ -167,13 +169,14 @@ class Launcher:
         """
         from engine.run.preflight import check_inputs  # loads torch, which listing runs never needs
 
-        check_inputs(config, self.policy)
+        policy = policy or self.policy
+        check_inputs(config, policy)
         run_id = run_store.new_run_id(config.algorithm)
         folder = self.run_dir(run_id)
         folder.mkdir(parents=True, exist_ok=True)
         config.save(run_layout.config_path(folder))
-        if self.policy is not None:
-            self.policy.mark_run(folder)
+        if policy is not None:
+            policy.mark_run(folder)
         with self._db() as db:
             try:
                 run_store.create_run(
@@ -201,9 +204,10 @@ class Launcher:
         *,
         owner: str = LOCAL_OWNER,
         caps: ActiveRunCaps | None = None,
+        policy: InputPolicy | None = None,
     ) -> str:
         """Record the run of ``owner`` and start it (or queue it); returns the run id at once."""
-        run_id = self.record(config, owner=owner, caps=caps)
+        run_id = self.record(config, owner=owner, caps=caps, policy=policy)
         self.dispatch()
         return run_id
 

@@ -185,12 +185,16 @@ def load_prompts(
 
 
 def generate_preview(
-    ctx: AppContext, request: PreviewRequest, progress: Progress | None = None
+    ctx: AppContext,
+    request: PreviewRequest,
+    progress: Progress | None = None,
+    policy: InputPolicy | None = None,
 ) -> PreviewCache:
-    """Load the model and the prompts, sample completions, and return them cached."""
+    """Load the model and the prompts, sample completions, and return them cached; the data is
+    read within ``policy`` (the viewer's; default the app's)."""
     progress = progress or (lambda fraction, text: None)
     request.check(ctx.demo.max_preview_samples)
-    rows = load_prompts(request.data, int(request.num_prompts), ctx.input_policy)
+    rows = load_prompts(request.data, int(request.num_prompts), policy or ctx.input_policy)
     spec = resolve_model(ctx, request.model_key, request.custom_model)
     progress(0.05, f"Loading {spec.name_or_path}")
     try:

@@ -259,9 +259,15 @@ class AppContext:
         tokenizer = loaded[1]
         return lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def start_run(self, config: Any, owner: str = "local", caps: Any = None) -> str:
+    def policy_for(self, owner: str, admin: bool = False) -> Any:
+        """The input policy of one user's request: their own uploads (an admin's: all)."""
+        return self.input_policy.for_owner(owner, admin=admin)
+
+    def start_run(
+        self, config: Any, owner: str = "local", caps: Any = None, *, admin: bool = False
+    ) -> str:
         """Start (or queue) a ``RunConfig`` of ``owner`` within the demo's caps; returns the
-        run id.
+        run id. The run may read only ``owner``'s uploads, unless ``admin``.
 
         Raises:
             ConfigError: a field the run cannot start with (model size, model, data).
@@ -272,7 +278,8 @@ class AppContext:
         self.input_policy.check_model(config.model)  # before its size is read from a path
         self.check_model_size(config.model)
         self.check_reward_model_sizes(config.reward)
-        return self.launcher.start(config, owner=owner, caps=caps)
+        policy = self.policy_for(owner, admin)
+        return self.launcher.start(config, owner=owner, caps=caps, policy=policy)
 
     def check_reward_model(self, name: str) -> None:
         """Raise ``ConfigError`` (a ``ValueError``) for a reward or judge model this app's

@@ -28,7 +28,7 @@ from ui.design.tab import DesignHandles, elem_key
 from ui.preview.generate import CUSTOM, PreviewError, resolve_model
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
-from ui.shared.identity import IdentityError, viewer_for
+from ui.shared.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.shared.messages import escape, ok, warn
 from ui.shared.named_values import Updates, Values, error_line, show_error_at
 from ui.train import form as train_form
@@ -298,16 +298,25 @@ def _build_config_column() -> ConfigParts:
     return ConfigParts(code, download_btn, download)
 
 
-def collect(ctx: AppContext, parts: TrainParts, spec_dict: dict | None, raw: Values) -> RunConfig:
+def collect(
+    ctx: AppContext,
+    parts: TrainParts,
+    spec_dict: dict | None,
+    raw: Values,
+    viewer: Viewer = LOCAL_VIEWER,
+) -> RunConfig:
     """The run config of the form; ``raw`` is what Gradio passes for a set of inputs
-    (component -> value). Raises ``ConfigError`` naming the field."""
+    (component -> value); an uploaded file is stored among ``viewer``'s uploads. Raises
+    ``ConfigError`` naming the field."""
     if spec_dict is None:
         raise ConfigError("reward", "the reward in the Design tab has fields to fix")
     inputs = TrainInputs(
         name=raw[parts.name] or "",
         algorithm=raw[parts.algorithm],
         model=model_dict(ctx, *(raw[c] for c in parts.model.all)),
-        data=data_spec(*(raw[c] for c in parts.data.all), policy=ctx.input_policy),
+        data=data_spec(
+            *(raw[c] for c in parts.data.all), policy=ctx.policy_for(viewer.owner, viewer.is_admin)
+        ),
         reward=spec_dict,
     )
     values = {path: raw[comp] for path, comp in parts.hyper.items()}
@@ -328,9 +337,13 @@ def _wire_config_view(
 ) -> None:
     """Rebuild the config file and the summary on every edit; show a bad value on its field."""
 
-    def on_change(raw: Values) -> Updates:
+    def on_change(
+        raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> Updates:
         try:
-            config = collect(ctx, parts, raw[spec], raw)
+            config = collect(ctx, parts, raw[spec], raw, viewer_for(request, profile))
+        except IdentityError:  # no visitor identity yet: the form waits for one
+            return parts.show_errors(None)
         except ConfigError as exc:
             return parts.show_errors(exc)
         updates = parts.show_errors(None)
@@ -416,8 +429,8 @@ def _wire_start(
         except IdentityError as exc:
             return {message: warn(f"Not started: {escape(exc)}"), **parts.show_errors(None)}
         try:
-            config = collect(ctx, parts, raw[spec], raw)
-            new_id = ctx.start_run(config, viewer.owner, viewer.caps)
+            config = collect(ctx, parts, raw[spec], raw, viewer)
+            new_id = ctx.start_run(config, viewer.owner, viewer.caps, admin=viewer.is_admin)
         except ConfigError as exc:
             return {
                 message: warn("Not started: fix the field marked below."),
