@@ -29,7 +29,12 @@ def _v1_to_v2(conn: Connection) -> None:
     conn.exec_driver_sql("CREATE INDEX ix_run_owner_created ON run (owner, created_at)")
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
+def _v2_to_v3(conn: Connection) -> None:
+    """Runs record when they last joined the queue; older runs queue by their creation."""
+    conn.exec_driver_sql("ALTER TABLE run ADD COLUMN queued_at FLOAT")
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(conn: Connection, current: int, target: int) -> None:

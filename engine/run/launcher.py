@@ -312,24 +312,23 @@ class Launcher:
         # The worker leads its own session, so its pid is the group id of all its processes.
         os.killpg(run.pid, signal.SIGTERM)
 
-    def resume(self, run_id: str) -> None:
-        """Queue a stopped, interrupted or failed run to continue from its last checkpoint."""
+    def resume(self, run_id: str, caps: ActiveRunCaps | None = None) -> None:
+        """Queue a stopped, interrupted or failed run to continue from its last checkpoint: at
+        the back of the queue, and within ``caps`` as a new run of its owner would be.
+
+        Raises:
+            LaunchError: the run cannot resume (its status).
+            TooManyActiveRunsError: over one of ``caps``.
+        """
+        if latest_checkpoint(self.run_dir(run_id)) is None:
+            logger.info("Run %s has no checkpoint yet: it restarts from step 0", run_id)
         with self._db() as db:
-            run = self._get(db, run_id)
-            if run.status not in RESUMABLE:
-                raise LaunchError(
-                    f"run {run_id} is {run.status}; only {', '.join(RESUMABLE)} runs can resume"
-                )
-            if latest_checkpoint(self.run_dir(run_id)) is None:
-                logger.info("Run %s has no checkpoint yet: it restarts from step 0", run_id)
-            run_store.update_run(
-                db,
-                run_id,
-                status=RunStatus.QUEUED,
-                error_message=None,
-                error_traceback=None,
-                ended_at=None,
-            )
+            try:
+                run_store.requeue_run(db, run_id, allowed=RESUMABLE, caps=caps)
+            except TooManyActiveRunsError:
+                raise
+            except ValueError as exc:
+                raise LaunchError(str(exc)) from None
         self.dispatch()
 
     def delete(self, run_id: str) -> None:

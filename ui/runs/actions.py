@@ -56,13 +56,19 @@ def owned_run(db: Database, viewer: Viewer, run_id: str | None) -> RunInfo:
 
 
 def _act(
-    db: Database, launcher: Any, viewer: Viewer, action: str, run_id: str | None, done: str
+    db: Database,
+    launcher: Any,
+    viewer: Viewer,
+    action: str,
+    run_id: str | None,
+    done: str,
+    **options: Any,
 ) -> str:
-    """Call ``launcher.<action>(run_id)`` on a run of ``viewer``; any refusal becomes a message
-    naming the run."""
+    """Call ``launcher.<action>(run_id, **options)`` on a run of ``viewer``; any refusal
+    becomes a message naming the run."""
     run_id = owned_run(db, viewer, run_id).id
     try:
-        getattr(launcher, action)(run_id)
+        getattr(launcher, action)(run_id, **options)
     except Exception as exc:
         raise RunActionError(f"Cannot {action} {run_id}: {exc}") from exc
     return done.format(run_id=run_id)
@@ -80,8 +86,15 @@ def stop_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) ->
 
 
 def resume_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) -> str:
+    """Queue the viewer's run again, within the viewer's caps (as a new run of theirs)."""
     return _act(
-        db, launcher, viewer, "resume", run_id, "Resuming {run_id} from its last checkpoint."
+        db,
+        launcher,
+        viewer,
+        "resume",
+        run_id,
+        "Resuming {run_id} from its last checkpoint.",
+        caps=viewer.caps,
     )
 
 
