@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config.fields import ConfigError
-from engine.data.datasets import FILE_TYPES, DataSpec
+from engine.data.datasets import DataSpec
+from engine.data.files import FILE_TYPES
 from engine.models.loading import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
 from engine.run.layout import CONFIG_FILE, NO_HUB_TOKEN_MARKER
 from rewards.hub_ids import is_hub_id
@@ -48,6 +49,9 @@ DATA_ROOTS_ENV = "STUDIO_DATA_ROOTS"
 MODEL_ROOTS_ENV = "STUDIO_MODEL_ROOTS"
 VISITOR_HUB_TOKEN_ENV = "STUDIO_VISITOR_HUB_TOKEN"
 UPLOADS_QUOTA_ENV = "STUDIO_MAX_UPLOADS_MB"
+MAX_FILE_ROWS_ENV = "STUDIO_MAX_FILE_ROWS"
+#: Most rows the web process reads of one data file (a preview, the head a run's check reads).
+DEFAULT_MAX_FILE_ROWS = 100_000
 DEFAULT_UPLOADS_QUOTA_MB = 2048
 #: Environment variables that carry the server's hub token (huggingface_hub reads them).
 HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
@@ -89,6 +93,8 @@ class InputPolicy:
         model_roots: folders whose model folders visitors may name.
         hub_token: whether visitors' runs may use the server's hub token.
         uploads_quota: most bytes the stored uploads may take together.
+        max_file_rows: most rows the web process reads of one data file (``DataSpec``'s
+            ``max_file_rows``, counted while streaming; :meth:`bounded`).
     """
 
     uploads: Path
@@ -98,6 +104,7 @@ class InputPolicy:
     model_roots: tuple[Path, ...] = ()
     hub_token: bool = False
     uploads_quota: int = DEFAULT_UPLOADS_QUOTA_MB * 2**20
+    max_file_rows: int = DEFAULT_MAX_FILE_ROWS
 
     @classmethod
     def for_web(cls, data_dir: str | Path, env: Mapping[str, str] | None = None) -> InputPolicy:
@@ -108,6 +115,7 @@ class InputPolicy:
             model_roots=_roots(env, MODEL_ROOTS_ENV),
             hub_token=env.get(VISITOR_HUB_TOKEN_ENV, "").strip().lower() in _TRUE,
             uploads_quota=_megabytes(env, UPLOADS_QUOTA_ENV, DEFAULT_UPLOADS_QUOTA_MB) * 2**20,
+            max_file_rows=_megabytes(env, MAX_FILE_ROWS_ENV, DEFAULT_MAX_FILE_ROWS),
         )
 
     def for_owner(self, owner: str, *, admin: bool = False) -> InputPolicy:
@@ -143,6 +151,11 @@ class InputPolicy:
                 f"must be a file you uploaded here (the form's file input){where}; other "
                 "server paths and other visitors' uploads are not readable from the web",
             )
+
+    def bounded(self, spec: DataSpec) -> DataSpec:
+        """``spec`` as the web process may read it: at most :attr:`max_file_rows` rows."""
+        cap = min(spec.max_file_rows or self.max_file_rows, self.max_file_rows)
+        return dataclasses.replace(spec, max_file_rows=cap)
 
     def file_allowed(self, path: str) -> bool:
         """Whether ``path`` resolves (symlinks followed) inside the owner's uploads or a data
@@ -271,13 +284,14 @@ def worker_env(run_dir: Path, env: Mapping[str, str]) -> dict[str, str]:
 
 
 def _megabytes(env: Mapping[str, str], name: str, default: int) -> int:
+    """A positive whole number setting (MiB, or rows) from ``env``."""
     raw = env.get(name, "").strip()
     try:
         value = int(raw) if raw else default
     except ValueError:
         value = -1
     if value < 1:
-        raise ConfigError(name, f"must be a positive whole number of MiB, got {raw!r}")
+        raise ConfigError(name, f"must be a positive whole number, got {raw!r}")
     return value
 
 

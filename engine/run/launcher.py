@@ -30,6 +30,7 @@ import psutil
 from engine.config.input_policy import InputPolicy, worker_env
 from engine.models.loading import resolve_spec
 from engine.run import layout as run_layout
+from engine.run import memory_watch
 from engine.run.checkpoints import latest_checkpoint
 from engine.run.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
 from engine.run.distributed import launch_args, layer_class, write_fsdp_config
@@ -122,8 +123,10 @@ class Launcher:
         max_concurrent: int | None = None,
         gpus: Callable[[], list[Gpu]] = list_gpus,
         policy: InputPolicy | None = None,
+        max_worker_bytes: int | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.max_worker_bytes = max_worker_bytes  # a public app's memory cap per run
         self._query_gpus = gpus  # nvidia-smi: a subprocess of up to seconds, so asked sparingly
         self.policy = policy  # set for the web app: what visitors' runs may read, hub token
         env_limit = os.environ.get("STUDIO_MAX_CONCURRENT_RUNS", "").strip()
@@ -359,7 +362,11 @@ class Launcher:
             logger.debug("Scanning %d running runs for lost workers", len(active))
             for run in active:
                 stale = run.heartbeat_at is not None and now - run.heartbeat_at > STALE_HEARTBEAT_S
-                if stale or not process_alive(run.pid, run.started_at):
+                alive = process_alive(run.pid, run.started_at)
+                if alive and memory_watch.end_if_over(db, run, self.max_worker_bytes):
+                    lost.append(run.id)
+                    continue
+                if stale or not alive:
                     try:
                         run_store.set_status(
                             db,

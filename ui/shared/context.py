@@ -27,6 +27,10 @@ PASSWORD_ENV = "STUDIO_PASSWORD"
 DEMO_MAX_STEPS_ENV = "STUDIO_DEMO_MAX_STEPS"
 DEMO_MAX_PARAMS_ENV = "STUDIO_DEMO_MAX_MODEL_PARAMS"
 DEMO_MAX_PREVIEW_ENV = "STUDIO_DEMO_MAX_PREVIEW_SAMPLES"
+DEMO_MAX_WORKER_ENV = "STUDIO_DEMO_MAX_WORKER_MB"
+#: Memory (MiB) a run's worker may hold on a public app: a Space's CPU box has 16 GB, and the
+#: web process and a second run need room beside it.
+PUBLIC_MAX_WORKER_MB = 6144
 #: Size caps of a public demo: config field -> (environment variable, default when public).
 #: Memory grows with prompts x generations x tokens; eval and sample logging add to each step.
 DEMO_SIZE_CAPS: dict[str, tuple[str, int]] = {
@@ -37,7 +41,10 @@ DEMO_SIZE_CAPS: dict[str, tuple[str, int]] = {
     "training.eval_samples": ("STUDIO_DEMO_MAX_EVAL_SAMPLES", 200),
     "training.samples_per_log": ("STUDIO_DEMO_MAX_SAMPLES_PER_LOG", 64),
     "data.max_rows": ("STUDIO_DEMO_MAX_ROWS", 10_000),
+    "data.max_file_rows": ("STUDIO_DEMO_MAX_FILE_ROWS", 100_000),
 }
+#: Size caps an unset (``None``) field takes instead of being refused.
+FILLED_WHEN_UNSET = ("data.max_rows", "data.max_file_rows")
 SUPERVISE_SECONDS = 5.0
 PUBLIC_ENV = "STUDIO_PUBLIC"
 SPACE_ENV = "SPACE_ID"
@@ -83,12 +90,15 @@ class DemoLimits:
     Attributes:
         max_model_params: the largest model (parameter count) the preview and training may load.
         max_preview_samples: the most completions one preview may generate (prompts x samples).
+        max_worker_mb: the most memory (MiB, resident) one run's worker may hold; a run over
+            it is stopped with a message (``engine.run.memory_watch``).
         sizes: config field -> its cap (``DEMO_SIZE_CAPS``), the steps cap included.
     """
 
     max_model_params: int | None = None
     max_preview_samples: int | None = None
     sizes: Mapping[str, int] = field(default_factory=dict)
+    max_worker_mb: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DemoLimits:
@@ -101,10 +111,12 @@ class DemoLimits:
             value = positive_int_setting(env, name)
             if value is not None or public:
                 sizes[path] = value if value is not None else default
+        worker_mb = positive_int_setting(env, DEMO_MAX_WORKER_ENV)
         return cls(
             max_model_params=positive_int_setting(env, DEMO_MAX_PARAMS_ENV),
             max_preview_samples=positive_int_setting(env, DEMO_MAX_PREVIEW_ENV),
             sizes=sizes,
+            max_worker_mb=worker_mb or (PUBLIC_MAX_WORKER_MB if public else None),
         )
 
     @property
@@ -117,7 +129,8 @@ class DemoLimits:
         return self.max_model_params is not None or bool(self.sizes)
 
     def check_config(self, config: Any) -> None:
-        """Refuse a ``RunConfig`` over any size cap; an unset ``data.max_rows`` takes the cap.
+        """Refuse a ``RunConfig`` over any size cap; an unset ``data.max_rows`` or
+        ``data.max_file_rows`` takes the cap.
 
         Raises:
             ConfigError: on the field, naming its cap.
@@ -128,8 +141,8 @@ class DemoLimits:
             section, name = path.split(".")
             holder = getattr(config, section)
             value = getattr(holder, name)
-            if value is None and path == "data.max_rows":
-                holder.max_rows = cap  # the demo reads at most the first `cap` rows
+            if value is None and path in FILLED_WHEN_UNSET:
+                setattr(holder, name, cap)  # e.g. the demo reads at most the first `cap` rows
             elif value is not None and value > cap:
                 raise ConfigError(
                     path, f"this demo allows at most {cap:,} {_CAP_NOUNS[path]}, got {value:,}"
@@ -157,11 +170,14 @@ _CAP_NOUNS = {
     "training.eval_samples": "evaluation samples",
     "training.samples_per_log": "stored samples per log",
     "data.max_rows": "dataset rows",
+    "data.max_file_rows": "rows in a data file",
 }
 
 
 def _demo_envs() -> list[str]:
-    return [DEMO_MAX_PARAMS_ENV, DEMO_MAX_PREVIEW_ENV] + [n for n, _ in DEMO_SIZE_CAPS.values()]
+    return [DEMO_MAX_PARAMS_ENV, DEMO_MAX_PREVIEW_ENV, DEMO_MAX_WORKER_ENV] + [
+        n for n, _ in DEMO_SIZE_CAPS.values()
+    ]
 
 
 def auth_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str]] | None:
@@ -225,7 +241,12 @@ class AppContext:
     def launcher(self) -> Any:
         from engine.run.launcher import Launcher
 
-        return Launcher(self.data_dir, policy=self.input_policy)
+        cap = self.demo.max_worker_mb
+        return Launcher(
+            self.data_dir,
+            policy=self.input_policy,
+            max_worker_bytes=None if cap is None else cap * 2**20,
+        )
 
     def runs_root(self) -> Path:
         from storage.paths import runs_dir
