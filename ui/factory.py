@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 import gradio as gr
 
@@ -20,9 +21,10 @@ from ui.design.tab import build_design
 from ui.playground.tab import build_playground
 from ui.preview.tab import build_preview
 from ui.runs.tab import build_runs, initial_selection
-from ui.shared.context import AppContext, on_space, positive_int_setting
+from ui.shared.context import AppContext, is_public, on_space, positive_int_setting
 from ui.shared.identity import ownership_note, viewer_for
 from ui.shared.messages import escape
+from ui.shared.upload_budget import UploadBudget, budget_caps
 from ui.shared.visitor_cookie import VisitorCookies, server_secret
 from ui.train.tab import build_train
 
@@ -121,18 +123,33 @@ def launch_kwargs(ctx: AppContext) -> dict:
     passes :class:`~ui.shared.visitor_cookie.VisitorCookies`, which issues and checks the visitor
     cookie and turns deep links off.
     """
-    from starlette.middleware import Middleware
-
     return {
         "theme": THEME,
         "css": CSS,
         "blocked_paths": [str(ctx.data_dir)],
         # Uploads land on the server's disk (and a dataset is copied once more into uploads/).
         "max_file_size": upload_limit_bytes(),
-        "app_kwargs": {
-            "middleware": [Middleware(VisitorCookies, secret=server_secret(ctx.data_dir))]
-        },
+        "app_kwargs": {"middleware": middleware(ctx)},
     }
+
+
+def middleware(ctx: AppContext) -> list:
+    """The app's ASGI middleware, outermost first: the visitor cookie (who asks), then the
+    upload budget (which needs to know who)."""
+    from gradio.utils import get_upload_folder
+    from starlette.middleware import Middleware
+
+    per_client, total = budget_caps(os.environ, is_public())
+    return [
+        Middleware(VisitorCookies, secret=server_secret(ctx.data_dir)),
+        Middleware(
+            UploadBudget,
+            folder=Path(get_upload_folder()),
+            per_client=per_client,
+            total=total,
+            window_s=CACHE_SWEEP[1],
+        ),
+    ]
 
 
 def upload_limit_bytes(env: Mapping[str, str] | None = None) -> int:

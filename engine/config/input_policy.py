@@ -49,6 +49,8 @@ DATA_ROOTS_ENV = "STUDIO_DATA_ROOTS"
 MODEL_ROOTS_ENV = "STUDIO_MODEL_ROOTS"
 VISITOR_HUB_TOKEN_ENV = "STUDIO_VISITOR_HUB_TOKEN"
 UPLOADS_QUOTA_ENV = "STUDIO_MAX_UPLOADS_MB"
+OWNER_QUOTA_ENV = "STUDIO_MAX_UPLOADS_PER_USER_MB"
+DEFAULT_OWNER_QUOTA_MB = 512
 MAX_FILE_ROWS_ENV = "STUDIO_MAX_FILE_ROWS"
 #: Most rows the web process reads of one data file (a preview, the head a run's check reads).
 DEFAULT_MAX_FILE_ROWS = 100_000
@@ -93,6 +95,7 @@ class InputPolicy:
         model_roots: folders whose model folders visitors may name.
         hub_token: whether visitors' runs may use the server's hub token.
         uploads_quota: most bytes the stored uploads may take together.
+        owner_quota: most bytes one owner's stored uploads may take (admins: no such cap).
         max_file_rows: most rows the web process reads of one data file (``DataSpec``'s
             ``max_file_rows``, counted while streaming; :meth:`bounded`).
     """
@@ -104,6 +107,7 @@ class InputPolicy:
     model_roots: tuple[Path, ...] = ()
     hub_token: bool = False
     uploads_quota: int = DEFAULT_UPLOADS_QUOTA_MB * 2**20
+    owner_quota: int = DEFAULT_OWNER_QUOTA_MB * 2**20
     max_file_rows: int = DEFAULT_MAX_FILE_ROWS
 
     @classmethod
@@ -115,6 +119,7 @@ class InputPolicy:
             model_roots=_roots(env, MODEL_ROOTS_ENV),
             hub_token=env.get(VISITOR_HUB_TOKEN_ENV, "").strip().lower() in _TRUE,
             uploads_quota=_megabytes(env, UPLOADS_QUOTA_ENV, DEFAULT_UPLOADS_QUOTA_MB) * 2**20,
+            owner_quota=_megabytes(env, OWNER_QUOTA_ENV, DEFAULT_OWNER_QUOTA_MB) * 2**20,
             max_file_rows=_megabytes(env, MAX_FILE_ROWS_ENV, DEFAULT_MAX_FILE_ROWS),
         )
 
@@ -195,28 +200,25 @@ class InputPolicy:
         return stored
 
     def _make_room(self, size: int) -> None:
-        """Free ``size`` bytes of the uploads quota: remove the oldest stored copies that no
-        run's config names, then refuse if the quota still has no room."""
-        stored = sorted(  # (mtime, size, path), oldest first: each file stat-ed once
-            (st.st_mtime, st.st_size, p)
-            for p in self.uploads.rglob("*")
-            if p.is_file() and (st := p.stat())
-        )
-        used = sum(size for _, size, _ in stored)
-        if used + size <= self.uploads_quota:
-            return
-        named = _names_in_run_configs(self.uploads.parent / RUNS_DIR)
-        for _, stored_size, path in stored:
-            if path.name not in named:
-                used -= stored_size
-                path.unlink(missing_ok=True)
-                if used + size <= self.uploads_quota:
-                    return
-        raise ConfigError(
-            "data.path",
-            f"the server's space for uploads is full ({self.uploads_quota // 2**20} MiB, "
-            f"{UPLOADS_QUOTA_ENV}); the files there belong to runs",
-        )
+        """Free ``size`` bytes of the owner's quota, then of the quota of all uploads: remove
+        the oldest stored copies that no run's config names, then refuse if there is still no
+        room."""
+        # Which stored files runs name: read from every run's config, so only when needed.
+        named = functools.cache(lambda: _names_in_run_configs(self.uploads.parent / RUNS_DIR))
+        scoped = self.owner is not None and not self.admin
+        if scoped and not _evict(self.own_uploads, size, self.owner_quota, named):
+            raise ConfigError(
+                "data.path",
+                f"your uploads take the {self.owner_quota // 2**20} MiB one user may keep "
+                f"here ({OWNER_QUOTA_ENV}); the files there belong to your runs: delete a run "
+                "to free its file",
+            )
+        if not _evict(self.uploads, size, self.uploads_quota, named):
+            raise ConfigError(
+                "data.path",
+                f"the server's space for uploads is full ({self.uploads_quota // 2**20} MiB, "
+                f"{UPLOADS_QUOTA_ENV}); the files there belong to runs",
+            )
 
     # ---- reward code ---------------------------------------------------------------------------
     def check_reward(self, spec: RewardSpec) -> None:
@@ -293,6 +295,24 @@ def _megabytes(env: Mapping[str, str], name: str, default: int) -> int:
     if value < 1:
         raise ConfigError(name, f"must be a positive whole number, got {raw!r}")
     return value
+
+
+def _evict(folder: Path, size: int, quota: int, named: Callable[[], set[str]]) -> bool:
+    """Make ``size`` bytes of room under ``quota`` in ``folder`` (all its subfolders), removing
+    the oldest files no run names; False when that is not enough."""
+    if not folder.exists():
+        return size <= quota
+    stored = sorted(  # (mtime, size, path), oldest first: each file stat-ed once
+        (st.st_mtime, st.st_size, p) for p in folder.rglob("*") if p.is_file() and (st := p.stat())
+    )
+    used = sum(size for _, size, _ in stored)
+    for _, stored_size, path in stored:
+        if used + size <= quota:
+            return True
+        if path.name not in named():
+            used -= stored_size
+            path.unlink(missing_ok=True)
+    return used + size <= quota
 
 
 def _names_in_run_configs(runs: Path) -> set[str]:

@@ -271,3 +271,22 @@ def test_uploads_beyond_the_quota_evict_unused_copies_then_are_refused(data_dir,
 def test_the_uploads_quota_setting_is_checked(data_dir):
     with pytest.raises(ConfigError, match="STUDIO_MAX_UPLOADS_MB: must be a positive whole"):
         InputPolicy.for_web(data_dir, env={"STUDIO_MAX_UPLOADS_MB": "lots"})
+
+
+def test_one_owners_uploads_are_capped_apart_from_everyone_elses(data_dir, tmp_path):
+    env = {"STUDIO_MAX_UPLOADS_PER_USER_MB": "1"}
+    policy = InputPolicy.for_web(data_dir, env=env)
+    alice, bob = policy.for_owner("anon:alice"), policy.for_owner("anon:bob")
+    sources = []
+    for i in range(3):
+        source = tmp_path / f"part{i}.jsonl"
+        source.write_text(f'{{"question": "{i}", "answer": "{"x" * 600_000}"}}\n')
+        sources.append(source)
+    first = alice.store_upload(sources[0])
+    run_dir = data_dir / "runs" / "r1"  # Alice's run trains on her first upload
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(f"data:\n  path: {first}\n")
+    with pytest.raises(ConfigError, match=r"data\.path: your uploads take the 1 MiB"):
+        alice.store_upload(sources[1])
+    assert bob.store_upload(sources[1]).exists()  # another visitor's room is their own
+    assert first.exists()

@@ -205,6 +205,7 @@ def space(tmp_path_factory, start_app):
             "OPENID_PROVIDER_URL": provider,
             "STUDIO_PERSISTENT_ROOT": str(root),
             "STUDIO_MAX_UPLOAD_MB": "1",
+            "STUDIO_MAX_CLIENT_UPLOADS_MB": "2",
             # the operator's judge, written as a bare origin; secrets a Space holds
             "STUDIO_JUDGE_URLS": f"http://127.0.0.1:{judge.server_address[1]}",
             "OPENAI_API_KEY": OPERATOR_JUDGE_KEY,
@@ -253,6 +254,39 @@ def test_uploads_are_capped_in_size(space, record_property):
     record_property("probes_passed", int(big.status_code >= 400))
     assert big.status_code >= 400, big.text[:200]
     assert small.status_code == 200, small.text[:200]
+
+
+def test_one_client_cannot_fill_the_disk_through_uploads_or_downloads(space, record_property):
+    """Gradio's upload route: at most STUDIO_MAX_CLIENT_UPLOADS_MB (2 here) per client within
+    the sweep window, whatever the size of each file; "Download config file" writes no
+    client text over its cap."""
+    client, other = Browser(space.url), Browser(space.url)
+    client.config()  # the page's first request: the client now keeps its visitor cookie
+    other.config()
+    part = b"x" * (900 * 2**10)
+    codes = [
+        client.http.post("/gradio_api/upload", files={"files": (f"p{i}.jsonl", part)}).status_code
+        for i in range(4)
+    ]
+    assert codes[:2] == [200, 200], codes
+    refused = client.http.post("/gradio_api/upload", files={"files": ("p.jsonl", part)})
+    assert refused.status_code == 413 and "STUDIO_MAX_CLIENT_UPLOADS_MB" in refused.text
+    assert other.http.post("/gradio_api/upload", files={"files": ("o.jsonl", part)}).is_success
+    download = next(
+        c["id"]
+        for c in client.config()["components"]
+        if c.get("props", {}).get("value") == "Download config file"
+    )
+    client.open()
+    big = "x" * 2_000_001
+    try:
+        client._event([download, "click"], [big])
+        download_refused = False
+    except EventRefused as err:
+        download_refused = "over the 1,000,000" in str(err)
+    record_property("probes_tried", 3)
+    record_property("probes_passed", codes[2:].count(413) + download_refused)
+    assert codes[2:] == [413, 413] and download_refused
 
 
 def test_anonymous_sessions_see_and_touch_only_their_own_runs(space, record_property):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import yaml
 from rewards.errors import RewardSpecError
 from rewards.params import MAX_NESTING, too_deep
 from rewards.spec import RewardSpec
+from ui.shared.downloads import write_download
 
 FORMATS = ("json", "yaml")
 MAX_IMPORT_BYTES = 1_000_000
@@ -64,14 +64,6 @@ def read_spec_file(path: str | Path) -> RewardSpec:
     except UnicodeDecodeError:
         raise RewardSpecError("", f"{path.name} is not UTF-8 text") from None
     return parse_spec(text)
-
-
-def write_download(text: str, file_name: str) -> str:
-    """Write ``text`` to a fresh temporary file called ``file_name`` and return its path."""
-    folder = Path(tempfile.mkdtemp(prefix="studio-export-"))
-    path = folder / file_name
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 def export_files(spec: RewardSpec) -> tuple[str, str, str]:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
+import json
 import os
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
@@ -161,7 +163,7 @@ class VisitorCookies:
             await self.app(scope, receive, send)
             return
         if scope.get("path", "").rstrip("/").endswith("/gradio_api/deep_link"):
-            await _answer(send, 404, b'{"detail": "deep links are turned off on this app"}')
+            await answer(send, 404, "deep links are turned off on this app")
             return
         headers = [(k, v) for k, v in scope["headers"] if k.lower() not in _OURS]
         value = _cookie_value(headers)
@@ -195,7 +197,9 @@ def _without_deep_link(scope: Scope) -> bytes:
     return urlencode([(k, v) for k, v in pairs if k != "deep_link"]).encode("latin-1")
 
 
-async def _answer(send: Send, status: int, body: bytes) -> None:
+async def answer(send: Send, status: int, detail: str) -> None:
+    """Answer a request here, before the app: ``status`` with ``{"detail": detail}``."""
+    body = json.dumps({"detail": detail}).encode()
     await send(
         {
             "type": "http.response.start",
@@ -207,3 +211,32 @@ async def _answer(send: Send, status: int, body: bytes) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+def client_key(scope: Scope) -> str:
+    """Who sends a request, for per-client limits: its visitor (the owner key this middleware
+    vouched for) when it presented its cookie, else its address (a client that keeps no
+    cookie gets a new visitor per request, so its address is what stays the same)."""
+    found = {OWNER_HEADER: "", NEW_HEADER: "", "x-forwarded-for": ""}
+    for name, value in scope.get("headers", []):
+        text = name.decode("latin-1").lower()
+        if text in found:
+            found[text] = value.decode("latin-1")
+    key, new = vouched_key(found)
+    if key and not new:
+        return f"visitor:{key}"
+    return f"address:{client_address(scope, found['x-forwarded-for'])}"
+
+
+def client_address(scope: Scope, forwarded: str = "") -> str:
+    """The client's address: behind a proxy on this machine or network (a Space's), the last
+    hop the proxy appended to ``X-Forwarded-For``; a direct client's own address otherwise
+    (a direct client could write any ``X-Forwarded-For`` it likes)."""
+    host = (scope.get("client") or ("", 0))[0] or ""
+    try:
+        behind_proxy = ipaddress.ip_address(host).is_private
+    except ValueError:
+        behind_proxy = False
+    if forwarded and behind_proxy:
+        return forwarded.split(",")[-1].strip() or host
+    return host

@@ -23,11 +23,11 @@ from engine.models.loading import (
 )
 from engine.models.memory import describe, local_card_bytes
 from rewards.spec import RewardSpec
-from ui.design import spec_io
 from ui.design.tab import DesignHandles, elem_key
 from ui.preview.generate import CUSTOM, PreviewError, resolve_model
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
+from ui.shared.downloads import DownloadTooLarge, write_download
 from ui.shared.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.shared.messages import escape, ok, warn
 from ui.shared.named_values import Updates, Values, error_line, show_error_at
@@ -362,7 +362,10 @@ def _wire_config_view(
     )
 
     def on_download(yaml_text: str):
-        path = spec_io.write_download(yaml_text, train_form.CONFIG_FILE_NAME)
+        try:
+            path = write_download(yaml_text, train_form.CONFIG_FILE_NAME)
+        except DownloadTooLarge as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
         return gr.File(value=path, visible=True)
 
     view.download_btn.click(on_download, view.code, view.download, api_visibility="private")
