@@ -21,6 +21,7 @@ from ui.design.tab import build_design
 from ui.playground.tab import build_playground
 from ui.preview.tab import build_preview
 from ui.runs.tab import build_runs, initial_selection
+from ui.shared.client_limits import ClientLimits, events_per_s
 from ui.shared.context import AppContext, is_public, on_space, positive_int_setting
 from ui.shared.identity import ownership_note, viewer_for
 from ui.shared.messages import escape
@@ -135,13 +136,14 @@ def launch_kwargs(ctx: AppContext) -> dict:
 
 def middleware(ctx: AppContext) -> list:
     """The app's ASGI middleware, outermost first: the visitor cookie (who asks), then the
-    upload budget (which needs to know who)."""
+    per-client limits on events and the upload budget (which need to know who)."""
     from gradio.utils import get_upload_folder
     from starlette.middleware import Middleware
 
     per_client, total = budget_caps(os.environ, is_public())
     return [
         Middleware(VisitorCookies, secret=server_secret(ctx.data_dir)),
+        Middleware(ClientLimits, rate=events_per_s(os.environ)),
         Middleware(
             UploadBudget,
             folder=Path(get_upload_folder()),

@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote
 
+import httpx
 import pytest
 import yaml
 from gradio_client import Client
@@ -287,6 +288,41 @@ def test_one_client_cannot_fill_the_disk_through_uploads_or_downloads(space, rec
     record_property("probes_tried", 3)
     record_property("probes_passed", codes[2:].count(413) + download_refused)
     assert codes[2:] == [413, 413] and download_refused
+
+
+def test_one_client_cannot_flood_the_queue_or_its_session_state(space, record_property):
+    """Session hashes are bounded (none empty, none over 64 characters); one client opening a
+    new session per event is held to its event rate, while another client is still served."""
+    page = Browser(space.url)
+    fn_index = next(
+        d.get("id", i)
+        for i, d in enumerate(page.config()["dependencies"])
+        if d.get("api_name") == "list_runs"
+    )
+    flood = httpx.Client(base_url=space.url, timeout=60)  # keeps no cookie: a new visitor each
+
+    def join(session_hash: str) -> httpx.Response:
+        body = {"data": [], "fn_index": fn_index, "session_hash": session_hash}
+        return flood.post("/gradio_api/queue/join", json=body)
+
+    hashes = {"empty": "", "1 MB": "h" * 2**20, "65 chars": "h" * 65}
+    bad = {name: join(value) for name, value in hashes.items()}
+    long_query = flood.get("/gradio_api/queue/data", params={"session_hash": "q" * 100})
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        codes = list(pool.map(lambda i: join(f"flood-{i}").status_code, range(100)))
+    served = page.call("list_runs", [])  # another client (its cookie) is not held back
+    record_property("probes_tried", len(bad) + 2)
+    record_property(
+        "probes_passed",
+        sum(r.status_code == 400 for r in bad.values())
+        + (long_query.status_code == 400)
+        + (codes.count(429) > 0),
+    )
+    assert {name: r.status_code for name, r in bad.items()} == dict.fromkeys(hashes, 400)
+    assert "session_hash: must be 1 to 64" in bad["1 MB"].text
+    assert long_query.status_code == 400
+    assert 0 < codes.count(200) < 100 and codes.count(429) == 100 - codes.count(200), codes
+    assert served == [[]]
 
 
 def test_anonymous_sessions_see_and_touch_only_their_own_runs(space, record_property):

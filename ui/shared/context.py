@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,6 +29,10 @@ DEMO_MAX_STEPS_ENV = "STUDIO_DEMO_MAX_STEPS"
 DEMO_MAX_PARAMS_ENV = "STUDIO_DEMO_MAX_MODEL_PARAMS"
 DEMO_MAX_PREVIEW_ENV = "STUDIO_DEMO_MAX_PREVIEW_SAMPLES"
 DEMO_MAX_WORKER_ENV = "STUDIO_DEMO_MAX_WORKER_MB"
+DEMO_MAX_CALL_ENV = "STUDIO_DEMO_MAX_CALL_S"
+#: Seconds one preview or Playground call may generate on a public app: they share one slot,
+#: so this bounds every visitor's wait behind another's call, whatever the model's size.
+PUBLIC_MAX_CALL_S = 60
 #: Memory (MiB) a run's worker may hold on a public app: a Space's CPU box has 16 GB, and the
 #: web process and a second run need room beside it.
 PUBLIC_MAX_WORKER_MB = 6144
@@ -90,6 +95,8 @@ class DemoLimits:
     Attributes:
         max_model_params: the largest model (parameter count) the preview and training may load.
         max_preview_samples: the most completions one preview may generate (prompts x samples).
+        max_call_s: the most seconds one preview or Playground call generates (then it
+            returns what it has).
         max_worker_mb: the most memory (MiB, resident) one run's worker may hold; a run over
             it is stopped with a message (``engine.run.memory_watch``).
         sizes: config field -> its cap (``DEMO_SIZE_CAPS``), the steps cap included.
@@ -99,6 +106,7 @@ class DemoLimits:
     max_preview_samples: int | None = None
     sizes: Mapping[str, int] = field(default_factory=dict)
     max_worker_mb: int | None = None
+    max_call_s: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DemoLimits:
@@ -112,11 +120,13 @@ class DemoLimits:
             if value is not None or public:
                 sizes[path] = value if value is not None else default
         worker_mb = positive_int_setting(env, DEMO_MAX_WORKER_ENV)
+        call_s = positive_int_setting(env, DEMO_MAX_CALL_ENV)
         return cls(
             max_model_params=positive_int_setting(env, DEMO_MAX_PARAMS_ENV),
             max_preview_samples=positive_int_setting(env, DEMO_MAX_PREVIEW_ENV),
             sizes=sizes,
             max_worker_mb=worker_mb or (PUBLIC_MAX_WORKER_MB if public else None),
+            max_call_s=call_s or (PUBLIC_MAX_CALL_S if public else None),
         )
 
     @property
@@ -148,6 +158,11 @@ class DemoLimits:
                     path, f"this demo allows at most {cap:,} {_CAP_NOUNS[path]}, got {value:,}"
                 )
 
+    def call_deadline(self) -> float | None:
+        """The ``time.monotonic()`` at which a preview or Playground call starting now stops
+        generating (``None``: no bound)."""
+        return None if self.max_call_s is None else time.monotonic() + self.max_call_s
+
     def describe(self) -> str:
         parts = []
         if self.max_steps is not None:
@@ -175,7 +190,7 @@ _CAP_NOUNS = {
 
 
 def _demo_envs() -> list[str]:
-    return [DEMO_MAX_PARAMS_ENV, DEMO_MAX_PREVIEW_ENV, DEMO_MAX_WORKER_ENV] + [
+    return [DEMO_MAX_PARAMS_ENV, DEMO_MAX_PREVIEW_ENV, DEMO_MAX_WORKER_ENV, DEMO_MAX_CALL_ENV] + [
         n for n, _ in DEMO_SIZE_CAPS.values()
     ]
 
