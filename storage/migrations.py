@@ -30,8 +30,9 @@ def _v1_to_v2(conn: Connection) -> None:
 
 
 def _v2_to_v3(conn: Connection) -> None:
-    """Workers record the phases they enter (older runs have none and read as training), and
-    metrics of one quantity share one name."""
+    """Workers record the phases they enter (older runs have none and read as training),
+    metrics of one quantity share one name, and runs record when they last joined the queue
+    (older runs queue by their creation)."""
     conn.exec_driver_sql(  # the text a new file gets, so both read the same in sqlite_master
         "CREATE TABLE run_phase (\n\tid INTEGER NOT NULL, \n\trun_id VARCHAR NOT NULL, \n\t"
         "phase VARCHAR NOT NULL, \n\tstep INTEGER, \n\ttime FLOAT NOT NULL, \n\tPRIMARY KEY "
@@ -45,6 +46,7 @@ def _v2_to_v3(conn: Connection) -> None:
         ("ppo/clip_fraction", "policy/clip_ratio/region_mean"),
     ):
         conn.exec_driver_sql("UPDATE metric SET name = ? WHERE name = ?", (new, old))
+    conn.exec_driver_sql("ALTER TABLE run ADD COLUMN queued_at FLOAT")
 
 
 MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}

@@ -123,6 +123,7 @@ def create_run(
             status=status,
             config=plain_config,
             created_at=now,
+            queued_at=now if status == RunStatus.QUEUED else None,
             started_at=now if status == RunStatus.RUNNING else None,
             total_steps=total_steps,
             output_dir=output_dir,
@@ -178,17 +179,53 @@ def list_runs(
 
 
 def next_queued(db: Database) -> RunInfo | None:
-    """The oldest queued run, the next one to start."""
+    """The run queued longest, the next one to start (a resumed run queues from its resume)."""
 
     def read(session: Session) -> RunInfo | None:
         return session.scalars(
             select(Run)
             .where(Run.status == RunStatus.QUEUED)
-            .order_by(Run.created_at, Run.id)
+            .order_by(func.coalesce(Run.queued_at, Run.created_at), Run.id)
             .limit(1)
         ).first()
 
     return db.read(read)
+
+
+def requeue_run(
+    db: Database,
+    run_id: str,
+    *,
+    allowed: Iterable[RunStatus],
+    caps: ActiveRunCaps | None = None,
+) -> RunInfo:
+    """Queue a finished run (one of ``allowed`` statuses) again, at the back of the queue and
+    within ``caps`` as a new run of its owner is: the counts and the update are one
+    transaction, so resumes cannot pass a cap that starts respect.
+
+    Raises:
+        ValueError: no such run, or its status is not one of ``allowed`` (the message says).
+        TooManyActiveRunsError: over one of ``caps``.
+    """
+    wanted = [_status(s) for s in allowed]
+
+    def requeue(session: Session) -> RunInfo:
+        row = session.get(Run, run_id)
+        if row is None:
+            raise ValueError(f"no run with id {run_id!r}")
+        if row.status not in wanted:
+            names = ", ".join(s.value for s in wanted)
+            raise ValueError(f"run {run_id} is {row.status.value}; only {names} runs can resume")
+        if caps is not None:
+            check_caps(session, row.owner, caps)
+        row.status = RunStatus.QUEUED
+        row.queued_at = time.time()
+        row.error_message = row.error_traceback = row.ended_at = None
+        session.add(row)
+        session.flush()
+        return row
+
+    return db.write(requeue)
 
 
 def _normalise(fields: Mapping[str, Any]) -> dict[str, Any]:

@@ -175,8 +175,11 @@ class Run(SQLModel, table=True):
     error_traceback: str | None = Field(default=None, sa_column=Column(Text))
     output_dir: str | None = None
     attempt: int = 1  # 1 for the first start, +1 each time a finished run is started again
+    # When the run last joined the queue (made, or resumed): the queue's order, so a resumed
+    # run waits behind the runs queued before it. None on runs from before schema v3.
+    queued_at: float | None = None
     # Who may see and act on the run: "local", "user:<login>", "hf:<username>" or
-    # "anon:<browser session>" (see ui.shared.identity); set by the server, never by the client.
+    # "anon:<visitor key>" (see ui.shared.identity); set by the server, never by the client.
     owner: str = Field(default=LOCAL_OWNER, nullable=False)
 
     @property

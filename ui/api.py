@@ -155,9 +155,13 @@ def _config(config: dict | str) -> RunConfig:
 
 def start_run(ctx: AppContext, config: dict | str, *, viewer: Viewer) -> dict[str, Any]:
     """Validate and start a run of ``viewer`` (queued if all slots are busy); returns its id."""
+    try:
+        viewer.check_may_own_runs()
+    except IdentityError as exc:
+        raise ApiError(str(exc)) from None
     run_config = _config(config)
     try:
-        run_id = ctx.start_run(run_config, viewer.owner, viewer.caps)
+        run_id = ctx.start_run(run_config, viewer.owner, viewer.caps, admin=viewer.is_admin)
     except ConfigError as exc:  # over a demo cap, or the model or data cannot be used
         raise ApiError(f"config.{exc}") from None
     except TooManyActiveRunsError as exc:

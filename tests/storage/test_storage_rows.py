@@ -21,15 +21,16 @@ from storage.runs import create_run, get_run, list_runs, set_status, update_run
 from storage.samples import add_samples, sample_steps, samples_at
 from storage.schema import SCHEMA_VERSION, Metric, Run, RunStatus, Sample
 
-# The tables and indexes of a schema version 2 file, as SQLite stores them (sqlite_master.sql).
-V2_SCHEMA = {
+# The tables and indexes of a schema version 3 file, as SQLite stores them (sqlite_master.sql).
+V3_SCHEMA = {
     "run": (
         "CREATE TABLE run (\n\tid VARCHAR NOT NULL, \n\tname VARCHAR NOT NULL, \n\talgorithm "
         "VARCHAR NOT NULL, \n\tstatus VARCHAR NOT NULL, \n\tconfig_json TEXT NOT NULL, \n\t"
         "created_at FLOAT NOT NULL, \n\tstarted_at FLOAT, \n\tended_at FLOAT, \n\tpid INTEGER, "
         "\n\theartbeat_at FLOAT, \n\tlast_step INTEGER NOT NULL, \n\ttotal_steps INTEGER, \n\t"
         "error_message TEXT, \n\terror_traceback TEXT, \n\toutput_dir VARCHAR, \n\tattempt "
-        "INTEGER NOT NULL, \n\towner VARCHAR NOT NULL, \n\tPRIMARY KEY (id)\n)"
+        "INTEGER NOT NULL, \n\tqueued_at FLOAT, \n\towner VARCHAR NOT NULL, \n\tPRIMARY KEY "
+        "(id)\n)"
     ),
     "metric": (
         "CREATE TABLE metric (\n\tid INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, \n\trun_id "
@@ -62,14 +63,20 @@ V2_SCHEMA = {
     "ix_sample_run_step": "CREATE INDEX ix_sample_run_step ON sample (run_id, step)",
     "ix_log_line_run_id": "CREATE INDEX ix_log_line_run_id ON log_line (run_id, id)",
 }
-# Version 3 adds the phases a run's worker records.
-V3_SCHEMA = V2_SCHEMA | {
+# Version 3 also adds the phases a run's worker records.
+V3_SCHEMA |= {
     "run_phase": (
         "CREATE TABLE run_phase (\n\tid INTEGER NOT NULL, \n\trun_id VARCHAR NOT NULL, \n\t"
         "phase VARCHAR NOT NULL, \n\tstep INTEGER, \n\ttime FLOAT NOT NULL, \n\tPRIMARY KEY "
         "(id), \n\tFOREIGN KEY(run_id) REFERENCES run (id) ON DELETE CASCADE\n)"
     ),
     "ix_run_phase_run_id": "CREATE INDEX ix_run_phase_run_id ON run_phase (run_id, id)",
+}
+
+# Version 2 had no queued_at (version 3 adds it: a resumed run queues from its resume).
+V2_SCHEMA = {
+    **{name: sql for name, sql in V3_SCHEMA.items() if "run_phase" not in name},
+    "run": V3_SCHEMA["run"].replace("\n\tqueued_at FLOAT, ", ""),
 }
 
 
@@ -158,7 +165,6 @@ def test_a_v2_file_written_by_earlier_code_reads_and_writes(data_dir):
             "VALUES ('old', 3, 'loss', 0.5, 2.0), ('old', 3, 'ppo/entropy', 1.5, 2.0)"
         )
     with Database(path) as db:
-        assert stored_schema(path) == V3_SCHEMA  # migrated to what a new file holds
         run = get_run(db, "old")
         assert phases(db, "old") == []
         assert (run.status, run.config, run.owner, run.last_step) == (
@@ -173,7 +179,10 @@ def test_a_v2_file_written_by_earlier_code_reads_and_writes(data_dir):
         assert sample_steps(db, "old") == [3]
         again = set_status(db, "old", RunStatus.QUEUED, config={"a": 2})
         assert (again.attempt, again.config) == (2, {"a": 2})
-    assert stored_schema(path) == V3_SCHEMA
+        assert run.queued_at is None  # migrated: it queues by its creation time
+    migrated = stored_schema(path)
+    assert "owner VARCHAR NOT NULL, queued_at FLOAT" in migrated.pop("run")  # ALTER TABLE's
+    assert migrated == {k: v for k, v in V3_SCHEMA.items() if k != "run"}
 
 
 def test_distinct_values_of_a_run_ascending(db):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from rewards.errors import RewardSpecError
 from rewards.spec import MAX_SPEC_CHARS, RewardSpec
 from rewards.structured_text import TextFormatError, load_structured
+from ui.shared.downloads import write_download
 
 FORMATS = ("json", "yaml")
 
@@ -42,14 +42,6 @@ def read_spec_file(path: str | Path) -> RewardSpec:
     except UnicodeDecodeError:
         raise RewardSpecError("", f"{path.name} is not UTF-8 text") from None
     return parse_spec(text)
-
-
-def write_download(text: str, file_name: str) -> str:
-    """Write ``text`` to a fresh temporary file called ``file_name`` and return its path."""
-    folder = Path(tempfile.mkdtemp(prefix="studio-export-"))
-    path = folder / file_name
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 def export_files(spec: RewardSpec) -> tuple[str, str, str]:

@@ -33,6 +33,7 @@ from ui.preview.generate import (
 from ui.shared import charts, hints
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
+from ui.shared.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.shared.messages import escape, warn
 from ui.shared.named_values import Updates, Values, error_line, show_error_at
 from ui.shared.plot_output import plot_value
@@ -247,11 +248,15 @@ def _wire_model_picker(ctx: AppContext, controls: PreviewControls) -> None:
     )
 
 
-def preview_request(ctx: AppContext, controls: PreviewControls, raw: Values) -> PreviewRequest:
+def preview_request(
+    ctx: AppContext, controls: PreviewControls, raw: Values, viewer: Viewer = LOCAL_VIEWER
+) -> PreviewRequest:
     """The request of the Preview form; ``raw`` is what Gradio passes for a set of inputs
-    (component -> value). A data picker it cannot read raises :class:`PreviewError`."""
+    (component -> value); an uploaded file is stored among ``viewer``'s uploads. A data
+    picker it cannot read raises :class:`PreviewError`."""
+    policy = ctx.policy_for(viewer.owner, viewer.is_admin)
     try:
-        data = data_spec(*(raw[c] for c in controls.data.all), policy=ctx.input_policy)
+        data = data_spec(*(raw[c] for c in controls.data.all), policy=policy)
     except ConfigError as exc:  # an upload of a type the data picker does not read
         raise PreviewError("data", str(exc)) from None
     sampling = {name: raw[comp] for name, comp in controls.sampling.items()}
@@ -330,14 +335,22 @@ def _wire_scores(
 
     def on_generate(
         raw: Values,
+        request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
         progress=gr.Progress(),  # noqa: B008 (how Gradio injects a progress bar)
     ) -> Updates:
         cache = raw[cache_state]
         try:
-            request = preview_request(ctx, controls, raw)
-            cache = generate_preview(ctx, request, lambda f, text: progress(f, desc=text))
+            viewer = viewer_for(request, profile)
+            asked = preview_request(ctx, controls, raw, viewer)
+            policy = ctx.policy_for(viewer.owner, viewer.is_admin)
+            cache = generate_preview(
+                ctx, asked, lambda f, text: progress(f, desc=text), policy=policy
+            )
         except Exception as exc:  # shown next to the input it is about, never as a trace
-            if not isinstance(exc, PreviewError):
+            if isinstance(exc, IdentityError):
+                exc = PreviewError("data", str(exc))
+            elif not isinstance(exc, PreviewError):
                 logger.exception("Preview generation failed")
                 exc = PreviewError("model", f"generation failed: {type(exc).__name__}: {exc}")
             return {cache_state: cache, **_show_error(errors, exc)}

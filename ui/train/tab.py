@@ -23,12 +23,12 @@ from engine.models.loading import (
 )
 from engine.models.memory import describe, local_card_bytes
 from rewards.spec import RewardSpec
-from ui.design import spec_io
 from ui.design.tab import DesignHandles, elem_key
 from ui.preview.generate import CUSTOM, PreviewError, resolve_model
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
-from ui.shared.identity import viewer_for
+from ui.shared.downloads import DownloadTooLarge, write_download
+from ui.shared.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.shared.messages import escape, ok, warn
 from ui.shared.named_values import Updates, Values, error_line, show_error_at
 from ui.train import form as train_form
@@ -297,16 +297,25 @@ def _build_config_column() -> ConfigParts:
     return ConfigParts(code, download_btn, download)
 
 
-def collect(ctx: AppContext, parts: TrainParts, spec: RewardSpec | None, raw: Values) -> RunConfig:
+def collect(
+    ctx: AppContext,
+    parts: TrainParts,
+    spec: RewardSpec | None,
+    raw: Values,
+    viewer: Viewer = LOCAL_VIEWER,
+) -> RunConfig:
     """The run config of the form; ``raw`` is what Gradio passes for a set of inputs
-    (component -> value). Raises ``ConfigError`` naming the field."""
+    (component -> value); an uploaded file is stored among ``viewer``'s uploads. Raises
+    ``ConfigError`` naming the field."""
     if spec is None:
         raise ConfigError("reward", "the reward in the Design tab has fields to fix")
     inputs = TrainInputs(
         name=raw[parts.name] or "",
         algorithm=raw[parts.algorithm],
         model=model_dict(ctx, *(raw[c] for c in parts.model.all)),
-        data=data_spec(*(raw[c] for c in parts.data.all), policy=ctx.input_policy),
+        data=data_spec(
+            *(raw[c] for c in parts.data.all), policy=ctx.policy_for(viewer.owner, viewer.is_admin)
+        ),
         reward=spec,
     )
     values = {path: raw[comp] for path, comp in parts.hyper.items()}
@@ -326,9 +335,13 @@ def _wire_config_view(
 ) -> None:
     """Rebuild the config file and the summary on every edit; show a bad value on its field."""
 
-    def on_change(raw: Values) -> Updates:
+    def on_change(
+        raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> Updates:
         try:
-            config = collect(ctx, parts, raw[spec], raw)
+            config = collect(ctx, parts, raw[spec], raw, viewer_for(request, profile))
+        except IdentityError:  # no visitor identity yet: the form waits for one
+            return parts.show_errors(None)
         except ConfigError as exc:
             return parts.show_errors(exc)
         updates = parts.show_errors(None)
@@ -347,7 +360,10 @@ def _wire_config_view(
     )
 
     def on_download(yaml_text: str):
-        path = spec_io.write_download(yaml_text, train_form.CONFIG_FILE_NAME)
+        try:
+            path = write_download(yaml_text, train_form.CONFIG_FILE_NAME)
+        except DownloadTooLarge as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
         return gr.File(value=path, visible=True)
 
     view.download_btn.click(on_download, view.code, view.download, api_visibility="private")
@@ -410,8 +426,12 @@ def _wire_start(
     ) -> Updates:
         viewer = viewer_for(request, profile)  # the run's owner comes from the server side
         try:
-            config = collect(ctx, parts, raw[spec], raw)
-            new_id = ctx.start_run(config, viewer.owner, viewer.caps)
+            viewer.check_may_own_runs()
+        except IdentityError as exc:
+            return {message: warn(f"Not started: {escape(exc)}"), **parts.show_errors(None)}
+        try:
+            config = collect(ctx, parts, raw[spec], raw, viewer)
+            new_id = ctx.start_run(config, viewer.owner, viewer.caps, admin=viewer.is_admin)
         except ConfigError as exc:
             return {
                 message: warn("Not started: fix the field marked below."),
