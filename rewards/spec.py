@@ -51,7 +51,11 @@ MAX_ABS_WEIGHT = 100.0
 WEIGHT_BOUNDS = Bounds(-MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
 _LABEL_RE = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _COMPONENT_FIELDS = ("name", "weight", "params", "enabled", "label")
-_SPEC_FIELDS = ("version", "components", "description")
+_SPEC_FIELDS = ("version", "components", "description", "aggregation")
+#: How TRL combines the weighted components into the advantage (GRPOConfig's
+#: ``multi_objective_aggregation``): a weighted sum normalised per group (the default), or each
+#: component normalised in its group, then weighted and summed (GDPO).
+AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
 # Bounds the work one spec can ask of a scoring call (the web form holds at most 70: 20 of each
 # component that may repeat, one of each other).
 MAX_COMPONENTS = 100
@@ -91,12 +95,15 @@ class ComponentSpec:
 class RewardSpec:
     """A weighted reward: a list of components (see the module docstring for metric names).
 
+    ``aggregation`` is TRL's ``multi_objective_aggregation`` (see :data:`AGGREGATIONS`).
+
     Validation (on construction): at least one enabled component, known component names, valid
     parameters, finite weights, not all enabled weights zero, unique metric names.
     """
 
     components: list[ComponentSpec]
     description: str = ""
+    aggregation: str = "sum_then_normalize"
 
     def __post_init__(self) -> None:
         self.validate()
@@ -119,6 +126,11 @@ class RewardSpec:
         problem = text_problem(self.description)
         if problem:
             raise RewardSpecError("description", problem)
+        if self.aggregation not in AGGREGATIONS:
+            raise RewardSpecError(
+                "aggregation",
+                f"must be one of {', '.join(AGGREGATIONS)}, got {describe_value(self.aggregation)}",
+            )
         seen: dict[str, int] = {}
         for i, comp in enumerate(self.components):
             where = f"components[{i}]"
@@ -214,6 +226,8 @@ class RewardSpec:
         }
         if self.description:
             out["description"] = self.description
+        if self.aggregation != AGGREGATIONS[0]:  # the default stays implicit, as in TRL
+            out["aggregation"] = self.aggregation
         return out
 
     @classmethod
@@ -230,7 +244,11 @@ class RewardSpec:
         if not isinstance(components, list):
             raise RewardSpecError("components", f"must be a list, got {type(components).__name__}")
         comps = [_component_from_dict(c, f"components[{i}]") for i, c in enumerate(components)]
-        return cls(comps, description=data.get("description", ""))
+        return cls(
+            comps,
+            description=data.get("description", ""),
+            aggregation=data.get("aggregation", AGGREGATIONS[0]),
+        )
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
