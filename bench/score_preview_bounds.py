@@ -35,7 +35,7 @@ from rewards.mathpool import get_checker
 from rewards.spec import RewardSpec
 from ui import api
 from ui.api import ApiError
-from ui.context import AppContext
+from ui.shared.context import AppContext
 
 LANGUAGE = {"components": [{"name": "language", "params": {"language": "en"}}]}
 CORRECTNESS = {"components": [{"name": "correctness"}]}

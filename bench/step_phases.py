@@ -111,7 +111,7 @@ def run_grpo(
     from datasets import Dataset
     from transformers import TrainerCallback
 
-    from engine.prompts import for_trainer
+    from engine.data.prompts import for_trainer
     from engine.trainers.trl_trainers import build_trl_trainer
 
     class StepEnd(TrainerCallback):
@@ -134,7 +134,7 @@ def run_grpo(
 def run_ppo(
     config, model, tokenizer, rows, out: Path, clock: PhaseClock, profile, cprofile
 ) -> None:
-    from engine.stop_request import StopRequest
+    from engine.run.stop_request import StopRequest
     from engine.trainers.ppo import PPOTrainer
 
     class Recorder:  # the worker's recorder, minus the database
@@ -172,9 +172,9 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-    from engine.datasets import load_rows
-    from engine.memory import local_card_bytes, with_default_micro_batch
-    from engine.models import load_model_and_tokenizer
+    from engine.data.datasets import load_rows
+    from engine.models.loading import load_model_and_tokenizer
+    from engine.models.memory import local_card_bytes, with_default_micro_batch
 
     clock = PhaseClock()
     install(clock, args.algorithm)

@@ -1,7 +1,8 @@
-"""The packages import each other without cycles, deferred imports included.
+"""The packages import one way down (ui -> engine -> rewards, storage) and without cycles,
+deferred imports included.
 
 An import moved into a function to break a cycle still ties the two modules together; the run
-folder's names live in :mod:`engine.run_layout` so the launcher, worker and trainers need not.
+folder's names live in :mod:`engine.run.layout` so the launcher, worker and trainers need not.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ def test_the_cycle_finder_sees_a_cycle_through_a_deferred_import():
 
 def test_the_graph_reads_module_level_and_deferred_imports():
     graph = import_graph()
-    assert "engine.run_layout" in graph["engine.launcher"]  # module level
-    assert "engine.trainers.ppo" in graph["engine.worker"]  # inside _train
-    assert "storage.paths" in graph["engine.run_layout"]  # inside run_dir
-    assert graph["engine.run_layout"] <= {"storage.paths"}  # light: listing runs imports it
+    assert "engine.run.layout" in graph["engine.run.launcher"]  # module level
+    assert "engine.trainers.ppo" in graph["engine.run.worker"]  # inside _train
+    assert "storage.paths" in graph["engine.run.layout"]  # inside run_dir
+    assert graph["engine.run.layout"] <= {"storage.paths"}  # light: listing runs imports it
 
 
 def test_no_import_cycles_between_modules():
@@ -28,3 +29,33 @@ def test_no_import_cycles_between_modules():
     assert found == [], "modules that import each other (directly or around a loop):\n" + "\n".join(
         " <-> ".join(component) for component in found
     )
+
+
+# Which packages each package may import: one way down, ui -> engine -> (rewards, storage).
+ALLOWED = {
+    "ui": {"engine", "rewards", "storage"},
+    "engine": {"rewards", "storage"},
+    "rewards": set(),
+    "storage": set(),
+}
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import that goes against :data:`ALLOWED`, as ``"importer -> imported"``."""
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if target.split(".")[0] != module.split(".")[0]
+        and target.split(".")[0] not in ALLOWED[module.split(".")[0]]
+    )
+
+
+def test_the_direction_check_sees_an_upward_import():
+    assert upward_imports({"rewards.a": {"engine.b"}, "ui.c": {"engine.b"}}) == [
+        "rewards.a -> engine.b"
+    ]
+
+
+def test_packages_import_one_way_down():
+    assert upward_imports(import_graph()) == []

@@ -10,9 +10,9 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from engine import metric_names
-from engine.recorder import RunRecorder
-from engine.stop_request import StopRequest
+from engine.run.stop_request import StopRequest
+from engine.tracking import metric_names
+from engine.tracking.recorder import RunRecorder
 
 logger = logging.getLogger(__name__)
 

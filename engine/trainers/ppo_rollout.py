@@ -20,10 +20,10 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
 
-from engine import metric_names
-from engine.config import PPOSettings, RunConfig
-from engine.samples import sample_rows
-from engine.sampling import encode_prompts, sample_completions
+from engine.config.run_config import PPOSettings, RunConfig
+from engine.generation.sampling import encode_prompts, sample_completions
+from engine.tracking import metric_names
+from engine.tracking.samples import sample_rows
 from engine.trainers.capture import GenerationBatch
 from engine.trainers.ppo_math import RunningMoments
 from engine.trainers.value_head import completion_logprobs

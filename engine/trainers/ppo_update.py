@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from accelerate import Accelerator
 
-from engine.config import PPOSettings, RunConfig
+from engine.config.run_config import PPOSettings, RunConfig
 from engine.trainers.ppo_math import ppo_loss
 from engine.trainers.ppo_rollout import Forward, Rollout, completion_forward
 

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from engine.config import PPO_VALUE_MODELS
+from engine.config.run_config import PPO_VALUE_MODELS
 from engine.trainers.fused_head import head_logprobs, plain_head
 from engine.trainers.ppo_math import chunked_logprobs_entropy
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from engine import run_layout
+from engine.run import layout as run_layout
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path

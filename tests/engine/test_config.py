@@ -1,8 +1,8 @@
 import pytest
 import yaml
 
-from engine.config import RunConfig, documented_yaml
-from engine.dataclass_io import ConfigError
+from engine.config.fields import ConfigError
+from engine.config.run_config import RunConfig, documented_yaml
 
 
 def test_default_config_round_trips_through_yaml():
@@ -98,7 +98,7 @@ def test_the_cli_reports_an_unwritable_output_without_a_traceback(tmp_path, engi
 
 
 def test_a_pretrained_model_starts_from_lora_and_gentler_settings():
-    from engine.config import PRETRAINED_SETTINGS, suggested_config
+    from engine.config.run_config import PRETRAINED_SETTINGS, suggested_config
 
     assert suggested_config() == RunConfig()
     config = suggested_config("Qwen/Qwen2.5-0.5B-Instruct")

@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 import torch
 
-from engine.config import RunConfig
-from engine.dataclass_io import ConfigError
-from engine.models import LoraSpec, ModelSpec, load_model_and_tokenizer
-from engine.sampling import encode_prompts
-from engine.stop_request import StopRequest
+from engine.config.fields import ConfigError
+from engine.config.run_config import RunConfig
+from engine.generation.sampling import encode_prompts
+from engine.models.char_tokenizer import build_char_tokenizer
+from engine.models.loading import LoraSpec, ModelSpec, load_model_and_tokenizer
+from engine.run.stop_request import StopRequest
 from engine.tasks import builtin_task
-from engine.tokenizer import build_char_tokenizer
 from engine.trainers.ppo import (
     PPOTrainer,
     completion_forward,

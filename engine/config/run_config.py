@@ -1,0 +1,539 @@
+"""RunConfig: one file that fully describes a run, shared by the UI, the CLI and the worker.
+
+Each knob is one documented dataclass field declared with :func:`engine.config.fields.knob`: its
+help text, allowed range and choices are written once there, shown by the Train form and written
+as comments by ``python -m engine export-config``, and enforced by ``check_fields`` in
+``__post_init__``, which raises :class:`ConfigError` naming the dotted field, what was wrong and
+what is allowed. ``__post_init__`` adds only the checks that span several fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.config.fields import (
+    POSITIVE,
+    SEED,
+    ConfigError,
+    check_fields,
+    field_help,
+    from_dict,
+    knob,
+    parse_yaml,
+    to_dict,
+    to_plain,
+)
+from engine.data.datasets import DataSpec
+from engine.generation.backend import check_available
+from engine.models.loading import DEFAULT_MODEL_ALIAS, ModelSpec
+from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
+
+ALGORITHMS = ("grpo", "rloo", "ppo")
+GRPO_LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+SCALE_REWARDS = ("group", "batch", "none")
+LR_SCHEDULERS = ("constant", "constant_with_warmup", "linear", "cosine")
+REPORT_TO = ("tensorboard", "wandb", "trackio")
+PPO_KL_MODES = ("fixed", "adaptive")
+PPO_REWARD_NORMALIZATION = ("none", "batch", "running")
+PPO_VALUE_MODELS = ("shared", "separate")
+GENERATION_BACKENDS = ("auto", "hf", "compiled", "vllm")
+DISTRIBUTED = ("ddp", "fsdp")
+
+
+@dataclass
+class GenerationSettings:
+    """How completions are sampled during training."""
+
+    num_generations: int = knob(
+        8, help="Completions sampled per prompt (the group size).", lo=2, hi=64
+    )
+    max_completion_length: int = knob(
+        96, help="Most new tokens per completion; longer ones are truncated.", lo=1, hi=32768
+    )
+    temperature: float = knob(0.8, help="Sampling temperature.", lo=0, hi=2, lo_open=True)
+    top_p: float = knob(1.0, help="Nucleus sampling mass.", lo=0, hi=1, lo_open=True)
+    backend: str = knob(
+        "auto",
+        help=(
+            "Sampler during training: auto (compiled on a GPU, hf on CPU), hf (transformers' "
+            "generate), compiled (static KV cache, CUDA-graph decode), vllm (TRL's colocated "
+            "vLLM; needs the vllm package)."
+        ),
+        choices=GENERATION_BACKENDS,
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self, "generation")
+        check_available(self.backend)
+
+
+@dataclass
+class GRPOSettings:
+    """Group Relative Policy Optimization (Shao et al. 2024) as implemented by TRL's GRPOTrainer."""
+
+    loss_type: str = knob(
+        "dapo",
+        help=f"Loss normalisation: {', '.join(GRPO_LOSS_TYPES)} (TRL's names).",
+        choices=GRPO_LOSS_TYPES,
+    )
+    beta: float = knob(
+        0.0, help="KL penalty to the reference model; 0 loads no reference.", lo=0, hi=10
+    )
+    epsilon: float = knob(0.2, help="Lower clipping range of the ratio.", lo=0, hi=1, lo_open=True)
+    epsilon_high: float | None = knob(
+        None,
+        help="Upper clipping range (DAPO uses 0.28); empty = epsilon.",
+        lo_field="epsilon",
+        hi=1,
+    )
+    scale_rewards: str = knob(
+        "group",
+        help="Divide advantages by the std of: group, batch or none.",
+        choices=SCALE_REWARDS,
+    )
+    num_iterations: int = knob(
+        1, help="Optimisation passes over each generated batch (mu).", lo=1, hi=16
+    )
+    mask_truncated_completions: bool = knob(
+        False, help="Leave length-capped completions out of the loss."
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self, "grpo")
+
+
+@dataclass
+class RLOOSettings:
+    """REINFORCE Leave-One-Out (Ahmadian et al. 2024) as implemented by TRL's RLOOTrainer."""
+
+    beta: float = knob(
+        0.0, help="KL penalty to the reference model; 0 loads no reference.", lo=0, hi=10
+    )
+    epsilon: float = knob(0.2, help="Lower clipping range of the ratio.", lo=0, hi=1, lo_open=True)
+    epsilon_high: float | None = knob(
+        None, help="Upper clipping range; empty = epsilon.", lo_field="epsilon", hi=1
+    )
+    num_iterations: int = knob(
+        1, help="Optimisation passes over each generated batch.", lo=1, hi=16
+    )
+    normalize_advantages: bool = knob(
+        False, help="Whiten the leave-one-out advantages over the batch."
+    )
+    mask_truncated_completions: bool = knob(
+        False, help="Leave length-capped completions out of the loss."
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self, "rloo")
+
+
+@dataclass
+class PPOSettings:
+    """PPO for language models (Schulman et al. 2017; the RLHF recipe of Ziegler et al. 2019).
+
+    One step samples a rollout, scores it, adds a per-token KL penalty to a frozen reference,
+    estimates advantages with GAE and runs ``ppo_epochs`` passes of ``num_minibatches``
+    clipped updates of the policy and its value function.
+    """
+
+    gamma: float = knob(1.0, help="Discount over completion tokens.", lo=0, hi=1)
+    lam: float = knob(
+        1.0, help="GAE lambda: 1 credits every token with the final reward.", lo=0, hi=1
+    )
+    kl_coef: float = knob(
+        0.05,
+        help="KL penalty beta per token to the reference model (start value if adaptive).",
+        lo=0,
+        hi=10,
+    )
+    kl_mode: str = knob(
+        "fixed",
+        help=f"KL coefficient: {', '.join(PPO_KL_MODES)} (adaptive targets target_kl).",
+        choices=PPO_KL_MODES,
+    )
+    target_kl: float = knob(
+        6.0,
+        help="Adaptive mode: KL to the reference per completion to aim for.",
+        **POSITIVE,
+    )
+    kl_horizon: int = knob(
+        10000, help="Adaptive mode: completions over which beta adapts.", lo=1, hi=1e9
+    )
+    clip_range: float = knob(0.2, help="Policy ratio clipping epsilon.", lo=0, hi=1, lo_open=True)
+    clip_range_value: float | None = knob(
+        0.2,
+        help="Value clipping around the rollout values; empty = no clip.",
+        **POSITIVE,
+    )
+    vf_coef: float = knob(0.1, help="Weight of the value loss.", lo=0, hi=100)
+    entropy_coef: float = knob(0.0, help="Weight of the entropy bonus.", lo=0, hi=10)
+    ppo_epochs: int = knob(1, help="Optimisation passes over each rollout.", lo=1, hi=16)
+    num_minibatches: int = knob(
+        1, help="Minibatches per pass (one optimizer update each).", lo=1, hi=4096
+    )
+    whiten_advantages: bool = knob(
+        True, help="Normalise advantages to mean 0, std 1 over the rollout."
+    )
+    reward_clip: float | None = knob(
+        None,
+        help="Clip sequence rewards to [-bound, bound]; empty = no clip.",
+        **POSITIVE,
+    )
+    reward_normalization: str = knob(
+        "none",
+        help=(
+            f"Standardise sequence rewards: {', '.join(PPO_REWARD_NORMALIZATION)} "
+            "(running = mean/std over all steps so far)."
+        ),
+        choices=PPO_REWARD_NORMALIZATION,
+    )
+    max_approx_kl: float | None = knob(
+        None,
+        help="Stop a step's update passes once approx KL exceeds this; empty = never.",
+        **POSITIVE,
+    )
+    value_model: str = knob(
+        "shared",
+        help=(
+            "Critic: shared (value head on the policy's last hidden state) or separate "
+            "(a copy of the base model with its own head)."
+        ),
+        choices=PPO_VALUE_MODELS,
+    )
+    value_learning_rate: float | None = knob(
+        1e-3,
+        help="Learning rate of the critic's own weights; empty = the policy's.",
+        lo=0,
+        hi=1,
+        lo_open=True,
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self, "ppo")
+        if self.kl_mode == "adaptive" and self.kl_coef == 0:
+            raise ConfigError("ppo.kl_coef", "must be > 0 in adaptive mode (it scales from there)")
+
+    def check_batch(self, completions_per_device: int) -> None:
+        """Each minibatch needs at least one completion on every device."""
+        if self.num_minibatches > completions_per_device:
+            raise ConfigError(
+                "ppo.num_minibatches",
+                f"each device holds {completions_per_device} completions per step, too few for "
+                f"{self.num_minibatches} minibatches; use at most {completions_per_device}",
+            )
+
+
+@dataclass
+class TrainingSettings:
+    """Optimisation, schedule, checkpoints, evaluation and hardware."""
+
+    steps: int = knob(100, help="Optimizer steps to train.", lo=1, hi=1_000_000)
+    time_budget_minutes: float | None = knob(
+        None,
+        help="End training (as completed) after this many minutes; empty = no limit.",
+        **POSITIVE,
+    )
+    prompts_per_step: int = knob(
+        8,
+        help="Distinct prompts per optimizer step (each sampled in a group).",
+        lo=1,
+        hi=4096,
+    )
+    micro_batch_size: int | None = knob(
+        None,
+        help=(
+            "Completions per forward/backward pass on each device; empty = the whole step at once. "
+            "Lower it when memory runs out."
+        ),
+        lo=1,
+        hi=65536,
+    )
+    activation_checkpointing: bool = knob(
+        False,
+        help=(
+            "Recompute each layer's activations in the backward pass instead of keeping them: "
+            "much less memory for big models, about a third more compute."
+        ),
+    )
+    learning_rate: float = knob(5e-5, help="AdamW learning rate.", lo=0, hi=1, lo_open=True)
+    lr_scheduler: str = knob(
+        "constant", help=f"Schedule: {', '.join(LR_SCHEDULERS)}.", choices=LR_SCHEDULERS
+    )
+    warmup_steps: int = knob(0, help="Linear warm-up steps.", lo=0, hi=1_000_000)
+    max_grad_norm: float = knob(1.0, help="Gradient-norm clipping.", **POSITIVE)
+    seed: int = knob(0, help="Seed for sampling, data order and init.", **SEED)
+    logging_steps: int = knob(
+        1, help="Write metrics and samples every N steps.", lo=1, hi=1_000_000
+    )
+    save_steps: int = knob(
+        50, help="Checkpoint every N steps (0 = only at the end).", lo=0, hi=1_000_000
+    )
+    save_total_limit: int = knob(2, help="Checkpoints kept on disk.", lo=1, hi=1000)
+    eval_steps: int = knob(
+        25,
+        help="Held-out evaluation every N steps (0 = before and after only).",
+        lo=0,
+        hi=1_000_000,
+    )
+    eval_samples: int = knob(
+        100, help="Held-out prompts per evaluation (0 = no evaluation).", lo=0, hi=100_000
+    )
+    samples_per_log: int = knob(
+        32, help="Completions with their traces stored per logging step.", lo=0, hi=4096
+    )
+    num_gpus: int = knob(
+        1,
+        help="Processes for data-parallel training (>1 starts `accelerate launch`).",
+        lo=1,
+        hi=64,
+    )
+    gpu_ids: str = knob(
+        "",
+        help=(
+            "GPUs this run uses, as nvidia-smi numbers them (e.g. 0 or 0,2; as many as num_gpus); "
+            "empty = the free ones with the most free memory."
+        ),
+    )
+    distributed: str = knob(
+        "ddp",
+        help=(
+            "With several GPUs: ddp (a full copy of the model per GPU) or fsdp (weights, "
+            "gradients and optimizer sharded over the GPUs, for full fine-tunes that do not fit "
+            "one card)."
+        ),
+        choices=DISTRIBUTED,
+    )
+    report_to: list[str] = knob(  # noqa: RUF009 - knob returns a dataclasses.field
+        help=f"Extra trackers TRL logs to besides ours: {', '.join(REPORT_TO)}.",
+        choices=REPORT_TO,
+        default_factory=list,
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self, "training")
+        self.gpu_ids = self._normalized_gpu_ids()
+        if self.distributed == "fsdp" and self.num_gpus < 2:
+            raise ConfigError(
+                "training.distributed",
+                "fsdp shards the model over several GPUs; set num_gpus to 2 or more, or use ddp",
+            )
+
+    def _normalized_gpu_ids(self) -> str:
+        if not isinstance(self.gpu_ids, str):
+            raise ConfigError("training.gpu_ids", f"must be text like 0,1, got {self.gpu_ids!r}")
+        parts = [p.strip() for p in self.gpu_ids.split(",") if p.strip()]
+        if not parts:
+            return ""
+        if not all(p.isdigit() and int(p) < 1024 for p in parts):
+            raise ConfigError(
+                "training.gpu_ids",
+                f"must be GPU numbers separated by commas (e.g. 0,1), got {self.gpu_ids!r}",
+            )
+        ids = [int(p) for p in parts]
+        if len(set(ids)) != len(ids):
+            raise ConfigError("training.gpu_ids", f"lists a GPU twice: {self.gpu_ids!r}")
+        if len(ids) != self.num_gpus:
+            raise ConfigError(
+                "training.gpu_ids",
+                f"names {len(ids)} GPUs for num_gpus {self.num_gpus}; name exactly {self.num_gpus}"
+                " or leave it empty",
+            )
+        return ",".join(map(str, ids))
+
+    @property
+    def gpu_list(self) -> list[int]:
+        """``gpu_ids`` as numbers ([] = pick free GPUs)."""
+        return [int(p) for p in self.gpu_ids.split(",") if p]
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs: model, data, reward, algorithm and its hyperparameters."""
+
+    name: str = knob("", help="A label shown in the dashboard.")
+    algorithm: str = knob(
+        "grpo", help=f"The training algorithm: {', '.join(ALGORITHMS)}.", choices=ALGORITHMS
+    )
+    model: ModelSpec = field(default_factory=ModelSpec)
+    data: DataSpec = field(default_factory=DataSpec)
+    reward: RewardSpec = field(default_factory=lambda: preset(DEFAULT_PRESET))
+    generation: GenerationSettings = field(default_factory=GenerationSettings)
+    training: TrainingSettings = field(default_factory=TrainingSettings)
+    grpo: GRPOSettings = field(default_factory=GRPOSettings)
+    rloo: RLOOSettings = field(default_factory=RLOOSettings)
+    ppo: PPOSettings = field(default_factory=PPOSettings)
+
+    def __post_init__(self) -> None:
+        check_fields(self, "")
+        if len(self.name) > 200:
+            raise ConfigError("name", f"must be at most 200 characters, got {len(self.name)}")
+        self._check_batch_rule()
+        if self.training.distributed == "fsdp" and self.model.load_in_4bit:
+            raise ConfigError(
+                "training.distributed",
+                "fsdp cannot shard 4-bit weights; turn model.load_in_4bit off or use ddp",
+            )
+        if self.training.distributed == "fsdp" and self.algorithm == "ppo":
+            # PPO's sampler, reference model and checkpoints read the policy's weights outside
+            # its forward, where FSDP holds only this rank's shard of them.
+            raise ConfigError(
+                "training.distributed",
+                "fsdp is not available for ppo yet; use ddp, or grpo/rloo with fsdp",
+            )
+        if self.algorithm == "ppo":
+            self.ppo.check_batch(self.completions_per_step // self.training.num_gpus)
+
+    @property
+    def completions_per_step(self) -> int:
+        return self.training.prompts_per_step * self.generation.num_generations
+
+    def per_device_batch_size(self) -> int:
+        """Completions per device per forward pass (TRL's ``per_device_train_batch_size``)."""
+        per_device = self.completions_per_step // self.training.num_gpus
+        return min(per_device, self.training.micro_batch_size or per_device)
+
+    def gradient_accumulation_steps(self) -> int:
+        per_device = self.completions_per_step // self.training.num_gpus
+        return per_device // self.per_device_batch_size()
+
+    def _check_batch_rule(self) -> None:
+        # TRL: per_device_train_batch_size * processes * steps_per_generation must hold whole
+        # prompt groups. We size the step as prompts_per_step * num_generations completions and
+        # split it evenly over GPUs and micro-batches, so both splits must be exact.
+        total, gpus = self.completions_per_step, self.training.num_gpus
+        p, g = self.training.prompts_per_step, self.generation.num_generations
+        if total % gpus:
+            raise ConfigError(
+                "training.num_gpus",
+                f"each step's {p} prompts x {g} generations = {total} completions must split "
+                f"evenly over {gpus} GPUs; choose prompts_per_step so that {total} is a "
+                f"multiple of {gpus}",
+            )
+        micro = self.training.micro_batch_size
+        if micro is not None and (total // gpus) % min(micro, total // gpus):
+            raise ConfigError(
+                "training.micro_batch_size",
+                f"each GPU handles {total // gpus} completions per step, which must be a "
+                f"multiple of micro_batch_size {micro}; pick a divisor of {total // gpus}",
+            )
+
+    # ---- serialisation ---------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        return from_dict(cls, data)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> RunConfig:
+        return cls.from_dict(parse_yaml(text) or {})
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(self.to_yaml(), encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> RunConfig:
+        path = Path(path)
+        if path.is_dir():
+            raise ConfigError("", f"{path} is a folder; give the run config file (YAML)")
+        if not path.is_file():
+            raise ConfigError("", f"config file {path} does not exist")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError("", f"config file {path} is not UTF-8 text (YAML)") from None
+        return cls.from_yaml(text)
+
+
+# Starting points for a pretrained model (hundreds of millions of parameters) instead of the tiny
+# default one, whose values the config's own defaults are tuned for: LoRA on, a smaller learning
+# rate, room for real reasoning, fewer prompts per step and micro-batches that fit memory.
+PRETRAINED_SETTINGS: dict[str, Any] = {
+    "training.learning_rate": 1e-5,
+    "training.prompts_per_step": 4,
+    "training.micro_batch_size": 8,
+    "generation.max_completion_length": 256,
+}
+PRETRAINED_LORA = {"r": 16, "alpha": 32}
+
+
+def pretrained_summary() -> str:
+    """The pretrained-model suggestions in words, for the form and the CLI."""
+    s = PRETRAINED_SETTINGS
+    return (
+        f"LoRA (r {PRETRAINED_LORA['r']}), learning rate {s['training.learning_rate']:g}, "
+        f"{s['training.prompts_per_step']} prompts per step, micro-batches of "
+        f"{s['training.micro_batch_size']}, up to {s['generation.max_completion_length']} new "
+        "tokens"
+    )
+
+
+def suggested_config(model: str = DEFAULT_MODEL_ALIAS) -> RunConfig:
+    """A starting config for ``model``: the defaults for the shipped default model; for any
+    other model, LoRA and ``PRETRAINED_SETTINGS`` on top of them."""
+    data = RunConfig().to_dict()
+    data["model"]["name_or_path"] = model
+    if model != DEFAULT_MODEL_ALIAS:
+        data["model"]["lora"] = dict(PRETRAINED_LORA)
+        for path, value in PRETRAINED_SETTINGS.items():
+            section, name = path.split(".")
+            data[section][name] = value
+    return RunConfig.from_dict(data)
+
+
+def documented_yaml(config: RunConfig | None = None) -> str:
+    """The config as YAML, each field preceded by its help text as a comment."""
+    config = config or RunConfig()
+    lines = ["# Reward Studio run config. Run it with: python -m engine train THIS_FILE.yaml", ""]
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if "help" in f.metadata:
+            lines.append(f"# {field_help(f)}")
+        if is_dataclass(value):
+            lines.append(f"{f.name}:")
+            docs = _attribute_docs(type(value))
+            plain = to_plain(value)
+            for name, sub_value in plain.items():
+                sub = value.__dataclass_fields__.get(name)
+                help_text = field_help(sub) if sub else None
+                if help_text or name in docs:
+                    lines.append(f"  # {(help_text or docs[name]).replace('``', '')}")
+                dumped = yaml.safe_dump({name: sub_value}, sort_keys=False, allow_unicode=True)
+                lines.extend("  " + line for line in dumped.rstrip().splitlines())
+        else:
+            dumped = yaml.safe_dump({f.name: to_plain(value)}, sort_keys=False, allow_unicode=True)
+            lines.extend(dumped.rstrip().splitlines())
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """Field descriptions from a Google-style ``Attributes:`` docstring section."""
+    docs: dict[str, str] = {}
+    in_section, current = False, None
+    for line in (cls.__doc__ or "").splitlines():
+        stripped = line.strip()
+        if stripped == "Attributes:":
+            in_section = True
+            continue
+        if not in_section:
+            continue
+        if not stripped:
+            break
+        name, sep, text = stripped.partition(": ")
+        if sep and name.isidentifier():
+            current = name
+            docs[name] = text
+        elif current:
+            docs[current] += " " + stripped
+    return docs

@@ -1,0 +1,488 @@
+"""Peak GPU memory of a run, estimated before launch from the model's config and the RunConfig.
+
+Nothing is loaded or downloaded: the model is built on the meta device
+(:func:`engine.models.loading.meta_model`) for its shape. Each term follows what the code allocates:
+
+- **weights**: parameters x bytes of the dtype (bf16 on a GPU, fp32 on CPU); under 4-bit NF4
+  with double quantisation, the linear layers' weights at 4.127 bits each (QLoRA, Dettmers et al.
+  2023, §2-3: 0.127 bits of quantisation constants per parameter), the rest in the dtype;
+- **optimizer**: AdamW's two moments per trainable parameter in the parameter's dtype
+  (``torch.optim.AdamW`` keeps ``exp_avg`` and ``exp_avg_sq`` like the parameter). A full
+  fine-tune here is pure bf16 (weights, gradients and moments 2 bytes each, 8 bytes/parameter),
+  not the 16 bytes/parameter of mixed precision with fp32 master weights counted by the ZeRO
+  paper (Rajbhandari et al. 2020, §3.1); LoRA adapters are kept in fp32 by peft
+  (``autocast_adapter_dtype``), 16 bytes per adapter parameter;
+- **gradients**: one per trainable parameter, in its dtype, alive from the first micro-batch's
+  backward to the optimizer step (gradient accumulation);
+- **optimizer step**: our PPO's ``torch.optim.AdamW`` runs its ``foreach`` path on a GPU, whose
+  ``torch._foreach_sqrt(exp_avg_sqs)`` is one temporary copy of the trainable parameters
+  (``torch/optim/adamw.py``, ``_multi_tensor_adamw``); TRL's trainers use transformers'
+  default ``adamw_torch_fused`` (one fused kernel, no copies), so it is 0 there;
+- **DDP buckets**: under DDP (``num_gpus`` > 1) the reducer keeps a flat copy of every gradient
+  in its buckets, "equal to the total gradients size" (PyTorch ``DistributedDataParallel`` docs,
+  ``gradient_as_bucket_view``, left False by transformers and accelerate);
+- **FSDP**: weights, gradients, optimizer and reference are divided by the GPUs (``FULL_SHARD``,
+  ZeRO-3); the unsharded root unit (embeddings, final norm, LM head: FSDP1 keeps the root
+  unsharded between forward and backward) and two layer units (the one computing and the one
+  prefetched, ``BACKWARD_PRE``), each with its unsharded gradient, are added as "FSDP gathered".
+  Two exceptions: when a step takes several micro-batches, the gradients accumulate unsharded
+  (transformers' Trainer runs the non-final ones under ``no_sync``, and FSDP's ``no_sync``
+  "accumulates gradients in unsharded form", PyTorch FSDP docs), so they count whole; and TRL
+  samples with the full weights gathered on every GPU (``unwrap_model_for_generation``), which
+  the generation phase counts. One measurement (an 8.5B model, 2 x H100, bench/RESULTS.md) came
+  out 6 GiB (9%) above these terms: FSDP picks are the least certain;
+- **activations** kept for the backward pass of one micro-batch, per layer and token at 16-bit
+  precision (scaled by the activation dtype), Korthikanti et al. 2022 ("Reducing Activation
+  Recomputation in Large Transformer Models", §4.1, eq. 1) adapted to a SwiGLU MLP with
+  intermediate size ``I`` and fused (SDPA/flash) attention that keeps no ``s x s`` scores:
+  attention 10h (its input, Q, K, V, the attention output), two norms 4h, MLP 2h + 6I (its input,
+  gate, up and their product): ``16 h + 6 I`` bytes. That is what the compiled layers keep
+  (:mod:`engine.trainers.compiled_layers`; inductor's partitioner recomputes the cheap
+  element-wise ops): on one H100 the measured peak of a GRPO step grew by 18.0 GiB from 64 to
+  128 sequences of 283 tokens (24.0 -> 42.0 GiB, bench/RESULTS.md), 44.5 kB per token and layer
+  against the formula's 42.5. Eager layers keep more: transformers' RMSNorm upcasts its input to
+  float32 and autograd keeps that copy beside the bf16 product (``Qwen2RMSNorm.forward``: +4h
+  per norm), and the SiLU output is kept apart from the gate (+2I): ``24 h + 8 I`` bytes, which
+  the eager GRPO peak (30.8 GiB at 64 sequences) matches within 4%. With activation checkpointing
+  (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost") only each layer's input
+  (``2 h`` bytes) is kept, plus one layer's full set while it is recomputed;
+- **LM head**: log-probabilities come from a fused head that never builds the logits (TRL 1.16's
+  GRPO and RLOO patch the model with ``add_fused_lm_head``; our PPO uses the same
+  ``ChunkedLogProbFunction``, :mod:`engine.trainers.fused_head`). Its backward holds one
+  ``4096 x 32768`` tile, the gradient of the completion tokens' hidden states in float32 plus
+  their saved copy and cast (``4 + 2 x dtype`` bytes per token and ``h``), and, when the head
+  trains (a full fine-tune), a float32 accumulator of the head's weight gradient and its cast
+  (``trl/kernels/chunked_logprob.py``, ``ChunkedLogProbFunction.backward``);
+- **logits** only where PPO cannot use the fused head (FSDP, or a model that scales or
+  soft-caps its logits): micro-batch x completion length x vocabulary, three tensors of the
+  activation dtype (the logits, their float32 chunks' share, their gradient);
+- **KV cache** of generation, which samples a device's whole step at once: layers x 2 (K, V) x
+  key-value heads x head dim x completions per device x (prompt + completion length) x dtype
+  bytes (HF's "model memory anatomy" guide and the transformers KV-cache docs). The static-cache
+  sampler (``generation.backend`` compiled, or auto on a GPU, one process without FSDP) rounds
+  the prompt up to its bucket and keeps the cache allocated between steps
+  (:mod:`engine.generation.runner`), so there it is persistent, alive through the update too,
+  with the sampler's merged copies of the q/k/v and gate/up weights
+  (:mod:`engine.generation.decode_weights`, up to 1 GiB);
+- **reference model** (a frozen copy of the weights) when the KL coefficient is > 0 and the
+  model is not LoRA (with LoRA the base with adapters off is the reference);
+- **value model** for PPO's ``value_model: separate``: a full trainable copy (weights, gradients
+  and AdamW moments); the shared value head is a single linear layer.
+
+Generation, the update and the optimizer step do not overlap, so the peak is the persistent part
+(weights, optimizer, reference, value model, DDP buckets, FSDP's gathered units, a static KV
+cache) plus the largest of the generation phase (transformers' KV cache), the update phase
+(gradients, activations, LM head, logits) and the optimizer step (gradients and its
+temporaries). Prompts are assumed ``PROMPT_TOKENS`` long (the measured runs' were 17-27).
+
+Margins: a **margin** term of ``PER_TOKEN_MARGIN`` (15%) of the per-token terms (activations, LM
+head, logits) covers the measured slope running 4.6% above the formula and padding to the longest
+prompt of a micro-batch. On the measured runs of bench/RESULTS.md (listed with their card in
+tests/engine/test_memory_measured.py) the estimate at their prompt length is then 9-11% above the
+peak allocated (the terms alone: 2-4% below it). Picking the micro-batch against ``CARD_BUDGET``
+(80% of the card) keeps the rest for the CUDA context, the allocator's fragmentation (reserved
+minus allocated) and prompts longer than ``PROMPT_TOKENS``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from engine.config.run_config import RunConfig
+from engine.generation.runner import bucket
+from engine.models.loading import ModelSpec, meta_model, resolve_spec
+
+GIB = 1024**3
+PROMPT_TOKENS = 128
+# Share of the card the estimate may fill: the rest is the CUDA context, the allocator's
+# fragmentation and what the estimate leaves out.
+CARD_BUDGET = 0.8
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+NF4_BYTES = 4.127 / 8
+LORA_BYTES = 4  # peft keeps adapter weights in fp32
+# ChunkedLogProbFunction's tile: TRL's TOKEN_CHUNK_SIZE tokens x our (and TRL's) vocabulary chunk.
+HEAD_TILE = 4096 * 32768
+# FSDP layer units unsharded at once: the one computing and the one prefetched.
+FSDP_UNITS_IN_FLIGHT = 2
+# Added to the per-token terms (activations, LM head, logits): the measured slope ran 4.6% above
+# the formula, and a micro-batch is padded to its longest prompt.
+PER_TOKEN_MARGIN = 0.15
+
+# What lowers each term, for the form and the CLI.
+KNOBS = {
+    "weights": "model.load_in_4bit, or a smaller model",
+    "optimizer": "LoRA (model.lora), or training.distributed: fsdp on several GPUs",
+    "gradients": "LoRA (model.lora), or training.distributed: fsdp on several GPUs",
+    "optimizer_step": "LoRA (model.lora)",
+    "ddp_buckets": "LoRA (model.lora), or training.distributed: fsdp",
+    "fsdp_gathered": "a smaller model",
+    "activations": "training.micro_batch_size or training.activation_checkpointing",
+    "lm_head": "training.micro_batch_size",
+    "logits": "training.micro_batch_size",
+    "kv_cache": "generation.max_completion_length or training.prompts_per_step",
+    "generation_gather": "a smaller model",
+    "reference": "beta / kl_coef 0, or LoRA (the base model is the reference)",
+    "value_model": "ppo.value_model: shared",
+    "margin": "training.micro_batch_size",
+}
+LABELS = {
+    "weights": "weights",
+    "optimizer": "optimizer",
+    "gradients": "gradients",
+    "optimizer_step": "optimizer step",
+    "ddp_buckets": "DDP buckets",
+    "fsdp_gathered": "FSDP gathered",
+    "activations": "activations",
+    "lm_head": "LM head",
+    "logits": "logits",
+    "kv_cache": "KV cache",
+    "generation_gather": "weights gathered to sample",
+    "reference": "reference model",
+    "value_model": "value model",
+    "margin": "margin",
+}
+_LAYER_PARAM = re.compile(r"(^|\.)layers\.\d+\.")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the estimate needs of a model, read from its config.
+
+    Attributes:
+        parameters: all parameters.
+        linear_parameters: weights of the linear layers but the output head (what 4-bit
+            quantises and ``all-linear`` LoRA adapts).
+        lora_parameters: trainable adapter parameters under the spec's LoRA (0 without LoRA).
+        layers, hidden, intermediate, kv_heads, head_dim, vocab: the transformer's sizes.
+        layer_parameters: parameters of one decoder layer (an FSDP unit).
+        fused_head: the logits are the LM head's plain product, so PPO can use the fused head.
+    """
+
+    parameters: int
+    linear_parameters: int
+    lora_parameters: int
+    layers: int
+    hidden: int
+    intermediate: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    layer_parameters: int = 0
+    fused_head: bool = True
+
+    @property
+    def root_parameters(self) -> int:
+        """Parameters outside the decoder layers (embeddings, final norm, LM head)."""
+        return self.parameters - self.layers * self.layer_parameters
+
+
+def model_shape(spec: ModelSpec) -> ModelShape | None:
+    """The shape of ``spec``'s model, or None when its config cannot be read from here."""
+    resolved = resolve_spec(spec)
+    try:
+        model = meta_model(resolved.name_or_path.strip(), resolved.gguf_file)
+    except (OSError, ValueError, ImportError):
+        return None
+    return shape_of(model, spec)
+
+
+def shape_of(model: Any, spec: ModelSpec) -> ModelShape:
+    """The :class:`ModelShape` of a built (meta or real) model under ``spec``'s LoRA."""
+    import torch
+
+    from engine.trainers.fused_head import plain_head
+
+    cfg = model.config.get_text_config()
+    head = model.get_output_embeddings()
+    linears = [
+        (name, m)
+        for name, m in model.named_modules()
+        if isinstance(m, torch.nn.Linear) and m is not head
+    ]
+    lora = 0
+    if spec.lora is not None:
+        targets = spec.lora.target_modules
+        for name, m in linears:
+            leaf = name.rsplit(".", 1)[-1]
+            if targets == "all-linear" or leaf in targets:
+                lora += spec.lora.r * (m.in_features + m.out_features)
+    heads = cfg.num_attention_heads
+    in_layers = sum(p.numel() for n, p in model.named_parameters() if _LAYER_PARAM.search(n))
+    return ModelShape(
+        parameters=sum(p.numel() for p in model.parameters()),
+        linear_parameters=sum(m.weight.numel() for _, m in linears),
+        lora_parameters=lora,
+        layers=cfg.num_hidden_layers,
+        hidden=cfg.hidden_size,
+        intermediate=getattr(cfg, "intermediate_size", None) or 4 * cfg.hidden_size,
+        kv_heads=getattr(cfg, "num_key_value_heads", None) or heads,
+        head_dim=getattr(cfg, "head_dim", None) or cfg.hidden_size // heads,
+        vocab=cfg.vocab_size,
+        layer_parameters=in_layers // max(cfg.num_hidden_layers, 1),
+        fused_head=plain_head(model) is not None,
+    )
+
+
+def size(n: float) -> str:
+    """Bytes in GiB, or MiB below one GiB."""
+    return f"{n / GIB:.1f} GiB" if n >= GIB else f"{n / 2**20:.0f} MiB"
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Peak memory of one device, in bytes, by term (see the module docstring).
+
+    Attributes:
+        terms: bytes per term, keys as in ``KNOBS``.
+        micro_batch: completions per forward/backward pass the estimate assumed.
+        dtype: the weights' dtype name.
+        static_cache: the KV cache stays allocated through the update (the static-cache sampler).
+        compiled_layers: the decoder layers train compiled (their activations are smaller).
+    """
+
+    terms: dict[str, int]
+    micro_batch: int
+    dtype: str
+    static_cache: bool = False
+    compiled_layers: bool = False
+
+    @property
+    def persistent(self) -> int:
+        t = self.terms
+        kept = t["weights"] + t["optimizer"] + t["reference"] + t["value_model"]
+        kept += t["ddp_buckets"] + t["fsdp_gathered"]
+        return kept + (t["kv_cache"] if self.static_cache else 0)
+
+    @property
+    def peak(self) -> int:
+        t = self.terms
+        update = t["gradients"] + t["activations"] + t["lm_head"] + t["logits"] + t["margin"]
+        step = t["gradients"] + t["optimizer_step"]
+        generation = t["generation_gather"] + (0 if self.static_cache else t["kv_cache"])
+        return self.persistent + max(generation, update, step)
+
+    @property
+    def biggest(self) -> str:
+        return max(self.terms, key=self.terms.__getitem__)
+
+    def summary(self) -> str:
+        """One line: the peak, the terms that matter, the biggest one and its knob."""
+        parts = [
+            f"{LABELS[k]} {size(v)}"
+            for k, v in sorted(self.terms.items(), key=lambda kv: -kv[1])
+            if v >= 0.02 * self.peak
+        ]
+        return (
+            f"Estimated peak memory per device: {size(self.peak)} ({', '.join(parts)}), "
+            f"{self.dtype}, micro-batches of {self.micro_batch}; most is "
+            f"{LABELS[self.biggest]}: lower it with {KNOBS[self.biggest]}."
+        )
+
+
+def layers_compile(config: RunConfig, on_gpu: bool) -> bool:
+    """Whether the run's decoder layers train compiled, as the trainers decide it
+    (:func:`engine.trainers.compiled_layers.compiles_on`; our PPO not under DDP)."""
+    import torch
+
+    from engine.trainers.compiled_layers import compiles_on
+
+    if not on_gpu:
+        return False
+    t = config.training
+    return compiles_on(
+        torch.device("cuda"),
+        t.distributed == "fsdp" and t.num_gpus > 1,
+        t.num_gpus,
+        under_ddp=config.algorithm != "ppo",
+    )
+
+
+def activation_bytes_per_token_layer(shape: ModelShape, act: int, compiled: bool) -> int:
+    """Bytes one decoder layer keeps per token for its backward (module docstring)."""
+    h, i = shape.hidden, shape.intermediate
+    per_16bit = 16 * h + 6 * i if compiled else 24 * h + 8 * i
+    return per_16bit * act // 2
+
+
+def estimate(
+    config: RunConfig,
+    shape: ModelShape,
+    *,
+    on_gpu: bool = True,
+    micro_batch: int | None = None,
+    prompt_tokens: int = PROMPT_TOKENS,
+) -> MemoryEstimate:
+    """The peak memory of one device running ``config`` on a model of ``shape``.
+
+    ``micro_batch`` overrides the config's (default: its micro-batch, else the whole step).
+    """
+    spec, g, t = config.model, config.generation, config.training
+    dtype = spec.dtype if spec.dtype != "auto" else ("bfloat16" if on_gpu else "float32")
+    act = DTYPE_BYTES[dtype]
+    fsdp = t.distributed == "fsdp" and t.num_gpus > 1
+    shards = t.num_gpus if fsdp else 1
+    per_device = config.completions_per_step // t.num_gpus
+    b = micro_batch or config.per_device_batch_size()
+    completion = g.max_completion_length
+    seq = prompt_tokens + completion
+    static_cache = on_gpu and g.backend in ("auto", "compiled") and not fsdp
+    accumulates_unsharded = fsdp and b < per_device
+    cache_seq = bucket(prompt_tokens) + completion if static_cache else seq
+    compiled = layers_compile(config, on_gpu)
+
+    if spec.load_in_4bit:
+        linear = shape.linear_parameters
+        weights = int(linear * NF4_BYTES) + (shape.parameters - linear) * act
+    else:
+        weights = shape.parameters * act
+    full = spec.lora is None
+    trainable_bytes = shape.parameters * act if full else shape.lora_parameters * LORA_BYTES
+    per_token_layer = activation_bytes_per_token_layer(shape, act, compiled)
+    if t.activation_checkpointing:
+        activations = (shape.layers * shape.hidden * act + per_token_layer) * b * seq
+    else:
+        activations = shape.layers * per_token_layer * b * seq
+    # TRL's kernel scales and soft-caps itself; our PPO needs plain logits and no FSDP
+    fused = config.algorithm != "ppo" or (shape.fused_head and not fsdp)
+    completion_tokens = b * completion
+    lm_head = HEAD_TILE * act + completion_tokens * shape.hidden * (4 + 2 * act)
+    if full:  # the head's weight gradient, accumulated in float32, then cast
+        lm_head += shape.vocab * shape.hidden * (4 + act)
+    kv_per_token = shape.layers * 2 * shape.kv_heads * shape.head_dim * act
+    sampler_copies = _sampler_weight_copies(shape, act, lora=not full) if static_cache else 0
+    value_separate = config.algorithm == "ppo" and config.ppo.value_model == "separate"
+    # parameters and gradients (x 2) of the root unit and of the layer units in flight
+    gathered = (shape.root_parameters + FSDP_UNITS_IN_FLIGHT * shape.layer_parameters) * act * 2
+    lm_head = lm_head if fused else 0
+    logits = 0 if fused else 3 * completion_tokens * shape.vocab * act
+    terms = {
+        "weights": weights // shards,
+        "optimizer": 2 * trainable_bytes // shards,
+        "gradients": trainable_bytes if accumulates_unsharded else trainable_bytes // shards,
+        "optimizer_step": trainable_bytes // shards if config.algorithm == "ppo" else 0,
+        "ddp_buckets": trainable_bytes if t.num_gpus > 1 and not fsdp else 0,
+        "fsdp_gathered": gathered if fsdp else 0,
+        "activations": activations,
+        "lm_head": lm_head,
+        "logits": logits,
+        "kv_cache": kv_per_token * per_device * cache_seq + sampler_copies,
+        "generation_gather": weights - weights // shards if fsdp else 0,
+        "reference": weights // shards if _uses_reference(config) and full else 0,
+        "value_model": 4 * shape.parameters * act // shards if value_separate else 0,
+        "margin": int(PER_TOKEN_MARGIN * (activations + lm_head + logits)),
+    }
+    return MemoryEstimate(
+        terms=terms,
+        micro_batch=b,
+        dtype=dtype,
+        static_cache=static_cache,
+        compiled_layers=compiled,
+    )
+
+
+def _sampler_weight_copies(shape: ModelShape, act: int, lora: bool) -> int:
+    """The static-cache sampler's merged projections (:mod:`engine.generation.decode_weights`):
+    q/k/v and gate/up copied per layer, o and down too under LoRA; none above its size limit."""
+    from engine.generation.decode_weights import MAX_COPY_BYTES
+
+    kv = shape.kv_heads * shape.head_dim
+    per_layer = shape.hidden * (shape.hidden + 2 * kv) + 2 * shape.hidden * shape.intermediate
+    if lora:
+        per_layer += shape.hidden * shape.hidden + shape.intermediate * shape.hidden
+    copies = shape.layers * per_layer * act
+    return copies if copies <= MAX_COPY_BYTES else 0
+
+
+def _uses_reference(config: RunConfig) -> bool:
+    if config.algorithm == "grpo":
+        return config.grpo.beta > 0
+    if config.algorithm == "rloo":
+        return config.rloo.beta > 0
+    return config.ppo.kl_coef > 0 or config.ppo.kl_mode == "adaptive"
+
+
+def micro_batch_choices(config: RunConfig) -> list[int]:
+    """Micro-batch sizes the batch rule allows: divisors of the completions per device."""
+    per_device = config.completions_per_step // config.training.num_gpus
+    return [d for d in range(per_device, 0, -1) if per_device % d == 0]
+
+
+def fitting_micro_batch(
+    config: RunConfig,
+    shape: ModelShape,
+    budget_bytes: float,
+    prompt_tokens: int = PROMPT_TOKENS,
+) -> int:
+    """The largest allowed micro-batch whose estimated peak fits ``budget_bytes`` (1 if none
+    does: the smallest step the config allows)."""
+    for size in micro_batch_choices(config):
+        peak = estimate(config, shape, micro_batch=size, prompt_tokens=prompt_tokens).peak
+        if peak <= budget_bytes:
+            return size
+    return 1
+
+
+def with_default_micro_batch(
+    config: RunConfig, card_bytes: int, prompt_tokens: int = PROMPT_TOKENS
+) -> RunConfig:
+    """``config`` with ``training.micro_batch_size`` picked for a card of ``card_bytes`` (and
+    prompts of ``prompt_tokens``) when the user left it empty; unchanged otherwise, or when
+    the model's shape is unknown."""
+    if config.training.micro_batch_size is not None:
+        return config
+    shape = model_shape(config.model)
+    if shape is None:
+        return config
+    size = fitting_micro_batch(config, shape, CARD_BUDGET * card_bytes, prompt_tokens)
+    training = replace(config.training, micro_batch_size=size)
+    return replace(config, training=training)
+
+
+# Rows read for the longest prompt: enough for any uploaded file, bounded for hub datasets.
+PROMPT_SCAN_ROWS = 5000
+
+
+def longest_prompt(tokenizer: Any, rows: list[dict[str, Any]]) -> int:
+    """Tokens of the longest prompt among the first ``PROMPT_SCAN_ROWS`` rows, as the model
+    reads them (chat template or plain text): TRL pads a micro-batch to its longest prompt."""
+    from engine.generation.sampling import encode_prompts
+
+    encoded = encode_prompts(tokenizer, [row["prompt"] for row in rows[:PROMPT_SCAN_ROWS]])
+    return max((len(ids) for ids in encoded), default=PROMPT_TOKENS)
+
+
+def local_card_bytes() -> int | None:
+    """Total memory of this process's first visible GPU, or None without CUDA. Total, not
+    free: every process of a multi-GPU run must pick the same micro-batch."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_properties(0).total_memory
+
+
+def describe(config: RunConfig, card_bytes: int | None, prompt_tokens: int | None = None) -> str:
+    """The estimate's line for ``config`` on a card of ``card_bytes`` (None: on the CPU), or
+    why there is none, for prompts of ``prompt_tokens`` (None: ``PROMPT_TOKENS`` assumed, as
+    said in the line). An empty micro-batch on a card shows the size the run will pick."""
+    shape = model_shape(config.model)
+    if shape is None:
+        return (
+            f"No memory estimate: the config of {config.model.name_or_path!r} is not on this "
+            "machine."
+        )
+    on_gpu = card_bytes is not None
+    picked = on_gpu and config.training.micro_batch_size is None
+    tokens = PROMPT_TOKENS if prompt_tokens is None else prompt_tokens
+    if picked:
+        config = with_default_micro_batch(config, card_bytes, tokens)
+    line = estimate(config, shape, on_gpu=on_gpu, prompt_tokens=tokens).summary()
+    line += f" Prompts of {tokens} tokens{' assumed' if prompt_tokens is None else ''}."
+    if picked:
+        line += (
+            f" The micro-batch ({config.training.micro_batch_size}) is picked to fit "
+            f"{CARD_BUDGET:.0%} of the {size(card_bytes)} card."
+        )
+    return line

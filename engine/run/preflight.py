@@ -1,0 +1,193 @@
+"""Checks a run's model and data before the run is recorded, so mistakes surface as field errors.
+
+More GPUs than the machine has, a tracker that is not installed, a missing model folder, a hub
+id that cannot be fetched offline, 4-bit loading without a GPU, a dataset file that is missing or
+lacks the mapped columns: each is reported as a :class:`~engine.config.fields.ConfigError` naming
+the field (``training.num_gpus``, ``model.name_or_path``, ``data.prompt_column``...), in the
+form, the API and the CLI, instead of a run that fails seconds later. Only cheap checks run here:
+no weights are loaded and nothing is downloaded; with network access, a hub model id that is not
+cached is looked up once (``model_info``, a few seconds at most, a network failure lets it pass).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.config.fields import ConfigError
+from engine.config.input_policy import InputPolicy
+from engine.config.run_config import RunConfig
+from engine.data.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
+from engine.models.loading import ModelLoadError, ModelSpec, model_offline, resolve_spec
+from rewards.hub_ids import is_hub_id
+
+logger = logging.getLogger(__name__)
+
+HUB_LOOKUP_TIMEOUT_S = 5.0
+
+
+def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
+    """Raise ``ConfigError`` when the run's GPUs, model or data cannot be used as configured.
+
+    ``policy`` limits what a run started from the web may read (no limit for the CLI).
+    """
+    if policy is not None:
+        policy.check_model(config.model)
+        policy.check_data(config.data)
+        policy.check_reward(config.reward)
+    check_gpus(config.training.num_gpus)
+    check_gpu_ids(config.training.gpu_list)
+    check_trackers(config.training.report_to, config.algorithm)
+    check_model(config.model)
+    if config.data.source == "hub":
+        check_hub_dataset_id(str(config.data.path))
+    if config.data.source == "file" or (config.data.source == "hub" and hub_offline()):
+        check_data(config.data, policy)
+
+
+def check_data(spec: DataSpec, policy: InputPolicy | None = None) -> list[dict[str, Any]]:
+    """The data's rows, loaded as mapped; else ``ConfigError`` naming the ``data`` field.
+
+    From the web, a mapping error lists the file's column names only when the user uploaded
+    the file; errors never quote the file's values.
+    """
+    try:
+        return load_rows(spec)
+    except MissingColumnError as exc:
+        if policy is not None and not policy.is_upload(str(spec.path)):
+            raise ConfigError(
+                f"data.{exc.field}", f"column {exc.column!r} ({exc.field}) not found in the data"
+            ) from None
+        raise ConfigError(f"data.{exc.field}", exc.reason) from None
+    except DatasetError as exc:
+        raise ConfigError(f"data.{exc.field}" if exc.field else "data", exc.reason) from None
+
+
+def check_hub_dataset_id(name: str) -> None:
+    """A hub dataset is named by a valid id, as a hub model is (see :func:`check_model`)."""
+    if not is_hub_id(name.strip(), owner_required=False):
+        raise ConfigError(
+            "data.path",
+            f"{name!r} is not a Hugging Face dataset id (owner/name: letters, digits, '-', '_', "
+            "'.'); for a file of your own use source 'file'",
+        )
+
+
+def check_gpus(num_gpus: int) -> None:
+    """Several processes need as many CUDA GPUs: each takes its share of every step's batch."""
+    available = torch.cuda.device_count()
+    if num_gpus > 1 and available < num_gpus:
+        raise ConfigError(
+            "training.num_gpus",
+            f"{num_gpus} GPUs asked for, and this machine has {available}; set it to 1"
+            + (f" or up to {available}" if available > 1 else ""),
+        )
+
+
+def check_gpu_ids(ids: list[int]) -> None:
+    """GPUs named in ``training.gpu_ids`` exist here (as nvidia-smi numbers them)."""
+    if not ids:
+        return
+    from engine.run.devices import list_gpus
+
+    here = sorted(g.index for g in list_gpus())
+    missing = [i for i in ids if i not in here]
+    if missing:
+        have = f"GPUs {', '.join(map(str, here))}" if here else "no GPU"
+        raise ConfigError(
+            "training.gpu_ids",
+            f"GPU {', '.join(map(str, missing))} is not on this machine, which has {have}; "
+            "leave it empty to use the free ones",
+        )
+
+
+def check_trackers(report_to: list[str], algorithm: str = "grpo") -> None:
+    """Each tracker in ``training.report_to`` is installed: TRL fails at the run's start
+    otherwise (its ``TensorBoardCallback``, ``WandbCallback``... import the package). Our PPO
+    loop reports to no tracker, so a PPO run asking for one is refused rather than silent."""
+    if report_to and algorithm == "ppo":
+        raise ConfigError(
+            "training.report_to",
+            "PPO runs report to Reward Studio only; the trackers take GRPO and RLOO runs "
+            "(TRL's callbacks). Leave it empty for PPO",
+        )
+    for i, name in enumerate(report_to):
+        # The trackers' import names equal their pip names (tensorboard, wandb, trackio).
+        if importlib.util.find_spec(name) is None:
+            raise ConfigError(
+                f"training.report_to[{i}]",
+                f"{name!r} is not installed; install it with `pip install {name}` and restart "
+                "the app, or remove it from training.report_to",
+            )
+
+
+def check_model(spec: ModelSpec) -> None:
+    """The model exists locally, is in the download cache, or can be downloaded now."""
+    field = "model.name_or_path"
+    if spec.load_in_4bit and not torch.cuda.is_available():
+        raise ConfigError("model.load_in_4bit", "4-bit loading needs a CUDA GPU; turn it off")
+    try:
+        resolved = resolve_spec(spec)
+    except ModelLoadError as exc:
+        raise ConfigError(field, str(exc)) from None
+    name = resolved.name_or_path.strip()
+    path = Path(name).expanduser()
+    if path.exists():
+        if path.is_dir() and not (path / "config.json").is_file() and not resolved.gguf_file:
+            raise ConfigError(
+                field,
+                f"folder {name!r} holds no config.json; a model folder needs config.json, the "
+                "weights (*.safetensors or *.bin) and tokenizer files, as save_pretrained writes",
+            )
+        return
+    if name.startswith((".", "/", "~")):
+        raise ConfigError(field, f"no such local folder {name!r}; check the path")
+    if not is_hub_id(name, owner_required=False):
+        raise ConfigError(
+            field,
+            f"{name!r} is neither a local folder nor a Hugging Face model id (owner/name: "
+            "letters, digits, '-', '_', '.')",
+        )
+    if _in_hub_cache(name):
+        return
+    if model_offline():
+        raise ConfigError(
+            field,
+            f"{name!r} is not on this machine and network access is off (HF_HUB_OFFLINE=1). "
+            "Give a local model folder, or download the model on a machine with network "
+            f"access first (`huggingface-cli download {name}`).",
+        )
+    check_hub_model(name)
+
+
+def check_hub_model(repo_id: str) -> None:
+    """Refuse a model id the Hub says does not exist (a typo used to fail ~55 s into the run).
+    A gated model exists (its load will ask for a token); an unreachable or slow Hub is no
+    reason to refuse: the run's own download reports it."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    try:
+        HfApi().model_info(repo_id, timeout=HUB_LOOKUP_TIMEOUT_S)
+    except GatedRepoError:
+        return
+    except RepositoryNotFoundError:
+        raise ConfigError(
+            "model.name_or_path",
+            f"no model {repo_id!r} on the Hugging Face Hub; check the id (owner/name). A private "
+            "model needs a token with access (HF_TOKEN).",
+        ) from None
+    except Exception as exc:  # no network, a timeout, a Hub error: not the user's mistake
+        logger.info(
+            "Could not look up %s on the Hub (%s); the run's download will tell", repo_id, exc
+        )
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)

@@ -1,0 +1,107 @@
+"""The models of one run: where it started, its checkpoints, its final model.
+
+A run folder holds ``final/`` (full weights, LoRA already merged, see
+``engine.models.loading.save_plain_weights``) once it completes, and ``checkpoint-<step>/`` folders
+on the way: full weights, or a LoRA adapter (``adapter_config.json``) for a LoRA run; PPO keeps
+its policy in ``checkpoint-<step>/policy/``. :func:`load_run_model` turns any of them into a
+plain transformers model, merging an adapter into its base (peft ``merge_and_unload``), so the
+Playground, ``generate`` and the exports all read models the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from engine.config.run_config import RunConfig
+from engine.models.loading import ModelSpec
+from engine.run.checkpoints import checkpoints
+from engine.run.layout import POLICY_DIR, config_path, final_model_dir
+
+logger = logging.getLogger(__name__)
+
+BASE = "base"
+FINAL = "final"
+ADAPTER_CONFIG = "adapter_config.json"
+
+
+class RunModelError(ValueError):
+    """The run has no such model; the message names what it has."""
+
+
+@dataclass(frozen=True)
+class RunModel:
+    """One model of a run.
+
+    Attributes:
+        key: ``"base"``, ``"final"`` or ``"checkpoint-<step>"``.
+        label: what the pickers show.
+        path: the folder (None for the base: it loads from the run's ``model`` spec).
+        step: the training step it was saved at (0 for the base).
+    """
+
+    key: str
+    label: str
+    path: Path | None
+    step: int
+
+
+def run_config(run_dir: Path) -> RunConfig:
+    return RunConfig.load(config_path(Path(run_dir)))
+
+
+def run_models(run_dir: Path, config: RunConfig | None = None) -> list[RunModel]:
+    """The run's starting model, its checkpoints (oldest first) and its final model."""
+    run_dir = Path(run_dir)
+    config = config or run_config(run_dir)
+    out = [RunModel(BASE, f"starting model ({config.model.name_or_path})", None, 0)]
+    for path, step in sorted(checkpoints(run_dir).items(), key=lambda item: item[1]):
+        out.append(RunModel(path.name, f"checkpoint at step {step}", path, step))
+    final = final_model_dir(run_dir)
+    if final.is_dir():
+        out.append(RunModel(FINAL, "final model", final, config.training.steps))
+    return out
+
+
+def find_run_model(run_dir: Path, key: str, config: RunConfig | None = None) -> RunModel:
+    """The model ``key`` of the run (``"latest"``: the final model, else the newest
+    checkpoint, else the base)."""
+    models = run_models(run_dir, config)
+    if key == "latest":
+        return models[-1]
+    for model in models:
+        if model.key == key:
+            return model
+    have = ", ".join(m.key for m in models)
+    raise RunModelError(f"the run has no model {key!r}; it has: {have}")
+
+
+def base_spec(config: RunConfig) -> ModelSpec:
+    """The run's starting model, without the adapter the run added, in float32 (CPU-exact)."""
+    return replace(config.model, lora=None, load_in_4bit=False, dtype="float32")
+
+
+def load_run_model(
+    run_dir: Path, key: str = "latest", device: str = "cpu", config: RunConfig | None = None
+) -> tuple[Any, Any, RunModel]:
+    """``(model, tokenizer, which)``: a plain model (adapters merged), ready to generate."""
+    from engine.models.loading import load_model_and_tokenizer
+
+    config = config or run_config(run_dir)
+    which = find_run_model(run_dir, key, config)
+    if which.path is None:
+        model, tokenizer = load_model_and_tokenizer(base_spec(config), device=device)
+        return model.eval(), tokenizer, which
+    folder = which.path / POLICY_DIR if (which.path / POLICY_DIR).is_dir() else which.path
+    if (folder / ADAPTER_CONFIG).is_file():
+        from peft import PeftModel
+
+        base, tokenizer = load_model_and_tokenizer(base_spec(config), device=device)
+        model = PeftModel.from_pretrained(base, str(folder)).merge_and_unload()
+        logger.info("merged the LoRA adapter of %s into %s", folder, config.model.name_or_path)
+    else:
+        spec = ModelSpec(name_or_path=str(folder), dtype="float32")
+        model, tokenizer = load_model_and_tokenizer(spec, device=device)
+    return model.eval(), tokenizer, which

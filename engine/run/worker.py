@@ -1,0 +1,313 @@
+"""One training run, start to finish, in its own process (``python -m engine run``).
+
+The worker owns its run's rows in SQLite: it marks the run running, streams metrics, samples and
+log lines, checkpoints, and ends with ``completed``, ``stopped`` (SIGTERM: the current step
+finishes and a checkpoint is saved) or ``failed`` (message and traceback stored). It never
+touches another run's rows, so a crash here cannot harm other runs or the stored history.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import traceback
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from engine.config.fields import ConfigError
+from engine.config.run_config import RunConfig
+from engine.data.datasets import DatasetError, DataSpec
+from engine.models.loading import ModelLoadError
+from engine.run.checkpoints import checkpoint_step, clean_incomplete, latest_checkpoint
+from engine.run.layout import final_model_dir, run_dir
+from engine.run.stop_request import StopRequest, install_stop_handlers
+from engine.tracking import metric_names
+from engine.tracking.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
+from engine.tracking.samples import sample_rows
+from engine.trainers.callbacks import StudioCallback
+from storage import runs as run_store
+from storage.db import Database
+from storage.paths import db_path
+from storage.schema import RunStatus
+
+logger = logging.getLogger("engine.run.worker")
+
+# Failures caused by the run's inputs, not by a bug: reported by their message alone.
+USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, DatasetError, ModelLoadError)
+
+# Recorded after the last checkpoint, so a resume from it records them again.
+FINAL_EVAL_METRICS = (
+    metric_names.EVAL_ACCURACY,
+    metric_names.EVAL_STRICT_ACCURACY,
+    metric_names.EVAL_FORMAT_RATE,
+)
+
+
+def is_main_process() -> bool:
+    """True for the process that writes storage (rank 0 under ``accelerate launch``)."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def resume_point(folder: Path, config: RunConfig, recorder: RunRecorder) -> Path | None:
+    """The newest complete checkpoint to continue from (``None``: start at step 0), with the
+    rows that the run will record again dropped: those after the checkpoint, or all of them.
+
+    What a killed save left behind is deleted first, so the same step can be saved again.
+    """
+    clean_incomplete(folder)
+    resume_from = latest_checkpoint(folder)
+    step = None if resume_from is None else checkpoint_step(resume_from)
+    if step is not None:
+        logger.info("Resuming from %s", resume_from.name)
+    final = step is not None and step >= config.training.steps
+    recorder.rewind(step, redone_at_step=FINAL_EVAL_METRICS if final else ())
+    return resume_from
+
+
+def heldout_rows(data: DataSpec, n: int) -> list[dict[str, Any]]:
+    """The first ``n`` held-out rows: the built-in task's, or a file's or hub dataset's
+    ``heldout_share`` of prompts (the rows training leaves out).
+
+    None when ``n`` is 0, when training reads split ``all`` or a named hub split (no rows are
+    left out then), or when the held-out split is empty (a small file, a small share).
+    """
+    if n == 0:
+        return []
+    from engine.data.datasets import load_rows
+
+    if data.source != "builtin" and (data.split != "train" or data.heldout_share <= 0):
+        return []
+    try:
+        return load_rows(replace(data, split="heldout", max_rows=n))
+    except DatasetError as err:
+        logger.info("No held-out evaluation: %s", err)
+        return []
+
+
+def run(
+    config_path: str | Path,
+    run_id: str,
+    data_dir: str | Path,
+    *,
+    show_progress: bool = False,
+    stop: StopRequest | None = None,
+) -> str:
+    """Train the run described by ``config_path``; returns its final status.
+
+    ``stop`` is a request whose signal handlers the caller installed early; without one, the
+    handlers are installed here.
+    """
+    from engine.run.devices import apply_cpu_share
+
+    apply_cpu_share()  # the launcher's share of the cores, before torch starts its threads
+    data_dir = Path(data_dir)
+    main = is_main_process()
+    db = Database(db_path(data_dir)) if main else None
+    if stop is None:
+        stop = StopRequest()
+        install_stop_handlers(stop)
+    log_handler = None
+    recorder: RunRecorder = NullRecorder()
+    status = RunStatus.FAILED
+    try:
+        if db is not None:
+            run_store.set_status(db, run_id, RunStatus.RUNNING, pid=os.getpid())
+            recorder = StorageRecorder(db, run_id)
+            log_handler = StorageLogHandler(db, run_id)
+            log_handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+            logging.getLogger().addHandler(log_handler)
+        status = _train(
+            RunConfig.load(config_path),
+            run_id,
+            data_dir,
+            recorder,
+            stop,
+            show_progress=show_progress,
+        )
+    except Exception as exc:  # the run fails; the process and the database stay healthy
+        if isinstance(exc, USER_ERRORS):  # the message says what to fix; the trace is stored
+            logger.error("Run %s failed: %s", run_id, exc)
+        else:
+            logger.exception("Run %s failed", run_id)
+        if db is not None:
+            run_store.set_status(
+                db,
+                run_id,
+                RunStatus.FAILED,
+                error=f"{type(exc).__name__}: {exc}",
+                traceback=traceback.format_exc(),
+            )
+        return RunStatus.FAILED
+    finally:
+        recorder.close()
+        if log_handler is not None:
+            log_handler.flush()
+            logging.getLogger().removeHandler(log_handler)
+        if db is not None:
+            if status != RunStatus.FAILED:
+                run_store.set_status(db, run_id, status)
+            db.close()
+            _start_queued_runs(data_dir)
+    return status
+
+
+def _start_queued_runs(data_dir: Path) -> None:
+    """This run's slot is free: let the next queued run start even if no UI is open."""
+    from engine.run.launcher import Launcher
+
+    try:
+        Launcher(data_dir).dispatch()
+    except Exception:  # the run itself is finished and recorded; a queue hiccup must not fail it
+        logger.exception("Could not start the next queued run")
+
+
+def _train(
+    config: RunConfig,
+    run_id: str,
+    data_dir: Path,
+    recorder: RunRecorder,
+    stop: StopRequest,
+    *,
+    show_progress: bool,
+) -> str:
+    from datasets import Dataset
+
+    from engine.data.datasets import load_rows
+    from engine.data.prompts import for_trainer, prompt_format
+    from engine.models.loading import load_model_and_tokenizer
+    from engine.models.memory import (
+        describe,
+        local_card_bytes,
+        longest_prompt,
+        with_default_micro_batch,
+    )
+    from engine.run.distributed import save_final_model
+    from engine.tracking.evaluation import evaluate
+    from engine.tracking.heldout_rewards import heldout_reward_metrics
+    from engine.tracking.trackers import point_trackers_at
+
+    folder = run_dir(data_dir, run_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    point_trackers_at(config, folder)  # before TRL imports trackio
+    from engine.trainers.trl_trainers import build_trl_trainer
+
+    logger.info("Loading model %s", config.model.name_or_path)
+    spec, device = config.model, None
+    if config.training.distributed == "fsdp":  # every rank loads onto the CPU; FSDP shards it
+        device = "cpu"
+        spec = replace(spec, dtype="bfloat16") if spec.dtype == "auto" else spec
+    model, tokenizer = load_model_and_tokenizer(spec, device=device)
+    train_rows = load_rows(config.data)
+    eval_rows = heldout_rows(config.data, config.training.eval_samples)
+    logger.info("%d training prompts, %d held-out prompts", len(train_rows), len(eval_rows))
+    logger.info("Prompts reach the model as %s", prompt_format(tokenizer))
+    card, prompt_tokens = local_card_bytes(), None
+    if card is not None:  # on a GPU, an empty micro-batch is sized to the card and the prompts
+        prompt_tokens = longest_prompt(tokenizer, train_rows)
+        config = with_default_micro_batch(config, card, prompt_tokens)
+    logger.info("%s", describe(config, card, prompt_tokens))
+
+    def evaluate_now(policy: Any, step: int) -> dict[str, float]:
+        logger.info("Evaluating %d held-out prompts at step %d", len(eval_rows), step)  # phase
+        report = evaluate(
+            policy,
+            tokenizer,
+            eval_rows,
+            temperature=config.generation.temperature,
+            max_new_tokens=config.generation.max_completion_length,
+            seed=config.training.seed,
+        )
+        logger.info(
+            "Held-out at step %d: accuracy %.3f, format %.3f",
+            step,
+            report.accuracy,
+            report.format_rate,
+        )
+        metrics = heldout_reward_metrics(config.reward, eval_rows, report.samples)
+        if config.data.source == "builtin":  # the task's own answer and format checks
+            metrics |= {
+                metric_names.EVAL_ACCURACY: report.accuracy,
+                metric_names.EVAL_STRICT_ACCURACY: report.strict_accuracy,
+                metric_names.EVAL_FORMAT_RATE: report.format_rate,
+            }
+        return metrics
+
+    # Every process must take the same steps; only the main one evaluates (its results are the
+    # ones recorded) while the others wait for it at the next gradient sync. Under FSDP the main
+    # process cannot run the model alone (each layer's forward gathers its weights from every
+    # rank), so there is no held-out evaluation.
+    sharded = config.training.distributed == "fsdp"
+    if eval_rows and sharded:
+        logger.warning("training.distributed fsdp: held-out evaluation is skipped")
+    evaluate_fn = evaluate_now if eval_rows and is_main_process() and not sharded else None
+    resume_from = resume_point(folder, config, recorder)
+
+    if stop.is_set():  # asked to stop while the model loaded: nothing trained, nothing to save
+        logger.info("Stop requested before the first step")
+        return RunStatus.STOPPED
+
+    if config.algorithm == "ppo":
+        from engine.trainers.ppo import train_ppo
+
+        if config.training.activation_checkpointing:  # TRL's trainers do this themselves
+            model.gradient_checkpointing_enable({"use_reentrant": False})
+
+        return train_ppo(
+            config,
+            model,
+            tokenizer,
+            train_rows,
+            folder,
+            recorder,
+            stop,
+            evaluate=evaluate_fn,
+            resume_from=resume_from,
+            show_progress=show_progress,
+        )
+
+    trainer = None
+
+    def store_samples(step: int) -> None:
+        batch = trainer.pop_generation_batch() if trainer is not None else None
+        if batch is not None and config.training.samples_per_log:
+            recorder.samples(
+                step,
+                sample_rows(
+                    config.reward,
+                    batch,
+                    config.generation.num_generations,
+                    config.training.samples_per_log,
+                ),
+            )
+
+    budget = config.training.time_budget_minutes
+    callback = StudioCallback(
+        recorder,
+        stop,
+        store_samples=store_samples,
+        evaluate=evaluate_fn,
+        eval_steps=config.training.eval_steps,
+        time_budget_s=None if budget is None else budget * 60.0,
+    )
+    trainer = build_trl_trainer(
+        config,
+        model,
+        tokenizer,
+        Dataset.from_list(for_trainer(tokenizer, train_rows)),
+        str(folder),
+        [callback],
+        show_progress=show_progress,
+        before_checkpoint_publish=recorder.flush,  # a checkpoint's metrics are stored first
+    )
+    done = resume_from is not None and checkpoint_step(resume_from) >= config.training.steps
+    if done:  # killed after its last checkpoint: the Trainer would train one step too many
+        logger.info("Every step is trained; finishing from %s", resume_from.name)
+        trainer._load_from_checkpoint(str(resume_from))
+        callback.finish(trainer.model, config.training.steps)
+    else:
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    if stop.is_set():
+        return RunStatus.STOPPED
+    save_final_model(trainer.accelerator, trainer.model, tokenizer, final_model_dir(folder))
+    return RunStatus.COMPLETED

@@ -1,0 +1,314 @@
+"""The Design tab's component editor, drawn on demand from the form's values.
+
+The values (:data:`ui.design.spec_form.FormValues`) live in a ``gr.State``, the *layout*;
+``gr.render`` draws one accordion per slot they hold, so "Add component" adds any registry
+component any number of times (up to :data:`ui.design.spec_form.MAX_INSTANCES`) and Remove drops
+any, with no pool of hidden slots. Typing in an input validates at once without drawing again (the
+layout changes only on add, remove and load, which read the inputs first, so nothing typed is
+lost). Inputs are generated from the registry's :class:`~rewards.params.ParamSpec` and carried by
+input key, never by position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gradio as gr
+
+from rewards.params import ParamSpec
+from ui.design import spec_io
+from ui.design.spec_form import (
+    DESCRIPTION,
+    GENERAL,
+    FormCheck,
+    FormValues,
+    Slot,
+    SpecDoesNotFit,
+    SpecForm,
+)
+from ui.shared.messages import escape, warn
+from ui.shared.named_values import Updates, Values, error_line
+
+#: A text parameter this long (``max_length``) gets a multi-line editor.
+LONG_TEXT_CHARS = 10_000
+ON_BADGE = "● on"
+# Edits, adds, removes and loads run one at a time in the order they came, so an edit sent just
+# before a Remove cannot land after it with the removed slot's values.
+FORM_QUEUE: dict[str, Any] = {"concurrency_id": "design-form", "concurrency_limit": 1}
+
+
+def elem_key(key: str) -> str:
+    """An input key as a DOM-friendly id fragment (``rule#2.weight`` -> ``rule-2-weight``)."""
+    return key.replace("#", "-").replace(".", "-").replace("_", "-")
+
+
+def header_label(slot: Slot, enabled: bool) -> str:
+    """A component's accordion header: its name, with an "on" badge while it is enabled."""
+    return f"{slot.label}   {ON_BADGE}" if enabled else slot.label
+
+
+def layout_of(values: FormValues, version: int = 0, adding: str | None = None) -> dict[str, Any]:
+    """The layout state: the values to draw, a version that changes on every redraw (so
+    loading the same preset twice still puts back what the user had typed over), and the
+    component "Add component" stays on (adding another of the same is one click)."""
+    return {"version": version, "values": values, "adding": adding}
+
+
+@dataclass
+class EditorTargets:
+    """What the editor updates outside itself: the shared spec, its summary and text, the
+    message line, and the layout it is drawn from."""
+
+    layout: gr.State
+    spec_state: gr.State
+    status: gr.Markdown
+    code: gr.Code
+    export_format: gr.Radio
+    message: gr.Markdown
+
+    def checked(self, check: FormCheck, fmt_name: str) -> Updates:
+        # While any field is wrong the shared spec is None: Preview keeps its last scores and
+        # Train refuses to start, instead of silently using an older reward.
+        updates: Updates = {
+            self.spec_state: check.spec.to_dict() if check.ok else None,
+            self.status: check.summary(),
+        }
+        if check.ok:
+            updates[self.code] = spec_io.spec_text(check.spec, fmt_name)
+        return updates
+
+    def redraw(
+        self,
+        form: SpecForm,
+        values: FormValues,
+        layout: dict,
+        fmt_name: str,
+        message: str,
+        adding: str | None = None,
+    ) -> Updates:
+        """Updates that draw the editor again from ``values`` and check them."""
+        return {
+            **self.checked(form.check(values), fmt_name),
+            self.layout: layout_of(values, int(layout.get("version", 0)) + 1, adding),
+            self.message: message,
+        }
+
+    @property
+    def redraw_outputs(self) -> list[gr.components.Component]:
+        return [self.layout, self.spec_state, self.status, self.code, self.message]
+
+
+@dataclass
+class FormParts:
+    """One drawing of the editor: inputs and error lines keyed by input key."""
+
+    inputs: dict[str, gr.components.Component] = field(default_factory=dict)
+    errors: dict[str, gr.Markdown] = field(default_factory=dict)
+    accordions: dict[str, tuple[Slot, gr.Accordion]] = field(default_factory=dict)  # by slot key
+    removes: dict[str, gr.Button] = field(default_factory=dict)  # slot key -> its Remove button
+    add_name: gr.Dropdown | None = None  # which registry component "Add component" adds
+    add: gr.Button | None = None
+
+    def read(self, raw: Values) -> FormValues:
+        """The form values, by input key, out of what Gradio passes for a set of inputs."""
+        return {key: raw[comp] for key, comp in self.inputs.items()}
+
+    def show_errors(self, check: FormCheck) -> Updates:
+        """Updates that show each error (or warning) under its input and hide the others."""
+        notes = {**check.warnings, **check.errors}  # an error outranks advice on one input
+        return {
+            md: gr.Markdown(value=warn(escape(notes.get(key, ""))), visible=key in notes)
+            for key, md in self.errors.items()
+        }
+
+
+def _param_input(slot: Slot, p: ParamSpec, value: Any) -> gr.components.Component:
+    common = {
+        "label": p.name.replace("_", " "),
+        "elem_id": elem_key(f"{slot.key}.{p.name}"),
+        "interactive": True,  # drawn by gr.render, where Gradio infers no interactivity
+    }
+    info = f"{p.doc} ({p.describe_allowed()})"
+    if p.type == "bool":
+        return gr.Checkbox(value=bool(value), info=p.doc, **common)
+    if p.type in ("int", "float"):
+        return gr.Number(value=value, precision=0 if p.type == "int" else None, info=info, **common)
+    if p.type == "str" and p.choices:
+        return gr.Dropdown(choices=list(p.choices), value=value, info=p.doc, **common)
+    if p.type == "list":
+        return gr.Textbox(
+            value=value, lines=3, max_lines=8, info=f"{p.doc}; one per line", **common
+        )
+    if (p.max_length or 0) >= LONG_TEXT_CHARS:  # code or a rubric: a multi-line editor
+        return gr.Textbox(value=value, lines=6, max_lines=30, info=p.doc, **common)
+    return gr.Textbox(value=value, info=info, **common)
+
+
+def _error_md(parts: FormParts, key: str, notes: dict[str, str]) -> None:
+    note = notes.get(key)
+    parts.errors[key] = error_line(f"error-{elem_key(key)}", warn(escape(note)) if note else "")
+
+
+def _build_slot(parts: FormParts, slot: Slot, values: FormValues, notes: dict[str, str]) -> None:
+    """One component's accordion, open while enabled: enable switch, weight, metric name, its
+    parameters and a Remove button."""
+    at = f"{slot.key}."
+    enabled = bool(values[at + "enabled"])
+    accordion = gr.Accordion(
+        header_label(slot, enabled), open=enabled, elem_id=f"slot-{elem_key(slot.key)}"
+    )
+    parts.accordions[slot.key] = (slot, accordion)
+    with accordion, gr.Group():
+        with gr.Row():
+            gr.Markdown(escape(slot.info.description), padding=True)
+            parts.removes[slot.key] = gr.Button(
+                "Remove", size="sm", scale=0, elem_id=f"remove-{elem_key(slot.key)}"
+            )
+        with gr.Row():
+            parts.inputs[at + "enabled"] = gr.Checkbox(
+                value=enabled,
+                label=f"use {slot.label}",
+                elem_id=elem_key(at + "enabled"),
+                interactive=True,
+                scale=1,
+                min_width=120,
+            )
+            with gr.Column(scale=2, min_width=140):
+                parts.inputs[at + "weight"] = gr.Number(
+                    value=values[at + "weight"],
+                    label="weight",
+                    elem_id=elem_key(at + "weight"),
+                    interactive=True,
+                )
+                _error_md(parts, at + "weight", notes)
+            with gr.Column(scale=3, min_width=180):
+                parts.inputs[at + "label"] = gr.Textbox(
+                    value=values[at + "label"],
+                    label="metric name in charts",
+                    placeholder=f"default: {slot.default_metric_name}",
+                    max_lines=1,
+                    elem_id=elem_key(at + "label"),
+                    interactive=True,
+                )
+                _error_md(parts, at + "label", notes)
+        params = slot.info.params
+        for start in range(0, len(params), 3):
+            with gr.Row():
+                for p in params[start : start + 3]:
+                    with gr.Column(min_width=200):
+                        parts.inputs[at + p.name] = _param_input(slot, p, values[at + p.name])
+                        _error_md(parts, at + p.name, notes)
+        gr.Markdown(f"<small>Source: {escape(slot.info.source)}</small>", padding=True)
+
+
+def draw_form(form: SpecForm, values: FormValues, adding: str | None = None) -> FormParts:
+    """The inputs of ``values`` (description, then each slot in registry order) with each
+    message of their check under its input, and the "Add component" row."""
+    check = form.check(values)
+    notes = {**check.warnings, **check.errors}
+    parts = FormParts()
+    _error_md(parts, GENERAL, notes)
+    parts.inputs[DESCRIPTION] = gr.Textbox(
+        value=values[DESCRIPTION],
+        label="Description",
+        placeholder="optional: what this reward is for",
+        lines=1,
+        max_lines=4,
+        elem_id=elem_key(DESCRIPTION),
+        interactive=True,
+    )
+    _error_md(parts, DESCRIPTION, notes)
+    for slot in form.slots_in(values):
+        _build_slot(parts, slot, values, notes)
+    with gr.Row(equal_height=True):
+        parts.add_name = gr.Dropdown(
+            label="Add component",
+            choices=form.component_names,
+            value=adding,
+            elem_id="add-component-name",
+            interactive=True,
+            scale=3,
+        )
+        parts.add = gr.Button("Add component", scale=1, elem_id="add-component")
+    return parts
+
+
+def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets, version: int) -> None:
+    """Validate on every edit; add and remove slots by drawing the editor again."""
+
+    def on_edit(raw: Values) -> Updates:
+        if raw[out.layout].get("version") != version:
+            return {}  # sent by inputs that a redraw has replaced since: stale
+        check = form.check(parts.read(raw))
+        return {**parts.show_errors(check), **out.checked(check, raw[out.export_format])}
+
+    gr.on(
+        [c.input for c in parts.inputs.values()]
+        + [c.blur for c in parts.inputs.values() if isinstance(c, gr.Number)],
+        on_edit,
+        inputs={out.layout, out.export_format, *parts.inputs.values()},
+        outputs=[out.spec_state, out.status, out.code, *parts.errors.values()],
+        trigger_mode="always_last",
+        show_progress="hidden",
+        api_visibility="private",
+        **FORM_QUEUE,
+    )
+
+    # The "on" badge follows the component's own switch (one small update, not a redraw).
+    for key, (slot, accordion) in parts.accordions.items():
+        parts.inputs[f"{key}.enabled"].input(
+            lambda enabled, slot=slot: gr.Accordion(label=header_label(slot, bool(enabled))),
+            inputs=parts.inputs[f"{key}.enabled"],
+            outputs=accordion,
+            show_progress="hidden",
+            api_visibility="private",
+        )
+
+    every_input = {out.layout, out.export_format, *parts.inputs.values()}
+
+    def on_add(raw: Values) -> Updates:
+        values = parts.read(raw)
+        try:
+            slot = form.slot_to_add(raw[parts.add_name], list(parts.accordions))
+        except SpecDoesNotFit as exc:
+            return {out.message: warn(f"Not added: {escape(exc)}")}
+        values.update(form.slot_values(slot))
+        message = f"Added **{escape(slot.label)}**."
+        layout, fmt_name = raw[out.layout], raw[out.export_format]
+        return out.redraw(form, values, layout, fmt_name, message, adding=slot.info.name)
+
+    def remover(slot: Slot) -> Callable[[Values], Updates]:
+        def on_remove(raw: Values) -> Updates:
+            values = form.without_slot(parts.read(raw), slot.key)
+            message = f"Removed **{escape(slot.label)}** from the reward."
+            return out.redraw(form, values, raw[out.layout], raw[out.export_format], message)
+
+        return on_remove
+
+    assert parts.add is not None and parts.add_name is not None
+    parts.add.click(
+        on_add,
+        inputs={*every_input, parts.add_name},
+        outputs=out.redraw_outputs,
+        api_visibility="private",
+        **FORM_QUEUE,
+    )
+    for key, button in parts.removes.items():
+        button.click(
+            remover(parts.accordions[key][0]),
+            inputs=every_input,
+            outputs=out.redraw_outputs,
+            api_visibility="private",
+            **FORM_QUEUE,
+        )
+
+
+def build_editor(form: SpecForm, out: EditorTargets) -> None:
+    """The editor, drawn again whenever ``out.layout`` changes (and on page load)."""
+
+    @gr.render(inputs=out.layout, show_progress="hidden")
+    def draw(layout: dict[str, Any]) -> None:
+        parts = draw_form(form, layout["values"], layout.get("adding"))
+        _wire_form(form, parts, out, layout.get("version", 0))

@@ -1,0 +1,64 @@
+"""The Design tab: compose the reward from the registry's components.
+
+Every component instance gets an enable switch, a weight, an optional metric name and its
+parameters, all generated from :data:`rewards.registry.REGISTRY` through
+:class:`ui.design.spec_form.SpecForm` and drawn on demand by :mod:`ui.design.editor`. Loading a
+spec that the form cannot show whole is refused, and disabled components are named when loaded
+(they are shown unticked and stay out of the spec until ticked). Each edit is validated
+at once and a wrong value gets its message right under its input. The valid spec goes into a
+``gr.State`` that the Preview and Train tabs read; presets, JSON/YAML import and export, and the
+standalone TRL module are here too. "Try it" scores one hand-written completion live.
+
+Each part is its own module (:mod:`ui.design.editor`, :mod:`ui.design.presets`,
+:mod:`ui.design.files`, :mod:`ui.design.try_it`); this one lays them out and wires them together,
+and re-exports the names other tabs take from the Design tab (``elem_key``, ``TRACE_HEADERS``,
+``TRACE_WIDTHS``, ``trace_rows``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from rewards.spec import DEFAULT_PRESET, PRESETS
+from ui.design.editor import EditorTargets, build_editor, layout_of
+from ui.design.editor import elem_key as elem_key
+from ui.design.files import build_spec_io, wire_spec_io
+from ui.design.presets import build_presets, wire_loaders
+from ui.design.spec_form import FormCheck, SpecForm
+from ui.design.try_it import TRACE_HEADERS as TRACE_HEADERS
+from ui.design.try_it import TRACE_WIDTHS as TRACE_WIDTHS
+from ui.design.try_it import build_try, wire_try
+from ui.design.try_it import trace_rows as trace_rows
+from ui.shared.context import AppContext
+
+
+@dataclass
+class DesignHandles:
+    """What other tabs read from the Design tab: the current valid spec as a plain dict."""
+
+    spec_state: gr.State
+    form: SpecForm
+
+
+def build_design(ctx: AppContext) -> DesignHandles:
+    form = SpecForm()
+    initial_spec = PRESETS.get(DEFAULT_PRESET) or next(iter(PRESETS.values()))
+    spec_state = gr.State(initial_spec.to_dict())
+    layout = gr.State(layout_of(form.values_from_spec(initial_spec)))
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            preset, load_preset = build_presets()
+            status = gr.Markdown(FormCheck(initial_spec).summary(), elem_id="spec-status")
+            editor = gr.Column()
+        with gr.Column(scale=2):
+            try_parts = build_try(initial_spec)
+            io = build_spec_io(initial_spec)
+    out = EditorTargets(layout, spec_state, status, io.code, io.export_format, io.message)
+    with editor:
+        build_editor(form, out)
+    wire_loaders(form, out, io, preset, load_preset)
+    wire_spec_io(io, spec_state)
+    wire_try(try_parts, spec_state)
+    return DesignHandles(spec_state=spec_state, form=form)

@@ -1,0 +1,145 @@
+"""The app factory: builds the Gradio Blocks of Reward Studio from the tab modules.
+
+Nothing is built at import time; :func:`build_app` is called by ``app.py`` (and by tests) with
+an :class:`~ui.shared.context.AppContext`. Tabs exchange what they share through the handles their
+``build_<tab>`` functions return: the reward spec (Design -> Preview, Train), the run picker
+(Train -> Runs), and the Tabs container (to move the user to a new run).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import gradio as gr
+
+from storage.paths import persistence_note
+from ui.api import build_api
+from ui.compare.tab import build_compare
+from ui.design.tab import build_design
+from ui.playground.tab import build_playground
+from ui.preview.tab import build_preview
+from ui.runs.tab import build_runs, initial_selection
+from ui.shared.context import AppContext, on_space, positive_int_setting
+from ui.shared.identity import (
+    VISITOR_STORAGE_KEY,
+    browser_state_secret,
+    ownership_note,
+    remember_visitor,
+    viewer_for,
+)
+from ui.shared.messages import escape
+from ui.train.tab import build_train
+
+TITLE = "Reward Studio"
+CSS = """
+.run-chart { min-height: 280px; }
+#run-samples td, #preview-table td { vertical-align: top; font-size: 0.85em; }
+.field-error { color: #b91c1c; font-size: 0.85em; }
+.msg-ok { color: #15803d; font-weight: 700; }
+.msg-warn { color: #b45309; font-weight: 700; }
+.msg-hint { color: #2563eb; font-weight: 700; }
+.field-error p { margin: 0; }
+footer { display: none !important; }
+/* Column headers wrap between words, never inside one ("gr/ou/p"). */
+th .header { word-break: normal !important; overflow-wrap: normal !important; }
+"""
+MAX_UPLOAD_MB_ENV = "STUDIO_MAX_UPLOAD_MB"
+DEFAULT_MAX_UPLOAD_MB = 100
+CACHE_SWEEP = (1800, 6 * 3600)  # (every N seconds, remove files older than M seconds)
+THEME = gr.themes.Soft(primary_hue="indigo", secondary_hue="amber")
+
+
+def build_app(ctx: AppContext) -> gr.Blocks:
+    """The whole dashboard: Design, Preview, Train, Runs, Compare and Playground tabs plus API
+    endpoints."""
+    # Gradio keeps every upload and served file in its cache until the server stops: sweep
+    # files older than six hours every half hour, so visitors' uploads do not fill the disk.
+    with gr.Blocks(title=TITLE, delete_cache=CACHE_SWEEP) as demo:
+        gr.Markdown(
+            f"## {TITLE}\n"
+            "Design a reward from weighted components, preview it on real generations with a "
+            "trace of every component, train with GRPO, RLOO or PPO, and watch it learn."
+            + (f"\n\n**{ctx.demo.describe()}**" if ctx.demo.describe() else "")
+            + f"\n\n<small>{escape(persistence_note(ctx.data_dir))} {ownership_note()}</small>",
+            elem_id="app-header",
+        )
+        if on_space():
+            # Hugging Face sign-in (the Space's README sets hf_oauth: true); signed-in users
+            # own their runs as hf:<username>, visitors get a per-session identity.
+            gr.LoginButton(elem_id="login-button")
+        with gr.Tabs(elem_id="main-tabs") as tabs:
+            with gr.Tab("Design", id="design", elem_id="tab-design"):
+                design = build_design(ctx)
+            with gr.Tab("Preview", id="preview", elem_id="tab-preview"):
+                build_preview(ctx, design)
+            with gr.Tab("Train", id="train", elem_id="tab-train"):
+                train = build_train(ctx, design)
+            with gr.Tab("Runs", id="runs", elem_id="tab-runs"):
+                runs = build_runs(ctx)
+            with gr.Tab("Compare", id="compare", elem_id="tab-compare") as compare_tab:
+                compare = build_compare(ctx, compare_tab)
+            with gr.Tab("Playground", id="playground", elem_id="tab-playground") as playground:
+                build_playground(ctx, design, playground)
+
+        # "Start training" takes the user to the new run.
+        def to_new_run(run_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None):
+            choices, pick = initial_selection(ctx, viewer_for(request, profile), run_id)
+            return gr.Tabs(selected="runs"), gr.Dropdown(choices=choices, value=pick)
+
+        train.run_id.change(
+            to_new_run,
+            inputs=train.run_id,
+            outputs=[tabs, runs.run_select],
+            api_visibility="private",
+        )
+
+        # An anonymous visitor's identity lives in the browser, so a reload keeps their runs.
+        visitor = gr.BrowserState(
+            "", storage_key=VISITOR_STORAGE_KEY, secret=browser_state_secret(ctx.data_dir)
+        )
+
+        def on_load(token: str, request: gr.Request, profile: gr.OAuthProfile | None = None):
+            if request is not None and request.session_hash:
+                token = remember_visitor(request.session_hash, token)
+            requested = request.query_params.get("run") if request is not None else None
+            choices, pick = initial_selection(ctx, viewer_for(request, profile), requested)
+            # A link to one of the viewer's runs opens on that run's view.
+            tab = gr.Tabs(selected="runs") if requested and pick == requested else gr.Tabs()
+            runs_list, compare_list = (
+                gr.Dropdown(choices=choices, value=pick),
+                gr.Dropdown(choices=choices),
+            )
+            return runs_list, compare_list, tab, token
+
+        demo.load(
+            on_load,
+            inputs=visitor,
+            outputs=[runs.run_select, compare.runs_box, tabs, visitor],
+            api_visibility="private",
+        )
+        build_api(ctx)
+    return demo
+
+
+def launch_kwargs(ctx: AppContext) -> dict:
+    """Arguments of ``Blocks.launch`` that every launch of the app shares.
+
+    The data dir (the database, configs, logs, checkpoints of every user) is never served:
+    it is in no allowed path, and blocked even where Gradio would otherwise serve a file
+    (the working directory, the temp dir). Downloads are copies made per request for the
+    run's owner (``ui.runs.actions``), which Gradio serves from its own cache.
+    """
+    return {
+        "theme": THEME,
+        "css": CSS,
+        "blocked_paths": [str(ctx.data_dir)],
+        # Uploads land on the server's disk (and a dataset is copied once more into uploads/).
+        "max_file_size": upload_limit_bytes(),
+    }
+
+
+def upload_limit_bytes(env: Mapping[str, str] | None = None) -> int:
+    """The largest file a visitor may upload: ``STUDIO_MAX_UPLOAD_MB`` (default 100) MiB."""
+    env = os.environ if env is None else env
+    return (positive_int_setting(env, MAX_UPLOAD_MB_ENV) or DEFAULT_MAX_UPLOAD_MB) * 2**20

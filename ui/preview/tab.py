@@ -1,0 +1,397 @@
+"""The Preview tab: generate completions with a model, score them with the Design tab's reward.
+
+"Generate" samples completions (with a progress bar) into a :class:`~ui.preview.cache.PreviewCache`
+kept per browser session. Every change of the reward re-scores that cache at once, without
+generating again: the table (tags and extracted answer highlighted, one column per component),
+the stacked contributions per sample and the group diagnostics follow the weights live. Picking a
+row shows that sample's trace and the reward-hacking probes.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from engine.config.fields import ConfigError, field_help
+from rewards.deadline import call_deadline
+from rewards.mathpool import INTERACTIVE_DEADLINE_S
+from rewards.probes import run_probes
+from rewards.spec import RewardSpec
+from ui.design.tab import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
+from ui.preview.cache import PreviewCache, PreviewScores
+from ui.preview.generate import (
+    CUSTOM,
+    PreviewError,
+    PreviewRequest,
+    generate_preview,
+    model_choices,
+    unavailable_models_note,
+)
+from ui.shared import charts, hints
+from ui.shared.context import AppContext
+from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
+from ui.shared.messages import escape, warn
+from ui.shared.named_values import Updates, Values, error_line, show_error_at
+from ui.shared.plot_output import plot_value
+from ui.shared.trace_view import fmt
+
+logger = logging.getLogger(__name__)
+
+
+def summary_markdown(cache: PreviewCache, scores: PreviewScores) -> str:
+    """Source line, mean total, and the plain-language warnings of this preview."""
+    if cache.empty:
+        return "Generate completions to preview the reward on them."
+    lines = [f"**{cache.source}** · mean total reward **{fmt(scores.mean_total(), 4)}**"]
+    diag = scores.diagnostics()
+    found = hints.preview_hints(cache.truncated) + list(diag.warnings)
+    lines += [warn(escape(w)) for w in dict.fromkeys(found)]
+    return "\n\n".join(lines)
+
+
+def diagnostics_markdown(scores: PreviewScores) -> str:
+    """Per-group mean/std, zero-std share, variance shares and component correlations."""
+    if not scores.scored:
+        return ""
+    diag = scores.diagnostics()
+    lines = [
+        "#### Group diagnostics",
+        f"- groups with identical rewards (no GRPO signal): **{diag.zero_std_fraction:.0%}**",
+    ]
+    shares = [f"{k} {v:.0%}" for k, v in diag.variance_share.items() if v is not None]
+    if shares:
+        lines.append("- share of within-group reward variance: " + ", ".join(shares))
+    pairs = [
+        f"{a}~{b} {r:+.2f}"
+        for a, row in diag.correlations.items()
+        for b, r in row.items()
+        if a < b and r is not None
+    ]
+    if pairs:
+        lines.append("- component correlations: " + ", ".join(pairs))
+    lines.append(
+        "- per group (mean ± std): "
+        + ", ".join(f"#{g.group_id} {fmt(g.mean)} ± {g.std:.2g}" for g in diag.groups)
+    )
+    return "\n".join(lines)
+
+
+def sample_trace(scores: PreviewScores, index: int) -> list[list[Any]]:
+    s = scores.scored[index]
+    return [
+        [t.name, fmt(t.raw), fmt(t.weight), fmt(t.contribution), t.explanation] for t in s.trace
+    ]
+
+
+PROBE_HEADERS = ["probe", "total", "change", "components that moved", "verdict"]
+
+
+def probe_rows(
+    spec: RewardSpec, cache: PreviewCache, index: int, tokenize: Any = None
+) -> list[list[Any]]:
+    """The reward-hacking probes of one cached sample, one row per probe."""
+    results = run_probes(
+        spec,
+        cache.prompts[index],
+        cache.completions[index],
+        cache.answers[index],
+        completion_ids=cache.completion_ids[index] if tokenize else None,
+        tokenize=tokenize,
+    )
+    rows = []
+    for r in results:
+        moved = ", ".join(
+            f"{c.name} {c.delta_contribution:+.2g}" for c in r.components if c.delta_contribution
+        )
+        verdict = "paid for" if r.rewarded else ("n/a" if not r.applicable else "ok")
+        rows.append([r.name, fmt(r.total), fmt(r.delta_total), moved, r.summary or verdict])
+    return rows
+
+
+@dataclass
+class PreviewControls:
+    """The left column: model, data and sampling inputs, each with its error line."""
+
+    model_key: gr.Dropdown
+    custom_model: gr.Textbox
+    refresh_models: gr.Button
+    data: DataInputs
+    sampling: dict[str, gr.Number]  # PreviewRequest field -> its input
+    generate: gr.Button
+    errors: dict[str, gr.Markdown]  # PreviewError field -> its error line
+
+
+@dataclass
+class PreviewResults:
+    """The right column: scores of the generated samples, one sample's trace and probes."""
+
+    summary: gr.Markdown
+    table: gr.Dataframe
+    contrib: gr.Plot
+    diagnostics: gr.Markdown
+    trace: gr.Dataframe
+    probes: gr.Dataframe
+
+
+#: Label and element id of each sampling knob's input (its range, default and help are the
+#: PreviewRequest field's).
+SAMPLING_INPUTS = {
+    "num_prompts": ("Prompts", "preview-prompts"),
+    "samples_per_prompt": ("Samples per prompt", "preview-samples"),
+    "temperature": ("Temperature", "preview-temperature"),
+    "max_new_tokens": ("Max new tokens", "preview-max-tokens"),
+    "seed": ("Seed", "preview-seed"),
+}
+
+
+def build_preview_controls(ctx: AppContext) -> PreviewControls:
+    """The left column: model, data and sampling inputs, each with its error line."""
+    errors: dict[str, gr.Markdown] = {}
+
+    def error_md(name: str) -> None:
+        errors[name] = error_line(f"preview-error-{name}")
+
+    gr.Markdown("### Model")
+    choices = model_choices(ctx)
+    model_key = gr.Dropdown(
+        label="Model", choices=choices, value=choices[0][1], elem_id="preview-model"
+    )
+    custom_model = gr.Textbox(
+        label="Hugging Face id or local folder",
+        visible=False,
+        placeholder="Qwen/Qwen2.5-0.5B-Instruct or /path/to/model",
+    )
+    refresh_models = gr.Button("Refresh model list (run checkpoints)", size="sm")
+    note = unavailable_models_note()
+    if note:
+        gr.Markdown(f"<small>{note}</small>")
+    error_md("model")
+    gr.Markdown("### Data")
+    data = build_data_inputs("heldout", "preview")
+    error_md("data")
+    gr.Markdown("### Sampling")
+    knobs = PreviewRequest.sampling_fields()
+    sampling: dict[str, gr.Number] = {}
+    for at in range(0, len(knobs), 2):  # two inputs a row, each with its error line under it
+        with gr.Row():
+            for f in knobs[at : at + 2]:
+                label, elem_id = SAMPLING_INPUTS[f.name]
+                with gr.Column(min_width=120):
+                    sampling[f.name] = gr.Number(
+                        label=label,
+                        value=f.default,
+                        precision=0 if isinstance(f.default, int) else None,
+                        info=field_help(f),
+                        elem_id=elem_id,
+                    )
+                    error_md(f.name)
+    generate = gr.Button("Generate", variant="primary", elem_id="preview-generate")
+    return PreviewControls(
+        model_key=model_key,
+        custom_model=custom_model,
+        refresh_models=refresh_models,
+        data=data,
+        sampling=sampling,
+        generate=generate,
+        errors=errors,
+    )
+
+
+def _read_only_table(headers: list[str], elem_id: str, **options: Any) -> gr.Dataframe:
+    """An empty, wrapped table the handlers fill; the user reads it, never edits it."""
+    return gr.Dataframe(
+        headers=headers, value=[], interactive=False, wrap=True, elem_id=elem_id, **options
+    )
+
+
+def _build_results() -> PreviewResults:
+    summary = gr.Markdown(
+        "Generate completions to preview the reward on them.", elem_id="preview-summary"
+    )
+    table = _read_only_table(["#", "completion", "total"], "preview-table", max_height=520)
+    contrib = gr.Plot(show_label=False, elem_id="preview-contributions")
+    diagnostics = gr.Markdown(elem_id="preview-diagnostics")
+    gr.Markdown("### Selected sample (click a row)")
+    trace = _read_only_table(TRACE_HEADERS, "preview-trace", column_widths=TRACE_WIDTHS)
+    probes = _read_only_table(
+        PROBE_HEADERS,
+        "preview-probes",
+        label="Reward-hacking probes: what cheap edits the reward pays for",
+    )
+    return PreviewResults(summary, table, contrib, diagnostics, trace, probes)
+
+
+def build_preview(ctx: AppContext, design: DesignHandles) -> None:
+    cache_state = gr.State(PreviewCache())
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=300):
+            controls = build_preview_controls(ctx)
+        with gr.Column(scale=3, min_width=500):
+            results = _build_results()
+    _wire_model_picker(ctx, controls)
+    _wire_scores(ctx, design, controls, results, cache_state)
+
+
+def _wire_model_picker(ctx: AppContext, controls: PreviewControls) -> None:
+    model_key, custom_model = controls.model_key, controls.custom_model
+
+    def on_model(key: str):
+        return gr.Textbox(visible=key == CUSTOM)
+
+    model_key.change(on_model, model_key, custom_model, api_visibility="private")
+    controls.refresh_models.click(
+        lambda: gr.Dropdown(choices=model_choices(ctx)), outputs=model_key, api_visibility="private"
+    )
+
+
+def preview_request(ctx: AppContext, controls: PreviewControls, raw: Values) -> PreviewRequest:
+    """The request of the Preview form; ``raw`` is what Gradio passes for a set of inputs
+    (component -> value). A data picker it cannot read raises :class:`PreviewError`."""
+    try:
+        data = data_spec(*(raw[c] for c in controls.data.all), policy=ctx.input_policy)
+    except ConfigError as exc:  # an upload of a type the data picker does not read
+        raise PreviewError("data", str(exc)) from None
+    sampling = {name: raw[comp] for name, comp in controls.sampling.items()}
+    if sampling["seed"] is None:  # an emptied seed input
+        sampling["seed"] = 0
+    request = PreviewRequest(
+        model_key=raw[controls.model_key],
+        custom_model=raw[controls.custom_model] or "",
+        data=data,
+        **sampling,
+    )
+    return request  # checked by generate_preview, against this app's caps
+
+
+def _show_error(errors: dict[str, gr.Markdown], exc: PreviewError | None) -> Updates:
+    """Updates that show ``exc`` on its input's error line (the data's when it names none) and
+    hide every other line."""
+    where = None if exc is None else exc.field if exc.field in errors else "data"
+    return show_error_at(errors, where, exc)
+
+
+def _score_views(cache: PreviewCache, scores: PreviewScores) -> tuple[Any, ...]:
+    """Summary, table, contribution chart and diagnostics of the scored cache."""
+    n = len(scores.components)
+    datatypes = ["number", "number", "str", "html", "str", "str", *["number"] * (n + 1)]
+    share = max(4, 24 // max(1, n + 1))
+    widths = ["3%", "4%", "18%", f"{60 - share * (n + 1)}%", "7%", "8%"]
+    widths += [f"{share}%"] * (n + 1)
+    return (
+        summary_markdown(cache, scores),
+        gr.Dataframe(
+            value=scores.rows(), headers=scores.headers(), datatype=datatypes, column_widths=widths
+        ),
+        plot_value(
+            charts.contribution_figure(
+                [str(i) for i in range(len(cache))], scores.contributions(), scores.totals
+            )
+        ),
+        diagnostics_markdown(scores),
+    )
+
+
+def _selected_index(cache: PreviewCache, index: Any) -> int | None:
+    """``index`` when it still names a sample of ``cache``, else None."""
+    return index if isinstance(index, int) and 0 <= index < len(cache) else None
+
+
+def _wire_scores(
+    ctx: AppContext,
+    design: DesignHandles,
+    controls: PreviewControls,
+    results: PreviewResults,
+    cache_state: gr.State,
+) -> None:
+    """Generate into the session's cache; re-score it on every reward change (once: the table
+    and the clicked sample's trace share the scores); trace and probe the clicked sample."""
+    errors = controls.errors
+    selected = gr.State(None)  # index of the clicked sample in the session's cache
+    shown = [results.summary, results.table, results.contrib, results.diagnostics]
+    sample = [results.trace, results.probes]
+
+    def sample_views(spec: RewardSpec, cache: PreviewCache, scores: PreviewScores, index: int):
+        with call_deadline(INTERACTIVE_DEADLINE_S):
+            rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
+        return sample_trace(scores, index), rows
+
+    def on_spec(cache: PreviewCache, spec_dict: dict | None, index: Any):
+        if spec_dict is None:  # the Design tab has fields to fix: keep the last scores
+            return (gr.skip(),) * (len(shown) + len(sample))
+        spec = RewardSpec.from_dict(spec_dict)
+        with call_deadline(INTERACTIVE_DEADLINE_S):  # math-verify on hostile answers
+            scores = cache.rescore(spec)
+        index = _selected_index(cache, index)
+        if index is None:
+            return (*_score_views(cache, scores), gr.skip(), gr.skip())
+        return (*_score_views(cache, scores), *sample_views(spec, cache, scores, index))
+
+    def on_generate(
+        raw: Values,
+        progress=gr.Progress(),  # noqa: B008 (how Gradio injects a progress bar)
+    ) -> Updates:
+        cache = raw[cache_state]
+        try:
+            request = preview_request(ctx, controls, raw)
+            cache = generate_preview(ctx, request, lambda f, text: progress(f, desc=text))
+        except Exception as exc:  # shown next to the input it is about, never as a trace
+            if not isinstance(exc, PreviewError):
+                logger.exception("Preview generation failed")
+                exc = PreviewError("model", f"generation failed: {type(exc).__name__}: {exc}")
+            return {cache_state: cache, **_show_error(errors, exc)}
+        views = on_spec(cache, raw[design.spec_state], None)[: len(shown)]
+        return {
+            cache_state: cache,
+            **dict(zip(shown, views, strict=True)),
+            **_show_error(errors, None),
+        }
+
+    def on_select(cache: PreviewCache, spec_dict: dict | None, evt: gr.SelectData):
+        if cache.empty or spec_dict is None:
+            return gr.skip(), gr.skip(), gr.skip()
+        index = int(evt.index[0])
+        spec = RewardSpec.from_dict(spec_dict)
+        with call_deadline(INTERACTIVE_DEADLINE_S):
+            scores = cache.rescore(spec)
+        return (*sample_views(spec, cache, scores, index), index)
+
+    c = controls
+    c.generate.click(
+        on_generate,
+        inputs={
+            cache_state,
+            design.spec_state,
+            c.model_key,
+            c.custom_model,
+            *c.data.all,
+            *c.sampling.values(),
+        },
+        outputs=[cache_state, *shown, *errors.values()],
+        concurrency_limit=1,
+        concurrency_id="generate",
+        api_visibility="private",
+    )
+    design.spec_state.change(
+        on_spec,
+        inputs=[cache_state, design.spec_state, selected],
+        outputs=[*shown, *sample],
+        trigger_mode="always_last",
+        show_progress="hidden",
+        api_visibility="private",
+    )
+    results.table.select(
+        on_select,
+        inputs=[cache_state, design.spec_state],
+        outputs=[*sample, selected],
+        api_visibility="private",
+    )
+    # New samples replaced the old ones: the old sample's trace would read as one of them.
+    cache_state.change(
+        lambda: ([], [], None),
+        outputs=[*sample, selected],
+        api_visibility="private",
+        show_progress="hidden",
+    )

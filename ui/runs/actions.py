@@ -1,0 +1,215 @@
+"""Actions on a run from the Runs view: stop, resume, delete, downloads, push to the Hub.
+
+Each returns a short message for the page (or raises :class:`RunActionError` with one), so the
+Gradio layer only shows what comes back. Each takes the :class:`~ui.shared.identity.Viewer` behind
+the event and acts only on that viewer's runs (an admin's: any run); another user's run reads like
+a missing one. Downloads are built per request into a fresh temporary folder, never served from
+the data dir.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from engine.exports.hub import HubPushError, push_model
+from engine.run.checkpoints import latest_model_dir
+from engine.run.layout import CONFIG_FILE
+from storage import runs as run_store
+from storage import samples as sample_store
+from storage.db import Database
+from storage.export import export_run
+from storage.runs import RunInfo, RunNotFoundError
+from ui.shared.identity import Viewer
+from ui.shared.trace_view import completion_html, fmt, trace_columns
+
+logger = logging.getLogger(__name__)
+
+DOWNLOADS_DIR = "studio-downloads"
+# Gradio copies a returned file into its own cache, so our copy is only needed for a moment.
+DOWNLOAD_KEEP_S = 3600.0
+
+
+class RunActionError(RuntimeError):
+    """An action on a run cannot be done; the message says why and what to do."""
+
+
+def _require(run_id: str | None) -> str:
+    if not run_id:
+        raise RunActionError("Pick a run first.")
+    if not isinstance(run_id, str):
+        raise RunActionError(f"run_id: expected a run id (text), got {type(run_id).__name__}.")
+    return run_id
+
+
+def owned_run(db: Database, viewer: Viewer, run_id: str | None) -> RunInfo:
+    """The run if ``viewer`` may see it; another user's run reads like a missing one."""
+    run_id = _require(run_id)
+    run = run_store.get_run(db, run_id, owner=viewer.scope)
+    if run is None:
+        raise RunActionError(f"No run with id {run_id!r}.")
+    return run
+
+
+def _act(
+    db: Database, launcher: Any, viewer: Viewer, action: str, run_id: str | None, done: str
+) -> str:
+    """Call ``launcher.<action>(run_id)`` on a run of ``viewer``; any refusal becomes a message
+    naming the run."""
+    run_id = owned_run(db, viewer, run_id).id
+    try:
+        getattr(launcher, action)(run_id)
+    except Exception as exc:
+        raise RunActionError(f"Cannot {action} {run_id}: {exc}") from exc
+    return done.format(run_id=run_id)
+
+
+def stop_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) -> str:
+    return _act(
+        db,
+        launcher,
+        viewer,
+        "stop",
+        run_id,
+        "Stopping {run_id}: it finishes its current step, saves a checkpoint, then stops.",
+    )
+
+
+def resume_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) -> str:
+    return _act(
+        db, launcher, viewer, "resume", run_id, "Resuming {run_id} from its last checkpoint."
+    )
+
+
+def check_deletable(run: RunInfo) -> None:
+    """Refuse, before any undo window starts, to delete a run that is still going."""
+    if not run.is_terminal:
+        raise RunActionError(f"Run {run.id} is {run.status}; stop it before deleting it.")
+
+
+def delete_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) -> str:
+    return _act(
+        db,
+        launcher,
+        viewer,
+        "delete",
+        run_id,
+        "Deleted {run_id} with its metrics, samples and files.",
+    )
+
+
+def run_folder(db: Database, viewer: Viewer, run_id: str | None) -> Path:
+    run = owned_run(db, viewer, run_id)
+    if not run.output_dir:
+        raise RunActionError(f"Run {run.id} has no output folder.")
+    return Path(run.output_dir)
+
+
+def download_dir(root: Path | None = None) -> Path:
+    """A fresh private folder for one download, outside the data dir; folders of earlier
+    downloads older than :data:`DOWNLOAD_KEEP_S` are removed on the way."""
+    root = Path(root or tempfile.gettempdir()) / DOWNLOADS_DIR
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    cutoff = time.time() - DOWNLOAD_KEEP_S
+    for old in root.iterdir():
+        try:
+            if old.stat().st_mtime < cutoff:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:  # removed by a concurrent request
+            pass
+    return Path(tempfile.mkdtemp(dir=root))
+
+
+def config_file(db: Database, viewer: Viewer, run_id: str | None, into: Path | None = None) -> Path:
+    """A copy of the run's config file (the same one ``python -m engine train`` accepts)."""
+    folder = run_folder(db, viewer, run_id)
+    path = folder / CONFIG_FILE
+    if not path.is_file():
+        raise RunActionError(f"Run {run_id} has no {CONFIG_FILE}.")
+    copy = Path(into or download_dir()) / f"{folder.name}-{CONFIG_FILE}"
+    shutil.copyfile(path, copy)
+    return copy
+
+
+def checkpoint_archive(
+    db: Database, viewer: Viewer, run_id: str | None, into: Path | None = None
+) -> Path:
+    """A zip of the run's final model (or newest checkpoint) for download."""
+    folder = run_folder(db, viewer, run_id)
+    model_dir = latest_model_dir(folder)
+    if model_dir is None:
+        raise RunActionError(
+            f"Run {run_id} has no checkpoint yet; checkpoints are written every "
+            "save_steps steps and at the end."
+        )
+    base = Path(into or download_dir()) / f"{run_id}-{model_dir.name}"
+    return Path(shutil.make_archive(str(base), "zip", root_dir=model_dir))
+
+
+def run_data_archive(
+    db: Database, viewer: Viewer, run_id: str | None, into: Path | None = None
+) -> Path:
+    """A zip of the run's metrics (CSV), samples with traces (JSONL), logs and config."""
+    run_id = owned_run(db, viewer, run_id).id
+    into = Path(into or download_dir())
+    try:
+        exported = export_run(db, run_id, into / f"{run_id}-data")
+    except RunNotFoundError:
+        raise RunActionError(f"No run with id {run_id!r}.") from None
+    return Path(shutil.make_archive(str(exported), "zip", root_dir=exported))
+
+
+def push_to_hub(db: Database, viewer: Viewer, run_id: str | None, repo_id: str, token: str) -> str:
+    """Upload the final model (or newest checkpoint) to a Hub model repo (engine.exports.hub)."""
+    folder = run_folder(db, viewer, run_id)
+    try:
+        url = push_model(folder, repo_id, token)
+    except HubPushError as exc:
+        raise RunActionError(str(exc)) from None
+    return f"Pushed {run_id} to {url}"
+
+
+def question(prompt: str) -> str:
+    """The user's part of a stored prompt (stored as ``role: content`` lines)."""
+    at = prompt.rfind("user: ")
+    return prompt[at + len("user: ") :] if at >= 0 else prompt
+
+
+def samples_table(
+    db: Database, viewer: Viewer, run_id: str | None, step: int | None
+) -> tuple[list[str], list]:
+    """Headers and rows of the samples of one step of a run of ``viewer``, one column per
+    reward component."""
+    if not run_id or step is None:
+        return ["prompt", "completion", "total"], []
+    try:
+        run_id = owned_run(db, viewer, run_id).id
+    except RunActionError:
+        return ["prompt", "completion", "total"], []
+    try:
+        step = int(step)
+    except (TypeError, ValueError, OverflowError):
+        return ["prompt", "completion", "total"], []
+    rows = sample_store.samples_at(db, run_id, step)
+    components = trace_columns(r.trace for r in rows)
+    headers = ["group", "prompt", "completion", "answer", "total", "advantage", *components, "why"]
+    out = []
+    for r in rows:
+        by_name = {t.get("name"): t for t in r.trace if isinstance(t, dict)}
+        out.append(
+            [
+                r.group,
+                question(r.prompt),
+                completion_html(r.completion),
+                r.answer or "",
+                fmt(r.total),
+                fmt(r.advantage),
+                *[fmt(by_name.get(c, {}).get("raw")) for c in components],
+                "; ".join(f"{name}: {t.get('explanation', '')}" for name, t in by_name.items()),
+            ]
+        )
+    return headers, out

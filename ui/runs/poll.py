@@ -1,0 +1,243 @@
+"""What the Runs view does each timer tick and on each action, without Gradio.
+
+:func:`poll` runs the one cheap query (``storage.runs.run_progress``: status, last step and newest
+metric id of every run), and only when something moved reads more: the run list when a status or
+step changed, new metric rows by cursor when the selected run has any, log lines when it
+progressed. It returns a :class:`RunsUpdate` whose ``None`` fields mean "unchanged: do not redraw".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage import logs as log_store
+from storage import metrics as metric_store
+from storage import runs as run_store
+from storage import samples as sample_store
+from storage.db import Database
+from storage.runs import RunInfo
+from storage.schema import RunStatus
+from ui.runs import progress as run_progress
+from ui.runs.state import RunsSnapshot, RunView
+from ui.shared import charts, hints, messages
+
+# "created" never moves; a resume starts a new attempt, so the time shown is that attempt's.
+RUN_COLUMNS = ["run", "name", "status", "step", "created", "last attempt"]
+METRIC_PAGE = 20_000
+LOG_PAGE = 500
+
+
+@dataclass
+class RunsUpdate:
+    """What changed in one tick; ``None`` means leave that part of the page as it is."""
+
+    runs_table: list[list[Any]] | None = None
+    run_choices: list[tuple[str, str]] | None = None
+    status: str | None = None  # the selected run's status ("" for none) when it changed
+    algorithm: str | None = None  # the selected run's algorithm when the selection changed
+    status_md: str | None = None
+    error: str | None = None  # "" hides the error box
+    hints_md: str | None = None
+    figures: dict[str, charts.Figure] = field(default_factory=dict)
+    logs: str | None = None
+    sample_steps: list[int] | None = None
+    progress_html: str | None = None  # bar, ETA and phase, or the summary of an ended run
+
+    @property
+    def empty(self) -> bool:
+        return (
+            all(
+                v is None
+                for v in (
+                    self.runs_table,
+                    self.status_md,
+                    self.error,
+                    self.logs,
+                    self.sample_steps,
+                    self.progress_html,
+                )
+            )
+            and not self.figures
+        )
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return ""
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _duration(run: RunInfo, now: float) -> str:
+    took = run_progress.attempt_seconds(run, now)
+    return "" if took is None else run_progress.clock(took)
+
+
+def step_text(run: RunInfo) -> str:
+    return f"{run.last_step}/{run.total_steps}" if run.total_steps else str(run.last_step)
+
+
+def runs_table(runs: list[RunInfo], now: float | None = None) -> list[list[Any]]:
+    """Rows of the run list (newest first), in :data:`RUN_COLUMNS` order."""
+    now = time.time() if now is None else now
+    return [
+        [
+            r.id,
+            r.name,
+            str(r.status),
+            step_text(r),
+            _when(r.created_at),
+            _duration(r, now),
+        ]
+        for r in runs
+    ]
+
+
+def run_choices(runs: list[RunInfo]) -> list[tuple[str, str]]:
+    """Dropdown choices ``(label, run id)``."""
+    return [
+        (f"{r.name} · {r.status}" if r.name != r.id else f"{r.id} · {r.status}", r.id) for r in runs
+    ]
+
+
+def default_selection(runs: list[RunInfo]) -> str | None:
+    """The run to show when a page opens: the newest running one, else the newest."""
+    running = [r for r in runs if str(r.status) == "running"]
+    pick = running[0] if running else (runs[0] if runs else None)
+    return None if pick is None else pick.id
+
+
+def status_markdown(run: RunInfo | None, stopping: bool = False) -> str:
+    """The run's name, status (``stopping…`` between a stop request and the stop), algorithm,
+    step and id, with what the status means."""
+    if run is None:
+        return "No run selected. Start one in the **Train** tab, or pick one from the list."
+    stopping = stopping and run.status == RunStatus.RUNNING
+    lines = [
+        f"### {run.name}",
+        f"**{'stopping…' if stopping else run.status}** · {run.algorithm.upper()} · "
+        f"step {step_text(run)} · id `{run.id}`"
+        + (f" · attempt {run.attempt}" if run.attempt > 1 else ""),
+    ]
+    # A running run's phase is shown under the progress bar instead of a generic "Training".
+    hint = "" if run.status == RunStatus.RUNNING else hints.status_hint(str(run.status))
+    if hint:
+        lines.append(f"<small>{hint}</small>")
+    if run.error_message:
+        lines.append(f"**Error:** {run.error_message}")
+    return "\n\n".join(lines)
+
+
+def error_text(run: RunInfo | None) -> str:
+    """The failed run's traceback (with its message first), or "" when there is none."""
+    if run is None or not (run.error_message or run.error_traceback):
+        return ""
+    return "\n\n".join(x for x in (run.error_message, run.error_traceback) if x)
+
+
+def hints_markdown(run: RunInfo | None, view: RunView) -> str:
+    if run is None:
+        return ""
+    found = hints.run_hints(run.algorithm, view.latest())
+    return "\n\n".join(messages.hint(messages.escape(h)) for h in found)
+
+
+def all_figures(
+    view: RunView, options: charts.ChartOptions | None = None
+) -> dict[str, charts.Figure]:
+    return {p.key: charts.panel_figure(p, view.series, options) for p in charts.PANELS}
+
+
+def poll(
+    db: Database,
+    view: RunView,
+    selected: str | None,
+    *,
+    owner: str | None = None,
+    force: bool = False,
+    options: charts.ChartOptions | None = None,
+) -> RunsUpdate:
+    """One tick of the Runs view for the run ``selected`` (``force``: redraw everything), its
+    charts drawn as ``options`` say.
+
+    With ``owner`` (a viewer's :attr:`~ui.shared.identity.Viewer.scope`), only that owner's runs are
+    listed and read; a selected run of someone else shows as no run at all.
+    """
+    update = RunsUpdate()
+    snapshot = RunsSnapshot(run_store.run_progress(db, owner=owner))
+    list_key = snapshot.list_key()
+    runs: list[RunInfo] | None = None
+    if force or list_key != view.list_key:
+        runs = run_store.list_runs(db, owner=owner)
+        update.runs_table = runs_table(runs)
+        update.run_choices = run_choices(runs)
+        view.list_key = list_key
+    if not isinstance(selected, str):
+        selected = None
+    if selected != view.run_id:
+        view.select(selected)
+        force = True
+    progress = snapshot.get(view.run_id)
+    if view.run_id is None or progress is None:
+        if force or view.status is not None:
+            view.mark_shown(None)
+            update.status = ""
+            update.status_md = status_markdown(None)
+            update.error = ""
+            update.hints_md = ""
+            update.figures = all_figures(view, options)
+            update.logs = ""
+            update.sample_steps = []
+            update.progress_html = ""
+        return update
+
+    changed: set[str] = set()
+    while view.needs_metrics(progress):
+        points, cursor = metric_store.metrics_since(db, view.run_id, view.cursor, limit=METRIC_PAGE)
+        changed |= view.absorb(points, cursor)
+        if len(points) < METRIC_PAGE:
+            break
+    progressed = view.progress_changed(progress)
+    run: RunInfo | None = None
+    if force or progressed or changed:
+        run = run_store.get_run(db, view.run_id, owner=owner)
+        view.mark_shown(progress)
+        update.status = "" if run is None else str(run.status)
+        if force and run is not None:
+            update.algorithm = run.algorithm
+        update.error = error_text(run)
+        update.hints_md = hints_markdown(run, view)
+        if force:
+            update.figures = all_figures(view, options)
+        else:
+            keys = charts.changed_panels(changed)
+            update.figures = {
+                p.key: charts.panel_figure(p, view.series, options)
+                for p in charts.PANELS
+                if p.key in keys
+            }
+        update.sample_steps = sample_store.sample_steps(db, view.run_id)
+    got = False
+    if run is not None or progress.status in (RunStatus.QUEUED, RunStatus.RUNNING):
+        # An active run's log says what it is doing (the phase) even between steps.
+        lines, log_cursor = log_store.logs_since(db, view.run_id, view.log_cursor, limit=LOG_PAGE)
+        got = view.absorb_logs(
+            (f"{_when(e.time)} {e.level:<7} {e.message}" for e in lines), log_cursor
+        )
+        if got or force:
+            update.logs = "\n".join(view.log_lines)
+    if run is not None or got:
+        run = run or run_store.get_run(db, view.run_id, owner=owner)
+        if run is not None:
+            view.see_attempt(run.attempt)
+        if run is not None and run.is_terminal and view.stop_asked == run.id:
+            view.stop_asked = None  # the stop happened; a resumed attempt is not stopping
+        asked = view.stop_asked == view.run_id
+        update.progress_html = run_progress.progress_html(run, view, asked)
+        stopping = run is not None and (
+            asked or run_progress.phase(run, view.attempt_log_lines) == run_progress.STOPPING
+        )
+        update.status_md = status_markdown(run, stopping)
+    return update

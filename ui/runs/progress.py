@@ -1,0 +1,161 @@
+"""Progress you can read on the run view: a bar with step N of M and an ETA, what the worker is
+doing now, and a summary card once a run has ended (no Gradio here).
+
+The phase comes from the worker's own log lines (``engine.run.worker``, ``engine.trainers``), which
+the view already reads by cursor: each marker below is the start of a message the worker logs when
+it enters that phase, so no extra table or query is needed.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Sequence
+
+from engine.tracking import metric_names as m
+from storage.runs import RunInfo
+from storage.schema import RunStatus
+from ui.runs.state import RunView, Series
+
+TRAINING = "Training: generating completions and updating the policy"
+STOPPING = "Stopping: finishing the step and saving a checkpoint"
+SAVING = "Saving checkpoint"
+# (start of a worker log message, the phase it begins), checked newest line first.
+PHASE_MARKERS: tuple[tuple[str, str], ...] = (
+    ("Loading model", "Loading the model"),
+    ("Resuming from", "Resuming from the last checkpoint"),
+    ("training prompts,", "Generating the first completions"),
+    ("Evaluating", "Evaluating on held-out prompts"),
+    ("Held-out at step", TRAINING),
+    ("Saving a checkpoint", SAVING),
+    ("Checkpoint saved at step", TRAINING),
+    ("Stop requested", STOPPING),
+    ("Time budget reached", "Time budget reached: saving a checkpoint"),
+    ("Every step is trained", "Finishing from the last checkpoint"),
+    ("Saved the final model", "Saving the final model"),
+)
+ETA_WINDOW = 10  # steps whose mean time predicts the rest
+
+
+def phase(run: RunInfo, log_lines: Sequence[str], stop_asked: bool = False) -> str:
+    """What an active run is doing now, in words ("" for a run that is not active)."""
+    if run.status == RunStatus.QUEUED:
+        return "Queued: waiting for a free training slot"
+    if run.status != RunStatus.RUNNING:
+        return ""
+    found = ""
+    for line in reversed(log_lines):
+        found = next((text for marker, text in PHASE_MARKERS if f" {marker}" in line), "")
+        if found:
+            break
+    if stop_asked and found != STOPPING:
+        return STOPPING
+    return found or ("Starting the worker" if run.last_step == 0 else TRAINING)
+
+
+def phases_walked(run: RunInfo, log_lines: Sequence[str]) -> list[str]:
+    """The phases the run view shows an active ``run`` going through as its log lines arrive
+    one by one, each change once (for checking a finished run's log)."""
+    running = run.model_copy(update={"status": RunStatus.RUNNING})
+    walked: list[str] = []
+    for end in range(1, len(log_lines) + 1):
+        now = phase(running, log_lines[:end])
+        if not walked or walked[-1] != now:
+            walked.append(now)
+    return walked
+
+
+def eta_seconds(run: RunInfo, series: dict[str, Series]) -> float | None:
+    """Seconds left: the mean of the last :data:`ETA_WINDOW` step times times the steps left."""
+    times = [v for v in series.get(m.STEP_TIME, Series()).values[-ETA_WINDOW:] if v is not None]
+    if not times or not run.total_steps:
+        return None
+    return sum(times) / len(times) * max(0, run.total_steps - run.last_step)
+
+
+def clock(seconds: float) -> str:
+    """``1:02:03`` or ``2:03``."""
+    minutes, secs = divmod(int(max(0.0, seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def progress_html(run: RunInfo | None, view: RunView, stop_asked: bool = False) -> str:
+    """The bar and phase of an active run, the summary card of an ended one ("" for none)."""
+    if run is None:
+        return ""
+    if run.is_terminal:
+        return summary_html(run, view.series)
+    total = run.total_steps or 0
+    share = min(1.0, run.last_step / total) if total else 0.0
+    eta = eta_seconds(run, view.series)
+    parts = [f"step {run.last_step} of {total}" if total else f"step {run.last_step}"]
+    if eta is not None:
+        parts.append(f"about {clock(eta)} left")
+    doing = phase(run, view.attempt_log_lines, stop_asked)
+    return (
+        '<div id="run-progress-box">'
+        f'<div class="run-progress-text">{html.escape(" · ".join(parts))}</div>'
+        '<div class="run-progress-track" style="background:#e5e7eb;border-radius:4px;height:10px">'
+        f'<div class="run-progress-fill" style="width:{share:.1%};background:#4f46e5;'
+        'height:10px;border-radius:4px"></div></div>'
+        f'<div class="run-phase"><em>{html.escape(doing)}…</em></div></div>'
+    )
+
+
+def _first_last(s: Series | None) -> tuple[float, float] | None:
+    points = [v for v in (s.values if s else []) if v is not None]
+    return (points[0], points[-1]) if points else None
+
+
+def summary_lines(run: RunInfo, series: dict[str, Series], now: float | None = None) -> list[str]:
+    """One line per fact of an ended run: status and steps, duration, held-out accuracy before
+    -> after with the best, reward first -> last."""
+    of = f" of {run.total_steps}" if run.total_steps else ""
+    lines = [f"{run.status} at step {run.last_step}{of}"]
+    took = attempt_seconds(run, now)
+    if took is not None:
+        lines.append(f"last attempt took {clock(took)}")
+    accuracy = accuracy_text(series.get(m.EVAL_ACCURACY))
+    if accuracy:
+        lines.append(accuracy)
+    reward = _first_last(series.get(m.REWARD_TOTAL))
+    if reward:
+        lines.append(f"reward {reward[0]:.3g} → {reward[1]:.3g}")
+    return lines
+
+
+def attempt_seconds(run: RunInfo, now: float | None = None) -> float | None:
+    """How long the run's last attempt ran (to now while it runs)."""
+    if run.started_at is None:
+        return None
+    return (run.ended_at or now or time.time()) - run.started_at
+
+
+def accuracy_text(accuracy: Series | None) -> str:
+    """``held-out accuracy 30.0% → 40.0% (best 45.0% at step 5)``, or "" without points."""
+    ends = _first_last(accuracy)
+    if accuracy is None or not ends:
+        return ""
+    best_at = max(
+        (i for i, v in enumerate(accuracy.values) if v is not None),
+        key=lambda i: accuracy.values[i],
+    )
+    return (
+        f"held-out accuracy {ends[0]:.1%} → {ends[1]:.1%} "
+        f"(best {accuracy.values[best_at]:.1%} at step {accuracy.steps[best_at]})"
+    )
+
+
+def summary_line(run: RunInfo, accuracy: Series | None, now: float | None = None) -> str:
+    """One line per run for Compare: held-out accuracy before -> after (best), steps, duration."""
+    parts = [accuracy_text(accuracy) or "no held-out evaluation", f"{run.last_step} steps"]
+    took = attempt_seconds(run, now)
+    if took is not None:
+        parts.append(clock(took))
+    return " · ".join(parts)
+
+
+def summary_html(run: RunInfo, series: dict[str, Series]) -> str:
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in summary_lines(run, series))
+    return f'<div id="run-summary"><strong>Summary</strong><ul>{items}</ul></div>'

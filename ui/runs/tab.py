@@ -1,0 +1,423 @@
+"""The Runs tab: run list, live charts, per-step samples, logs and errors, run actions.
+
+A 1 s ``gr.Timer`` calls :func:`ui.runs.poll.poll`, which runs one cheap query and reads new
+rows by cursor only when something moved; outputs that did not change are skipped, so the
+browser redraws nothing on a quiet tick. The selection is the run dropdown's value, so a page
+reload (or a second browser tab) re-attaches to the same runs from the database.
+
+Every handler works out the viewer from the request (``ui.shared.identity``) and lists, reads and
+acts on that viewer's runs only, so a queue call replayed from another session is refused too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from engine.run.launcher import RESUMABLE
+from storage import runs as run_store
+from ui.runs import actions as run_actions
+from ui.runs.buttons import wire_actions
+from ui.runs.model_export import build_model_export
+from ui.runs.poll import RUN_COLUMNS, RunsUpdate, default_selection, poll, run_choices
+from ui.runs.state import RunView
+from ui.shared import chart_controls, charts
+from ui.shared.context import AppContext
+from ui.shared.identity import Viewer, viewer_for
+from ui.shared.named_values import Updates, Values
+from ui.shared.plot_output import plot_value
+
+POLL_SECONDS = 1.0
+_PANELS = {p.key: p for p in charts.PANELS}
+
+
+@dataclass
+class RunsHandles:
+    """What other tabs need from the Runs tab."""
+
+    run_select: gr.Dropdown
+    view: gr.State
+    timer: gr.Timer
+
+
+@dataclass
+class RunsParts:
+    """The Runs tab's named parts."""
+
+    view: gr.State
+    run_select: gr.Dropdown
+    table: gr.Dataframe
+    status_md: gr.Markdown
+    progress: gr.HTML  # step N of M, ETA and phase; the summary card once the run ended
+    stop: gr.Button
+    resume: gr.Button
+    delete: gr.Button
+    config: gr.Button
+    checkpoint: gr.Button
+    data: gr.Button
+    action_md: gr.Markdown
+    confirm_row: gr.Row  # "Delete for good?" with its two buttons
+    confirm_delete: gr.Button
+    cancel_delete: gr.Button
+    undo_delete: gr.Button
+    pending_delete: gr.State  # the run whose delete waits in its undo window
+    download: gr.File
+    error_box: gr.Code
+    hints_md: gr.Markdown
+    repo: gr.Textbox
+    token: gr.Textbox
+    push: gr.Button
+    smoothing: gr.Slider  # EMA weight, the raw line faint behind
+    x_axis: gr.Radio  # step or relative time
+    log_y: gr.Checkbox
+    plots: dict[str, gr.Plot]  # panel key -> chart
+    panel_columns: dict[str, gr.Column]  # panel key -> column, shown once it has points
+    panel_notes: dict[str, gr.Markdown]  # panel key -> note, shown for the algorithms it is about
+    step_select: gr.Dropdown
+    samples: gr.Dataframe
+    logs: gr.Code
+
+    @property
+    def poll_outputs(self) -> list[gr.components.Component]:
+        """Everything a tick may redraw."""
+        return [
+            self.view,
+            self.table,
+            self.run_select,
+            self.status_md,
+            self.progress,
+            self.error_box,
+            self.hints_md,
+            *self.plots.values(),
+            self.logs,
+            self.step_select,
+            self.stop,
+            self.resume,
+            self.delete,
+            *self.panel_columns.values(),
+            *self.panel_notes.values(),
+        ]
+
+
+def action_buttons(parts: RunsParts, status: str | None) -> Updates:
+    """Stop, Resume and Delete, enabled for the statuses where they apply (no update when the
+    status did not change)."""
+    if status is None:
+        return {}
+    active = status in ("queued", "running")
+    return {
+        parts.stop: gr.Button(interactive=active),
+        parts.resume: gr.Button(interactive=status in RESUMABLE),
+        parts.delete: gr.Button(interactive=bool(status) and not active),
+    }
+
+
+def poll_updates(
+    parts: RunsParts, state: RunView, update: RunsUpdate, current_step: Any
+) -> Updates:
+    """The page updates of one poll: only what ``update`` says changed (a quiet tick updates
+    nothing but the view state)."""
+    out: Updates = {parts.view: state}
+    for comp, value in (
+        (parts.table, update.runs_table),
+        (parts.status_md, update.status_md),
+        (parts.progress, update.progress_html),
+        (parts.hints_md, update.hints_md),
+        (parts.logs, update.logs),
+    ):
+        if value is not None:
+            out[comp] = value
+    if update.error is not None:
+        out[parts.error_box] = gr.Code(value=update.error, visible=bool(update.error))
+    if update.run_choices is not None:
+        listed = any(run_id == state.run_id for _, run_id in update.run_choices)
+        out[parts.run_select] = gr.Dropdown(
+            choices=update.run_choices, value=state.run_id if listed else None
+        )
+    for key, figure in update.figures.items():
+        out[parts.plots[key]] = plot_value(figure)
+        # An empty chart says nothing: panels appear with their first point.
+        out[parts.panel_columns[key]] = gr.Column(visible=bool(figure["data"]))
+    if update.sample_steps is not None:
+        shown = state.sample_step_to_show(update.sample_steps, current_step)
+        out[parts.step_select] = gr.Dropdown(choices=update.sample_steps, value=shown)
+    out.update(action_buttons(parts, update.status))
+    if update.algorithm is not None:
+        for key, note in parts.panel_notes.items():
+            out[note] = gr.Markdown(visible=_PANELS[key].note_shown_for(update.algorithm))
+    return out
+
+
+def _build_header() -> dict[str, Any]:
+    """Run picker and list on the left; status, actions, error, hints and Hub push on the
+    right."""
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=380):
+            run_select = gr.Dropdown(
+                label="Run", choices=[], value=None, interactive=True, elem_id="run-select"
+            )
+            table = gr.Dataframe(
+                headers=RUN_COLUMNS,
+                value=[],
+                interactive=False,
+                label="All runs (click a row to open it)",
+                elem_id="runs-table",
+                max_height=360,
+                wrap=True,
+            )
+        with gr.Column(scale=1, min_width=420):
+            status_md = gr.Markdown(elem_id="run-status")
+            progress = gr.HTML(elem_id="run-progress")
+            with gr.Row():
+                stop = gr.Button("Stop", variant="stop", size="sm", elem_id="run-stop")
+                resume = gr.Button("Resume", size="sm", elem_id="run-resume")
+                delete = gr.Button("Delete", size="sm", elem_id="run-delete")
+                config = gr.Button("Config file", size="sm", elem_id="run-config")
+                checkpoint = gr.Button("Checkpoint (zip)", size="sm")
+                data = gr.Button("Metrics & samples (zip)", size="sm", elem_id="run-data")
+            action_md = gr.Markdown(elem_id="run-action-message")
+            with gr.Row(visible=False) as confirm_row:
+                confirm_delete = gr.Button(
+                    "Delete for good", variant="stop", size="sm", elem_id="run-delete-confirm"
+                )
+                cancel_delete = gr.Button("Keep it", size="sm", elem_id="run-delete-cancel")
+            undo_delete = gr.Button(
+                "Undo delete", size="sm", visible=False, elem_id="run-delete-undo"
+            )
+            pending_delete = gr.State(None)
+            download = gr.File(label="Download", visible=False, interactive=False)
+            error_box = gr.Code(
+                label="Error and traceback",
+                language="python",
+                visible=False,
+                elem_id="run-error",
+                max_lines=25,
+            )
+            hints_md = gr.Markdown(elem_id="run-hints")
+            with gr.Accordion("Push to the Hugging Face Hub", open=False):
+                repo = gr.Textbox(label="Repo (owner/name)", placeholder="alice/my-grpo-model")
+                token = gr.Textbox(label="Write token (used once, never stored)", type="password")
+                push = gr.Button("Push final model (or newest checkpoint)", size="sm")
+    return dict(
+        run_select=run_select,
+        table=table,
+        status_md=status_md,
+        progress=progress,
+        stop=stop,
+        resume=resume,
+        delete=delete,
+        config=config,
+        checkpoint=checkpoint,
+        data=data,
+        action_md=action_md,
+        confirm_row=confirm_row,
+        confirm_delete=confirm_delete,
+        cancel_delete=cancel_delete,
+        undo_delete=undo_delete,
+        pending_delete=pending_delete,
+        download=download,
+        error_box=error_box,
+        hints_md=hints_md,
+        repo=repo,
+        token=token,
+        push=push,
+    )
+
+
+def _build_charts() -> tuple[dict[str, gr.Plot], dict[str, gr.Column], dict[str, gr.Markdown]]:
+    """One chart per panel, three to a row, each hidden until it has points; the notes under
+    charts, shown for the algorithms they are about."""
+    plots: dict[str, gr.Plot] = {}
+    columns: dict[str, gr.Column] = {}
+    notes: dict[str, gr.Markdown] = {}
+    panels = list(charts.PANELS)
+    for start in range(0, len(panels), 3):
+        with gr.Row():
+            for panel in panels[start : start + 3]:
+                with gr.Column(min_width=300, visible=False) as column:
+                    columns[panel.key] = column
+                    plots[panel.key] = gr.Plot(
+                        show_label=False, elem_id=f"chart-{panel.key}", elem_classes="run-chart"
+                    )
+                    if panel.note:
+                        notes[panel.key] = gr.Markdown(
+                            f"<small>{panel.note}</small>",
+                            visible=panel.note_shown_for(None),
+                            elem_id=f"chart-note-{panel.key}",
+                        )
+    return plots, columns, notes
+
+
+def build_runs_parts() -> RunsParts:
+    """Every part of the Runs tab, laid out; nothing wired yet."""
+    view = gr.State(RunView())
+    header = _build_header()
+    with gr.Row(equal_height=True):
+        smoothing = gr.Slider(
+            0.0,
+            0.99,
+            value=0.0,
+            step=0.01,
+            label="Smoothing (EMA; the raw line stays faint behind)",
+            elem_id="chart-smoothing",
+            scale=3,
+        )
+        x_axis = chart_controls.x_axis_radio("chart-x", scale=2)
+        log_y = gr.Checkbox(label="log scale", value=False, elem_id="chart-log", scale=1)
+    plots, panel_columns, panel_notes = _build_charts()
+    with gr.Accordion("Samples by step, with each component's score", open=True):
+        # A tick or a change event may still carry the previous run's step after the choices
+        # moved on: the handlers take any value (and show nothing for a step that is not there)
+        # instead of Gradio refusing it with an error toast.
+        step_select = gr.Dropdown(
+            label="Step",
+            choices=[],
+            value=None,
+            elem_id="sample-step",
+            allow_custom_value=True,
+        )
+        samples = gr.Dataframe(
+            value=[],
+            headers=["prompt", "completion", "total"],
+            interactive=False,
+            wrap=True,
+            max_height=480,
+            elem_id="run-samples",
+            datatype="html",
+        )
+    with gr.Accordion("Worker log", open=False):
+        logs = gr.Code(label="Log", language=None, max_lines=30, elem_id="run-logs")
+    return RunsParts(
+        view=view,
+        **header,
+        smoothing=smoothing,
+        x_axis=x_axis,
+        log_y=log_y,
+        plots=plots,
+        panel_columns=panel_columns,
+        panel_notes=panel_notes,
+        step_select=step_select,
+        samples=samples,
+        logs=logs,
+    )
+
+
+def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
+    """Each tick (and each new selection) redraws only what changed."""
+
+    def refresh(raw: Values, request: gr.Request, profile: gr.OAuthProfile | None, force: bool):
+        state: RunView = raw[parts.view]
+        viewer = viewer_for(request, profile)
+        selected = raw[parts.run_select] or None
+        options = charts.ChartOptions.from_inputs(
+            raw[parts.smoothing], raw[parts.x_axis], raw[parts.log_y]
+        )
+        update = poll(ctx.db, state, selected, owner=viewer.scope, force=force, options=options)
+        return poll_updates(parts, state, update, raw[parts.step_select])
+
+    def tick(raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Updates:
+        return refresh(raw, request, profile, False)
+
+    def on_select(
+        raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> Updates:
+        return refresh(raw, request, profile, True)
+
+    inputs = {
+        parts.view,
+        parts.run_select,
+        parts.step_select,
+        parts.smoothing,
+        parts.x_axis,
+        parts.log_y,
+    }
+    timer.tick(
+        tick,
+        inputs=inputs,
+        outputs=parts.poll_outputs,
+        show_progress="hidden",
+        api_visibility="private",
+        trigger_mode="always_last",
+        concurrency_limit=None,  # one cheap query; never wait behind other sessions' events
+    )
+    gr.on(
+        [
+            parts.run_select.change,
+            parts.smoothing.change,
+            parts.x_axis.change,
+            parts.log_y.change,
+        ],
+        on_select,
+        inputs=inputs,
+        outputs=parts.poll_outputs,
+        show_progress="hidden",
+        api_visibility="private",
+        trigger_mode="always_last",  # a dragged slider redraws for where it stops
+    )
+
+    def on_row(evt: gr.SelectData):
+        row = evt.row_value if getattr(evt, "row_value", None) else None
+        return row[0] if row else gr.skip()
+
+    # The previous run's download, action message and delete question do not belong to the
+    # run now open (a confirm after switching would delete the wrong run).
+    cleared = [parts.download, parts.action_md, parts.confirm_row]
+    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private").then(
+        clear_action_output, outputs=cleared, api_visibility="private"
+    )
+    parts.run_select.input(
+        clear_action_output, outputs=cleared, api_visibility="private", show_progress="hidden"
+    )
+
+
+def clear_action_output() -> tuple[gr.File, str, gr.Row]:
+    return gr.File(value=None, visible=False), "", gr.Row(visible=False)
+
+
+def _wire_samples(ctx: AppContext, parts: RunsParts) -> None:
+    """The chosen step's samples, one column per reward component."""
+
+    def show_samples(
+        run_id: str | None, step, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ):
+        viewer = viewer_for(request, profile)
+        headers, rows = run_actions.samples_table(ctx.db, viewer, run_id, step)
+        n_components = max(0, len(headers) - 7)
+        datatypes = ["number", "str", "html", "str", "str", "str"]
+        datatypes += ["str"] * n_components + ["str"]
+        widths = ["5%", "14%", "33%", "6%", "6%", "7%", *["6%"] * n_components]
+        widths.append(f"{max(10, 29 - 6 * n_components)}%")
+        if len(headers) < 7:  # no samples: the placeholder headers
+            return gr.Dataframe(value=rows, headers=headers)
+        return gr.Dataframe(value=rows, headers=headers, datatype=datatypes, column_widths=widths)
+
+    parts.step_select.change(
+        show_samples,
+        inputs=[parts.run_select, parts.step_select],
+        outputs=parts.samples,
+        api_visibility="private",
+    )
+
+
+def build_runs(ctx: AppContext) -> RunsHandles:
+    timer = gr.Timer(POLL_SECONDS)
+    parts = build_runs_parts()
+    _wire_poll(ctx, parts, timer)
+    _wire_samples(ctx, parts)
+    wire_actions(ctx, parts)
+    build_model_export(ctx, parts.run_select)
+    return RunsHandles(run_select=parts.run_select, view=parts.view, timer=timer)
+
+
+def initial_selection(
+    ctx: AppContext, viewer: Viewer, requested: str | None = None
+) -> tuple[list[tuple[str, str]], str | None]:
+    """The viewer's run choices and the selection when a page (re)opens: the run asked for in
+    the URL (``?run=ID``) if it is one of theirs, else the newest running run, else the
+    newest run."""
+    runs = run_store.list_runs(ctx.db, owner=viewer.scope)
+    ids = {r.id for r in runs}
+    pick = requested if requested in ids else default_selection(runs)
+    return run_choices(runs), pick

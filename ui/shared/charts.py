@@ -1,0 +1,488 @@
+"""Plotly figures of the Runs, Compare and Preview views, as plain JSON data (no Gradio here).
+
+Figures are built as the dicts plotly.js draws, not through ``plotly.graph_objects``: with
+validation, one ``go.Figure`` of a few dozen traces takes ~0.3 s to build, too slow for a chart
+redrawn every second; the dicts take well under a millisecond.
+
+Each :class:`Panel` names the metrics it draws (exact names from
+:mod:`engine.tracking.metric_names`, or prefixes such as ``rewards/`` for one line per reward
+component), so the charts follow whatever the worker logs without a list of components typed here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.tracking import metric_names as m
+from ui.runs.state import Series
+
+PALETTE = (
+    "#2563eb",
+    "#dc2626",
+    "#16a34a",
+    "#9333ea",
+    "#ea580c",
+    "#0891b2",
+    "#ca8a04",
+    "#db2777",
+    "#4b5563",
+    "#65a30d",
+)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One chart: a title, the metrics it draws, and a plain-language note under it."""
+
+    key: str
+    title: str
+    names: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+    y_title: str = ""
+    note: str = ""
+    exclude_suffixes: tuple[str, ...] = ()
+    only_for: tuple[str, ...] = ()  # algorithms that log it; empty: every algorithm
+    note_for: tuple[str, ...] = ()  # algorithms the note is about; empty: every algorithm
+    right_axis: tuple[str, ...] = ()  # metrics drawn against a second y axis on the right
+
+    def note_shown_for(self, algorithm: str | None) -> bool:
+        return bool(self.note) and (not self.note_for or algorithm in self.note_for)
+
+    def matches(self, name: str) -> bool:
+        if name in self.names:
+            return True
+        if any(name.endswith(suffix) for suffix in self.exclude_suffixes):
+            return False
+        return any(name.startswith(prefix) for prefix in self.prefixes)
+
+    def select(self, names: Iterable[str]) -> list[str]:
+        """The metric names this panel draws, exact names first, in a stable order."""
+        names = list(names)
+        exact = [n for n in self.names if n in names]
+        rest = sorted(n for n in names if n not in self.names and self.matches(n))
+        return exact + rest
+
+
+PANELS: tuple[Panel, ...] = (
+    Panel(
+        "reward",
+        "Reward: total and each component (raw mean)",
+        names=(m.REWARD_TOTAL,),
+        prefixes=("rewards/",),
+        exclude_suffixes=("/std",),  # the spread within groups is not a reward level
+        y_title="reward",
+    ),
+    Panel(
+        "loss",
+        "Loss",
+        names=(m.LOSS_POLICY, m.LOSS_VALUE),
+        y_title="loss",
+        note="A policy loss near 0 is normal in GRPO/RLOO: advantages are centred within each "
+        "group, so the loss averages out. Watch the reward, not the loss.",
+        note_for=("grpo", "rloo"),
+        # PPO's value loss is often 100x its policy loss: one axis draws the policy loss flat.
+        right_axis=(m.LOSS_VALUE,),
+    ),
+    Panel("grad_norm", "Gradient norm", names=(m.GRAD_NORM,), y_title="L2 norm"),
+    Panel("learning_rate", "Learning rate", names=(m.LEARNING_RATE,), y_title="learning rate"),
+    Panel(
+        "kl",
+        "KL to the reference policy",
+        names=(m.POLICY_KL, m.PPO_KL_TO_REF, m.PPO_APPROX_KL),
+        y_title="KL",
+        note="Logged only with a KL penalty (beta > 0); beta = 0 loads no reference model.",
+    ),
+    Panel(
+        "entropy",
+        "Policy entropy",
+        names=(m.POLICY_ENTROPY, m.PPO_ENTROPY),
+        y_title="nats per token",
+    ),
+    Panel(
+        "clip",
+        "Clip ratios",
+        names=(m.PPO_CLIP_FRACTION, m.PPO_VALUE_CLIP_FRACTION),
+        prefixes=("policy/clip_ratio",),
+        y_title="share of tokens",
+    ),
+    Panel(
+        "length",
+        "Completion length",
+        names=(
+            m.COMPLETION_MEAN_LENGTH,
+            "completions/mean_terminated_length",
+            "completions/max_length",
+        ),
+        y_title="tokens",
+    ),
+    Panel(
+        "signal",
+        "Truncated completions and zero-std groups",
+        names=(m.COMPLETION_CLIPPED_RATIO, m.REWARD_ZERO_STD_FRACTION),
+        y_title="share",
+        note="Truncated completions usually score 0 on correctness. Groups whose completions "
+        "all score the same give GRPO no learning signal.",
+    ),
+    Panel(
+        "eval",
+        "Held-out evaluation",
+        names=(m.EVAL_ACCURACY, m.EVAL_STRICT_ACCURACY, m.EVAL_FORMAT_RATE),
+        prefixes=("eval/",),
+        y_title="rate",
+    ),
+    Panel("perf", "Throughput", names=(m.TOKENS_PER_S,), y_title="tokens/s"),
+    Panel(
+        "value",
+        "Value head (PPO)",
+        names=(m.PPO_EXPLAINED_VARIANCE, m.PPO_VALUE_MEAN, m.PPO_RETURN_MEAN),
+        y_title="value",
+        only_for=("ppo",),
+        note="Explained variance near 1: the critic predicts returns well; near 0 or "
+        "below: its advantages are mostly noise.",
+    ),
+)
+
+
+def panels_for(names: Iterable[str]) -> dict[str, list[str]]:
+    """``{panel key: metric names it draws}`` for the given series names."""
+    names = list(names)
+    return {p.key: p.select(names) for p in PANELS}
+
+
+def changed_panels(changed: Iterable[str]) -> set[str]:
+    """Keys of the panels that draw any of the changed series."""
+    changed = list(changed)
+    return {p.key for p in PANELS if any(p.matches(n) for n in changed)}
+
+
+SINGLE_STEP_TICKS = 12  # up to this many steps, a tick on every step
+MAX_POINTS = 2000  # longer series are thinned for drawing (every k-th point, plus the last)
+
+Figure = dict[str, Any]  # a Plotly figure as plain JSON data: {"data": [...], "layout": {...}}
+
+
+def _kept(n: int) -> list[int]:
+    """Indices of at most about :data:`MAX_POINTS` of ``n`` points, evenly spaced, always the
+    last."""
+    if n <= MAX_POINTS:
+        return list(range(n))
+    keep = list(range(0, n, -(-n // MAX_POINTS)))
+    if keep[-1] != n - 1:
+        keep.append(n - 1)
+    return keep
+
+
+def thin(steps: Sequence[int], values: Sequence[float | None]) -> tuple[list, list]:
+    """At most about :data:`MAX_POINTS` points of a series, evenly spaced, always the last."""
+    keep = _kept(len(steps))
+    return [steps[i] for i in keep], [values[i] for i in keep]
+
+
+@dataclass(frozen=True)
+class ChartOptions:
+    """How the user wants lines drawn, as the trackers they know offer it.
+
+    ``smoothing`` is the EMA weight of the past in [0, 1) (0: raw lines only); ``x`` is
+    ``"step"`` or ``"time"`` (minutes since the run's first point); ``log_y`` a log y axis.
+    """
+
+    smoothing: float = 0.0
+    x: str = "step"
+    log_y: bool = False
+
+    @classmethod
+    def from_inputs(cls, smoothing: Any, x: Any, log_y: Any) -> ChartOptions:
+        """Options from the page's controls; anything out of range falls back to the default."""
+        try:
+            weight = float(smoothing)
+        except (TypeError, ValueError):
+            weight = 0.0
+        weight = weight if math.isfinite(weight) and 0.0 <= weight < 1.0 else 0.0
+        return cls(weight, "time" if x == "time" else "step", log_y is True)
+
+
+def ema(values: Sequence[float | None], weight: float) -> list[float | None]:
+    """Debiased exponential moving average, as TensorBoard's scalar smoothing (and W&B's
+    "exponential moving average") draw it: ``last = weight * last + (1 - weight) * v``, divided by
+    ``1 - weight ** n`` over the ``n`` finite points seen so far so the start is not pulled to 0.
+    Missing or non-finite points stay gaps and do not move the average."""
+    out: list[float | None] = []
+    last, n = 0.0, 0
+    for v in values:
+        if v is None or not math.isfinite(v):
+            out.append(None)
+            continue
+        last = weight * last + (1.0 - weight) * v
+        n += 1
+        out.append(last / (1.0 - weight**n))
+    return out
+
+
+def _layout(title: str, y_title: str, x_title: str = "step", height: int = 280) -> dict:
+    axis = {"gridcolor": "#e5e7eb", "zerolinecolor": "#d1d5db", "automargin": True}
+    return {
+        "title": {"text": title, "font": {"size": 14}},
+        "margin": {"l": 50, "r": 10, "t": 40, "b": 40},
+        "height": height,
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "font": {"family": "sans-serif", "size": 11},
+        "legend": {"orientation": "h", "y": -0.18, "font": {"size": 10}},
+        "xaxis": {**axis, "title": {"text": x_title}} if x_title else axis,
+        "yaxis": {**axis, "title": {"text": y_title}},
+        "uirevision": "keep",  # zoom and hidden traces survive redraws
+    }
+
+
+def _empty_note(text: str) -> dict:
+    return {
+        "text": text,
+        "showarrow": False,
+        "xref": "paper",
+        "yref": "paper",
+        "x": 0.5,
+        "y": 0.5,
+        "font": {"color": "#6b7280"},
+    }
+
+
+def step_axis(last_step: int) -> dict:
+    """Whole-step ticks: one per step while there are few, else Plotly's own integer spacing."""
+    axis: dict[str, Any] = {"tickformat": "d"}
+    if last_step <= SINGLE_STEP_TICKS:
+        axis.update(tick0=0, dtick=1)
+    return axis
+
+
+def _last_step(series: Iterable[Series]) -> int:
+    return max((s.steps[-1] for s in series if s.steps), default=0)
+
+
+def _first_time(series: Iterable[Series]) -> float | None:
+    return min((s.times[0] for s in series if s.times), default=None)
+
+
+def run_starts(by_metric: Mapping[str, Mapping[str, Series]]) -> dict[str, float]:
+    """Each run's first point time over every metric shown: the zero of its relative time
+    (W&B's "Relative Time": each run from its own start, so runs started days apart overlay)."""
+    starts: dict[str, float] = {}
+    for runs in by_metric.values():
+        for rid, s in runs.items():
+            if s.times:
+                starts[rid] = min(starts.get(rid, s.times[0]), s.times[0])
+    return starts
+
+
+def _x(s: Series, options: ChartOptions, t0: float | None) -> list:
+    if options.x == "time" and t0 is not None and len(s.times) == len(s.steps):
+        return [(t - t0) / 60.0 for t in s.times]
+    return list(s.steps)
+
+
+def _lines(
+    name: str,
+    s: Series,
+    color: str,
+    width: float,
+    options: ChartOptions = ChartOptions(),  # frozen: one shared default is safe
+    t0: float | None = None,
+) -> list[dict]:
+    """The traces of one series: the line, or with smoothing the smoothed line over the raw
+    one drawn faint behind it (one legend entry toggles both)."""
+    keep = _kept(len(s.steps))
+    x_all = _x(s, options, t0)
+    x = [x_all[i] for i in keep]
+    raw = [s.values[i] for i in keep]
+    line = {
+        "type": "scatter",
+        "x": x,
+        "y": raw,
+        "name": name,
+        "legendgroup": name,
+        "mode": "lines+markers" if len(x) < 50 else "lines",
+        "line": {"color": color, "width": width},
+        "connectgaps": False,
+    }
+    if not options.smoothing:
+        return [line]
+    smoothed = ema(s.values, options.smoothing)
+    faint = {**line, "opacity": 0.25, "showlegend": False, "hoverinfo": "skip", "mode": "lines"}
+    return [faint, {**line, "y": [smoothed[i] for i in keep], "mode": "lines"}]
+
+
+def _x_axis(options: ChartOptions, series: Iterable[Series]) -> dict:
+    if options.x == "time":
+        return {"title": {"text": "minutes since the first point"}}
+    return step_axis(_last_step(series))
+
+
+def _label(name: str) -> str:
+    return name.removeprefix("rewards/") if name.startswith("rewards/") else name
+
+
+def panel_figure(
+    panel: Panel, series: Mapping[str, Series], options: ChartOptions | None = None
+) -> Figure:
+    """The figure of one panel, drawn as ``options`` say; an empty panel says what it is
+    waiting for."""
+    names = panel.select(series)
+    options = options or ChartOptions()
+    t0 = _first_time(series.values())
+    right = [name for name in names if name in panel.right_axis]
+    two_axes = bool(right) and len(right) < len(names)
+    data: list[dict] = []
+    for i, name in enumerate(names):
+        traces = _lines(
+            _label(name), series[name], PALETTE[i % len(PALETTE)], 3 if i == 0 else 1.8, options, t0
+        )
+        for trace in traces:
+            if two_axes and name in right:
+                trace["yaxis"] = "y2"
+        data.extend(traces)
+    by = "by time" if options.x == "time" else "by step"
+    layout = _layout(f"{panel.title} ({by})", panel.y_title, x_title="")
+    layout["xaxis"].update(_x_axis(options, (series[n] for n in names)))
+    if two_axes:
+        layout["yaxis"]["title"] = {"text": _label(names[0])}
+        layout["yaxis2"] = {
+            "title": {"text": ", ".join(_label(n) for n in right)},
+            "overlaying": "y",
+            "side": "right",
+            "showgrid": False,
+            "automargin": True,
+        }
+    if options.log_y:
+        for axis in ("yaxis", "yaxis2"):
+            if axis in layout:
+                layout[axis]["type"] = "log"
+    if not data:
+        layout["annotations"] = [_empty_note("no points yet")]
+    return {"data": data, "layout": layout}
+
+
+def overlay_figure(
+    metric: str,
+    runs: Mapping[str, Series],
+    labels: Mapping[str, str] | None = None,
+    options: ChartOptions | None = None,
+    height: int = 420,
+) -> Figure:
+    """One metric of several runs on shared axes, by step or by each run's relative time
+    (the Compare view)."""
+    labels = labels or {}
+    options = options or ChartOptions()
+    t0 = run_starts({metric: runs})
+    data = [
+        trace
+        for i, (run_id, s) in enumerate(runs.items())
+        for trace in _lines(
+            labels.get(run_id, run_id), s, PALETTE[i % len(PALETTE)], 2, options, t0.get(run_id)
+        )
+    ]
+    layout = _layout(metric, _label(metric), height=height)
+    layout["xaxis"].update(_x_axis(options, runs.values()))
+    if options.log_y:
+        layout["yaxis"]["type"] = "log"
+    if not data:
+        layout["annotations"] = [_empty_note("pick runs and a metric")]
+    return {"data": data, "layout": layout}
+
+
+def metrics_figure(
+    by_metric: Mapping[str, Mapping[str, Series]],
+    labels: Mapping[str, str] | None = None,
+    options: ChartOptions | None = None,
+) -> Figure:
+    """Several metrics of several runs (the Compare view): one panel per metric stacked on a
+    shared step (or relative time) axis, one colour per run in every panel, one legend entry per
+    run."""
+    metrics = list(by_metric)
+    if len(metrics) <= 1:
+        metric = metrics[0] if metrics else "no metric"
+        return overlay_figure(metric, by_metric.get(metric, {}), labels, options)
+    labels = labels or {}
+    options = options or ChartOptions()
+    run_ids = list(dict.fromkeys(rid for runs in by_metric.values() for rid in runs))
+    t0 = run_starts(by_metric)
+    colors = {rid: PALETTE[i % len(PALETTE)] for i, rid in enumerate(run_ids)}
+    k = len(metrics)
+    layout = _layout(", ".join(_label(m) for m in metrics), "", height=260 * k)
+    layout["annotations"] = []
+    data: list[dict] = []
+    gap = 0.06
+    for i, metric in enumerate(metrics):
+        axis = "y" if i == 0 else f"y{i + 1}"
+        top = 1 - i / k
+        layout["yaxis" if i == 0 else f"yaxis{i + 1}"] = {
+            **layout["yaxis"],
+            "title": {"text": _label(metric)},
+            "domain": [top - 1 / k + gap, top],
+            "type": "log" if options.log_y else "linear",
+        }
+        for rid, s in by_metric[metric].items():
+            for trace in _lines(labels.get(rid, rid), s, colors[rid], 2, options, t0.get(rid)):
+                trace.update(
+                    yaxis=axis, legendgroup=rid, showlegend=i == 0 and trace.get("showlegend", True)
+                )
+                data.append(trace)
+    layout["xaxis"].update(_x_axis(options, (s for r in by_metric.values() for s in r.values())))
+    layout["xaxis"]["anchor"] = f"y{k}"  # the shared axis under the lowest panel
+    return {"data": data, "layout": layout}
+
+
+def contribution_figure(
+    sample_labels: Sequence[str],
+    contributions: Mapping[str, Sequence[float | None]],
+    totals: Sequence[float | None],
+) -> Figure:
+    """Stacked bars of each component's weighted contribution per sample, with the total.
+
+    Positive and negative contributions stack away from zero (``barmode="relative"``), so a bar's
+    net height is the sample's total reward.
+    """
+    x = list(sample_labels)
+    data: list[dict] = [
+        {
+            "type": "bar",
+            "x": x,
+            "y": [0.0 if v is None else v for v in values],
+            "name": name,
+            "marker": {"color": PALETTE[i % len(PALETTE)]},
+        }
+        for i, (name, values) in enumerate(contributions.items())
+    ]
+    data.append(
+        {
+            "type": "scatter",
+            "x": x,
+            "y": list(totals),
+            "name": "total",
+            "mode": "markers",
+            "marker": {"color": "black", "symbol": "diamond", "size": 8},
+        }
+    )
+    layout = _layout(
+        "Weighted contribution of each component per sample", "reward", "sample", height=320
+    )
+    layout["barmode"] = "relative"
+    layout["xaxis"]["type"] = "category"
+    return {"data": data, "layout": layout}
+
+
+def to_json(figure: Figure) -> str:
+    """The figure as the JSON text plotly.js draws (NaN and inf become null: gaps)."""
+    return json.dumps(_clean(figure), allow_nan=False)
+
+
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_clean(v) for v in obj]
+    return obj

@@ -1,0 +1,12 @@
+"""Handing :mod:`ui.shared.charts` figures (plain plotly.js JSON) to ``gr.Plot``."""
+
+from __future__ import annotations
+
+from gradio.components.plot import PlotData
+
+from ui.shared.charts import Figure, to_json
+
+
+def plot_value(figure: Figure | None) -> PlotData | None:
+    """What a ``gr.Plot`` output takes: the figure's JSON tagged as a plotly chart."""
+    return None if figure is None else PlotData(type="plotly", plot=to_json(figure))

@@ -1,0 +1,238 @@
+"""The Train form as data: fields generated from ``RunConfig``'s dataclasses (no Gradio here).
+
+Every hyperparameter the form shows is a field of a ``RunConfig`` section (``generation``,
+``training``, ``grpo``, ``rloo``, and ``ppo`` once the config has it), with its type, default and
+``help`` text read from the dataclass, so the form, the CLI and the worker share one definition.
+Values travel **by name**: a dict keyed by dotted field path (``"training.steps"``), never by
+position. :func:`build_config` turns such a dict into a validated ``RunConfig`` and reports a bad
+value with the dotted field name, which the tab shows next to that input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.config import run_config
+from engine.config.fields import ConfigError, field_help
+from engine.config.run_config import RunConfig
+
+FormValues = dict[str, Any]  # dotted field path -> the input's value
+# Sections of RunConfig that hold plain hyperparameters, in form order.
+HYPER_SECTIONS = ("generation", "training")
+# The most-used knobs, shown up front; every other field sits under "Advanced".
+KEY_FIELDS = frozenset(
+    {
+        "generation.num_generations",
+        "generation.max_completion_length",
+        "generation.temperature",
+        "training.steps",
+        "training.prompts_per_step",
+        "training.learning_rate",
+        "training.save_steps",
+        "training.eval_steps",
+        "training.eval_samples",
+        "training.num_gpus",
+        "grpo.loss_type",
+        "grpo.beta",
+        "grpo.epsilon",
+        "grpo.epsilon_high",
+        "rloo.beta",
+        "rloo.epsilon",
+        "ppo.kl_coef",
+        "ppo.gamma",
+        "ppo.lam",
+        "ppo.vf_coef",
+    }
+)
+
+
+@dataclass(frozen=True)
+class FormField:
+    """One input of the Train form.
+
+    Attributes:
+        path: dotted config path (``training.steps``), also the key of its error message.
+        kind: ``int`` | ``float`` | ``bool`` | ``str`` | ``choice`` | ``multi``.
+        default: the config's default value.
+        help: the dataclass field's help text with its declared range (``field_help``).
+        optional: the field accepts "empty" (``None``).
+        choices: allowed values for ``choice`` and ``multi`` fields.
+    """
+
+    path: str
+    kind: str
+    default: Any
+    help: str
+    optional: bool = False
+    choices: tuple[str, ...] = ()
+
+    @property
+    def section(self) -> str:
+        return self.path.split(".", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.path.split(".", 1)[1]
+
+    @property
+    def label(self) -> str:
+        return self.name.replace("_", " ")
+
+    @property
+    def key(self) -> bool:
+        return self.path in KEY_FIELDS
+
+
+def algorithms() -> list[str]:
+    """Algorithms the config offers: each needs its own section in ``RunConfig`` (PPO
+    appears once the config grows a ``ppo`` section)."""
+    sections = {f.name for f in dataclasses.fields(RunConfig)}
+    return [a for a in run_config.ALGORITHMS if a in sections]
+
+
+def _kind(tp: Any, choices: Sequence[str]) -> tuple[str, bool]:
+    args = typing.get_args(tp)
+    optional = type(None) in args
+    if optional:
+        tp = next(a for a in args if a is not type(None))
+    if typing.get_origin(tp) in (list, tuple):
+        return "multi", optional
+    if choices:
+        return "choice", optional
+    return {bool: "bool", int: "int", float: "float"}.get(tp, "str"), optional
+
+
+def section_fields(section: str) -> list[FormField]:
+    """The form fields of one ``RunConfig`` section, in dataclass order."""
+    cls = typing.get_type_hints(RunConfig)[section]
+    hints = typing.get_type_hints(cls)
+    instance = cls()
+    out = []
+    for f in dataclasses.fields(cls):
+        path = f"{section}.{f.name}"
+        choices = tuple(f.metadata.get("choices", ()))
+        kind, optional = _kind(hints[f.name], choices)
+        out.append(
+            FormField(
+                path=path,
+                kind=kind,
+                default=getattr(instance, f.name),
+                help=field_help(f),
+                optional=optional,
+                choices=choices,
+            )
+        )
+    return out
+
+
+def form_fields() -> list[FormField]:
+    """Every hyperparameter field: shared sections first, then one section per algorithm."""
+    return [f for s in (*HYPER_SECTIONS, *algorithms()) for f in section_fields(s)]
+
+
+def _value(field: FormField, raw: Any) -> Any:
+    """A form value as the config wants it (empty inputs become ``None``; numbers typed as
+    text are parsed, and text that is not a number is passed on for the config to reject)."""
+    if raw is None or (isinstance(raw, str) and not raw.strip() and field.kind != "str"):
+        return None if field.optional else raw
+    if field.kind in ("int", "float") and isinstance(raw, str):
+        try:
+            raw = float(raw.strip())
+        except ValueError:
+            return raw.strip()
+    if field.kind == "int" and isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    if field.kind == "multi":
+        return list(raw)
+    return raw
+
+
+@dataclass(frozen=True)
+class TrainInputs:
+    """Everything the Train tab collects besides the hyperparameters."""
+
+    name: str
+    algorithm: str
+    model: Mapping[str, Any]
+    data: Mapping[str, Any]
+    reward: Mapping[str, Any]
+
+
+def config_dict(
+    inputs: TrainInputs, fields: Sequence[FormField], values: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The plain config dict of the form (only the chosen algorithm's section); ``values`` holds
+    one value per field, keyed by its path."""
+    paths = {f.path for f in fields}
+    missing = sorted(paths - set(values))
+    unknown = sorted(set(values) - paths)
+    if missing or unknown:
+        raise ValueError(f"form values: missing {missing[:5]}, unknown {unknown[:5]}")
+    data: dict[str, Any] = {
+        "name": inputs.name.strip(),
+        "algorithm": inputs.algorithm,
+        "model": dict(inputs.model),
+        "data": dict(inputs.data),
+        "reward": dict(inputs.reward),
+    }
+    for field in fields:
+        if field.section in HYPER_SECTIONS or field.section == inputs.algorithm:
+            data.setdefault(field.section, {})[field.name] = _value(field, values[field.path])
+    return data
+
+
+def build_config(
+    inputs: TrainInputs,
+    fields: Sequence[FormField],
+    values: Mapping[str, Any],
+    *,
+    max_steps: int | None = None,
+) -> RunConfig:
+    """A validated ``RunConfig`` from the form; raises ``ConfigError`` naming the field.
+
+    ``max_steps`` is a demo cap on ``training.steps``.
+    """
+    config = RunConfig.from_dict(config_dict(inputs, fields, values))
+    if max_steps is not None and config.training.steps > max_steps:
+        raise ConfigError(
+            "training.steps",
+            f"this demo allows at most {max_steps} steps per run, got {config.training.steps}",
+        )
+    return config
+
+
+def values_from_config(config: RunConfig, fields: Sequence[FormField]) -> FormValues:
+    """The form values, by field path, that reproduce ``config`` (to load a run's config)."""
+    out: FormValues = {}
+    for field in fields:
+        section = getattr(config, field.section, None)
+        value = getattr(section, field.name, field.default) if section is not None else None
+        out[field.path] = list(value) if isinstance(value, (list, tuple)) else value
+    return out
+
+
+def suggested_values(fields: Sequence[FormField], pretrained: bool) -> dict[str, Any]:
+    """Values to put in the form when the model changes: ``PRETRAINED_SETTINGS`` for a
+    pretrained model, the config defaults for the default model."""
+    by_path = {f.path: f for f in fields}
+    return {
+        path: value if pretrained else by_path[path].default
+        for path, value in run_config.PRETRAINED_SETTINGS.items()
+        if path in by_path
+    }
+
+
+CONFIG_FILE_NAME = "run-config.yaml"
+
+
+def cli_command(file_name: str = CONFIG_FILE_NAME, data_dir: str | None = None) -> str:
+    """The shell command that trains the same config headless."""
+    cmd = ["python", "-m", "engine", "train", file_name]
+    if data_dir:
+        cmd += ["--data-dir", data_dir]
+    return shlex.join(cmd)
