@@ -17,6 +17,7 @@ from storage.paths import persistence_note
 from ui.api import build_api
 from ui.compare.tab import build_compare
 from ui.design.tab import build_design
+from ui.lab_api import build_lab_api
 from ui.playground.tab import build_playground
 from ui.preview.tab import build_preview
 from ui.runs.tab import build_runs, initial_selection
@@ -119,6 +120,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             api_visibility="private",
         )
         build_api(ctx)
+        build_lab_api(ctx)
     return demo
 
 
