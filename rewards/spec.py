@@ -32,7 +32,9 @@ from rewards.params import (
     text_problem,
     too_deep,
 )
+from rewards.presets import PRESET_DATA
 from rewards.registry import REGISTRY
+from rewards.schedule import WeightSchedule
 
 __all__ = [
     "DEFAULT_PRESET",
@@ -50,7 +52,7 @@ MAX_ABS_WEIGHT = 100.0
 #: The range of a component's weight.
 WEIGHT_BOUNDS = Bounds(-MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
 _LABEL_RE = re.compile(r"[a-z][a-z0-9_]{0,39}")
-_COMPONENT_FIELDS = ("name", "weight", "params", "enabled", "label")
+_COMPONENT_FIELDS = ("name", "weight", "params", "enabled", "label", "schedule")
 _SPEC_FIELDS = ("version", "components", "description", "aggregation")
 #: How TRL combines the weighted components into the advantage (GRPOConfig's
 #: ``multi_objective_aggregation``): a weighted sum normalised per group (the default), or each
@@ -71,6 +73,8 @@ class ComponentSpec:
         params: the component's parameters; missing ones take their registry defaults.
         enabled: a disabled component is kept in the spec but neither scored nor exported.
         label: optional metric name (lower-case letters, digits, ``_``; 1-40 characters).
+        schedule: how the weight moves over training steps, from ``weight`` (None: constant);
+            see :mod:`rewards.schedule`.
     """
 
     name: str
@@ -78,6 +82,11 @@ class ComponentSpec:
     params: dict[str, Any] = field(default_factory=dict)
     enabled: bool = True
     label: str | None = None
+    schedule: WeightSchedule | None = None
+
+    def weight_at(self, step: int) -> float:
+        """The weight in force at training step ``step``."""
+        return self.weight if self.schedule is None else self.schedule.value(self.weight, step)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -88,6 +97,8 @@ class ComponentSpec:
         }
         if self.label is not None:
             out["label"] = self.label
+        if self.schedule is not None:
+            out["schedule"] = self.schedule.to_dict()
         return out
 
 
@@ -158,6 +169,9 @@ class RewardSpec:
             if problem:
                 raise RewardSpecError(f"{where}.weight", problem)
             comp.weight = float(comp.weight)
+            if comp.schedule is not None:
+                comp.schedule = WeightSchedule.from_dict(comp.schedule, f"{where}.schedule")
+                comp.schedule.check(WEIGHT_BOUNDS, f"{where}.schedule")
             if not isinstance(comp.enabled, bool):
                 raise RewardSpecError(
                     f"{where}.enabled", f"must be true or false, got {describe_value(comp.enabled)}"
@@ -177,7 +191,7 @@ class RewardSpec:
         enabled = [c for c in self.components if c.enabled]
         if not enabled:
             raise RewardSpecError("components", "at least one component must be enabled")
-        if all(c.weight == 0.0 for c in enabled):
+        if not any(c.weight != 0.0 or (c.schedule and c.schedule.end) for c in enabled):
             raise RewardSpecError(
                 "components", "all enabled weights are zero: the reward would be constant"
             )
@@ -210,6 +224,25 @@ class RewardSpec:
         """``(metric_name, component)`` for each enabled component, in spec order."""
         names = self.metric_names(all_components=True)
         return [(n, c) for n, c in zip(names, self.components, strict=True) if c.enabled]
+
+    @property
+    def has_schedules(self) -> bool:
+        """Whether any enabled component's weight changes over training."""
+        return any(c.schedule is not None for _, c in self.enabled_components())
+
+    def weights_at(self, step: int) -> list[float]:
+        """The enabled components' weights in force at training step ``step``."""
+        return [c.weight_at(step) for _, c in self.enabled_components()]
+
+    def at_step(self, step: int) -> RewardSpec:
+        """This spec as it scores at ``step``: each weight the one in force, no schedules."""
+        if not self.has_schedules:
+            return self
+        data = self.to_dict()
+        for comp, spec in zip(data["components"], self.components, strict=True):
+            comp["weight"] = spec.weight_at(step)
+            comp.pop("schedule", None)
+        return RewardSpec.from_dict(data)
 
     def build(self) -> list[tuple[Any, float]]:
         """The reward functions of the enabled components, each with its weight."""
@@ -302,75 +335,14 @@ def _component_from_dict(data: Any, where: str) -> ComponentSpec:
         params=dict(params),
         enabled=data.get("enabled", True),
         label=data.get("label"),
+        schedule=data.get("schedule"),
     )
 
 
-def _presets() -> dict[str, RewardSpec]:
-    return {
-        "R1-style math": RewardSpec(
-            [
-                ComponentSpec("correctness", 1.0),
-                ComponentSpec("format", 0.5, {"mode": "strict"}),
-            ],
-            description=(
-                "DeepSeek-R1's rule-based reward: answer correctness plus the strict "
-                "<think>…</think><answer>…</answer> format."
-            ),
-        ),
-        "concise answers": RewardSpec(
-            [
-                ComponentSpec("correctness", 1.0),
-                ComponentSpec("format", 0.5, {"mode": "strict"}),
-                ComponentSpec(
-                    "conciseness", 0.5, {"mode": "cosine", "unit": "characters", "max_len": 400}
-                ),
-                ComponentSpec("repetition", 0.5),
-            ],
-            description=(
-                "Correct, well-formatted and short: the cosine length reward (Kimi 1.5) pays "
-                "short right answers most; repeated trigrams are penalised."
-            ),
-        ),
-        "summaries (reference)": RewardSpec(
-            [
-                ComponentSpec("similarity", 1.0, {"metric": "rouge_l"}),
-                ComponentSpec("similarity", 0.5, {"metric": "chrf"}, label="chrf"),
-                ComponentSpec(
-                    "conciseness",
-                    0.5,
-                    {"mode": "overlong", "unit": "words", "max_len": 60, "cache": 30},
-                ),
-            ],
-            description=(
-                "Summaries scored against the reference column: ROUGE-L (word overlap) and chrF "
-                "(character overlap, any language), and a penalty past 30 words reaching -1 at "
-                "60. See docs/any_task.md."
-            ),
-        ),
-        "format only": RewardSpec(
-            [ComponentSpec("format", 1.0, {"mode": "strict"})],
-            description="Only the tag structure; useful to teach a format before accuracy.",
-        ),
-        "hand-tuned GRPO script": RewardSpec(
-            [
-                ComponentSpec("correctness", 1.0, {"wrong_value": -0.5}),
-                ComponentSpec("format", 0.5, {"mode": "pairs"}),
-                ComponentSpec("reasoning_steps", 0.3, {"target": 10}),
-                ComponentSpec("repetition", 0.1, {"max_penalty": -1.0}),
-                ComponentSpec("conciseness", 0.05, {"mode": "cosine"}),
-                ComponentSpec("language", 1.0, {"language": "en"}),
-            ],
-            description=(
-                "The weighting users bring from earlier GRPO scripts: a wrong answer costs 0.5, "
-                "0.5 per well-formed tag pair, 0.1 per step marker (capped at 1), repetition "
-                "-0.1 at worst, a small length term and language consistency."
-            ),
-        ),
-    }
-
-
 #: Ready-made specs, by display name. Use :func:`preset` for a copy you may edit.
-PRESETS: dict[str, RewardSpec] = _presets()
+PRESETS: dict[str, RewardSpec] = {
+    name: RewardSpec.from_dict(data) for name, data in PRESET_DATA.items()
+}
 #: The preset a new reward starts from.
 DEFAULT_PRESET = "R1-style math"
 

@@ -224,7 +224,8 @@ def _train(
             report.accuracy,
             report.format_rate,
         )
-        metrics = heldout_reward_metrics(config.reward, eval_rows, report.samples)
+        # The reward as it scores at this step (weight schedules applied).
+        metrics = heldout_reward_metrics(config.reward.at_step(step), eval_rows, report.samples)
         if config.data.source == "builtin":  # the task's own answer and format checks
             metrics |= {
                 metric_names.EVAL_ACCURACY: report.accuracy,
@@ -274,7 +275,7 @@ def _train(
             recorder.samples(
                 step,
                 sample_rows(
-                    config.reward,
+                    config.reward.at_step(step),  # the weights in force at this step
                     batch,
                     config.generation.num_generations,
                     config.training.samples_per_log,
@@ -299,6 +300,7 @@ def _train(
         [callback],
         show_progress=show_progress,
         before_checkpoint_publish=recorder.flush,  # a checkpoint's metrics are stored first
+        record_metrics=recorder.metrics,
     )
     done = resume_from is not None and checkpoint_step(resume_from) >= config.training.steps
     if done:  # killed after its last checkpoint: the Trainer would train one step too many

@@ -91,6 +91,7 @@ from engine.trainers.ppo_rollout import (
 )
 from engine.trainers.ppo_update import UpdatePhase
 from engine.trainers.value_head import PolicyWithValue
+from engine.trainers.weight_schedule import scheduled_weights
 from storage.schema import RunStatus
 
 logger = logging.getLogger(__name__)
@@ -216,7 +217,7 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
         s = self.settings
         started = time.monotonic()
         rollout = self.generate(step)
-        raw_scores = self.score(rollout)
+        raw_scores = self.score(rollout, step)
         scores = self.shape_scores(raw_scores)
         ref_logprobs, forward = self.evaluate_rollout(rollout)
         mask = rollout.response_mask
@@ -238,6 +239,7 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
         self.scheduler.step()
 
         metrics = self._rollout_metrics(rollout)
+        metrics.update(scheduled_weights(self.config.reward, step))  # reward/weight/<name>
         metrics.update(
             {
                 metric_names.LOSS_POLICY: update_stats["policy_loss"],
