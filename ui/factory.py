@@ -77,7 +77,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab("Train", id="train", elem_id="tab-train"):
                 train = build_train(ctx, design)
             with gr.Tab("Runs", id="runs", elem_id="tab-runs"):
-                runs = build_runs(ctx)
+                runs = build_runs(ctx, design.spec_state)
             with gr.Tab("Compare", id="compare", elem_id="tab-compare") as compare_tab:
                 compare = build_compare(ctx, compare_tab)
             with gr.Tab("Playground", id="playground", elem_id="tab-playground") as playground:

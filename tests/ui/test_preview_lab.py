@@ -5,7 +5,6 @@ import pytest
 from rewards.spec import PRESETS, preset
 from ui.preview.cache import PreviewCache
 from ui.preview.lab_views import (
-    LabError,
     ab_markdown,
     ab_table,
     compare_cache,
@@ -14,6 +13,7 @@ from ui.preview.lab_views import (
     sweep_cache,
 )
 from ui.shared.lab_charts import sweep_heatmap, sweep_lines, sweep_metric_choices
+from ui.shared.lab_inputs import LabError
 
 RIGHT = "<think>2+3: 5, checked twice over.</think><answer>5</answer>"
 WRONG = "<think>2+3: 6</think><answer>6</answer>"

@@ -10,7 +10,6 @@ The work is in :mod:`ui.preview.lab_views`; this module only builds and wires th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -19,7 +18,6 @@ from rewards.deadline import call_deadline
 from rewards.lab.advantages import SCALE_REWARDS
 from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
-from ui.design.spec_io import MAX_IMPORT_BYTES
 from ui.preview.cache import PreviewCache
 from ui.preview.lab_views import (
     COPY,
@@ -27,7 +25,6 @@ from ui.preview.lab_views import (
     OTHER_SPECS,
     SORTS,
     SOURCES,
-    LabError,
     ab_markdown,
     ab_table,
     compare_cache,
@@ -37,6 +34,7 @@ from ui.preview.lab_views import (
 )
 from ui.shared.context import AppContext
 from ui.shared.lab_charts import sweep_heatmap, sweep_lines, sweep_metric_choices
+from ui.shared.lab_inputs import LabError, read_spec_upload
 from ui.shared.messages import escape, warn
 from ui.shared.plot_output import plot_value
 
@@ -64,15 +62,11 @@ def _slot_text(source: str, spec_dict: dict | None) -> str:
     return preset(source).to_yaml()
 
 
-def _read_upload(file: Any) -> str:
-    """The text of an uploaded spec file (at most the Design tab's import size)."""
-    path = Path(getattr(file, "name", file))
-    if path.stat().st_size > MAX_IMPORT_BYTES:
-        raise LabError(f"the file is over {MAX_IMPORT_BYTES:,} bytes; is it a spec?")
+def _upload_text(file: Any) -> Any:
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise LabError("the file is not UTF-8 text") from None
+        return read_spec_upload(file)
+    except LabError as exc:
+        raise gr.Error(str(exc), print_exception=False) from None
 
 
 def build_lab(ctx: AppContext, spec_state: gr.State, cache_state: gr.State) -> None:
@@ -106,7 +100,7 @@ def _build_ab(ctx: AppContext, spec_state: gr.State, cache_state: gr.State) -> N
                     "Load a file", file_types=[".yaml", ".yml", ".json"], size="sm"
                 )
                 source.change(_slot_text, [source, spec_state], text, api_visibility="private")
-                upload.upload(lambda f: _read_upload(f), upload, text, api_visibility="private")
+                upload.upload(_upload_text, upload, text, api_visibility="private")
                 sources.append(source)
                 texts.append(text)
     with gr.Row():

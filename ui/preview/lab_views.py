@@ -18,6 +18,7 @@ from rewards.lab.sweep import SweepAxis, sweep
 from rewards.spec import PRESETS, RewardSpec
 from ui.design.spec_io import parse_spec
 from ui.preview.cache import PreviewCache
+from ui.shared.lab_inputs import LabError
 from ui.shared.trace_view import fmt
 
 #: The other specs the A/B panel holds (with the current one: four).
@@ -34,10 +35,6 @@ SORTS = {
 AB_HEADERS = ["#", "group", "completion"]
 #: Points along one axis in the Preview (a two-weight sweep: this squared at most).
 MAX_UI_POINTS = {1: 1000, 2: 61}
-
-
-class LabError(ValueError):
-    """A lab input the page shows next to the panel; the message names the input."""
 
 
 def generations(
