@@ -84,3 +84,12 @@ def test_sweeps_draw_lines_or_a_heatmap_and_name_bad_axes(cache):
         sweep_cache(cache, spec, [("format", 0.0, 1.0, 5), ("conciseness", 0.0, 1.0, 500)])
     with pytest.raises(LabError, match="weight 2: choose a different component"):
         sweep_cache(cache, spec, [("format", 0.0, 1.0, 5), ("format", 0.0, 1.0, 5)])
+
+
+def test_the_preview_states_advantages_under_the_specs_aggregation(cache):
+    gdpo = preset("concise answers")
+    gdpo.aggregation = "normalize_then_sum"
+    gdpo.validate()
+    line = cache.rescore(gdpo).advantage_line()
+    assert line.startswith("- GRPO advantages (normalize then sum): largest |A|")
+    assert "(sum then normalize)" in cache.rescore(PRESETS["concise answers"]).advantage_line()

@@ -61,6 +61,7 @@ def diagnostics_markdown(scores: PreviewScores) -> str:
     lines = [
         "#### Group diagnostics",
         f"- groups with identical rewards (no GRPO signal): **{diag.zero_std_fraction:.0%}**",
+        scores.advantage_line(),
     ]
     shares = [f"{k} {v:.0%}" for k, v in diag.variance_share.items() if v is not None]
     if shares:
