@@ -14,7 +14,7 @@ from ui import api
 from ui.api import ApiError
 from ui.compare.tab import comparison
 from ui.runs import actions as run_actions
-from ui.runs import poll
+from ui.runs.poll import poll
 from ui.runs.state import RunView
 from ui.runs.tab import initial_selection
 from ui.shared.context import SettingsError
