@@ -117,3 +117,10 @@ def test_chart_options_from_the_page_fall_back_on_bad_values():
     )
     for bad in (1.0, -0.1, float("nan"), "x", None):
         assert charts.ChartOptions.from_inputs(bad, "bogus", "yes") == charts.ChartOptions()
+
+
+def test_scheduled_weights_have_their_own_panel():
+    assert charts.changed_panels(["reward/weight/format"]) == {"weights"}
+    assert charts.panels_for(["reward/weight/format", "reward/total"])["weights"] == [
+        "reward/weight/format"
+    ]

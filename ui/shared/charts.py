@@ -77,6 +77,12 @@ PANELS: tuple[Panel, ...] = (
         y_title="reward",
     ),
     Panel(
+        "weights",
+        "Reward weights in force (weight schedules)",
+        prefixes=("reward/weight/",),
+        y_title="weight",
+    ),
+    Panel(
         "loss",
         "Loss",
         names=(m.LOSS_POLICY, m.LOSS_VALUE),
