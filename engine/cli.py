@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from engine.config.fields import ConfigError
+from engine.lab_commands import add_commands as add_lab_commands
 
 #: ``export --format`` choices (engine.exports.run_export.FORMATS, without importing torch).
 EXPORT_FORMATS = ("hf", "merged", "gguf", "ollama")
@@ -411,6 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="default",
         help="model to start from; any model but the default gets LoRA and pretrained settings",
     )
+    add_lab_commands(add)
     return parser
 
 

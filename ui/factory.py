@@ -18,6 +18,7 @@ from storage.paths import persistence_note
 from ui.api import build_api
 from ui.compare.tab import build_compare
 from ui.design.tab import build_design
+from ui.lab_api import build_lab_api
 from ui.playground.tab import build_playground
 from ui.preview.tab import build_preview
 from ui.runs.tab import build_runs, initial_selection
@@ -74,7 +75,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab("Train", id="train", elem_id="tab-train"):
                 train = build_train(ctx, design)
             with gr.Tab("Runs", id="runs", elem_id="tab-runs"):
-                runs = build_runs(ctx)
+                runs = build_runs(ctx, design.spec_state)
             with gr.Tab("Compare", id="compare", elem_id="tab-compare") as compare_tab:
                 compare = build_compare(ctx, compare_tab)
             with gr.Tab("Playground", id="playground", elem_id="tab-playground") as playground:
@@ -111,6 +112,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             api_visibility="private",
         )
         build_api(ctx)
+        build_lab_api(ctx)
     return demo
 
 

@@ -385,6 +385,13 @@ class RunConfig:
             )
         if self.algorithm == "ppo":
             self.ppo.check_batch(self.completions_per_step // self.training.num_gpus)
+        if self.algorithm != "grpo" and self.reward.aggregation != "sum_then_normalize":
+            # RLOOConfig 1.16 has no multi_objective_aggregation; our PPO rewards the total.
+            raise ConfigError(
+                "reward.aggregation",
+                f"{self.algorithm} sums the weighted components (sum_then_normalize only); "
+                "normalize_then_sum is a GRPO setting",
+            )
 
     @property
     def completions_per_step(self) -> int:

@@ -18,6 +18,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+
+class DatasetError(ValueError):
+    """A dataset cannot be used as given; the message names the problem and the fix.
+
+    ``field`` is the :class:`~engine.data.datasets.DataSpec` field to change (``path``,
+    ``prompt_column``...), or "" when no single field is at fault.
+    """
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.reason = message
+
+
 FILE_TYPES = (".jsonl", ".json", ".csv", ".parquet")
 PARQUET_BATCH_ROWS = 1024
 
@@ -36,8 +50,6 @@ class FileLimits:
 
     def check_count(self, count: int, name: str) -> None:
         if self.max_rows is not None and count > self.max_rows:
-            from engine.data.datasets import DatasetError
-
             raise DatasetError(
                 f"dataset file {name!r} has more than {self.max_rows:,} rows; use a smaller "
                 "file, or raise max_file_rows where the app allows it",
@@ -71,8 +83,6 @@ def read_file(path: Path, limits: FileLimits) -> list[dict[str, Any]]:
 
 
 def _error(message: str, field: str = "path") -> Exception:
-    from engine.data.datasets import DatasetError
-
     return DatasetError(message, field)
 
 

@@ -296,6 +296,7 @@ def _train_trl(
         [callback],
         show_progress=show_progress,
         before_checkpoint_publish=recorder.flush,  # a checkpoint's metrics are stored first
+        record_metrics=recorder.metrics,
     )
     samples.trainer = trainer
     resume_from = run.resume_from
@@ -326,7 +327,7 @@ class SampleStore:
         batch = self.trainer.pop_generation_batch() if self.trainer is not None else None
         if batch is not None and self.config.training.samples_per_log:
             rows = sample_rows(
-                self.config.reward,
+                self.config.reward.at_step(step),  # the weights in force at this step
                 batch,
                 self.config.generation.num_generations,
                 self.config.training.samples_per_log,

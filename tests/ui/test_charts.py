@@ -158,3 +158,10 @@ def test_log_scale_says_why_a_panel_is_empty_and_the_time_axis_leaves_the_legend
         < charts.panel_figure(_panel("loss"), loss)["layout"]["legend"]["y"]
     )
     assert timed["layout"]["hovermode"] == "x unified"
+
+
+def test_scheduled_weights_have_their_own_panel():
+    assert charts.changed_panels(["reward/weight/format"]) == {"weights"}
+    assert charts.panels_for(["reward/weight/format", "reward/total"])["weights"] == [
+        "reward/weight/format"
+    ]

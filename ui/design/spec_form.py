@@ -33,6 +33,14 @@ from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec
 from rewards.registry import REGISTRY
 from rewards.spec import WEIGHT_BOUNDS, ComponentSpec, RewardSpec
+from ui.design.schedule_inputs import (
+    AGGREGATION,
+    input_key_of,
+    is_schedule_input,
+    schedule_from_values,
+    schedule_keys,
+    schedule_values,
+)
 from ui.shared.messages import escape, ok, warn
 
 # Instances of one component the form shows at most (``rule#1`` to ``rule#20``): every slot is
@@ -83,6 +91,7 @@ class SlotValues(NamedTuple):
     weight: Any
     label: str | None  # None: the default metric name
     params: dict[str, Any]
+    schedule: dict[str, Any] | None = None  # the weight's schedule, None: constant
 
 
 def param_to_form(param: ParamSpec, value: Any) -> Any:
@@ -197,16 +206,15 @@ class SpecForm:
         """The key of every input of a form showing ``slots``, in value order
         (``"description"``, ``"format.enabled"``, ``"format.weight"``, ``"format.label"``,
         ``"format.mode"``, ...)."""
-        keys = [DESCRIPTION]
+        keys = [DESCRIPTION, AGGREGATION]
         for slot in slots:
             keys += self.slot_keys(slot)
         return keys
 
     def slot_keys(self, slot: Slot) -> list[str]:
         """The input keys of one slot: its spec fields, then one per parameter."""
-        return [
-            f"{slot.key}.{name}" for name in (*SLOT_FIELDS, *(p.name for p in slot.info.params))
-        ]
+        fields = [f"{slot.key}.{name}" for name in SLOT_FIELDS] + schedule_keys(slot.key)
+        return fields + [f"{slot.key}.{p.name}" for p in slot.info.params]
 
     def target(self, key: str) -> tuple[Slot | None, str, ParamSpec | None]:
         """What input ``key`` sets: ``(slot, field, param)``; ``slot`` is None for the spec's
@@ -215,12 +223,14 @@ class SpecForm:
         Raises:
             KeyError: ``key`` is no input of this form.
         """
-        if key == DESCRIPTION:
-            return None, DESCRIPTION, None
+        if key in (DESCRIPTION, AGGREGATION):
+            return None, key, None
         slot_key, _, name = key.rpartition(".")
         slot = self.slot(slot_key)
         if name in SLOT_FIELDS:
             return slot, name, None
+        if is_schedule_input(name):
+            return slot, "schedule", None
         for p in slot.info.params:
             if p.name == name:
                 return slot, name, p
@@ -241,9 +251,9 @@ class SpecForm:
             at = f"{slot.key}."
             params = {p.name: param_from_form(p, values[at + p.name]) for p in slot.info.params}
             label = label_from_form(values[at + "label"])
-            out.append(
-                SlotValues(slot, bool(values[at + "enabled"]), values[at + "weight"], label, params)
-            )
+            enabled, weight = bool(values[at + "enabled"]), values[at + "weight"]
+            schedule = schedule_from_values(values, slot.key)
+            out.append(SlotValues(slot, enabled, weight, label, params, schedule))
         return description, out
 
     def check(self, values: Mapping[str, Any]) -> FormCheck:
@@ -253,7 +263,7 @@ class SpecForm:
         origins: list[Slot] = []
         ticked: dict[str, int] = {}  # enabled slots so far, per component
         description, slots = self.split(values)
-        for slot, enabled, weight, label, params in slots:
+        for slot, enabled, weight, label, params, schedule in slots:
             for p in slot.info.params:
                 try:
                     p.validate(params[p.name])
@@ -280,7 +290,10 @@ class SpecForm:
                 # An earlier slot of this component is unticked or removed: keep this slot's
                 # own name rather than take the next free number (which would rename its metric).
                 label = slot.default_metric_name
-            components.append(component_dict(slot, weight if weight_ok else 0.0, params, label))
+            entry = component_dict(slot, weight if weight_ok else 0.0, params, label)
+            if schedule is not None:
+                entry["schedule"] = schedule
+            components.append(entry)
             origins.append(slot)
         if not components:
             errors[GENERAL] = "enable at least one component"
@@ -289,6 +302,7 @@ class SpecForm:
         data: dict[str, Any] = {"components": components}
         if description:
             data["description"] = description
+        data[AGGREGATION] = values[AGGREGATION] or "sum_then_normalize"
         try:
             spec = RewardSpec.from_dict(data)
         except RewardSpecError as exc:
@@ -301,14 +315,14 @@ class SpecForm:
 
     def _locate(self, spec_field: str, origins: Sequence[Slot]) -> str:
         """Map a spec error field (``components[1].params.max_len``) to an input key."""
-        if spec_field == DESCRIPTION:
-            return DESCRIPTION
+        if spec_field in (DESCRIPTION, AGGREGATION):
+            return spec_field
         if spec_field.startswith("components["):
             index_text, _, rest = spec_field[len("components[") :].partition("]")
             if index_text.isdigit() and int(index_text) < len(origins):
                 slot = origins[int(index_text)]
                 rest = rest.lstrip(".").removeprefix("params.")
-                return f"{slot.key}.{rest}" if rest else slot.key
+                return input_key_of(slot.key, rest) if rest else slot.key
         return GENERAL
 
     def _slotted(self, spec: RewardSpec) -> list[tuple[Slot, ComponentSpec]]:
@@ -343,6 +357,7 @@ class SpecForm:
             at + "enabled": comp.enabled if comp is not None else True,
             at + "weight": float(comp.weight) if comp is not None else 1.0,
             at + "label": (comp.label or "") if comp is not None else "",
+            **schedule_values(slot.key, comp.schedule if comp is not None else None),
         }
         for p in slot.info.params:
             values[at + p.name] = param_to_form(p, params[p.name])
@@ -354,7 +369,7 @@ class SpecForm:
         Raises:
             SpecDoesNotFit: a component has more than :data:`MAX_INSTANCES` instances.
         """
-        values: FormValues = {DESCRIPTION: spec.description}
+        values: FormValues = {DESCRIPTION: spec.description, AGGREGATION: spec.aggregation}
         for slot, comp in self._slotted(spec):
             values.update(self.slot_values(slot, comp))
         return values

@@ -30,6 +30,7 @@ from ui.preview.generate import (
     model_choices,
     unavailable_models_note,
 )
+from ui.preview.lab import build_lab
 from ui.shared import charts, hints
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
@@ -61,6 +62,7 @@ def diagnostics_markdown(scores: PreviewScores) -> str:
     lines = [
         "#### Group diagnostics",
         f"- groups with identical rewards (no GRPO signal): **{diag.zero_std_fraction:.0%}**",
+        scores.advantage_line(),
     ]
     shares = [f"{k} {v:.0%}" for k, v in diag.variance_share.items() if v is not None]
     if shares:
@@ -232,6 +234,7 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
             controls = build_preview_controls(ctx)
         with gr.Column(scale=3, min_width=500):
             results = _build_results()
+            build_lab(ctx, design.spec_state, cache_state)
     _wire_model_picker(ctx, controls)
     _wire_scores(ctx, design, controls, results, cache_state)
 

@@ -22,6 +22,7 @@ from ui.runs import actions as run_actions
 from ui.runs.buttons import wire_actions
 from ui.runs.model_export import build_model_export
 from ui.runs.poll import RUN_COLUMNS, RunsUpdate, default_selection, poll, run_choices
+from ui.runs.rescore import build_rescore
 from ui.runs.state import RunView
 from ui.shared import chart_controls, charts
 from ui.shared.context import AppContext
@@ -405,13 +406,14 @@ def _wire_samples(ctx: AppContext, parts: RunsParts) -> None:
     )
 
 
-def build_runs(ctx: AppContext) -> RunsHandles:
+def build_runs(ctx: AppContext, design_spec: gr.State | None = None) -> RunsHandles:
     timer = gr.Timer(POLL_SECONDS)
     parts = build_runs_parts()
     _wire_poll(ctx, parts, timer)
     _wire_samples(ctx, parts)
     wire_actions(ctx, parts)
     build_model_export(ctx, parts.run_select)
+    build_rescore(ctx, parts.run_select, design_spec)  # the reward lab's "Re-score with…"
     return RunsHandles(run_select=parts.run_select, view=parts.view, timer=timer)
 
 

@@ -77,6 +77,12 @@ PANELS: tuple[Panel, ...] = (
         y_title="reward",
     ),
     Panel(
+        "weights",
+        "Reward weights in force (weight schedules)",
+        prefixes=("reward/weight/",),
+        y_title="weight",
+    ),
+    Panel(
         "loss",
         "Loss",
         names=(m.LOSS_POLICY, m.LOSS_VALUE),
@@ -225,7 +231,8 @@ def ema(values: Sequence[float | None], weight: float) -> list[float | None]:
     return out
 
 
-def _layout(title: str, y_title: str, x_title: str = "step", height: int = 280) -> dict:
+def base_layout(title: str, y_title: str, x_title: str = "step", height: int = 280) -> dict:
+    """The house layout of a figure: title, axes, white background, legend below."""
     axis = {"gridcolor": "#e5e7eb", "zerolinecolor": "#d1d5db", "automargin": True}
     return {
         "title": {"text": title, "font": {"size": 14}},
@@ -377,7 +384,7 @@ def panel_figure(
                 trace["yaxis"] = "y2"
         data.extend(traces)
     by = "by time" if options.x == "time" else "by step"
-    layout = _layout(f"{panel.title} ({by})", panel.y_title, x_title="")
+    layout = base_layout(f"{panel.title} ({by})", panel.y_title, x_title="")
     layout["xaxis"].update(_x_axis(options, (series[n] for n in names)))
     if two_axes:
         layout["yaxis"]["title"] = {"text": _label(names[0])}
@@ -417,7 +424,7 @@ def overlay_figure(
             labels.get(run_id, run_id), s, PALETTE[i % len(PALETTE)], 2, options, t0.get(run_id)
         )
     ]
-    layout = _layout(metric, _label(metric), height=height)
+    layout = base_layout(metric, _label(metric), height=height)
     layout["xaxis"].update(_x_axis(options, runs.values()))
     if options.log_y:
         layout["yaxis"]["type"] = "log"
@@ -445,7 +452,7 @@ def metrics_figure(
     t0 = run_starts(by_metric)
     colors = {rid: PALETTE[i % len(PALETTE)] for i, rid in enumerate(run_ids)}
     k = len(metrics)
-    layout = _layout(", ".join(_label(m) for m in metrics), "", height=260 * k)
+    layout = base_layout(", ".join(_label(m) for m in metrics), "", height=260 * k)
     layout["annotations"] = []
     data: list[dict] = []
     gap = 0.06
@@ -500,7 +507,7 @@ def contribution_figure(
             "marker": {"color": "black", "symbol": "diamond", "size": 8},
         }
     )
-    layout = _layout(
+    layout = base_layout(
         "Weighted contribution of each component per sample", "reward", "sample", height=320
     )
     layout["barmode"] = "relative"

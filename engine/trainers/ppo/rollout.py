@@ -242,10 +242,11 @@ class Rollouts:
             generation_s=generation_s,
         )
 
-    def score(self, rollout: Rollout) -> torch.Tensor:
-        """Sequence rewards (B,) from the RewardSpec; unscorable completions get 0."""
+    def score(self, rollout: Rollout, step: int) -> torch.Tensor:
+        """Sequence rewards (B,) from the RewardSpec with the weights in force at ``step``;
+        unscorable completions get 0."""
         rollout.scored = score(
-            self.config.reward,
+            self.config.reward.at_step(step),
             [prompt_text(p) for p in rollout.prompts],
             rollout.completions,
             answers=rollout.answers,

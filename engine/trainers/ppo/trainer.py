@@ -92,6 +92,7 @@ from engine.trainers.ppo.policy import PolicyParts
 from engine.trainers.ppo.rollout import Rollout, Rollouts
 from engine.trainers.ppo.update import PolicyUpdate
 from engine.trainers.ppo.value_head import PolicyWithValue
+from engine.trainers.weight_schedule import scheduled_weights
 from storage.schema import RunPhase, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -184,7 +185,7 @@ class PPOTrainer:
         s, mean_across = self.settings, self.parts.mean_across
         started = time.monotonic()
         rollout = self.rollouts.generate(step)
-        raw_scores = self.rollouts.score(rollout)
+        raw_scores = self.rollouts.score(rollout, step)
         scores = self.rollouts.shape_scores(raw_scores)
         ref_logprobs, forward = self.rollouts.evaluate_rollout(rollout)
         mask = rollout.response_mask
@@ -206,6 +207,7 @@ class PPOTrainer:
         self.scheduler.step()
 
         metrics = self.rollouts.metrics(rollout)
+        metrics.update(scheduled_weights(self.config.reward, step))  # reward/weight/<name>
         metrics.update(
             {
                 metric_names.LOSS_POLICY: update_stats["policy_loss"],
