@@ -36,6 +36,7 @@ from rewards.registry import REGISTRY
 
 __all__ = [
     "DEFAULT_PRESET",
+    "INSTRUCT_PRESET",
     "PRESETS",
     "WEIGHT_BOUNDS",
     "ComponentSpec",
@@ -287,6 +288,10 @@ def _component_from_dict(data: Any, where: str) -> ComponentSpec:
     )
 
 
+#: The preset a pretrained instruct model starts from (engine.pretrained).
+INSTRUCT_PRESET = "instruct model (soft format)"
+
+
 def _presets() -> dict[str, RewardSpec]:
     return {
         "R1-style math": RewardSpec(
@@ -327,6 +332,19 @@ def _presets() -> dict[str, RewardSpec]:
                 "Summaries scored against the reference column: ROUGE-L (word overlap) and chrF "
                 "(character overlap, any language), and a penalty past 30 words reaching -1 at "
                 "60. See docs/any_task.md."
+            ),
+        ),
+        INSTRUCT_PRESET: RewardSpec(
+            [
+                ComponentSpec("correctness", 1.0),
+                ComponentSpec("format", 0.5, {"mode": "soft"}),
+            ],
+            description=(
+                "For a pretrained instruct model that does not write the tags yet: correctness "
+                "plus a soft format score (0.25 per tag that appears once), so each tag the "
+                "model learns pays on its own. Pair it with a system prompt that shows one "
+                "worked example in the format (export-config --model writes one); once the "
+                "model writes the tags, R1-style math scores the strict format."
             ),
         ),
         "format only": RewardSpec(

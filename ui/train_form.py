@@ -20,6 +20,7 @@ from typing import Any
 from engine import config as run_config
 from engine.config import RunConfig
 from engine.dataclass_io import ConfigError, field_help
+from engine.pretrained import pretrained_settings
 
 FormValues = dict[str, Any]  # dotted field path -> the input's value
 # Sections of RunConfig that hold plain hyperparameters, in form order.
@@ -216,13 +217,16 @@ def values_from_config(config: RunConfig, fields: Sequence[FormField]) -> FormVa
     return out
 
 
-def suggested_values(fields: Sequence[FormField], pretrained: bool) -> dict[str, Any]:
-    """Values to put in the form when the model changes: ``PRETRAINED_SETTINGS`` for a
-    pretrained model, the config defaults for the default model."""
+def suggested_values(
+    fields: Sequence[FormField], pretrained: bool, on_gpu: bool
+) -> dict[str, Any]:
+    """Values to put in the form when the model changes: the pretrained settings for the device
+    (:func:`engine.pretrained.pretrained_settings`) for a pretrained model, the config defaults
+    for the default model."""
     by_path = {f.path: f for f in fields}
     return {
         path: value if pretrained else by_path[path].default
-        for path, value in run_config.PRETRAINED_SETTINGS.items()
+        for path, value in pretrained_settings(on_gpu).items()
         if path in by_path
     }
 
