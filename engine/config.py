@@ -29,7 +29,7 @@ from engine.dataclass_io import (
 )
 from engine.datasets import DataSpec
 from engine.generation.backend import check_available
-from engine.models import DEFAULT_MODEL_ALIAS, ModelSpec
+from engine.models import ModelSpec
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
 
 ALGORITHMS = ("grpo", "rloo", "ppo")

@@ -14,10 +14,10 @@ from typing import Any
 import gradio as gr
 
 from engine.config import RunConfig, documented_yaml
-from engine.pretrained import local_gpu, pretrained_summary
 from engine.dataclass_io import ConfigError
 from engine.memory import describe, local_card_bytes
 from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec, available_models
+from engine.pretrained import local_gpu, pretrained_summary
 from rewards.spec import RewardSpec
 from ui import spec_io, train_form
 from ui.context import AppContext
