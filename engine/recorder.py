@@ -14,10 +14,12 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from storage import logs as log_store
+from storage import notes as note_store
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.metrics import MetricWriter
+from storage.schema import NoteKind
 
 HEARTBEAT_SECONDS = 5.0
 
@@ -26,6 +28,9 @@ class RunRecorder(Protocol):
     def metrics(self, step: int, values: dict[str, float]) -> None: ...
     def samples(self, step: int, rows: list[dict[str, Any]]) -> None: ...
     def progress(self, step: int) -> None: ...
+    def note(
+        self, step: int, kind: NoteKind, message: str, detail: dict[str, Any] | None = None
+    ) -> None: ...
     def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
@@ -41,6 +46,11 @@ class NullRecorder:
         pass
 
     def progress(self, step: int) -> None:
+        pass
+
+    def note(
+        self, step: int, kind: NoteKind, message: str, detail: dict[str, Any] | None = None
+    ) -> None:
         pass
 
     def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None:
@@ -80,6 +90,12 @@ class StorageRecorder:
     def progress(self, step: int) -> None:
         self._step = step
         run_store.heartbeat(self.db, self.run_id, step)
+
+    def note(
+        self, step: int, kind: NoteKind, message: str, detail: dict[str, Any] | None = None
+    ) -> None:
+        """A warning or retry the Runs view shows beside the run (a typed row, not a log)."""
+        note_store.add_note(self.db, self.run_id, step, kind, message, detail)
 
     def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None:
         """Drop the rows a resume from ``step`` records again (``None``: from scratch, all);

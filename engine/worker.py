@@ -21,7 +21,9 @@ from engine.config import RunConfig
 from engine.dataclass_io import ConfigError
 from engine.datasets import DatasetError, DataSpec
 from engine.models import ModelLoadError
+from engine.oom_retry import Attempt, free_device_memory, is_out_of_memory, retry_config
 from engine.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
+from engine.reward_watch import ConstantRewardWatch
 from engine.run_layout import final_model_dir, run_dir
 from engine.samples import sample_rows
 from engine.stop_request import StopRequest, install_stop_handlers
@@ -29,7 +31,7 @@ from engine.trainers.callbacks import StudioCallback
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.schema import NoteKind, RunStatus
 
 logger = logging.getLogger("engine.worker")
 
@@ -111,20 +113,14 @@ def run(
     recorder: RunRecorder = NullRecorder()
     status = RunStatus.FAILED
     try:
+        config = RunConfig.load(config_path)
         if db is not None:
             run_store.set_status(db, run_id, RunStatus.RUNNING, pid=os.getpid())
-            recorder = StorageRecorder(db, run_id)
+            recorder = ConstantRewardWatch(StorageRecorder(db, run_id), config.reward)
             log_handler = StorageLogHandler(db, run_id)
             log_handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
             logging.getLogger().addHandler(log_handler)
-        status = _train(
-            RunConfig.load(config_path),
-            run_id,
-            data_dir,
-            recorder,
-            stop,
-            show_progress=show_progress,
-        )
+        status = _train_with_retry(config, run_id, data_dir, recorder, stop, show_progress)
     except Exception as exc:  # the run fails; the process and the database stay healthy
         if isinstance(exc, USER_ERRORS):  # the message says what to fix; the trace is stored
             logger.error("Run %s failed: %s", run_id, exc)
@@ -162,6 +158,34 @@ def _start_queued_runs(data_dir: Path) -> None:
         logger.exception("Could not start the next queued run")
 
 
+def _train_with_retry(
+    config: RunConfig,
+    run_id: str,
+    data_dir: Path,
+    recorder: RunRecorder,
+    stop: StopRequest,
+    show_progress: bool,
+) -> str:
+    """:func:`_train`, once more at half the micro-batch if it runs out of GPU memory
+    (:mod:`engine.oom_retry`)."""
+    attempt = Attempt()
+    try:
+        return _train(
+            config, run_id, data_dir, recorder, stop, show_progress=show_progress, attempt=attempt
+        )
+    except Exception as exc:
+        retry = retry_config(config, attempt.micro_batch) if is_out_of_memory(exc) else None
+        if retry is None:
+            raise
+    # Outside the handler: the exception and its frames (the failed trainer) are gone by now.
+    free_device_memory()
+    ran, now = attempt.micro_batch, retry.training.micro_batch_size
+    message = f"Out of GPU memory at micro-batch {ran}; retrying once at micro-batch {now}"
+    logger.warning(message)
+    recorder.note(0, NoteKind.OUT_OF_MEMORY_RETRY, message, {"from": ran, "to": now})
+    return _train(retry, run_id, data_dir, recorder, stop, show_progress=show_progress)
+
+
 def _train(
     config: RunConfig,
     run_id: str,
@@ -170,6 +194,7 @@ def _train(
     stop: StopRequest,
     *,
     show_progress: bool,
+    attempt: Attempt | None = None,
 ) -> str:
     from datasets import Dataset
 
@@ -207,6 +232,8 @@ def _train(
         prompt_tokens = longest_prompt(tokenizer, train_rows)
         config = with_default_micro_batch(config, card, prompt_tokens)
     logger.info("%s", describe(config, card, prompt_tokens))
+    if attempt is not None:
+        attempt.micro_batch = config.per_device_batch_size()
 
     def evaluate_now(policy: Any, step: int) -> dict[str, float]:
         logger.info("Evaluating %d held-out prompts at step %d", len(eval_rows), step)  # phase

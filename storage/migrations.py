@@ -29,7 +29,19 @@ def _v1_to_v2(conn: Connection) -> None:
     conn.exec_driver_sql("CREATE INDEX ix_run_owner_created ON run (owner, created_at)")
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
+def _v2_to_v3(conn: Connection) -> None:
+    """Runs get notes: warnings and retries as typed rows (``storage.schema.RunNote``)."""
+    conn.exec_driver_sql(
+        "CREATE TABLE run_note ("
+        "id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, "
+        "run_id VARCHAR NOT NULL REFERENCES run (id) ON DELETE CASCADE, "
+        "step INTEGER NOT NULL, kind VARCHAR NOT NULL, message TEXT NOT NULL, "
+        "detail_json TEXT NOT NULL, time FLOAT NOT NULL)"
+    )
+    conn.exec_driver_sql("CREATE INDEX ix_run_note_run_id ON run_note (run_id, id)")
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(conn: Connection, current: int, target: int) -> None:

@@ -31,7 +31,7 @@ from sqlmodel import Field, SQLModel
 
 from storage.encoding import json_text
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # The owner of runs started from the command line, and of every run made before owners existed.
 LOCAL_OWNER = "local"
@@ -217,6 +217,31 @@ class LogLine(SQLModel, table=True):
     message: str = Field(sa_column=Column(Text, nullable=False))
 
 
+class NoteKind(str, Enum):
+    """What a run note says (the Runs view picks its wording and colour by kind)."""
+
+    CONSTANT_COMPONENT = "constant_component"  # a reward component pays the same on every sample
+    OUT_OF_MEMORY_RETRY = "out_of_memory_retry"  # retried at a smaller micro-batch
+
+
+class RunNote(SQLModel, table=True):
+    """Something a run found that its view shows beside it: a warning or a retry, as a typed
+    row (never a log line the UI pattern-matches). ``detail`` holds the kind's fields."""
+
+    __tablename__ = "run_note"
+    __table_args__ = (Index("ix_run_note_run_id", "run_id", "id"), {"sqlite_autoincrement": True})
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="run.id", ondelete="CASCADE")
+    step: int
+    kind: str
+    message: str = Field(sa_column=Column(Text, nullable=False))
+    detail: dict[str, Any] = Field(
+        default_factory=dict, sa_column=Column("detail_json", JSONText, nullable=False)
+    )
+    time: float
+
+
 class SchemaVersion(SQLModel, table=True):
     """A single row: the schema version the file is at."""
 
@@ -233,5 +258,6 @@ TABLES = (
     Metric.__table__,
     Sample.__table__,
     LogLine.__table__,
+    RunNote.__table__,
     SchemaVersion.__table__,
 )

@@ -68,7 +68,7 @@ class PreviewCache:
             answers=self.answers,
             completion_ids=self.completion_ids,
         )
-        return PreviewScores(scored, self.groups, spec.metric_names(), self)
+        return PreviewScores(scored, self.groups, spec.metric_names(), self, spec)
 
     @classmethod
     def from_samples(
@@ -101,6 +101,7 @@ class PreviewScores:
     groups: list[int]
     components: list[str]
     cache: PreviewCache | None = None
+    spec: RewardSpec | None = None  # the reward that scored them
 
     @property
     def totals(self) -> list[float | None]:
@@ -153,4 +154,4 @@ class PreviewScores:
 
     def diagnostics(self) -> Any:
         """The reward library's group diagnostics of these scores."""
-        return group_diagnostics(self.scored, self.groups)
+        return group_diagnostics(self.scored, self.groups, self.spec)

@@ -60,6 +60,7 @@ from engine import metric_names
 from engine.config import RunConfig
 from engine.generation import make_runner
 from engine.models import save_plain_weights
+from engine.oom_retry import inject_fault
 from engine.recorder import RunRecorder
 from engine.run_layout import checkpoint_dir, final_model_dir
 from engine.stop_request import StopRequest
@@ -343,6 +344,7 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
         while step < t.steps:
             step += 1
             metrics, rollout = self.train_step(step)
+            inject_fault()  # STUDIO_INJECT_OOM's test hook: out of memory once, at the first step
             if step % t.logging_steps == 0:
                 if self.accelerator.is_main_process:
                     self.recorder.metrics(step, metrics)
