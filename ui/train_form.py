@@ -217,9 +217,7 @@ def values_from_config(config: RunConfig, fields: Sequence[FormField]) -> FormVa
     return out
 
 
-def suggested_values(
-    fields: Sequence[FormField], pretrained: bool, on_gpu: bool
-) -> dict[str, Any]:
+def suggested_values(fields: Sequence[FormField], pretrained: bool, on_gpu: bool) -> dict[str, Any]:
     """Values to put in the form when the model changes: the pretrained settings for the device
     (:func:`engine.pretrained.pretrained_settings`) for a pretrained model, the config defaults
     for the default model."""
