@@ -144,6 +144,14 @@ def learning_curve(args: argparse.Namespace) -> dict:
     for key, name in EVAL_NAMES.items():
         print(f"{key} (minutes, value): {curve(series, name, start)}")
     print(f"reward per 10 steps: {result['reward_curve']}")
+    step_times = [v for _, v, _ in series.get(metric_names.STEP_TIME, [])][1:]
+    if step_times:  # the first step compiles; is any later one slow?
+        figures["max_step_over_median"] = round(max(step_times) / statistics.median(step_times), 2)
+    peak_steps = series.get(metric_names.PEAK_MEMORY, [])
+    if peak_steps:  # when the peak was reached: after which step (evaluations run between steps)
+        top = max(v for _, v, _ in peak_steps)
+        figures["peak_first_step"] = next(step for step, v, _ in peak_steps if v == top)
+        figures["peak_gib_step_1"] = round(peak_steps[0][1], 2)
     figures["accuracy_curve"] = curve(series, metric_names.EVAL_ACCURACY, start)
     figures["format_curve"] = curve(series, metric_names.EVAL_FORMAT_RATE, start)
     reached = [m for m, v in figures["accuracy_curve"] if v >= 0.4]
