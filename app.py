@@ -51,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     from rewards.components.python_code import enforce_code_policy, restrict_code_paths
     from rewards.components.reward_model import restrict_models
     from storage.paths import resolve_data_dir
-    from ui.app import build_app, launch_kwargs
-    from ui.context import (
+    from ui.factory import build_app, launch_kwargs
+    from ui.shared.context import (
         PUBLIC_ENV,
         AppContext,
         DemoLimits,
@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         auth_from_env,
         is_public,
     )
-    from ui.identity import run_caps
-    from ui.login import LoginGuard
+    from ui.shared.identity import run_caps
+    from ui.shared.login import LoginGuard
 
     if args.share:  # a gradio.live link is as public as a Space: caps, identities, no code
         os.environ[PUBLIC_ENV] = "1"

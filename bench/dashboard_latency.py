@@ -1,7 +1,7 @@
 """Dashboard latency: from a metric's write in a worker to its arrival in the Runs view's data.
 
-Two measurements, both through the code the app runs (``ui.run_poll.poll``, the Runs tab's
-timer handler, and ``engine.recorder.StorageRecorder``, the worker's writer):
+Two measurements, both through the code the app runs (``ui.runs.poll.poll``, the Runs tab's
+timer handler, and ``engine.tracking.recorder.StorageRecorder``, the worker's writer):
 
 1. **Lag.** A worker process logs one training step every ``--step-interval`` seconds through
    ``StorageRecorder`` (as the TRL callback does), each step carrying its wall-clock write time
@@ -31,14 +31,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.storage_queries import timed
-from engine.recorder import StorageRecorder
+from engine.tracking.recorder import StorageRecorder
 from storage import runs as run_store
 from storage.db import Database
 from storage.metrics import MetricWriter
 from storage.paths import db_path
 from storage.schema import RunStatus
-from ui.run_poll import poll
-from ui.run_state import RunView
+from ui.runs.poll import poll
+from ui.runs.state import RunView
 
 WRITTEN_AT = "bench/written_at"
 # Names the charts draw, padded with per-component series to 50 per step.

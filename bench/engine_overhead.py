@@ -21,7 +21,7 @@ from pathlib import Path
 
 from studio_run import run_script, train_via_cli
 
-from engine.config import RunConfig
+from engine.config.run_config import RunConfig
 from storage import runs as run_store
 from storage.db import Database
 from storage.metrics import MetricWriter
@@ -31,9 +31,9 @@ BARE_SCRIPT = """
 import json, sys, time
 from datasets import Dataset
 from transformers import TrainerCallback
-from engine.config import RunConfig
-from engine.datasets import load_rows
-from engine.models import load_model_and_tokenizer
+from engine.config.run_config import RunConfig
+from engine.data.datasets import load_rows
+from engine.models.loading import load_model_and_tokenizer
 from engine.trainers.trl_trainers import build_trl_args
 from rewards.trl_adapter import to_trl
 from trl import GRPOTrainer

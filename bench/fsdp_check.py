@@ -1,7 +1,7 @@
 """FSDP on two GPUs: a full fine-tune that does not fit one card under DDP trains sharded.
 
 Builds a random-init Qwen2 (``--model-shape large``: Qwen2.5-7B's shape with 32 layers, 8.5B
-parameters, whose full fine-tune the peak-memory estimate of engine/memory.py puts above a
+parameters, whose full fine-tune the peak-memory estimate of engine/models/memory.py puts above a
 whole 80 GB card under DDP even one completion at a time; ``small``: Qwen2.5-0.5B's; ``tiny``:
 a CPU smoke shape) on the GPU in bfloat16 with a word-level tokenizer (bench/qwen_model.py),
 saved as safetensors to a local folder, in a child process so this one never holds GPU memory.
@@ -48,9 +48,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_throughput import write_problems  # noqa: E402
 from qwen_model import QWEN_05B, build_qwen  # noqa: E402
 
-from engine import metric_names  # noqa: E402
-from engine.config import RunConfig  # noqa: E402
-from engine.memory import (  # noqa: E402
+from engine.tracking import metric_names  # noqa: E402
+from engine.config.run_config import RunConfig  # noqa: E402
+from engine.models.memory import (  # noqa: E402
     CARD_BUDGET,
     GIB,
     estimate,
@@ -151,7 +151,7 @@ def run_config(args: argparse.Namespace, model_dir: Path, data: Path, strategy: 
 
 def card_bytes() -> int:
     """The first GPU's memory as nvidia-smi reports it, else an 80 GiB card's."""
-    from engine.devices import list_gpus
+    from engine.run.devices import list_gpus
 
     gpus = list_gpus()
     return gpus[0].total_bytes if gpus else CARD_BYTES
@@ -176,8 +176,8 @@ def verdict(config: RunConfig, card: int) -> dict[str, Any]:
 
 def launch_files(config: RunConfig, work: Path) -> dict[str, Any]:
     """The worker command and FSDP file the launcher writes for ``config`` (nothing runs)."""
-    from engine.launcher import run_command
-    from engine.run_layout import FSDP_CONFIG_FILE
+    from engine.run.launcher import run_command
+    from engine.run.layout import FSDP_CONFIG_FILE
 
     run_dir = work / f"launch-{config.training.distributed}"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -207,7 +207,7 @@ def build(folder: Path, shape_name: str, words: list[str]) -> int:
 def train(config: RunConfig, data_dir: Path, timeout: float) -> dict[str, Any]:
     """Run ``python -m engine train`` in its own process group; its status, wall time and the
     most memory nvidia-smi saw in use on each GPU meanwhile."""
-    from engine.devices import list_gpus
+    from engine.run.devices import list_gpus
 
     data_dir.mkdir(parents=True, exist_ok=True)
     path = config.save(data_dir / "config.yaml")

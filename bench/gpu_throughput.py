@@ -40,8 +40,8 @@ from pathlib import Path
 from qwen_model import build_qwen_05b
 from studio_run import run_script, train_via_cli
 
-from engine import metric_names
-from engine.config import RunConfig
+from engine.tracking import metric_names
+from engine.config.run_config import RunConfig
 
 logger = logging.getLogger("gpu_throughput")
 
@@ -54,9 +54,9 @@ import json, sys, time
 import torch
 from datasets import Dataset
 from transformers import TrainerCallback
-from engine.config import RunConfig
-from engine.datasets import load_rows
-from engine.models import load_model_and_tokenizer
+from engine.config.run_config import RunConfig
+from engine.data.datasets import load_rows
+from engine.models.loading import load_model_and_tokenizer
 from engine.trainers.trl_trainers import build_trl_args
 from rewards.trl_adapter import to_trl
 from trl import GRPOTrainer
@@ -153,8 +153,8 @@ def run_config(variant: str, args: argparse.Namespace, model_dir: Path, data: Pa
 
 def estimated(config: RunConfig) -> dict[str, float]:
     """The micro-batch the worker will run (the config's, else picked for this card) and the
-    estimate's peak GiB for it (engine/memory.py), to set against the measured peak."""
-    from engine.memory import GIB, estimate, local_card_bytes, model_shape, with_default_micro_batch
+    estimate's peak GiB for it (engine/models/memory.py), to set against the measured peak."""
+    from engine.models.memory import GIB, estimate, local_card_bytes, model_shape, with_default_micro_batch
 
     card, shape = local_card_bytes(), model_shape(config.model)
     if shape is None:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from studio_run import Series, collect, launch
 
-from engine import metric_names
-from engine.config import RunConfig
+from engine.tracking import metric_names
+from engine.config.run_config import RunConfig
 
 EVAL_NAMES = {
     "accuracy": metric_names.EVAL_ACCURACY,

@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from qwen_model import build_qwen_05b  # noqa: E402
 
-from engine.config import RunConfig  # noqa: E402
-from engine.memory import GIB, estimate, model_shape, with_default_micro_batch  # noqa: E402
+from engine.config.run_config import RunConfig  # noqa: E402
+from engine.models.memory import GIB, estimate, model_shape, with_default_micro_batch  # noqa: E402
 
 QUESTION = "Tom has 12 apples and buys 7 more . How many apples does he have now ?"
 WORDS = QUESTION.split(" ")
@@ -65,7 +65,7 @@ def prompt_tokens(model_dir: Path) -> int:
     """Tokens of the question as the model reads it (chat template included)."""
     from transformers import AutoTokenizer
 
-    from engine.prompts import render_prompt
+    from engine.data.prompts import render_prompt
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     text = render_prompt(tokenizer, [{"role": "user", "content": QUESTION}])

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from studio_run import Series, train_via_cli
 
-from engine import metric_names
-from engine.config import RunConfig
+from engine.tracking import metric_names
+from engine.config.run_config import RunConfig
 
 WARMUP_STEPS = 2
 

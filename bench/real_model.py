@@ -10,7 +10,7 @@ step, the micro-batch the worker picked and the peak GPU memory beside its estim
 Memory points (``--memory-points 32,64``): a few GRPO steps of the same model at 32 prompts x
 8 completions x ``--tokens`` new tokens for each micro-batch, each in its own process; the
 measured peak (``torch.cuda.max_memory_allocated``, the worker's ``perf/peak_memory_gib``)
-beside the estimate (engine/memory.py) at the run's longest prompt.
+beside the estimate (engine/models/memory.py) at the run's longest prompt.
 
     python bench/real_model.py --minutes 5 --eval-every 10
     python bench/real_model.py --memory-points 32,64,128 --tokens 256 --steps 3
@@ -29,9 +29,9 @@ from pathlib import Path
 from learning_curve import EVAL_NAMES, summarise
 from studio_run import ROOT, Series, collect, launch, train_via_cli
 
-from engine import metric_names
-from engine.config import RunConfig
-from engine.models import ENGLISH_MODEL_ALIAS
+from engine.tracking import metric_names
+from engine.config.run_config import RunConfig
+from engine.models.loading import ENGLISH_MODEL_ALIAS
 from engine.pretrained import suggested_config
 
 
@@ -70,8 +70,8 @@ def curve(series: Series, name: str, start: float) -> list[tuple[float, float]]:
 
 def picked_micro_batch(config: RunConfig, prompt_tokens: int) -> int | None:
     """The micro-batch the worker runs: the config's, else the one it picks for this card
-    from the same estimate and prompt length (engine/worker.py)."""
-    from engine.memory import local_card_bytes, with_default_micro_batch
+    from the same estimate and prompt length (engine/run/worker.py)."""
+    from engine.models.memory import local_card_bytes, with_default_micro_batch
 
     card = local_card_bytes()
     if card is not None:
@@ -80,7 +80,7 @@ def picked_micro_batch(config: RunConfig, prompt_tokens: int) -> int | None:
 
 
 def estimate_gib(config: RunConfig, micro_batch: int | None, prompt_tokens: int) -> float | None:
-    from engine.memory import GIB, estimate, model_shape
+    from engine.models.memory import GIB, estimate, model_shape
 
     shape = model_shape(config.model)
     if shape is None or micro_batch is None:
@@ -91,9 +91,9 @@ def estimate_gib(config: RunConfig, micro_batch: int | None, prompt_tokens: int)
 
 
 def prompt_tokens(config: RunConfig) -> int:
-    from engine.datasets import load_rows
-    from engine.memory import longest_prompt
-    from engine.models import load_tokenizer
+    from engine.data.datasets import load_rows
+    from engine.models.memory import longest_prompt
+    from engine.models.loading import load_tokenizer
 
     return longest_prompt(load_tokenizer(config.model), load_rows(config.data))
 

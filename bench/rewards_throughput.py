@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rewards import verify
+from rewards.verification import verify
 from rewards.components.base import BatchContext
 from rewards.composer import score
 from rewards.spec import ComponentSpec, RewardSpec, preset

@@ -31,11 +31,11 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rewards.composer import score
-from rewards.mathpool import get_checker
+from rewards.verification.mathpool import get_checker
 from rewards.spec import RewardSpec
 from ui import api
 from ui.api import ApiError
-from ui.context import AppContext
+from ui.shared.context import AppContext
 
 LANGUAGE = {"components": [{"name": "language", "params": {"language": "en"}}]}
 CORRECTNESS = {"components": [{"name": "correctness"}]}

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from gpu_throughput import build_model, run_config, write_problems
 
-from engine.config import RunConfig
+from engine.config.run_config import RunConfig
 
 PHASES: dict[str, list[tuple[str, str]]] = {
     "grpo": [
@@ -47,11 +47,11 @@ PHASES: dict[str, list[tuple[str, str]]] = {
         ("accelerate.optimizer:AcceleratedOptimizer", "step"),
     ],
     "ppo": [
-        ("engine.trainers.ppo:PPOTrainer", "generate"),
-        ("engine.trainers.ppo:PPOTrainer", "score"),
-        ("engine.trainers.ppo:PPOTrainer", "evaluate_rollout"),
-        ("engine.trainers.ppo:PPOTrainer", "update"),
-        ("engine.trainers.ppo_update:completion_forward", ""),
+        ("engine.trainers.ppo.trainer:PPOTrainer", "generate"),
+        ("engine.trainers.ppo.trainer:PPOTrainer", "score"),
+        ("engine.trainers.ppo.trainer:PPOTrainer", "evaluate_rollout"),
+        ("engine.trainers.ppo.trainer:PPOTrainer", "update"),
+        ("engine.trainers.ppo.update:completion_forward", ""),
         ("accelerate:Accelerator", "backward"),
         ("accelerate:Accelerator", "clip_grad_norm_"),
         ("accelerate.optimizer:AcceleratedOptimizer", "step"),
@@ -113,7 +113,7 @@ def run_grpo(
     from datasets import Dataset
     from transformers import TrainerCallback
 
-    from engine.prompts import for_trainer
+    from engine.data.prompts import for_trainer
     from engine.trainers.trl_trainers import build_trl_trainer
 
     class StepEnd(TrainerCallback):
@@ -136,8 +136,8 @@ def run_grpo(
 def run_ppo(
     config, model, tokenizer, rows, out: Path, clock: PhaseClock, profile, cprofile
 ) -> None:
-    from engine.stop_request import StopRequest
-    from engine.trainers.ppo import PPOTrainer
+    from engine.run.stop_request import StopRequest
+    from engine.trainers.ppo.trainer import PPOTrainer
 
     class Recorder:  # the worker's recorder, minus the database
         def metrics(self, step, values):
@@ -178,9 +178,9 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-    from engine.datasets import load_rows
-    from engine.memory import local_card_bytes, with_default_micro_batch
-    from engine.models import load_model_and_tokenizer
+    from engine.data.datasets import load_rows
+    from engine.models.memory import local_card_bytes, with_default_micro_batch
+    from engine.models.loading import load_model_and_tokenizer
 
     clock = PhaseClock()
     install(clock, args.algorithm)

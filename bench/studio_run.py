@@ -13,7 +13,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.config import RunConfig  # noqa: E402
+from engine.config.run_config import RunConfig  # noqa: E402
 from storage import runs as run_store  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.metrics import metrics_since  # noqa: E402

@@ -1,6 +1,6 @@
 """Build the shipped default model: a tiny character-level Llama trained on the built-in task.
 
-    python -m engine.build_default_model [--out DIR] [--seed S] [--steps N | --minutes M]
+    python -m engine.models.build_default_model [--out DIR] [--seed S] [--steps N | --minutes M]
 
 Supervised fine-tuning from random initialisation on generated arithmetic word problems
 (``engine.tasks``). Targets mix the strict ``<think>…</think><answer>…</answer>`` format with
@@ -35,7 +35,7 @@ from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 from engine.tasks import ArithmeticTask
 from engine.tasks.arithmetic import COMPLETION_STYLES, LEVEL_NAMES, render_completion
 from engine.tasks.phrasings import FAMILY_NAMES, HELD_OUT_FAMILY_NAMES
-from engine.tokenizer import build_char_tokenizer
+from engine.models.char_tokenizer import build_char_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -277,7 +277,7 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], evals: dict[str, Any]) -
     """The README.md written next to the weights (``evals`` from :func:`evaluate_model`)."""
     report = evals.get("builtin")
     mix = ", ".join(f"{k} {v:.0%}" for k, v in cfg.style_mix.items())
-    command = f"python -m engine.build_default_model --seed {cfg.seed} --steps {stats['steps']}"
+    command = f"python -m engine.models.build_default_model --seed {cfg.seed} --steps {stats['steps']}"
     if cfg.batch_size != BuildConfig.batch_size:
         command += f" --batch-size {cfg.batch_size}"
     if cfg.threads != BuildConfig.threads:
@@ -367,7 +367,7 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], evals: dict[str, Any]) -
             "Accuracy: the `correctness` reward (final answer equals the gold). Strict format:",
             "the strict `format` reward (the whole reply is `<think>…</think><answer>…</answer>`).",
             "Strict accuracy: both. Scores come from the reward library itself",
-            f"(`engine.evaluation`). Replies cut at the token limit: "
+            f"(`engine.tracking.evaluation`). Replies cut at the token limit: "
             f"{report.get('truncated_rate', 0):.1%}.",
         ]
         lines += _unseen_section(cfg, evals) + _pass_at_k_section(evals)
@@ -376,11 +376,11 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], evals: dict[str, Any]) -
         "## Use",
         "",
         "```python",
-        "from engine.models import ModelSpec, load_model_and_tokenizer",
+        "from engine.models.loading import ModelSpec, load_model_and_tokenizer",
         "model, tokenizer = load_model_and_tokenizer(ModelSpec())",
         "```",
         "",
-        'or `AutoModelForCausalLM.from_pretrained("engine/default_model")` and',
+        'or `AutoModelForCausalLM.from_pretrained("engine/models/default_model")` and',
         "`AutoTokenizer.from_pretrained(...)`. Replies need up to about 90 new tokens. The model",
         "knows nothing but this task; for real text, load a pretrained model.",
         "",
@@ -394,7 +394,7 @@ def evaluate_model(model: Any, tokenizer: Any, cfg: BuildConfig) -> dict[str, An
     the held-out phrasing families (``unseen_phrasings``), and ``cfg.eval_pass_k`` samples per
     prompt on the first ``cfg.eval_pass_rows`` of each (``*_pass_at_k``), the room a
     reinforcement learner has above one sample's accuracy."""
-    from engine.evaluation import evaluate
+    from engine.tracking.evaluation import evaluate
 
     task = ArithmeticTask(seed=cfg.seed)
     settings = {
@@ -527,7 +527,7 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> BuildConfig:
     parser = argparse.ArgumentParser(
-        prog="python -m engine.build_default_model", description=__doc__.split("\n\n")[0]
+        prog="python -m engine.models.build_default_model", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
     parser.add_argument("--seed", type=int, default=0, help="seed (split, data, init)")

@@ -18,8 +18,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.run_layout import CHECKPOINT_PREFIX, COMPLETE_MARKER, final_model_dir, staging_dir
-from engine.run_layout import STAGING_DIR as STAGING_DIR  # the tests' import path
+from engine.run.layout import CHECKPOINT_PREFIX, COMPLETE_MARKER, final_model_dir, staging_dir
+from engine.run.layout import STAGING_DIR as STAGING_DIR  # the tests' import path
 
 logger = logging.getLogger(__name__)
 

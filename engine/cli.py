@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.dataclass_io import ConfigError
+from engine.config.fields import ConfigError
 
 #: ``export --format`` choices (engine.exports.run_export.FORMATS, without importing torch).
 EXPORT_FORMATS = ("hf", "merged", "gguf", "ollama")
@@ -27,8 +27,8 @@ def _data_dir(value: str | None) -> Path:
 
 
 def _load_config(path: str):
-    from engine.config import RunConfig
-    from engine.dataclass_io import parse_yaml
+    from engine.config.run_config import RunConfig
+    from engine.config.fields import parse_yaml
 
     file = Path(path)
     if file.is_file() and not parse_yaml(file.read_text(encoding="utf-8", errors="replace")):
@@ -43,10 +43,10 @@ def _load_config(path: str):
 
 def cmd_train(args: argparse.Namespace) -> int:
     config = _load_config(args.config)  # a config it cannot use fails before torch is imported
-    from engine.devices import Assignment
-    from engine.launcher import Launcher, run_command
-    from engine.memory import describe, local_card_bytes
-    from engine.run_layout import config_path
+    from engine.run.devices import Assignment
+    from engine.run.launcher import Launcher, run_command
+    from engine.models.memory import describe, local_card_bytes
+    from engine.run.layout import config_path
     from storage.schema import LOCAL_OWNER, RunStatus
 
     launcher = Launcher(_data_dir(args.data_dir))
@@ -74,7 +74,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         returncode = subprocess.call(cmd)  # Ctrl-C reaches every process of the foreground group
         status = _final_status(launcher.data_dir, run_id, returncode)
     else:
-        from engine import worker  # the trainers' imports, once the run is recorded
+        from engine.run import worker  # the trainers' imports, once the run is recorded
 
         status = worker.run(
             config_path(launcher.run_dir(run_id)), run_id, launcher.data_dir, show_progress=True
@@ -84,7 +84,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from engine.memory import GIB, describe, local_card_bytes
+    from engine.models.memory import GIB, describe, local_card_bytes
 
     config = _load_config(args.config)
     card = local_card_bytes() if args.card_gib is None else int(args.card_gib * GIB)
@@ -113,12 +113,12 @@ def _final_status(data_dir: Path, run_id: str, returncode: int) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from engine.stop_request import StopRequest, install_stop_handlers
+    from engine.run.stop_request import StopRequest, install_stop_handlers
 
     stop = StopRequest()  # before the worker's imports, which take seconds
     install_stop_handlers(stop)
 
-    from engine import worker
+    from engine.run import worker
     from storage.schema import RunStatus
 
     status = worker.run(args.config, args.run_id, _data_dir(args.data_dir), stop=stop)
@@ -126,7 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from engine.launcher import Launcher
+    from engine.run.launcher import Launcher
 
     runs = Launcher(_data_dir(args.data_dir)).list(scan=False)  # main() has just scanned
     if not runs:
@@ -144,7 +144,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def _lifecycle(action: str):
     def command(args: argparse.Namespace) -> int:
-        from engine.launcher import Launcher
+        from engine.run.launcher import Launcher
 
         getattr(Launcher(_data_dir(args.data_dir)), action)(args.run_id)
         print(f"{action}: {args.run_id}")
@@ -156,8 +156,8 @@ def _lifecycle(action: str):
 def cmd_export(args: argparse.Namespace) -> int:
     if args.format:
         return _export_model(args)
-    from engine.checkpoints import latest_model_dir
-    from engine.launcher import Launcher, LaunchError
+    from engine.run.checkpoints import latest_model_dir
+    from engine.run.launcher import Launcher, LaunchError
     from storage.db import Database
     from storage.export import export_run
     from storage.paths import db_path
@@ -179,7 +179,7 @@ def _export_model(args: argparse.Namespace) -> int:
     """``export --format``: the run's model in a format other tools load."""
     from engine.exports.gguf_file import GGUFExportError
     from engine.exports.run_export import ExportError, export_recorded_run
-    from engine.launcher import Launcher, LaunchError
+    from engine.run.launcher import Launcher, LaunchError
     from storage.db import Database
     from storage.paths import db_path
     from storage.runs import get_run
@@ -214,10 +214,10 @@ def _model_key(checkpoint: str) -> str:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Replies of a run's model to a prompt, streamed, then scored by the run's reward."""
-    from engine.launcher import Launcher, LaunchError
-    from engine.playground import GenerateError, SamplingSettings, chat_prompt, stream_replies
-    from engine.run_layout import config_path
-    from engine.run_models import RunModelError, load_run_model, run_config
+    from engine.run.launcher import Launcher, LaunchError
+    from engine.generation.playground import GenerateError, SamplingSettings, chat_prompt, stream_replies
+    from engine.run.layout import config_path
+    from engine.run.saved_models import RunModelError, load_run_model, run_config
     from rewards.composer import score
 
     launcher = Launcher(_data_dir(args.data_dir))
@@ -262,8 +262,8 @@ def _data_system_prompt(config) -> str | None:
     as the Playground reads it; the config's own when the data cannot be read here."""
     from dataclasses import replace
 
-    from engine.datasets import DatasetError, load_rows
-    from engine.playground import DATA_PROMPTS
+    from engine.data.datasets import DatasetError, load_rows
+    from engine.generation.playground import DATA_PROMPTS
     from rewards.text import system_text
 
     try:  # as many rows as the Playground reads, so that both take the same first row
@@ -275,8 +275,8 @@ def _data_system_prompt(config) -> str | None:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    from engine.hub import HubPushError, push_model
-    from engine.launcher import Launcher, LaunchError
+    from engine.exports.hub import HubPushError, push_model
+    from engine.run.launcher import Launcher, LaunchError
 
     launcher = Launcher(_data_dir(args.data_dir))
     if not launcher.run_dir(args.run_id).is_dir():
@@ -293,7 +293,7 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def cmd_export_config(args: argparse.Namespace) -> int:
-    from engine.config import documented_yaml
+    from engine.config.run_config import documented_yaml
     from engine.pretrained import suggested_config
 
     on_gpu = {"auto": None, "gpu": True, "cpu": False}[args.device]
@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.scan:  # runs whose worker died are marked before anything reads or changes them
-            from engine.launcher import Launcher
+            from engine.run.launcher import Launcher
 
             Launcher(_data_dir(args.data_dir)).scan()
         return args.func(args)
@@ -437,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
         return 2
     except Exception as exc:
-        from engine.launcher import LaunchError
+        from engine.run.launcher import LaunchError
 
         if isinstance(exc, LaunchError):
             print(f"error: {exc}", file=sys.stderr)

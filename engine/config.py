@@ -1,6 +1,6 @@
 """RunConfig: one file that fully describes a run, shared by the UI, the CLI and the worker.
 
-Each knob is one documented dataclass field declared with :func:`engine.dataclass_io.knob`: its
+Each knob is one documented dataclass field declared with :func:`engine.config.fields.knob`: its
 help text, allowed range and choices are written once there, shown by the Train form and written
 as comments by ``python -m engine export-config``, and enforced by ``check_fields`` in
 ``__post_init__``, which raises :class:`ConfigError` naming the dotted field, what was wrong and
@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from engine.dataclass_io import (
+from engine.config.fields import (
     POSITIVE,
     SEED,
     ConfigError,
@@ -27,9 +27,9 @@ from engine.dataclass_io import (
     to_dict,
     to_plain,
 )
-from engine.datasets import DataSpec
+from engine.data.datasets import DataSpec
 from engine.generation.backend import check_available
-from engine.models import ModelSpec
+from engine.models.loading import ModelSpec
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
 
 ALGORITHMS = ("grpo", "rloo", "ppo")

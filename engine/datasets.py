@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.dataclass_io import POSITIVE, SEED, ConfigError, check_fields, from_dict, knob
+from engine.config.fields import POSITIVE, SEED, ConfigError, check_fields, from_dict, knob
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class DataSpec:
         answer_format: ``"gsm8k"`` keeps what follows ``####``; ``"plain"`` keeps the
             whole answer; ``"auto"`` does the first when ``####`` is present.
 
-    The numeric knobs declare their help and range once (:func:`engine.dataclass_io.knob`); a
+    The numeric knobs declare their help and range once (:func:`engine.config.fields.knob`); a
     value outside it raises :class:`DatasetError` naming the field.
     """
 
@@ -153,7 +153,7 @@ class DataSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataSpec:
-        """Checked field by field (type, size, text) by :func:`engine.dataclass_io.from_dict`."""
+        """Checked field by field (type, size, text) by :func:`engine.config.fields.from_dict`."""
         try:
             return from_dict(cls, data)
         except ConfigError as exc:

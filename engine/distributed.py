@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from engine.models import meta_model, save_plain_weights
-from engine.run_layout import FSDP_CONFIG_FILE
+from engine.models.loading import meta_model, save_plain_weights
+from engine.run.layout import FSDP_CONFIG_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def save_final_model(accelerator: Any, model: Any, tokenizer: Any, out: Path) ->
     from accelerate's ``get_state_dict`` (``FULL_STATE_DICT``, gathered onto the main process's
     CPU), which every rank must enter, and the main process writes it. Read on the main process
     alone, a sharded model's ``state_dict`` waits forever for the other ranks' all-gather.
-    Otherwise the main process writes its own copy (:func:`engine.models.save_plain_weights`).
+    Otherwise the main process writes its own copy (:func:`engine.models.loading.save_plain_weights`).
     """
     from accelerate import DistributedType
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.sampling import sample_completions
+from engine.generation.sampling import sample_completions
 
 logger = logging.getLogger(__name__)
 

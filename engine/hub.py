@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.checkpoints import latest_model_dir
-from engine.run_layout import config_path
+from engine.run.checkpoints import latest_model_dir
+from engine.run.layout import config_path
 
 
 class HubPushError(RuntimeError):

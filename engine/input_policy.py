@@ -31,10 +31,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.dataclass_io import ConfigError
-from engine.datasets import FILE_TYPES, DataSpec
-from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
-from engine.run_layout import CONFIG_FILE, NO_HUB_TOKEN_MARKER
+from engine.config.fields import ConfigError
+from engine.data.datasets import FILE_TYPES, DataSpec
+from engine.models.loading import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
+from engine.run.layout import CONFIG_FILE, NO_HUB_TOKEN_MARKER
 from rewards.hub_ids import is_hub_id
 from rewards.spec import RewardSpec
 from storage.paths import RUNS_DIR

@@ -6,7 +6,7 @@ server. Stopping sends SIGTERM to the run's process group: the worker finishes i
 checkpoint and records ``stopped``. At most ``max_concurrent`` runs train at once (default: one
 per GPU, or one on a machine without GPUs); later ones wait ``queued`` and start as slots and
 GPUs free up. Each worker sees only its own GPUs, or on CPU its share of the cores
-(:mod:`engine.devices`).
+(:mod:`engine.run.devices`).
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from engine import run_layout
-from engine.checkpoints import latest_checkpoint
-from engine.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
-from engine.distributed import launch_args, layer_class, write_fsdp_config
-from engine.input_policy import InputPolicy, worker_env
-from engine.models import resolve_spec
-from engine.run_layout import CONFIG_FILE as CONFIG_FILE  # its import path before run_layout
+from engine.run import layout as run_layout
+from engine.run.checkpoints import latest_checkpoint
+from engine.run.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
+from engine.run.distributed import launch_args, layer_class, write_fsdp_config
+from engine.config.input_policy import InputPolicy, worker_env
+from engine.models.loading import resolve_spec
+from engine.run.layout import CONFIG_FILE as CONFIG_FILE  # its import path before run_layout
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path
@@ -41,7 +41,7 @@ from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError
 from storage.schema import LOCAL_OWNER, RunStatus
 
 if TYPE_CHECKING:
-    from engine.config import RunConfig
+    from engine.config.run_config import RunConfig
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ class Launcher:
         anything is written, and ``TooManyActiveRunsError`` when the run would pass one of
         ``caps`` on queued and running runs (the folder is removed again).
         """
-        from engine.preflight import check_inputs  # loads torch, which listing runs never needs
+        from engine.run.preflight import check_inputs  # loads torch, which listing runs never needs
 
         check_inputs(config, self.policy)
         run_id = run_store.new_run_id(config.algorithm)
@@ -213,7 +213,7 @@ class Launcher:
         Count and start happen under an exclusive lock on the data dir, so the app, the CLI and
         finishing workers dispatching at once never start more runs than the limit.
         """
-        from engine.config import RunConfig  # only starting a run reads its config
+        from engine.config.run_config import RunConfig  # only starting a run reads its config
 
         started = []
         slots = self.max_concurrent

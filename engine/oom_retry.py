@@ -1,6 +1,6 @@
 """One retry at half the micro-batch for a run that runs out of GPU memory.
 
-The memory estimate (:mod:`engine.memory`) picks the micro-batch from terms measured on a few
+The memory estimate (:mod:`engine.models.memory`) picks the micro-batch from terms measured on a few
 models; a model or prompt it did not foresee can still run out of memory (issue 22: a LoRA run
 picked 256 and died in the adapters' input casts). Rather than ending such a run, the worker
 frees the device and trains it again, once, at the largest micro-batch the batch rule allows
@@ -18,7 +18,7 @@ import gc
 import os
 from dataclasses import dataclass, replace
 
-from engine.config import RunConfig
+from engine.config.run_config import RunConfig
 
 FAULT_ENV = "STUDIO_INJECT_OOM"
 _injected = False
@@ -52,7 +52,7 @@ def is_out_of_memory(exc: BaseException) -> bool:
 def retry_config(config: RunConfig, ran: int | None) -> RunConfig | None:
     """``config`` at the largest allowed micro-batch at most half of ``ran`` (the one that ran
     out), or None where there is nothing to retry with (one completion already, several GPUs)."""
-    from engine.memory import micro_batch_choices
+    from engine.models.memory import micro_batch_choices
 
     ran = ran or config.per_device_batch_size()
     if config.training.num_gpus > 1 or ran <= 1:

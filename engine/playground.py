@@ -11,15 +11,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from engine.prompts import Prompt, adds_special_tokens, render_prompt
-from engine.sampling import stop_token_ids
+from engine.data.prompts import Prompt, adds_special_tokens, render_prompt
+from engine.generation.sampling import stop_token_ids
 from rewards.params import describe_value
 
 #: Rows of a run's data the Playground reads: its prompt picker, and the first row's system
 #: prompt for typed prompts (``engine generate`` takes the same first row).
 DATA_PROMPTS = 20
 
-#: Bounds of one request on any app; a public app lowers samples and tokens (ui.context).
+#: Bounds of one request on any app; a public app lowers samples and tokens (ui.shared.context).
 MAX_SAMPLES = 8
 MAX_NEW_TOKENS = 1024
 MAX_PROMPT_CHARS = 4000

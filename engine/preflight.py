@@ -2,7 +2,7 @@
 
 More GPUs than the machine has, a tracker that is not installed, a missing model folder, a hub
 id that cannot be fetched offline, 4-bit loading without a GPU, a dataset file that is missing or
-lacks the mapped columns: each is reported as a :class:`~engine.dataclass_io.ConfigError` naming
+lacks the mapped columns: each is reported as a :class:`~engine.config.fields.ConfigError` naming
 the field (``training.num_gpus``, ``model.name_or_path``, ``data.prompt_column``...), in the
 form, the API and the CLI, instead of a run that fails seconds later. Only cheap checks run here:
 no weights are loaded and nothing is downloaded; with network access, a hub model id that is not
@@ -18,11 +18,11 @@ from typing import Any
 
 import torch
 
-from engine.config import RunConfig
-from engine.dataclass_io import ConfigError
-from engine.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
-from engine.input_policy import InputPolicy
-from engine.models import ModelLoadError, ModelSpec, model_offline, resolve_spec
+from engine.config.run_config import RunConfig
+from engine.config.fields import ConfigError
+from engine.data.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
+from engine.config.input_policy import InputPolicy
+from engine.models.loading import ModelLoadError, ModelSpec, model_offline, resolve_spec
 from rewards.hub_ids import is_hub_id
 
 logger = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ def check_gpu_ids(ids: list[int]) -> None:
     """GPUs named in ``training.gpu_ids`` exist here (as nvidia-smi numbers them)."""
     if not ids:
         return
-    from engine.devices import list_gpus
+    from engine.run.devices import list_gpus
 
     here = sorted(g.index for g in list_gpus())
     missing = [i for i in ids if i not in here]

@@ -9,7 +9,7 @@ on a GPU:
   in seconds, with the GPU's learning rate (at 1e-5 a ten-minute CPU run of SmolLM2 takes too
   few steps to move).
 - **GPU**: 32 prompts x 8 completions a step, the micro-batch left empty so the worker picks the
-  largest that fits the card (:func:`engine.memory.with_default_micro_batch`), and a learning
+  largest that fits the card (:func:`engine.models.memory.with_default_micro_batch`), and a learning
   rate of 2e-4. LoRA's best learning rate is about ten times full fine-tuning's ("LoRA Without
   Regret", Schulman et al. 2025, Thinking Machines), and on SmolLM2-135M-Instruct with the
   built-in task 5e-5 was measured learning, but slowly (8.5% -> 28.5% held-out accuracy in 4
@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.config import RunConfig
-from engine.models import DEFAULT_MODEL_ALIAS
+from engine.config.run_config import RunConfig
+from engine.models.loading import DEFAULT_MODEL_ALIAS
 from engine.tasks import WORKED_EXAMPLE_SYSTEM_PROMPT
 from rewards.spec import INSTRUCT_PRESET, preset
 
@@ -59,7 +59,7 @@ def pretrained_lora() -> dict[str, Any]:
 
 def local_gpu() -> bool:
     """Whether this machine has an NVIDIA GPU (asked of nvidia-smi: no CUDA in this process)."""
-    from engine.devices import list_gpus
+    from engine.run.devices import list_gpus
 
     return bool(list_gpus())
 

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from engine.recorder import RunRecorder
+from engine.tracking.recorder import RunRecorder
 from rewards.constant_components import constant_components
 from rewards.spec import RewardSpec
 from storage.schema import NoteKind
@@ -27,7 +27,7 @@ WATCH_SAMPLES = 64
 
 
 class ConstantRewardWatch:
-    """A :class:`engine.recorder.RunRecorder` that forwards to ``inner`` and watches samples."""
+    """A :class:`engine.tracking.recorder.RunRecorder` that forwards to ``inner`` and watches samples."""
 
     def __init__(self, inner: RunRecorder, spec: RewardSpec) -> None:
         self.inner = inner

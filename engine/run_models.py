@@ -1,7 +1,7 @@
 """The models of one run: where it started, its checkpoints, its final model.
 
 A run folder holds ``final/`` (full weights, LoRA already merged, see
-``engine.models.save_plain_weights``) once it completes, and ``checkpoint-<step>/`` folders on
+``engine.models.loading.save_plain_weights``) once it completes, and ``checkpoint-<step>/`` folders on
 the way: full weights, or a LoRA adapter (``adapter_config.json``) for a LoRA run; PPO keeps
 its policy in ``checkpoint-<step>/policy/``. :func:`load_run_model` turns any of them into a
 plain transformers model, merging an adapter into its base (peft ``merge_and_unload``), so the
@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from engine.checkpoints import checkpoints
-from engine.config import RunConfig
-from engine.models import ModelSpec
-from engine.run_layout import POLICY_DIR, config_path, final_model_dir
+from engine.run.checkpoints import checkpoints
+from engine.config.run_config import RunConfig
+from engine.models.loading import ModelSpec
+from engine.run.layout import POLICY_DIR, config_path, final_model_dir
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def load_run_model(
     run_dir: Path, key: str = "latest", device: str = "cpu", config: RunConfig | None = None
 ) -> tuple[Any, Any, RunModel]:
     """``(model, tokenizer, which)``: a plain model (adapters merged), ready to generate."""
-    from engine.models import load_model_and_tokenizer
+    from engine.models.loading import load_model_and_tokenizer
 
     config = config or run_config(run_dir)
     which = find_run_model(run_dir, key, config)

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from engine.generation.runner import GenerationRunner
-from engine.prompts import Prompt, adds_special_tokens, render_prompt
+from engine.data.prompts import Prompt, adds_special_tokens, render_prompt
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import signal
 import threading
 from typing import Any
 
-logger = logging.getLogger("engine.worker")
+logger = logging.getLogger("engine.run.worker")
 
 
 class StopRequest:

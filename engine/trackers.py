@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from engine.config import RunConfig
-from engine.run_layout import trackio_dir
+from engine.config.run_config import RunConfig
+from engine.run.layout import trackio_dir
 
 TRACKIO_PROJECT = "reward-studio"
 # Environment variables that would send trackio's logs to a Space or a server instead.
@@ -50,7 +50,7 @@ def tracker_args(config: RunConfig, folder: str | os.PathLike[str]) -> dict[str,
     if resolved != where:
         raise RuntimeError(
             f"trackio logs to {resolved}, not the run's {where}: it was imported before "
-            "engine.trackers.point_trackers_at"
+            "engine.tracking.trackers.point_trackers_at"
         )
     return {
         "project": TRACKIO_PROJECT,

@@ -15,25 +15,25 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from engine import metric_names
-from engine.checkpoints import checkpoint_step, clean_incomplete, latest_checkpoint
-from engine.config import RunConfig
-from engine.dataclass_io import ConfigError
-from engine.datasets import DatasetError, DataSpec
-from engine.models import ModelLoadError
+from engine.tracking import metric_names
+from engine.run.checkpoints import checkpoint_step, clean_incomplete, latest_checkpoint
+from engine.config.run_config import RunConfig
+from engine.config.fields import ConfigError
+from engine.data.datasets import DatasetError, DataSpec
+from engine.models.loading import ModelLoadError
 from engine.oom_retry import Attempt, free_device_memory, is_out_of_memory, retry_config
-from engine.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
+from engine.tracking.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
 from engine.reward_watch import ConstantRewardWatch
-from engine.run_layout import final_model_dir, run_dir
-from engine.samples import sample_rows
-from engine.stop_request import StopRequest, install_stop_handlers
+from engine.run.layout import final_model_dir, run_dir
+from engine.tracking.samples import sample_rows
+from engine.run.stop_request import StopRequest, install_stop_handlers
 from engine.trainers.callbacks import StudioCallback
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path
 from storage.schema import NoteKind, RunStatus
 
-logger = logging.getLogger("engine.worker")
+logger = logging.getLogger("engine.run.worker")
 
 # Failures caused by the run's inputs, not by a bug: reported by their message alone.
 USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, DatasetError, ModelLoadError)
@@ -76,7 +76,7 @@ def heldout_rows(data: DataSpec, n: int) -> list[dict[str, Any]]:
     """
     if n == 0:
         return []
-    from engine.datasets import load_rows
+    from engine.data.datasets import load_rows
 
     if data.source != "builtin" and (data.split != "train" or data.heldout_share <= 0):
         return []
@@ -100,7 +100,7 @@ def run(
     ``stop`` is a request whose signal handlers the caller installed early; without one, the
     handlers are installed here.
     """
-    from engine.devices import apply_cpu_share
+    from engine.run.devices import apply_cpu_share
 
     apply_cpu_share()  # the launcher's share of the cores, before torch starts its threads
     data_dir = Path(data_dir)
@@ -150,7 +150,7 @@ def run(
 
 def _start_queued_runs(data_dir: Path) -> None:
     """This run's slot is free: let the next queued run start even if no UI is open."""
-    from engine.launcher import Launcher
+    from engine.run.launcher import Launcher
 
     try:
         Launcher(data_dir).dispatch()
@@ -198,19 +198,19 @@ def _train(
 ) -> str:
     from datasets import Dataset
 
-    from engine.datasets import load_rows
-    from engine.distributed import save_final_model
-    from engine.evaluation import evaluate
-    from engine.heldout_rewards import heldout_reward_metrics
-    from engine.memory import (
+    from engine.data.datasets import load_rows
+    from engine.run.distributed import save_final_model
+    from engine.tracking.evaluation import evaluate
+    from engine.tracking.heldout_rewards import heldout_reward_metrics
+    from engine.models.memory import (
         describe,
         local_card_bytes,
         longest_prompt,
         with_default_micro_batch,
     )
-    from engine.models import load_model_and_tokenizer
-    from engine.prompts import for_trainer, prompt_format
-    from engine.trackers import point_trackers_at
+    from engine.models.loading import load_model_and_tokenizer
+    from engine.data.prompts import for_trainer, prompt_format
+    from engine.tracking.trackers import point_trackers_at
 
     folder = run_dir(data_dir, run_id)
     folder.mkdir(parents=True, exist_ok=True)
@@ -275,7 +275,7 @@ def _train(
         return RunStatus.STOPPED
 
     if config.algorithm == "ppo":
-        from engine.trainers.ppo import train_ppo
+        from engine.trainers.ppo.trainer import train_ppo
 
         if config.training.activation_checkpointing:  # TRL's trainers do this themselves
             model.gradient_checkpointing_enable({"use_reentrant": False})

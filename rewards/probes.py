@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewards.answers import find_answer
+from rewards.verification.answers import find_answer
 from rewards.composer import ScoredSample, score
 from rewards.spec import RewardSpec
 from rewards.text import completion_text

@@ -144,7 +144,7 @@ class Run(SQLModel, table=True):
     output_dir: str | None = None
     attempt: int = 1  # 1 for the first start, +1 each time a finished run is started again
     # Who may see and act on the run: "local", "user:<login>", "hf:<username>" or
-    # "anon:<browser session>" (see ui.identity); set by the server, never by the client.
+    # "anon:<browser session>" (see ui.shared.identity); set by the server, never by the client.
     owner: str = Field(default=LOCAL_OWNER, nullable=False)
 
     @property

@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from engine import worker
-from engine.config import RunConfig
-from engine.launcher import CONFIG_FILE, Launcher
-from engine.tokenizer import build_char_tokenizer
+from engine.run import worker
+from engine.config.run_config import RunConfig
+from engine.run.launcher import CONFIG_FILE, Launcher
+from engine.models.char_tokenizer import build_char_tokenizer
 from storage.schema import RunStatus
 from tests.tiny_models import save_tiny_llama
 

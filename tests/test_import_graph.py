@@ -1,7 +1,7 @@
 """The packages import each other without cycles, deferred imports included.
 
 An import moved into a function to break a cycle still ties the two modules together; the run
-folder's names live in :mod:`engine.run_layout` so the launcher, worker and trainers need not.
+folder's names live in :mod:`engine.run.layout` so the launcher, worker and trainers need not.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ def test_the_cycle_finder_sees_a_cycle_through_a_deferred_import():
 
 def test_the_graph_reads_module_level_and_deferred_imports():
     graph = import_graph()
-    assert "engine.run_layout" in graph["engine.launcher"]  # module level
-    assert "engine.trainers.ppo" in graph["engine.worker"]  # inside _train
-    assert "storage.paths" in graph["engine.run_layout"]  # inside run_dir
-    assert graph["engine.run_layout"] <= {"storage.paths"}  # light: listing runs imports it
+    assert "engine.run.layout" in graph["engine.run.launcher"]  # module level
+    assert "engine.trainers.ppo.trainer" in graph["engine.run.worker"]  # inside _train
+    assert "storage.paths" in graph["engine.run.layout"]  # inside run_dir
+    assert graph["engine.run.layout"] <= {"storage.paths"}  # light: listing runs imports it
 
 
 def test_no_import_cycles_between_modules():

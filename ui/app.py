@@ -1,7 +1,7 @@
 """The app factory: builds the Gradio Blocks of Reward Studio from the tab modules.
 
 Nothing is built at import time; :func:`build_app` is called by ``app.py`` (and by tests) with
-an :class:`~ui.context.AppContext`. Tabs exchange what they share through the handles their
+an :class:`~ui.shared.context.AppContext`. Tabs exchange what they share through the handles their
 ``build_<tab>`` functions return: the reward spec (Design -> Preview, Train), the run picker
 (Train -> Runs), and the Tabs container (to move the user to a new run).
 """
@@ -15,21 +15,21 @@ import gradio as gr
 
 from storage.paths import persistence_note
 from ui.api import build_api
-from ui.compare import build_compare
-from ui.context import AppContext, on_space, positive_int_setting
-from ui.design import build_design
-from ui.identity import (
+from ui.compare.tab import build_compare
+from ui.shared.context import AppContext, on_space, positive_int_setting
+from ui.design.tab import build_design
+from ui.shared.identity import (
     VISITOR_STORAGE_KEY,
     browser_state_secret,
     ownership_note,
     remember_visitor,
     viewer_for,
 )
-from ui.messages import escape
-from ui.playground import build_playground
-from ui.preview import build_preview
-from ui.runs import build_runs, initial_selection
-from ui.train import build_train
+from ui.shared.messages import escape
+from ui.playground.tab import build_playground
+from ui.preview.tab import build_preview
+from ui.runs.tab import build_runs, initial_selection
+from ui.train.tab import build_train
 
 TITLE = "Reward Studio"
 CSS = """
@@ -128,7 +128,7 @@ def launch_kwargs(ctx: AppContext) -> dict:
     The data dir (the database, configs, logs, checkpoints of every user) is never served:
     it is in no allowed path, and blocked even where Gradio would otherwise serve a file
     (the working directory, the temp dir). Downloads are copies made per request for the
-    run's owner (``ui.run_actions``), which Gradio serves from its own cache.
+    run's owner (``ui.runs.actions``), which Gradio serves from its own cache.
     """
     return {
         "theme": THEME,

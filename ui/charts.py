@@ -4,7 +4,7 @@ Figures are built as the dicts plotly.js draws, not through ``plotly.graph_objec
 validation, one ``go.Figure`` of a few dozen traces takes ~0.3 s to build, too slow for a chart
 redrawn every second; the dicts take well under a millisecond.
 
-Each :class:`Panel` names the metrics it draws (exact names from :mod:`engine.metric_names`, or
+Each :class:`Panel` names the metrics it draws (exact names from :mod:`engine.tracking.metric_names`, or
 prefixes such as ``rewards/`` for one line per reward component), so the charts follow whatever
 the worker logs without a list of components typed here.
 """
@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine import metric_names as m
-from ui.run_state import Series
+from engine.tracking import metric_names as m
+from ui.runs.state import Series
 
 PALETTE = (
     "#2563eb",

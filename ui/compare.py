@@ -9,18 +9,20 @@ from typing import Any
 
 import gradio as gr
 
-from engine import metric_names
+from engine.tracking import metric_names
 from storage import metrics as metric_store
 from storage import runs as run_store
 from storage.db import Database
 from storage.runs import RunInfo
-from ui import chart_controls, charts, run_progress
-from ui.context import AppContext
-from ui.identity import viewer_for
-from ui.messages import escape
-from ui.plots import plot_value
-from ui.run_poll import run_choices
-from ui.run_state import Series
+from ui.shared import chart_controls
+from ui.shared import charts
+from ui.runs import progress as run_progress
+from ui.shared.context import AppContext
+from ui.shared.identity import viewer_for
+from ui.shared.messages import escape
+from ui.shared.plot_output import plot_value
+from ui.runs.poll import run_choices
+from ui.runs.state import Series
 
 DEFAULT_METRIC = "reward/total"
 
@@ -131,7 +133,7 @@ def comparison(
 
 @dataclass
 class CompareHandles:
-    """The run picker, filled with the run list when a page loads (see :mod:`ui.app`)."""
+    """The run picker, filled with the run list when a page loads (see :mod:`ui.factory`)."""
 
     runs_box: gr.Dropdown
 

@@ -1,6 +1,6 @@
 """What every tab of the dashboard shares: the data dir, the database, the launcher, the settings.
 
-One :class:`AppContext` is made per app (by :func:`ui.app.build_app`'s caller, never at import
+One :class:`AppContext` is made per app (by :func:`ui.factory.build_app`'s caller, never at import
 time) and handed to each ``build_<tab>(ctx)``. Per-browser-session state lives in ``gr.State``
 dataclasses inside the tabs; what is here is shared by every session.
 """
@@ -122,7 +122,7 @@ class DemoLimits:
         Raises:
             ConfigError: on the field, naming its cap.
         """
-        from engine.dataclass_io import ConfigError
+        from engine.config.fields import ConfigError
 
         for path, cap in self.sizes.items():
             section, name = path.split(".")
@@ -200,7 +200,7 @@ class AppContext:
         data_dir: where the studio database and the run folders are.
         demo: caps for a public demo.
         db: the studio database (opened on first use, closed by :meth:`close`).
-        launcher: starts, stops, resumes and deletes runs (``engine.launcher.Launcher``).
+        launcher: starts, stops, resumes and deletes runs (``engine.run.launcher.Launcher``).
     """
 
     data_dir: Path
@@ -216,14 +216,14 @@ class AppContext:
 
     @cached_property
     def input_policy(self) -> Any:
-        """What visitors' runs and previews may read (``engine.input_policy.InputPolicy``)."""
-        from engine.input_policy import InputPolicy
+        """What visitors' runs and previews may read (``engine.config.input_policy.InputPolicy``)."""
+        from engine.config.input_policy import InputPolicy
 
         return InputPolicy.for_web(self.data_dir)
 
     @cached_property
     def launcher(self) -> Any:
-        from engine.launcher import Launcher
+        from engine.run.launcher import Launcher
 
         return Launcher(self.data_dir, policy=self.input_policy)
 
@@ -239,7 +239,7 @@ class AppContext:
         Only the latest model stays loaded: a preview of a large model must not keep the
         previous one in memory.
         """
-        from engine.models import load_model_and_tokenizer
+        from engine.models.loading import load_model_and_tokenizer
 
         key = repr(spec)
         with self._model_lock:
@@ -277,7 +277,7 @@ class AppContext:
     def check_reward_model(self, name: str) -> None:
         """Raise ``ConfigError`` (a ``ValueError``) for a reward or judge model this app's
         visitors may not load: the input policy's model rule, then the demo's size cap."""
-        from engine.models import ModelSpec
+        from engine.models.loading import ModelSpec
 
         spec = ModelSpec(name_or_path=name)
         self.input_policy.check_model(spec)
@@ -286,8 +286,8 @@ class AppContext:
     def check_reward_model_sizes(self, reward: Any) -> None:
         """The demo's model-size cap for the models a reward loads (a reward model, a local
         judge), raised on that component's ``model`` field."""
-        from engine.dataclass_io import ConfigError
-        from engine.models import ModelSpec
+        from engine.config.fields import ConfigError
+        from engine.models.loading import ModelSpec
         from rewards.components.reward_model import loaded_models
 
         self.input_policy.check_reward(reward)  # before a size is read from a path
@@ -311,8 +311,8 @@ class AppContext:
         cap = self.demo.max_model_params
         if cap is None:
             return
-        from engine.dataclass_io import ConfigError
-        from engine.models import parameter_count
+        from engine.config.fields import ConfigError
+        from engine.models.loading import parameter_count
 
         params = parameter_count(spec, token=self._hub_token())
         if params is None:

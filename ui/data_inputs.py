@@ -1,6 +1,6 @@
 """The data picker shared by the Preview and Train tabs: built-in task, uploaded file, hub id.
 
-The inputs map one-to-one onto ``engine.datasets.DataSpec`` fields (source, path, split,
+The inputs map one-to-one onto ``engine.data.datasets.DataSpec`` fields (source, path, split,
 config_name, prompt/answer/system columns); :func:`data_spec` builds its dict.
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import gradio as gr
 
-from engine.datasets import BUILTIN_SPLITS, FILE_TYPES, SOURCES
-from engine.input_policy import InputPolicy
+from engine.data.datasets import BUILTIN_SPLITS, FILE_TYPES, SOURCES
+from engine.config.input_policy import InputPolicy
 
 SOURCE_LABELS = {
     "builtin": "built-in arithmetic task",

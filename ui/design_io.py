@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import gradio as gr
 
 from rewards.spec import RewardSpec
-from ui import spec_io
-from ui.messages import warn
+from ui.design import spec_io
+from ui.shared.messages import warn
 
 
 @dataclass

@@ -7,12 +7,12 @@ import gradio as gr
 
 from rewards.errors import RewardSpecError
 from rewards.spec import DEFAULT_PRESET, PRESETS, RewardSpec
-from ui import spec_io
-from ui.design_editor import FORM_QUEUE, EditorTargets
-from ui.design_io import SpecIoParts
-from ui.messages import escape, hint, warn
-from ui.named import Updates, Values
-from ui.spec_form import SpecDoesNotFit, SpecForm
+from ui.design import spec_io
+from ui.design.editor import FORM_QUEUE, EditorTargets
+from ui.design.files import SpecIoParts
+from ui.shared.messages import escape, hint, warn
+from ui.shared.named_values import Updates, Values
+from ui.design.spec_form import SpecDoesNotFit, SpecForm
 
 
 def build_presets() -> tuple[gr.Dropdown, gr.Button]:

@@ -9,8 +9,8 @@ import gradio as gr
 
 from rewards.composer import score
 from rewards.spec import RewardSpec
-from ui.messages import escape, warn
-from ui.trace_view import cut_note, fmt
+from ui.shared.messages import escape, warn
+from ui.shared.trace_view import cut_note, fmt
 
 TRY_PROMPT = "What is 17 + 25?"
 TRY_COMPLETION = "<think>17 + 25: 7+5=12, carry 1; 1+2+1=4; so 42</think><answer>42</answer>"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from engine import metric_names as m
+from engine.tracking import metric_names as m
 
 LOSS_NEAR_ZERO = 1e-3
 ZERO_STD_WARN = 0.5

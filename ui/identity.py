@@ -36,7 +36,7 @@ import gradio as gr
 
 from storage.run_caps import ActiveRunCaps
 from storage.schema import ANONYMOUS_PREFIX, LOCAL_OWNER
-from ui.context import is_public, on_space, positive_int_setting
+from ui.shared.context import is_public, on_space, positive_int_setting
 
 ADMINS_ENV = "STUDIO_ADMINS"
 MAX_ACTIVE_RUNS_ENV = "STUDIO_DEMO_MAX_QUEUED_RUNS"

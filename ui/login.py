@@ -24,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 
-from ui.context import SettingsError, positive_int_setting
+from ui.shared.context import SettingsError, positive_int_setting
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Short status lines for the page: success, warning and hint, styled by ``ui.app.CSS``.
+"""Short status lines for the page: success, warning and hint, styled by ``ui.factory.CSS``.
 
 Messages are Markdown; text that comes from users or errors is HTML-escaped first, so a
 ``<think>`` inside an error message shows as text instead of vanishing as a tag.

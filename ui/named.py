@@ -12,7 +12,7 @@ from typing import Any
 
 import gradio as gr
 
-from ui.messages import escape, warn
+from ui.shared.messages import escape, warn
 
 Values = dict[gr.components.Component, Any]  # what a handler gets for a set of inputs
 Updates = dict[gr.components.Component, Any]  # what a handler returns: component -> new value

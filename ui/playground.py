@@ -3,7 +3,7 @@
 One prompt (typed, or picked from the run's data), two models (by default the run's starting
 model and its final one; any checkpoint of the run, or a model folder the app allows), the
 same sampling settings and seed, replies streamed token by token, then each reply scored by
-the Design tab's reward spec with its trace. The work is :mod:`ui.playground_run`'s.
+the Design tab's reward spec with its trace. The work is :mod:`ui.playground.replies`'s.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from typing import Any
 
 import gradio as gr
 
-from engine.playground import GenerateError, SamplingSettings
-from engine.run_models import BASE, FINAL
+from engine.generation.playground import GenerateError, SamplingSettings
+from engine.run.saved_models import BASE, FINAL
 from rewards.spec import RewardSpec
 from rewards.text import question_text
-from ui.context import AppContext
-from ui.design import DesignHandles
-from ui.identity import viewer_for
-from ui.messages import escape, warn
-from ui.playground_run import (
+from ui.shared.context import AppContext
+from ui.design.tab import DesignHandles
+from ui.shared.identity import viewer_for
+from ui.shared.messages import escape, warn
+from ui.playground.replies import (
     PlaygroundCache,
     PlaygroundError,
     Side,

@@ -4,7 +4,7 @@ Every Playground request (a Generate click, a run picked, ``/generate``) needs t
 (its reward, its data) and the first rows of its data (the prompt picker, the system prompt).
 :class:`RunReads` keeps them per run and reads them again only when the run's config file
 changes; the newest :data:`KEEP_RUNS` runs are kept. The owner check is not cached: callers pass
-a run folder they were given on this request (``ui.playground_run.run_dir_of``).
+a run folder they were given on this request (``ui.playground.replies.run_dir_of``).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.config import RunConfig
-from engine.playground import DATA_PROMPTS
-from engine.run_layout import config_path
-from engine.run_models import run_config
+from engine.config.run_config import RunConfig
+from engine.generation.playground import DATA_PROMPTS
+from engine.run.layout import config_path
+from engine.run.saved_models import run_config
 from rewards.text import system_text
-from ui.context import AppContext
-from ui.preview_run import load_prompts
+from ui.shared.context import AppContext
+from ui.preview.generate import load_prompts
 
 #: Runs whose reads are kept.
 KEEP_RUNS = 16

@@ -4,7 +4,7 @@ One prompt (typed, or picked from the run's data), two models (by default the ru
 model and its final one; any checkpoint of the run, or a model folder the app allows), the
 same sampling settings and seed, replies streamed token by token, then each reply scored by
 the Design tab's reward spec with its trace. Everything here acts only on the viewer's own
-runs (``ui.run_actions.owned_run``); a public app caps samples and tokens as it caps previews.
+runs (``ui.runs.actions.owned_run``); a public app caps samples and tokens as it caps previews.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.dataclass_io import ConfigError
-from engine.devices import bounded_threads
-from engine.models import ModelLoadError
-from engine.playground import (
+from engine.config.fields import ConfigError
+from engine.run.devices import bounded_threads
+from engine.models.loading import ModelLoadError
+from engine.generation.playground import (
     GenerateError,
     SamplingSettings,
     chat_prompt,
@@ -28,20 +28,20 @@ from engine.playground import (
     generate_replies,
     stream_replies,
 )
-from engine.run_layout import CONFIG_FILE
-from engine.run_models import RunModelError, load_run_model, run_models
+from engine.run.layout import CONFIG_FILE
+from engine.run.saved_models import RunModelError, load_run_model, run_models
 from rewards.composer import ScoredSample, score
-from rewards.deadline import call_deadline
-from rewards.mathpool import INTERACTIVE_DEADLINE_S
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.spec import RewardSpec
 from storage import runs as run_store
-from ui.context import AppContext
-from ui.design import TRACE_HEADERS
-from ui.identity import Viewer
-from ui.playground_reads import RunReadCache, RunReads
-from ui.preview_run import CUSTOM, PreviewError, preview_thread_count, resolve_model
-from ui.run_actions import RunActionError, owned_run
-from ui.trace_view import completion_html, fmt
+from ui.shared.context import AppContext
+from ui.design.tab import TRACE_HEADERS
+from ui.shared.identity import Viewer
+from ui.playground.reads import RunReadCache, RunReads
+from ui.preview.generate import CUSTOM, PreviewError, preview_thread_count, resolve_model
+from ui.runs.actions import RunActionError, owned_run
+from ui.shared.trace_view import completion_html, fmt
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The Preview tab: generate completions with a model, score them with the Design tab's reward.
 
-"Generate" samples completions (with a progress bar) into a :class:`~ui.preview_state.PreviewCache`
+"Generate" samples completions (with a progress bar) into a :class:`~ui.preview.cache.PreviewCache`
 kept per browser session. Every change of the reward re-scores that cache at once, without
 generating again: the table (tags and extracted answer highlighted, one column per component),
 the stacked contributions per sample and the group diagnostics follow the weights live. Picking a
@@ -15,19 +15,20 @@ from typing import Any
 
 import gradio as gr
 
-from engine.dataclass_io import ConfigError, field_help
-from rewards.deadline import call_deadline
-from rewards.mathpool import INTERACTIVE_DEADLINE_S
+from engine.config.fields import ConfigError, field_help
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.probes import run_probes
 from rewards.spec import RewardSpec
-from ui import charts, hints
-from ui.context import AppContext
-from ui.data_inputs import DataInputs, build_data_inputs, data_spec
-from ui.design import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
-from ui.messages import escape, warn
-from ui.named import Updates, Values, error_line, show_error_at
-from ui.plots import plot_value
-from ui.preview_run import (
+from ui.shared import charts
+from ui.shared import hints
+from ui.shared.context import AppContext
+from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
+from ui.design.tab import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
+from ui.shared.messages import escape, warn
+from ui.shared.named_values import Updates, Values, error_line, show_error_at
+from ui.shared.plot_output import plot_value
+from ui.preview.generate import (
     CUSTOM,
     PreviewError,
     PreviewRequest,
@@ -35,8 +36,8 @@ from ui.preview_run import (
     model_choices,
     unavailable_models_note,
 )
-from ui.preview_state import PreviewCache, PreviewScores
-from ui.trace_view import fmt
+from ui.preview.cache import PreviewCache, PreviewScores
+from ui.shared.trace_view import fmt
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Generating a preview: pick the model and the data, sample completions, cache them.
 
 No Gradio here: :func:`generate_preview` takes a :class:`PreviewRequest` and a progress callback
-and returns a :class:`~ui.preview_state.PreviewCache`. The model comes from the engine's model
+and returns a :class:`~ui.preview.cache.PreviewCache`. The model comes from the engine's model
 list (the shipped default, optional offline models), any Hugging Face id or local path, or a
 checkpoint of a run; the prompts from any ``DataSpec`` (built-in task, uploaded file, hub id).
 """
@@ -14,21 +14,21 @@ from dataclasses import Field, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from engine.checkpoints import latest_model_dir
-from engine.config import GenerationSettings
-from engine.dataclass_io import ConfigError, knob
-from engine.datasets import DatasetError, DataSpec
-from engine.devices import bounded_threads, preview_threads
-from engine.input_policy import InputPolicy
-from engine.models import ModelLoadError, ModelSpec, available_models
-from engine.preflight import check_data
-from engine.prompts import PLAIN_TEXT, prompt_format
-from engine.sampling import sample_completions
+from engine.run.checkpoints import latest_model_dir
+from engine.config.run_config import GenerationSettings
+from engine.config.fields import ConfigError, knob
+from engine.data.datasets import DatasetError, DataSpec
+from engine.run.devices import bounded_threads, preview_threads
+from engine.config.input_policy import InputPolicy
+from engine.models.loading import ModelLoadError, ModelSpec, available_models
+from engine.run.preflight import check_data
+from engine.data.prompts import PLAIN_TEXT, prompt_format
+from engine.generation.sampling import sample_completions
 from rewards.params import describe_value
 from rewards.text import question_text
 from storage.schema import RunStatus
-from ui.context import AppContext
-from ui.preview_state import PreviewCache
+from ui.shared.context import AppContext
+from ui.preview.cache import PreviewCache
 
 logger = logging.getLogger(__name__)
 

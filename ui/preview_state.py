@@ -15,7 +15,7 @@ from typing import Any
 from rewards.composer import score
 from rewards.diagnostics import group_diagnostics
 from rewards.spec import RewardSpec
-from ui.trace_view import completion_html, cut_note, extracted_text
+from ui.shared.trace_view import completion_html, cut_note, extracted_text
 
 FIXED_COLUMNS = ["#", "group", "prompt", "completion", "gold", "extracted"]
 
@@ -79,7 +79,7 @@ class PreviewCache:
         source: str = "",
         model: str = "",
     ) -> PreviewCache:
-        """From ``engine.sampling.GeneratedSample`` objects (``prompt_index``, ``text``,
+        """From ``engine.generation.sampling.GeneratedSample`` objects (``prompt_index``, ``text``,
         ``token_ids``, ``truncated``), one prompt and answer per prompt index."""
         return cls(
             prompts=[prompts[s.prompt_index] for s in samples],

@@ -1,7 +1,7 @@
 """Actions on a run from the Runs view: stop, resume, delete, downloads, push to the Hub.
 
 Each returns a short message for the page (or raises :class:`RunActionError` with one), so the
-Gradio layer only shows what comes back. Each takes the :class:`~ui.identity.Viewer` behind the
+Gradio layer only shows what comes back. Each takes the :class:`~ui.shared.identity.Viewer` behind the
 event and acts only on that viewer's runs (an admin's: any run); another user's run reads like
 a missing one. Downloads are built per request into a fresh temporary folder, never served from
 the data dir.
@@ -16,16 +16,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.checkpoints import latest_model_dir
-from engine.hub import HubPushError, push_model
-from engine.run_layout import CONFIG_FILE
+from engine.run.checkpoints import latest_model_dir
+from engine.exports.hub import HubPushError, push_model
+from engine.run.layout import CONFIG_FILE
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.export import export_run
 from storage.runs import RunInfo, RunNotFoundError
-from ui.identity import Viewer
-from ui.trace_view import completion_html, fmt, trace_columns
+from ui.shared.identity import Viewer
+from ui.shared.trace_view import completion_html, fmt, trace_columns
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ def run_data_archive(
 
 
 def push_to_hub(db: Database, viewer: Viewer, run_id: str | None, repo_id: str, token: str) -> str:
-    """Upload the final model (or newest checkpoint) to a Hub model repo (see engine.hub)."""
+    """Upload the final model (or newest checkpoint) to a Hub model repo (see engine.exports.hub)."""
     folder = run_folder(db, viewer, run_id)
     try:
         url = push_model(folder, repo_id, token)

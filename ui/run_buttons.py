@@ -1,5 +1,5 @@
 """The Runs view's action buttons: stop, resume, delete (asked first, with an undo window),
-downloads and the Hub push, each acting on the viewer's own runs only (``ui.run_actions``)."""
+downloads and the Hub push, each acting on the viewer's own runs only (``ui.runs.actions``)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from ui import run_actions
-from ui.context import AppContext
-from ui.identity import viewer_for
-from ui.messages import escape, ok, warn
-from ui.run_deletes import PendingDeletes
-from ui.run_state import RunView
+from ui.runs import actions as run_actions
+from ui.shared.context import AppContext
+from ui.shared.identity import viewer_for
+from ui.shared.messages import escape, ok, warn
+from ui.runs.deletes import PendingDeletes
+from ui.runs.state import RunView
 
 if TYPE_CHECKING:
-    from ui.runs import RunsParts
+    from ui.runs.tab import RunsParts
 
 
 def wire_actions(ctx: AppContext, parts: RunsParts) -> None:
@@ -108,7 +108,7 @@ def wire_actions(ctx: AppContext, parts: RunsParts) -> None:
 
 
 def wire_delete(ctx: AppContext, parts: RunsParts) -> None:
-    """Delete asks first, then waits out an undo window (``ui.run_deletes``) before the run and
+    """Delete asks first, then waits out an undo window (``ui.runs.deletes``) before the run and
     its files are removed."""
     pending = PendingDeletes()
     hidden = gr.Row(visible=False)

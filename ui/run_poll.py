@@ -22,8 +22,11 @@ from storage import samples as sample_store
 from storage.db import Database
 from storage.runs import RunInfo
 from storage.schema import NoteKind, RunNote, RunStatus
-from ui import charts, hints, messages, run_progress
-from ui.run_state import RunsSnapshot, RunView
+from ui.shared import charts
+from ui.shared import hints
+from ui.shared import messages
+from ui.runs import progress as run_progress
+from ui.runs.state import RunsSnapshot, RunView
 
 # "created" never moves; a resume starts a new attempt, so the time shown is that attempt's.
 RUN_COLUMNS = ["run", "name", "status", "step", "created", "last attempt"]
@@ -181,7 +184,7 @@ def poll(
     """One tick of the Runs view for the run ``selected`` (``force``: redraw everything), its
     charts drawn as ``options`` say.
 
-    With ``owner`` (a viewer's :attr:`~ui.identity.Viewer.scope`), only that owner's runs are
+    With ``owner`` (a viewer's :attr:`~ui.shared.identity.Viewer.scope`), only that owner's runs are
     listed and read; a selected run of someone else shows as no run at all.
     """
     update = RunsUpdate()

@@ -1,7 +1,7 @@
 """Progress you can read on the run view: a bar with step N of M and an ETA, what the worker is
 doing now, and a summary card once a run has ended (no Gradio here).
 
-The phase comes from the worker's own log lines (``engine.worker``, ``engine.trainers``), which the
+The phase comes from the worker's own log lines (``engine.run.worker``, ``engine.trainers``), which the
 view already reads by cursor: each marker below is the start of a message the worker logs when it
 enters that phase, so no extra table or query is needed.
 """
@@ -12,10 +12,10 @@ import html
 import time
 from collections.abc import Sequence
 
-from engine import metric_names as m
+from engine.tracking import metric_names as m
 from storage.runs import RunInfo
 from storage.schema import RunStatus
-from ui.run_state import RunView, Series
+from ui.runs.state import RunView, Series
 
 TRAINING = "Training: generating completions and updating the policy"
 STOPPING = "Stopping: finishing the step and saving a checkpoint"

@@ -1,11 +1,11 @@
 """The Runs tab: run list, live charts, per-step samples, logs and errors, run actions.
 
-A 1 s ``gr.Timer`` calls :func:`ui.run_poll.poll`, which runs one cheap query and reads new
+A 1 s ``gr.Timer`` calls :func:`ui.runs.poll.poll`, which runs one cheap query and reads new
 rows by cursor only when something moved; outputs that did not change are skipped, so the
 browser redraws nothing on a quiet tick. The selection is the run dropdown's value, so a page
 reload (or a second browser tab) re-attaches to the same runs from the database.
 
-Every handler works out the viewer from the request (``ui.identity``) and lists, reads and acts
+Every handler works out the viewer from the request (``ui.shared.identity``) and lists, reads and acts
 on that viewer's runs only, so a queue call replayed from another session is refused too.
 """
 
@@ -16,17 +16,19 @@ from typing import Any
 
 import gradio as gr
 
-from engine.launcher import RESUMABLE
+from engine.run.launcher import RESUMABLE
 from storage import runs as run_store
-from ui import chart_controls, charts, run_actions
-from ui.context import AppContext
-from ui.identity import Viewer, viewer_for
-from ui.model_export import build_model_export
-from ui.named import Updates, Values
-from ui.plots import plot_value
-from ui.run_buttons import wire_actions
-from ui.run_poll import RUN_COLUMNS, RunsUpdate, default_selection, poll, run_choices
-from ui.run_state import RunView
+from ui.shared import chart_controls
+from ui.shared import charts
+from ui.runs import actions as run_actions
+from ui.shared.context import AppContext
+from ui.shared.identity import Viewer, viewer_for
+from ui.runs.model_export import build_model_export
+from ui.shared.named_values import Updates, Values
+from ui.shared.plot_output import plot_value
+from ui.runs.buttons import wire_actions
+from ui.runs.poll import RUN_COLUMNS, RunsUpdate, default_selection, poll, run_choices
+from ui.runs.state import RunView
 
 POLL_SECONDS = 1.0
 _PANELS = {p.key: p for p in charts.PANELS}

@@ -33,7 +33,7 @@ from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec
 from rewards.registry import REGISTRY
 from rewards.spec import WEIGHT_BOUNDS, ComponentSpec, RewardSpec
-from ui.messages import escape, ok, warn
+from ui.shared.messages import escape, ok, warn
 
 # Instances of one component the form shows at most (``rule#1`` to ``rule#20``): every slot is
 # a dozen inputs drawn in the page; a spec with more runs from the CLI or the API.

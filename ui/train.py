@@ -1,7 +1,7 @@
 """The Train tab: algorithm, model, data and hyperparameters; "Start training" launches the run.
 
 The hyperparameter inputs are generated from ``RunConfig``'s dataclasses by
-:mod:`ui.train_form`; the reward is the Design tab's spec. The equivalent config file and CLI
+:mod:`ui.train.form`; the reward is the Design tab's spec. The equivalent config file and CLI
 command are shown as the form changes and can be downloaded, so a run started here can be
 repeated headless with ``python -m engine train``. A bad value is reported next to its input.
 """
@@ -13,21 +13,22 @@ from typing import Any
 
 import gradio as gr
 
-from engine.config import RunConfig, documented_yaml
-from engine.dataclass_io import ConfigError
-from engine.memory import describe, local_card_bytes
-from engine.models import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec, available_models
+from engine.config.run_config import RunConfig, documented_yaml
+from engine.config.fields import ConfigError
+from engine.models.memory import describe, local_card_bytes
+from engine.models.loading import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec, available_models
 from engine.pretrained import local_gpu, pretrained_summary
 from rewards.spec import RewardSpec
-from ui import spec_io, train_form
-from ui.context import AppContext
-from ui.data_inputs import DataInputs, build_data_inputs, data_spec
-from ui.design import DesignHandles, elem_key
-from ui.identity import viewer_for
-from ui.messages import escape, ok, warn
-from ui.named import Updates, Values, error_line, show_error_at
-from ui.preview_run import CUSTOM, PreviewError, resolve_model
-from ui.train_form import FormField, TrainInputs
+from ui.design import spec_io
+from ui.train import form as train_form
+from ui.shared.context import AppContext
+from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
+from ui.design.tab import DesignHandles, elem_key
+from ui.shared.identity import viewer_for
+from ui.shared.messages import escape, ok, warn
+from ui.shared.named_values import Updates, Values, error_line, show_error_at
+from ui.preview.generate import CUSTOM, PreviewError, resolve_model
+from ui.train.form import FormField, TrainInputs
 
 GENERAL = ""
 MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine import config as run_config
-from engine.config import RunConfig
-from engine.dataclass_io import ConfigError, field_help
+from engine.config import run_config
+from engine.config.run_config import RunConfig
+from engine.config.fields import ConfigError, field_help
 from engine.pretrained import pretrained_settings
 
 FormValues = dict[str, Any]  # dotted field path -> the input's value

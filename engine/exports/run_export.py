@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from engine.exports.gguf_file import QUANTS, write_gguf
 from engine.exports.model_card import HELDOUT_METRICS, before_after, model_card
 from engine.exports.ollama import modelfile, run_command
-from engine.run_models import (
+from engine.run.saved_models import (
     FINAL,
     RunModelError,
     find_run_model,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from typing import TYPE_CHECKING
 
-from engine.dataclass_io import ConfigError
+from engine.config.fields import ConfigError
 
 if TYPE_CHECKING:
     import torch

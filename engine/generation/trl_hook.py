@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from engine import metric_names
+from engine.tracking import metric_names
 from engine.generation import make_runner
 from engine.generation.runner import Generation, GenerationRunner
 

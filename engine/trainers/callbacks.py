@@ -10,10 +10,10 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from engine import metric_names
+from engine.tracking import metric_names
 from engine.oom_retry import inject_fault
-from engine.recorder import RunRecorder
-from engine.stop_request import StopRequest
+from engine.tracking.recorder import RunRecorder
+from engine.run.stop_request import StopRequest
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ Details follow "The N Implementation Details of RLHF with PPO" (Huang et al. 202
 divided by the sampling temperature before log-probabilities are taken, dropout is off (the
 model stays in eval mode, so rollout and update log-probabilities agree), the value of token t
 is read at the hidden state that predicts it, Adam uses eps 1e-5. Where we depart: the value
-head starts at zero (see :mod:`engine.trainers.value_head`), and GAE uses ``gamma = lam = 1`` by
+head starts at zero (see :mod:`engine.trainers.ppo.value_head`), and GAE uses ``gamma = lam = 1`` by
 default, as Open-Reasoner-Zero (Hu et al. 2025) found best for reasoning rewards given once at
 the end: with ``lam = 0.95`` a 90-token completion passes ``0.95^90 = 1%`` of the final reward
 back to its first token, leaving the working in ``<think>`` to an untrained critic.
@@ -35,7 +35,7 @@ the rollout's log-probabilities and the update), a fixed KL coefficient 0.05 (TR
 advantages, no reward normalisation or clipping (the reward presets are already of order 1).
 
 The trainer drives the worker's objects directly: metrics and samples go to the
-:class:`~engine.recorder.RunRecorder`, held-out evaluation through the worker's ``evaluate``,
+:class:`~engine.tracking.recorder.RunRecorder`, held-out evaluation through the worker's ``evaluate``,
 checkpoints to ``run_dir/checkpoint-<step>/`` and the final model to ``run_dir/final``. Under
 ``accelerate launch`` every process samples its share of the step, gradients are averaged by
 DDP, and only the main process writes.
@@ -56,23 +56,23 @@ from accelerate import Accelerator, DistributedType
 from accelerate.utils import gather_object
 from transformers import get_scheduler
 
-from engine import metric_names
-from engine.config import RunConfig
+from engine.tracking import metric_names
+from engine.config.run_config import RunConfig
 from engine.generation import make_runner
-from engine.models import save_plain_weights
+from engine.models.loading import save_plain_weights
 from engine.oom_retry import inject_fault
-from engine.recorder import RunRecorder
-from engine.run_layout import checkpoint_dir, final_model_dir
-from engine.stop_request import StopRequest
+from engine.tracking.recorder import RunRecorder
+from engine.run.layout import checkpoint_dir, final_model_dir
+from engine.run.stop_request import StopRequest
 from engine.trainers.callbacks import log_checkpoint_saved, log_checkpoint_start
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
-from engine.trainers.ppo_checkpoint import (
+from engine.trainers.ppo.checkpoint import (
     is_peft_model,
     read_checkpoint,
     rotate_checkpoints,
     write_checkpoint,
 )
-from engine.trainers.ppo_math import (
+from engine.trainers.ppo.formulas import (
     AdaptiveKLController,
     FixedKLController,
     RunningMoments,
@@ -83,15 +83,15 @@ from engine.trainers.ppo_math import (
     ppo_loss,
     token_rewards,
 )
-from engine.trainers.ppo_rollout import (
+from engine.trainers.ppo.rollout import (
     Rollout,
     RolloutPhase,
     completion_forward,
     prompt_indices,
     rollout_tensors,
 )
-from engine.trainers.ppo_update import UpdatePhase
-from engine.trainers.value_head import PolicyWithValue
+from engine.trainers.ppo.update import UpdatePhase
+from engine.trainers.ppo.value_head import PolicyWithValue
 from storage.schema import RunStatus
 
 logger = logging.getLogger(__name__)

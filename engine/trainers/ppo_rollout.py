@@ -3,7 +3,7 @@ and the no-grad forwards that give the rollout's log-probabilities, values and t
 
 The logits at position ``P + t - 1`` predict completion token t, and the value of the state before
 token t is read there too (Huang et al. 2024, "The N Implementation Details of RLHF with PPO").
-:class:`RolloutPhase` holds the trainer's rollout methods; :class:`~engine.trainers.ppo.PPOTrainer`
+:class:`RolloutPhase` holds the trainer's rollout methods; :class:`~engine.trainers.ppo.trainer.PPOTrainer`
 supplies the attributes it reads.
 """
 
@@ -20,13 +20,13 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
 
-from engine import metric_names
-from engine.config import PPOSettings, RunConfig
-from engine.samples import sample_rows
-from engine.sampling import encode_prompts, sample_completions
+from engine.tracking import metric_names
+from engine.config.run_config import PPOSettings, RunConfig
+from engine.tracking.samples import sample_rows
+from engine.generation.sampling import encode_prompts, sample_completions
 from engine.trainers.capture import GenerationBatch
-from engine.trainers.ppo_math import RunningMoments
-from engine.trainers.value_head import completion_logprobs
+from engine.trainers.ppo.formulas import RunningMoments
+from engine.trainers.ppo.value_head import completion_logprobs
 from rewards.composer import ScoredSample, score
 from rewards.text import prompt_text
 
@@ -87,12 +87,12 @@ def completion_forward(
     """Log-probabilities, values and entropies of the completion tokens.
 
     ``entropy``: ``grad``, ``detached`` (a metric only) or ``skip`` (zeros); see
-    :func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`.
+    :func:`~engine.trainers.ppo.formulas.chunked_logprobs_entropy`.
 
     Memory: the LM head and the log-softmax run fused over tiles
-    (:mod:`~engine.trainers.fused_head`), so no logits over the vocabulary are built; a model
+    (:mod:`~engine.trainers.ppo.fused_head`), so no logits over the vocabulary are built; a model
     that scales its logits falls back to a float32 log-softmax over chunks of positions
-    (:func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`). The logits at position
+    (:func:`~engine.trainers.ppo.formulas.chunked_logprobs_entropy`). The logits at position
     ``P + t - 1`` predict completion token t, and the value of the state before token t is read
     there too.
 
@@ -138,7 +138,7 @@ class Rollout:
 class RolloutPhase:
     """The trainer's rollout methods: sample, score, evaluate, summarise.
 
-    :class:`~engine.trainers.ppo.PPOTrainer` supplies the attributes below and the helpers
+    :class:`~engine.trainers.ppo.trainer.PPOTrainer` supplies the attributes below and the helpers
     ``policy``, ``unwrapped``, ``_micro_size`` and ``_inference_size``.
     """
 

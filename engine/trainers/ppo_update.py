@@ -1,7 +1,7 @@
 """PPO's update: ``ppo.ppo_epochs`` passes over shuffled minibatches, each split into
 micro-batches whose token-weighted losses add up to the minibatch's token mean (Schulman et al.
 2017; cleanrl ``ppo.py``'s epoch and minibatch loop). :class:`UpdatePhase` holds the trainer's
-update method; :class:`~engine.trainers.ppo.PPOTrainer` supplies the attributes it reads.
+update method; :class:`~engine.trainers.ppo.trainer.PPOTrainer` supplies the attributes it reads.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import torch
 from accelerate import Accelerator
 
-from engine.config import PPOSettings, RunConfig
-from engine.trainers.ppo_math import ppo_loss
-from engine.trainers.ppo_rollout import Forward, Rollout, completion_forward
+from engine.config.run_config import PPOSettings, RunConfig
+from engine.trainers.ppo.formulas import ppo_loss
+from engine.trainers.ppo.rollout import Forward, Rollout, completion_forward
 
 logger = logging.getLogger(__name__)
 
@@ -23,9 +23,9 @@ logger = logging.getLogger(__name__)
 class UpdatePhase:
     """The trainer's update method.
 
-    :class:`~engine.trainers.ppo.PPOTrainer` supplies the attributes below, ``_micro_size`` and
+    :class:`~engine.trainers.ppo.trainer.PPOTrainer` supplies the attributes below, ``_micro_size`` and
     ``_mean_across``; ``_entropy_mode`` comes from
-    :class:`~engine.trainers.ppo_rollout.RolloutPhase`.
+    :class:`~engine.trainers.ppo.rollout.RolloutPhase`.
     """
 
     config: RunConfig

@@ -2,7 +2,7 @@
 
 transformers' ``Trainer._save_checkpoint`` writes straight into ``checkpoint-<step>/``, so a
 worker killed mid-save leaves a folder that a resume would pick and fail on. Here the Trainer
-writes the same files under the run's staging folder (:func:`engine.checkpoints.staging_dir`,
+writes the same files under the run's staging folder (:func:`engine.run.checkpoints.staging_dir`,
 by pointing its output folder there for the save), and the main process renames the finished
 folder into place after committing the step's metrics (``before_publish``).
 """
@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.checkpoints import publish, rotate_checkpoints
-from engine.run_layout import staged_checkpoint_dir
+from engine.run.checkpoints import publish, rotate_checkpoints
+from engine.run.layout import staged_checkpoint_dir
 
 
 class StagedCheckpointMixin:

@@ -14,9 +14,9 @@ import torch
 from transformers import ProgressCallback
 from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
-from engine.config import RunConfig
+from engine.config.run_config import RunConfig
 from engine.generation.trl_hook import FastGenerationMixin
-from engine.trackers import tracker_args
+from engine.tracking.trackers import tracker_args
 from engine.trainers.capture import BatchCaptureMixin
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
 from engine.trainers.staged_checkpoints import StagedCheckpointMixin

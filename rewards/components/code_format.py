@@ -16,7 +16,7 @@ import re
 import warnings
 from typing import Any
 
-from rewards.answers import find_answer
+from rewards.verification.answers import find_answer
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, with_defaults

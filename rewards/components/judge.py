@@ -43,7 +43,7 @@ from rewards.components.reward_model import (
     load_allowed_model,
     pick_device,
 )
-from rewards.deadline import deadline_at
+from rewards.verification.deadline import deadline_at
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
 from rewards.text import prompt_text

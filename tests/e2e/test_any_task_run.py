@@ -8,7 +8,7 @@ import os
 import pytest
 import yaml
 
-from engine.tokenizer import build_char_tokenizer
+from engine.models.char_tokenizer import build_char_tokenizer
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database

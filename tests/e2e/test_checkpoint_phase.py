@@ -12,7 +12,7 @@ from storage import logs as log_store
 from storage.db import Database
 from storage.paths import db_path
 from storage.schema import RunStatus
-from ui import run_progress
+from ui.runs import progress as run_progress
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,8 @@ import time
 import pytest
 
 from bench.kill_faults import KILL_FIGURES, integrity, kill_trial, summary, tiny_config
-from engine.checkpoints import latest_checkpoint
-from engine.launcher import Launcher
+from engine.run.checkpoints import latest_checkpoint
+from engine.run.launcher import Launcher
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database

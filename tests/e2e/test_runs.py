@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from run_waits import wait_for
 
-from engine.checkpoints import latest_checkpoint
-from engine.config import RunConfig
-from engine.launcher import Launcher
+from engine.run.checkpoints import latest_checkpoint
+from engine.config.run_config import RunConfig
+from engine.run.launcher import Launcher
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database

@@ -10,9 +10,9 @@ import psutil
 import pytest
 from run_waits import run_status, wait
 
-from engine.config import RunConfig
-from engine.devices import Assignment, Gpu
-from engine.launcher import Launcher
+from engine.config.run_config import RunConfig
+from engine.run.devices import Assignment, Gpu
+from engine.run.launcher import Launcher
 from storage.schema import RunStatus
 
 pytestmark = pytest.mark.slow

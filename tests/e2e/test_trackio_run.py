@@ -11,8 +11,8 @@ import pytest
 from run_waits import wait_for
 from test_runs import FINAL, launcher, tiny_config  # noqa: F401
 
-from engine.run_layout import run_dir, trackio_dir
-from engine.trackers import TRACKIO_PROJECT
+from engine.run.layout import run_dir, trackio_dir
+from engine.tracking.trackers import TRACKIO_PROJECT
 from storage.schema import RunStatus
 
 pytestmark = pytest.mark.slow

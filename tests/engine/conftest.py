@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, Qwen2Config
 
-from engine.models import (
+from engine.models.loading import (
     ENGLISH_MODEL_ALIAS,
     ModelSpec,
     english_model_spec,

@@ -12,9 +12,9 @@ import shutil
 
 import pytest
 
-from engine.config import RunConfig
-from engine.launcher import CONFIG_FILE, Launcher
-from engine.worker import run as run_worker
+from engine.config.run_config import RunConfig
+from engine.run.launcher import CONFIG_FILE, Launcher
+from engine.run.worker import run as run_worker
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.checkpoints import (
+from engine.run.checkpoints import (
     STAGING_DIR,
     clean_incomplete,
     is_complete,
@@ -16,9 +16,9 @@ from engine.checkpoints import (
     rotate_checkpoints,
     staging_dir,
 )
-from engine.config import RunConfig
-from engine.recorder import StorageRecorder
-from engine.worker import FINAL_EVAL_METRICS, resume_point
+from engine.config.run_config import RunConfig
+from engine.tracking.recorder import StorageRecorder
+from engine.run.worker import FINAL_EVAL_METRICS, resume_point
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
@@ -150,8 +150,8 @@ def test_trl_checkpoints_are_staged_and_published_after_the_commit(tmp_path):
     appears only after it."""
     from datasets import Dataset
 
-    from engine.datasets import load_rows
-    from engine.models import load_model_and_tokenizer
+    from engine.data.datasets import load_rows
+    from engine.models.loading import load_model_and_tokenizer
     from engine.trainers.trl_trainers import build_trl_trainer
 
     run_config = RunConfig.from_dict(

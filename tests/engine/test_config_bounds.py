@@ -11,13 +11,13 @@ import typing
 
 import pytest
 
-from engine.config import RunConfig
-from engine.dataclass_io import ConfigError, field_help, from_dict
-from engine.datasets import DatasetError, DataSpec
-from engine.models import LoraSpec
+from engine.config.run_config import RunConfig
+from engine.config.fields import ConfigError, field_help, from_dict
+from engine.data.datasets import DatasetError, DataSpec
+from engine.models.loading import LoraSpec
 from rewards.params import Bounds, exact_number
 from rewards.spec import RewardSpec
-from ui import train_form
+from ui.train import form as train_form
 
 
 def _sections() -> dict[str, type]:
@@ -25,7 +25,7 @@ def _sections() -> dict[str, type]:
     return {
         f.name: hints[f.name]
         for f in dataclasses.fields(RunConfig)
-        if dataclasses.is_dataclass(hints[f.name]) and hints[f.name].__module__ == "engine.config"
+        if dataclasses.is_dataclass(hints[f.name]) and hints[f.name].__module__ == "engine.config.run_config"
     }
 
 

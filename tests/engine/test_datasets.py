@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from engine.datasets import DatasetError, DataSpec, load_rows, parse_gold, rows_to_dataset
+from engine.data.datasets import DatasetError, DataSpec, load_rows, parse_gold, rows_to_dataset
 
 
 def write_jsonl(path, records):

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.evaluation import evaluate
-from engine.models import ModelSpec, load_model_and_tokenizer
-from engine.sampling import sample_completions
+from engine.tracking.evaluation import evaluate
+from engine.models.loading import ModelSpec, load_model_and_tokenizer
+from engine.generation.sampling import sample_completions
 from engine.tasks import builtin_task
 
 pytestmark = pytest.mark.slow

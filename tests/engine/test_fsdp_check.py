@@ -9,7 +9,7 @@ import pytest
 from transformers import Qwen2Config
 
 from bench import fsdp_check
-from engine.config import RunConfig
+from engine.config.run_config import RunConfig
 
 CARD = int(79.2 * 1024**3)  # an H100 as torch reports it
 
@@ -76,7 +76,7 @@ def test_a_dry_run_builds_a_tiny_model_and_writes_the_launch_files(tmp_path, cap
 
 def test_read_back_counts_rows_written_twice(tmp_path):
     """The check's SQLite reading flags a metric that two processes wrote."""
-    from engine import metric_names
+    from engine.tracking import metric_names
     from storage import runs as run_store
     from storage.db import Database
     from storage.metrics import MetricWriter

@@ -7,9 +7,9 @@ import copy
 import pytest
 from datasets import Dataset
 
-from engine.config import RunConfig
-from engine.models import ENGLISH_MODEL_ALIAS, apply_lora
-from engine.prompts import for_trainer
+from engine.config.run_config import RunConfig
+from engine.models.loading import ENGLISH_MODEL_ALIAS, apply_lora
+from engine.data.prompts import for_trainer
 from engine.tasks import builtin_task
 from engine.trainers.trl_trainers import build_trl_trainer
 

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from engine.hub import HubPushError, push_model
+from engine.exports.hub import HubPushError, push_model
 
 
 def test_inputs_are_checked_before_any_network(tmp_path):

@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import RunConfig
-from engine.dataclass_io import ConfigError
-from engine.input_policy import InputPolicy
-from engine.launcher import Launcher
-from engine.preflight import check_inputs
+from engine.config.run_config import RunConfig
+from engine.config.fields import ConfigError
+from engine.config.input_policy import InputPolicy
+from engine.run.launcher import Launcher
+from engine.run.preflight import check_inputs
 from storage import runs as run_store
 from ui import api
 from ui.api import ApiError
-from ui.context import AppContext
-from ui.data_inputs import data_spec
-from ui.identity import LOCAL_VIEWER
+from ui.shared.context import AppContext
+from ui.shared.data_inputs import data_spec
+from ui.shared.identity import LOCAL_VIEWER
 
 SECRET = "hunter2-secret-value"
 
@@ -196,7 +196,7 @@ def test_visitor_runs_get_no_server_hub_token_unless_the_operator_allows_it(data
 
 
 def test_the_web_process_reads_models_without_the_server_token(data_dir, monkeypatch):
-    from engine.models import ModelSpec, parameter_count
+    from engine.models.loading import ModelSpec, parameter_count
 
     monkeypatch.delenv("STUDIO_VISITOR_HUB_TOKEN", raising=False)
     ctx = AppContext(data_dir)

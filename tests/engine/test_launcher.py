@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import RunConfig
-from engine.launcher import CONFIG_FILE, Launcher, worker_command
+from engine.config.run_config import RunConfig
+from engine.run.launcher import CONFIG_FILE, Launcher, worker_command
 from storage import runs as run_store
 from storage.db import Database
 from storage.logs import logs_since
@@ -83,7 +83,7 @@ def test_a_cli_command_marks_dead_runs_on_its_own(data_dir, engine_cli, tmp_path
 
 DISPATCHER = """
 import sys
-from engine.launcher import Launcher
+from engine.run.launcher import Launcher
 Launcher(sys.argv[1], max_concurrent=int(sys.argv[2])).dispatch()
 """
 

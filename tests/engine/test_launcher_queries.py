@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from engine import cli
-from engine.config import RunConfig
-from engine.devices import Assignment
-from engine.launcher import Launcher
+from engine.config.run_config import RunConfig
+from engine.run.devices import Assignment
+from engine.run.launcher import Launcher
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path
@@ -124,7 +124,7 @@ def test_a_cli_command_scans_for_dead_workers_once(command, data_dir, smi, tmp_p
     config = RunConfig.from_dict({"model": {"name_or_path": str(tmp_path / "no-such-model")}})
     config.save(tmp_path / "run.yaml")
     args = {"train": ["train", str(tmp_path / "run.yaml")], "runs": ["runs"]}[command]
-    caplog.set_level(logging.DEBUG, logger="engine.launcher")
+    caplog.set_level(logging.DEBUG, logger="engine.run.launcher")
     code = cli.main([*args, "--data-dir", str(data_dir)])
     # train stops at the missing model, after the scan and the GPU choice it is about.
     assert code == (2 if command == "train" else 0)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from transformers import LlamaConfig
 
-from engine.config import RunConfig
-from engine.memory import (
+from engine.config.run_config import RunConfig
+from engine.models.memory import (
     describe,
     estimate,
     fitting_micro_batch,
@@ -15,7 +15,7 @@ from engine.memory import (
     size,
     with_default_micro_batch,
 )
-from engine.models import LoraSpec, ModelSpec
+from engine.models.loading import LoraSpec, ModelSpec
 
 # hidden 16, intermediate 32, 2 layers, 4 heads of dim 4, 2 key-value heads, vocabulary 100.
 # Parameters: embeddings 1,600; per layer q 256 + k 128 + v 128 + o 256 + gate/up/down 3 x 512
@@ -170,7 +170,7 @@ def test_default_micro_batch_is_the_largest_that_fits_the_card(model_dir):
 def test_a_default_05b_run_at_256_by_256_fits_an_80_gib_card(qwen05b):
     """Qwen2.5-0.5B's shape, 32 prompts x 8 completions x 256 tokens: the picked micro-batch
     keeps the estimate inside the card."""
-    from engine.memory import CARD_BUDGET, GIB, shape_of
+    from engine.models.memory import CARD_BUDGET, GIB, shape_of
 
     for algorithm in ("grpo", "ppo"):
         c = RunConfig.from_dict(
@@ -248,8 +248,8 @@ def test_the_pick_follows_the_prompts_length(model_dir):
 
 
 def test_longest_prompt_is_read_as_the_model_reads_it():
-    from engine.sampling import encode_prompts
-    from engine.tokenizer import build_char_tokenizer
+    from engine.generation.sampling import encode_prompts
+    from engine.models.char_tokenizer import build_char_tokenizer
 
     tokenizer = build_char_tokenizer()
     rows = [

@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 import pytest
 import torch
 
-from engine.config import RunConfig
-from engine.memory import CARD_BUDGET, GIB, estimate, fitting_micro_batch, shape_of
+from engine.config.run_config import RunConfig
+from engine.models.memory import CARD_BUDGET, GIB, estimate, fitting_micro_batch, shape_of
 
 # The benches' prompts as their model reads them: 17-27 tokens, padded to the longest in a batch
 # (transformers 5 loads bench/qwen_model.py's tokenizer as a Qwen2Tokenizer, whose byte-level

@@ -5,7 +5,7 @@ text pasted into the file the user runs ``ollama create`` on)."""
 from __future__ import annotations
 
 from engine.exports.ollama import modelfile
-from engine.tokenizer import build_char_tokenizer
+from engine.models.char_tokenizer import build_char_tokenizer
 
 HOSTILE_TEMPLATE = (
     "{%- for message in messages -%}"

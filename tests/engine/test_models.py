@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from engine.models import (
+from engine.models.loading import (
     DEFAULT_MODEL_DIR,
     ENGLISH_MODEL_ALIAS,
     LoraSpec,
@@ -19,7 +19,7 @@ from engine.models import (
     resolve_spec,
     save_plain_weights,
 )
-from engine.sampling import sample_completions
+from engine.generation.sampling import sample_completions
 
 
 @pytest.mark.slow

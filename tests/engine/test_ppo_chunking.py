@@ -6,13 +6,13 @@ import pytest
 import torch
 
 from engine.trainers import ppo
-from engine.trainers.ppo import completion_forward
-from engine.trainers.ppo_math import (
+from engine.trainers.ppo.trainer import completion_forward
+from engine.trainers.ppo.formulas import (
     chunked_logprobs_entropy,
     entropy_from_logits,
     logprobs_from_logits,
 )
-from engine.trainers.value_head import PolicyWithValue
+from engine.trainers.ppo.value_head import PolicyWithValue
 from tests.engine.test_ppo_trainer import (  # noqa: F401 (tiny_model_dir is a fixture)
     make_trainer,
     tiny_model_dir,
@@ -69,7 +69,7 @@ def test_completion_forward_matches_full_vocabulary_float32(monkeypatch):
     attention_mask = torch.ones_like(input_ids)
     attention_mask[0, :2] = 0  # a left-padded prompt
     P, temperature = 4, 0.8
-    monkeypatch.setattr("engine.trainers.ppo_math.CHUNK_ELEMENTS", 40 * 3)
+    monkeypatch.setattr("engine.trainers.ppo.formulas.CHUNK_ELEMENTS", 40 * 3)
     logprobs, values, entropy = completion_forward(model, input_ids, attention_mask, P, temperature)
 
     logits, ref_values = model(input_ids, attention_mask, keep=9 - P + 1)

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from engine.trainers.ppo_math import (
+from engine.trainers.ppo.formulas import (
     AdaptiveKLController,
     FixedKLController,
     RunningMoments,

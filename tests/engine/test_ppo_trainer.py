@@ -7,28 +7,28 @@ from typing import Any
 import pytest
 import torch
 
-from engine.config import RunConfig
-from engine.dataclass_io import ConfigError
-from engine.models import LoraSpec, ModelSpec, load_model_and_tokenizer
-from engine.sampling import encode_prompts
-from engine.stop_request import StopRequest
+from engine.config.run_config import RunConfig
+from engine.config.fields import ConfigError
+from engine.models.loading import LoraSpec, ModelSpec, load_model_and_tokenizer
+from engine.generation.sampling import encode_prompts
+from engine.run.stop_request import StopRequest
 from engine.tasks import builtin_task
-from engine.tokenizer import build_char_tokenizer
-from engine.trainers.ppo import (
+from engine.models.char_tokenizer import build_char_tokenizer
+from engine.trainers.ppo.trainer import (
     PPOTrainer,
     completion_forward,
     ppo_loss,
     prompt_indices,
     rollout_tensors,
 )
-from engine.trainers.ppo_checkpoint import (
+from engine.trainers.ppo.checkpoint import (
     CRITIC_FILE,
     OPTIMIZER_FILE,
     POLICY_DIR,
     STATE_FILE,
     rotate_checkpoints,
 )
-from engine.trainers.value_head import PolicyWithValue
+from engine.trainers.ppo.value_head import PolicyWithValue
 from storage.schema import RunStatus
 from tests.tiny_models import save_tiny_llama
 

@@ -9,17 +9,17 @@ import threading
 import pytest
 import torch
 
-from engine.config import RunConfig
-from engine.dataclass_io import ConfigError
-from engine.launcher import Launcher
-from engine.preflight import check_inputs
+from engine.config.run_config import RunConfig
+from engine.config.fields import ConfigError
+from engine.run.launcher import Launcher
+from engine.run.preflight import check_inputs
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path
 from ui import api
 from ui.api import ApiError
-from ui.context import AppContext
-from ui.identity import LOCAL_VIEWER
+from ui.shared.context import AppContext
+from ui.shared.identity import LOCAL_VIEWER
 
 
 def config(**sections) -> RunConfig:

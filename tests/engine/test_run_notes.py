@@ -5,7 +5,7 @@ writes). One real in-process run serves both."""
 from __future__ import annotations
 
 from engine import oom_retry
-from engine.config import RunConfig
+from engine.config.run_config import RunConfig
 from engine.oom_retry import retry_config
 from storage.db import Database
 from storage.notes import notes_of_run

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.samples import sample_rows
+from engine.tracking.samples import sample_rows
 from engine.trainers.capture import GenerationBatch
 from rewards.composer import ComponentTrace, ScoredSample, score
 from rewards.spec import ComponentSpec, RewardSpec

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from engine.datasets import rows_to_dataset
+from engine.data.datasets import rows_to_dataset
 from engine.tasks import SYSTEM_PROMPT, ArithmeticTask, builtin_task
 from engine.tasks.arithmetic import (
     COMPLETION_STYLES,

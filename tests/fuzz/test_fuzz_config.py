@@ -10,9 +10,9 @@ from fuzz_runner import fuzz
 from fuzz_values import HOSTILE_TEXT, JSON_LIKE, as_text, check_message, mutated
 from hypothesis import strategies as st
 
-from engine.config import RunConfig
-from engine.dataclass_io import ConfigError
-from engine.datasets import DatasetError, DataSpec
+from engine.config.run_config import RunConfig
+from engine.config.fields import ConfigError
+from engine.data.datasets import DatasetError, DataSpec
 
 BASE_CONFIG = RunConfig().to_dict()
 BASE_DATA = {"source": "file", "path": "x.jsonl", "prompt_column": "q", "answer_column": "a"}

@@ -16,16 +16,16 @@ from fuzz_values import (
 )
 from hypothesis import strategies as st
 
-from engine.config import RunConfig
-from engine.dataclass_io import ConfigError
-from engine.preflight import check_inputs
+from engine.config.run_config import RunConfig
+from engine.config.fields import ConfigError
+from engine.run.preflight import check_inputs
 from rewards.errors import RewardSpecError
 from rewards.spec import PRESETS, RewardSpec
 from ui import api
 from ui.api import ApiError
-from ui.context import AppContext, DemoLimits
-from ui.preview_run import PreviewError, PreviewRequest
-from ui.spec_io import parse_spec
+from ui.shared.context import AppContext, DemoLimits
+from ui.preview.generate import PreviewError, PreviewRequest
+from ui.design.spec_io import parse_spec
 
 pytestmark = pytest.mark.reliability
 

@@ -11,7 +11,7 @@ from fuzz_values import FUZZ_SETTINGS, HOSTILE_TEXT, JSON_LIKE, LEAVES, MAX_EXAM
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from engine.playground import GenerateError, SamplingSettings, check_prompt
+from engine.generation.playground import GenerateError, SamplingSettings, check_prompt
 from ui.api import ApiError, sampling_settings
 
 pytestmark = pytest.mark.reliability

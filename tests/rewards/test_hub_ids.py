@@ -3,9 +3,9 @@ owner/name required except where the command line accepts the hub's owner-less l
 
 import pytest
 
-from engine.dataclass_io import ConfigError
-from engine.input_policy import is_web_hub_id
-from engine.preflight import check_hub_dataset_id
+from engine.config.fields import ConfigError
+from engine.config.input_policy import is_web_hub_id
+from engine.run.preflight import check_hub_dataset_id
 from rewards.hub_ids import is_hub_id
 from rewards.spec import RewardSpec, RewardSpecError
 

@@ -11,7 +11,7 @@ import pytest
 from rewards.components.judge import JUDGE_URLS_ENV
 from rewards.components.judge_parse import parse_pass_fail, parse_score
 from rewards.composer import score
-from rewards.deadline import call_deadline
+from rewards.verification.deadline import call_deadline
 from rewards.spec import RewardSpec, RewardSpecError
 from rewards.text import prompt_text
 
@@ -190,7 +190,7 @@ def test_urls_outside_the_operators_list_are_refused(monkeypatch):
 
 
 def test_a_local_judge_runs_through_transformers(tmp_path):
-    from engine.tokenizer import build_char_tokenizer
+    from engine.models.char_tokenizer import build_char_tokenizer
     from tests.tiny_models import save_tiny_llama
 
     folder = save_tiny_llama(tmp_path / "judge", build_char_tokenizer())
@@ -263,7 +263,7 @@ def test_a_web_call_s_time_budget_bounds_timeouts_and_retries(server):
 
 
 def test_a_local_judge_keeps_within_the_web_call_s_time_budget(tmp_path):
-    from engine.tokenizer import build_char_tokenizer
+    from engine.models.char_tokenizer import build_char_tokenizer
     from tests.tiny_models import save_tiny_llama
 
     folder = save_tiny_llama(tmp_path / "judge", build_char_tokenizer())
@@ -281,7 +281,7 @@ def test_a_local_judge_keeps_within_the_web_call_s_time_budget(tmp_path):
 def test_a_local_judge_batches_by_tokens_and_skips_what_the_model_cannot_read(
     tmp_path, monkeypatch
 ):
-    from engine.tokenizer import build_char_tokenizer
+    from engine.models.char_tokenizer import build_char_tokenizer
     from rewards.components import judge
     from tests.tiny_models import save_tiny_llama
 

@@ -4,9 +4,9 @@ import concurrent.futures
 import time
 
 from rewards.composer import score
-from rewards.deadline import call_deadline
-from rewards.mathcheck import check
-from rewards.mathpool import InProcessChecker, MathPool, default_workers
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathcheck import check
+from rewards.verification.mathpool import InProcessChecker, MathPool, default_workers
 from rewards.spec import PRESETS
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from engine.tokenizer import build_char_tokenizer
+from engine.models.char_tokenizer import build_char_tokenizer
 from rewards.composer import score
 from rewards.spec import RewardSpec, RewardSpecError
 from tests.tiny_models import save_tiny_reward_model
@@ -94,8 +94,8 @@ def test_model_must_be_a_folder_or_hub_id(model):
 
 
 def test_web_runs_name_reward_models_as_they_name_policy_models(rm_dir, tmp_path):
-    from engine.dataclass_io import ConfigError
-    from engine.input_policy import InputPolicy
+    from engine.config.fields import ConfigError
+    from engine.config.input_policy import InputPolicy
 
     policy = InputPolicy.for_web(tmp_path, env={})
     policy.check_reward(spec("owner/reward-model"))
@@ -107,8 +107,8 @@ def test_web_runs_name_reward_models_as_they_name_policy_models(rm_dir, tmp_path
 
 
 def test_a_demo_caps_the_size_of_reward_models_too(rm_dir, tmp_path, monkeypatch):
-    from engine.dataclass_io import ConfigError
-    from ui.context import AppContext, DemoLimits
+    from engine.config.fields import ConfigError
+    from ui.shared.context import AppContext, DemoLimits
 
     monkeypatch.setenv("STUDIO_MODEL_ROOTS", str(rm_dir.parent))
     small = AppContext(data_dir=tmp_path, demo=DemoLimits(max_model_params=1000))
@@ -122,7 +122,7 @@ def test_a_demo_caps_the_size_of_reward_models_too(rm_dir, tmp_path, monkeypatch
 
 def test_the_web_apps_rule_is_checked_before_a_model_loads(rm_dir, tmp_path):
     from rewards.components import reward_model
-    from ui.context import AppContext, DemoLimits
+    from ui.shared.context import AppContext, DemoLimits
 
     ctx = AppContext(data_dir=tmp_path, demo=DemoLimits(max_model_params=10**9))
     reward_model.restrict_models(ctx.check_reward_model)

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from engine.tokenizer import build_char_tokenizer
+from engine.models.char_tokenizer import build_char_tokenizer
 from rewards.components import reward_model
 from rewards.components.reward_model import MAX_BATCH_TOKENS, load_reward_model
 from rewards.composer import score
-from rewards.deadline import call_deadline
+from rewards.verification.deadline import call_deadline
 from rewards.spec import RewardSpec
 from tests.tiny_models import save_tiny_reward_model
-from ui.context import AppContext, DemoLimits
+from ui.shared.context import AppContext, DemoLimits
 
 TEXTS = ["a", "bb", "ccc", "dddd", "eeeee"]
 

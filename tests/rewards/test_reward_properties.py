@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from engine.tokenizer import build_char_tokenizer
+from engine.models.char_tokenizer import build_char_tokenizer
 from rewards.composer import score
 from rewards.probes import run_probes
 from rewards.registry import REGISTRY

@@ -11,7 +11,7 @@ import pytest
 from rewards.components.reward_model import restrict_models
 from rewards.errors import RewardSpecError
 from rewards.spec import RewardSpec
-from ui.context import AppContext
+from ui.shared.context import AppContext
 
 
 @pytest.fixture

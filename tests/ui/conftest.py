@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ui.context import AppContext
+from ui.shared.context import AppContext
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"

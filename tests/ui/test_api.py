@@ -2,14 +2,14 @@ import json
 
 import pytest
 
-from engine.config import RunConfig
+from engine.config.run_config import RunConfig
 from storage import runs as run_store
 from storage.metrics import MetricWriter
 from storage.schema import RunStatus
 from ui import api
 from ui.api import ApiError
-from ui.context import AppContext, DemoLimits
-from ui.identity import LOCAL_VIEWER
+from ui.shared.context import AppContext, DemoLimits
+from ui.shared.identity import LOCAL_VIEWER
 
 SPEC = {"components": [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}]}
 
@@ -74,7 +74,7 @@ def test_json_numbers_in_exponent_form_stay_numbers(ctx):
 def test_a_model_size_cap_is_checked_from_the_config_before_any_download(
     data_dir, tmp_path, monkeypatch
 ):
-    from engine.models import DEFAULT_MODEL_DIR
+    from engine.models.loading import DEFAULT_MODEL_DIR
 
     monkeypatch.setenv("STUDIO_MODEL_ROOTS", str(tmp_path))  # where the web may load folders
 
@@ -129,7 +129,7 @@ def test_score_preview_caps_request_size_naming_the_field_and_the_cap(ctx):
 
 
 def test_slow_math_answers_are_cut_off_by_the_call_deadline(ctx, monkeypatch):
-    from rewards import mathpool
+    from rewards.verification import mathpool
 
     # Each check alone may now take minutes (sympy builds 10^(10^n) exactly); only the call's
     # deadline can end the request.
@@ -143,7 +143,7 @@ def test_slow_math_answers_are_cut_off_by_the_call_deadline(ctx, monkeypatch):
 
 
 def test_each_endpoint_has_a_concurrency_limit(ctx):
-    from ui.app import build_app
+    from ui.factory import build_app
 
     demo = build_app(ctx)
     limits = {f.api_name: f.concurrency_limit for f in demo.fns.values()}
@@ -153,7 +153,7 @@ def test_each_endpoint_has_a_concurrency_limit(ctx):
 
 
 def test_demo_caps_every_size_field_of_a_run(data_dir):
-    from ui.context import DEMO_SIZE_CAPS
+    from ui.shared.context import DEMO_SIZE_CAPS
 
     demo = DemoLimits.from_env({"STUDIO_DEMO_MAX_STEPS": "5", "STUDIO_DEMO_MAX_ROWS": "50"})
     assert demo.max_steps == 5 and demo.sizes["data.max_rows"] == 50
@@ -187,7 +187,7 @@ def test_demo_caps_every_size_field_of_a_run(data_dir):
 def test_a_private_app_has_no_size_caps():
     assert DemoLimits.from_env({}).sizes == {}
     assert DemoLimits.from_env({"SPACE_ID": "alice/studio"}).max_steps == 200
-    # A public app off Spaces (anonymous visitors, as ui.identity treats it) is capped too.
+    # A public app off Spaces (anonymous visitors, as ui.shared.identity treats it) is capped too.
     public = DemoLimits.from_env({"STUDIO_PUBLIC": "1"})
     assert public.max_steps == 200 and public.sizes["generation.num_generations"] == 16
 

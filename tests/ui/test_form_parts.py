@@ -6,13 +6,13 @@ import typing
 
 import gradio as gr
 
-from engine.config import RunConfig
+from engine.config.run_config import RunConfig
 from rewards.spec import DEFAULT_PRESET, PRESETS
-from ui import train_form
-from ui.design import DesignHandles
-from ui.design_editor import draw_form
-from ui.spec_form import DESCRIPTION, GENERAL, SpecForm
-from ui.train import build_train_parts, collect
+from ui.train import form as train_form
+from ui.design.tab import DesignHandles
+from ui.design.editor import draw_form
+from ui.design.spec_form import DESCRIPTION, GENERAL, SpecForm
+from ui.train.tab import build_train_parts, collect
 
 
 def config_field(path: str) -> dataclasses.Field:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from ui.context import AppContext, DemoLimits
-from ui.playground_run import PlaygroundCache, PlaygroundError, Side, load_side
-from ui.preview_run import CUSTOM
+from ui.shared.context import AppContext, DemoLimits
+from ui.playground.replies import PlaygroundCache, PlaygroundError, Side, load_side
+from ui.preview.generate import CUSTOM
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def demo_ctx(data_dir):
 
 
 def test_every_generating_event_shares_one_queue_of_one(ctx):
-    from ui.app import build_app
+    from ui.factory import build_app
 
     demo = build_app(ctx)
     ids = {block._id: getattr(block, "elem_id", None) for block in demo.blocks.values()}

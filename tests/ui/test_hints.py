@@ -1,4 +1,4 @@
-from ui.hints import preview_hints, run_hints, status_hint
+from ui.shared.hints import preview_hints, run_hints, status_hint
 
 
 def test_loss_near_zero_is_explained_for_group_methods_only():

@@ -10,11 +10,12 @@ from storage import runs as run_store
 from storage.metrics import MetricWriter
 from storage.run_caps import ActiveRunCaps
 from storage.schema import RunStatus
-from ui import api, run_actions
+from ui import api
+from ui.runs import actions as run_actions
 from ui.api import ApiError
-from ui.compare import comparison
-from ui.context import SettingsError
-from ui.identity import (
+from ui.compare.tab import comparison
+from ui.shared.context import SettingsError
+from ui.shared.identity import (
     LOCAL_VIEWER,
     IdentityError,
     Viewer,
@@ -23,9 +24,9 @@ from ui.identity import (
     run_caps,
     viewer_for,
 )
-from ui.run_poll import poll
-from ui.run_state import RunView
-from ui.runs import initial_selection
+from ui.runs.poll import poll
+from ui.runs.state import RunView
+from ui.runs.tab import initial_selection
 
 ALICE = Viewer("user:alice", "alice")
 BOB = Viewer("user:bob", "bob")

@@ -8,16 +8,16 @@ import zipfile
 import pytest
 import torch
 
-from engine.devices import bounded_threads
-from engine.playground import SamplingSettings
-from engine.run_models import BASE, FINAL
+from engine.run.devices import bounded_threads
+from engine.generation.playground import SamplingSettings
+from engine.run.saved_models import BASE, FINAL
 from ui import api
 from ui.api import ApiError
-from ui.context import AppContext, DemoLimits
-from ui.identity import LOCAL_VIEWER, Viewer
-from ui.model_export import model_export_archive
-from ui.playground_run import PlaygroundCache, PlaygroundError, Side, compare_stream, model_choices
-from ui.run_actions import RunActionError
+from ui.shared.context import AppContext, DemoLimits
+from ui.shared.identity import LOCAL_VIEWER, Viewer
+from ui.runs.model_export import model_export_archive
+from ui.playground.replies import PlaygroundCache, PlaygroundError, Side, compare_stream, model_choices
+from ui.runs.actions import RunActionError
 
 SPEC = {"components": [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}]}
 STRANGER = Viewer("hf:mallory", "mallory")

@@ -8,13 +8,13 @@ import os
 
 import pytest
 
-from engine.config import RunConfig
-from engine.datasets import DataSpec
-from engine.run_layout import config_path
+from engine.config.run_config import RunConfig
+from engine.data.datasets import DataSpec
+from engine.run.layout import config_path
 from storage import runs as run_store
-from ui.identity import LOCAL_VIEWER, Viewer
-from ui.playground_reads import RunReadCache
-from ui.playground_run import PlaygroundCache, PlaygroundError, run_reads
+from ui.shared.identity import LOCAL_VIEWER, Viewer
+from ui.playground.reads import RunReadCache
+from ui.playground.replies import PlaygroundCache, PlaygroundError, run_reads
 
 STRANGER = Viewer("hf:mallory", "mallory")
 

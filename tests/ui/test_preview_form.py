@@ -5,9 +5,9 @@ value comes back on that input's own error line."""
 import gradio as gr
 import pytest
 
-from engine.dataclass_io import field_help
-from ui.preview import _show_error, build_preview_controls, preview_request
-from ui.preview_run import PreviewError, PreviewRequest
+from engine.config.fields import field_help
+from ui.preview.tab import _show_error, build_preview_controls, preview_request
+from ui.preview.generate import PreviewError, PreviewRequest
 
 KNOBS = {f.name: f for f in PreviewRequest.sampling_fields()}
 

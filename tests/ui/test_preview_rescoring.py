@@ -5,9 +5,9 @@ import gradio as gr
 import pytest
 
 from rewards.spec import ComponentSpec, RewardSpec
-from ui.design import DesignHandles
-from ui.preview import build_preview, sample_trace
-from ui.preview_state import PreviewCache
+from ui.design.tab import DesignHandles
+from ui.preview.tab import build_preview, sample_trace
+from ui.preview.cache import PreviewCache
 
 RIGHT = "<think>2+3: 5</think><answer>5</answer>"
 WRONG = "<think>2+3: 6</think><answer>6</answer>"

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import pytest
 
 from rewards.spec import ComponentSpec, RewardSpec
-from ui.preview_state import FIXED_COLUMNS, PreviewCache
+from ui.preview.cache import FIXED_COLUMNS, PreviewCache
 
 RIGHT = "<think>2+3: 5</think><answer>5</answer>"
 WRONG = "<think>2+3: 6</think><answer>6</answer>"
@@ -91,7 +91,7 @@ def test_empty_cache_scores_to_nothing():
 
 
 def test_a_correct_answer_without_a_tag_says_the_whole_text_was_checked(cache):
-    from ui.trace_view import WHOLE_TEXT
+    from ui.shared.trace_view import WHOLE_TEXT
 
     row = cache.rescore(spec()).rows()[2]  # "the answer is 5": correct on the whole text
     assert row[5] == WHOLE_TEXT and row[6] == 1.0
@@ -99,7 +99,7 @@ def test_a_correct_answer_without_a_tag_says_the_whole_text_was_checked(cache):
 
 def test_a_completion_longer_than_the_reward_reads_says_where_it_was_cut():
     from rewards.text import MAX_COMPLETION_CHARS
-    from ui.design import trace_rows
+    from ui.design.tab import trace_rows
 
     long = "x" * MAX_COMPLETION_CHARS + "<answer>5</answer>"
     cache = PreviewCache(
@@ -118,8 +118,8 @@ def test_a_completion_longer_than_the_reward_reads_says_where_it_was_cut():
 
 def test_the_default_models_preview_flags_a_format_it_never_writes(ctx):
     """Real completions of the shipped model: it writes <think>, never <scratchpad>."""
-    from engine.models import DEFAULT_MODEL_ALIAS
-    from ui.preview_run import PreviewRequest, generate_preview
+    from engine.models.loading import DEFAULT_MODEL_ALIAS
+    from ui.preview.generate import PreviewRequest, generate_preview
 
     request = PreviewRequest(
         model_key=DEFAULT_MODEL_ALIAS,

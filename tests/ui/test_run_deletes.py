@@ -1,6 +1,6 @@
 import threading
 
-from ui.run_deletes import PendingDeletes
+from ui.runs.deletes import PendingDeletes
 
 
 def test_a_delete_happens_after_its_window_unless_undone():

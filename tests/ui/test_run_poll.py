@@ -7,9 +7,9 @@ from storage.db import Database
 from storage.metrics import MetricWriter
 from storage.paths import db_path
 from storage.schema import RunStatus
-from ui.charts import PANELS
-from ui.run_poll import RunsUpdate, poll, runs_table
-from ui.run_state import RunView
+from ui.shared.charts import PANELS
+from ui.runs.poll import RunsUpdate, poll, runs_table
+from ui.runs.state import RunView
 
 
 @pytest.fixture
@@ -134,21 +134,21 @@ def test_runs_table_formats_duration():
 def parts():
     import gradio as gr
 
-    from ui.runs import build_runs_parts
+    from ui.runs.tab import build_runs_parts
 
     with gr.Blocks():
         return build_runs_parts()
 
 
 def test_a_quiet_tick_updates_only_the_view_state(db, parts):
-    from ui.runs import poll_updates
+    from ui.runs.tab import poll_updates
 
     view = RunView()
     assert poll_updates(parts, view, RunsUpdate(), None) == {parts.view: view}
 
 
 def test_each_change_goes_to_its_own_component(db, parts):
-    from ui.runs import poll_updates
+    from ui.runs.tab import poll_updates
 
     rid = make_run(db)
     log_step(db, rid, 1, {"reward/total": 0.5})
@@ -167,7 +167,7 @@ def test_each_change_goes_to_its_own_component(db, parts):
 
 
 def test_the_samples_picker_follows_the_newest_step_and_drops_another_runs_step(db, parts):
-    from ui.runs import poll_updates
+    from ui.runs.tab import poll_updates
 
     rid = make_run(db)
     other = make_run(db, "grpo-bbbb2222")
@@ -188,7 +188,7 @@ def test_the_samples_picker_follows_the_newest_step_and_drops_another_runs_step(
 
 
 def test_empty_panels_are_hidden_and_grpo_notes_are_not_shown_for_ppo(db, parts):
-    from ui.runs import poll_updates
+    from ui.runs.tab import poll_updates
 
     rid = "ppo-cccc3333"
     run_store.create_run(db, run_id=rid, algorithm="ppo", config={}, status=RunStatus.RUNNING)

@@ -1,7 +1,7 @@
 from storage.runs import RunInfo
 from storage.schema import RunStatus
-from ui import run_progress
-from ui.run_state import RunView, Series
+from ui.runs import progress as run_progress
+from ui.runs.state import RunView, Series
 
 RUN = RunInfo(
     id="grpo-aaaa1111",

@@ -2,7 +2,7 @@ from types import SimpleNamespace
 
 from storage.runs import RunProgress
 from storage.schema import RunStatus
-from ui.run_state import RunsSnapshot, RunView, Series
+from ui.runs.state import RunsSnapshot, RunView, Series
 
 
 def point(step, name, value):

@@ -34,7 +34,7 @@ from storage.logs import append_logs
 from storage.paths import db_path
 from storage.run_caps import count_active
 from storage.schema import RunStatus
-from ui.identity import anonymous_owner
+from ui.shared.identity import anonymous_owner
 
 pytestmark = pytest.mark.reliability
 

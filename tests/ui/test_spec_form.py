@@ -6,7 +6,7 @@ import pytest
 from rewards.errors import RewardSpecError
 from rewards.registry import REGISTRY
 from rewards.spec import ComponentSpec, RewardSpec
-from ui.spec_form import (
+from ui.design.spec_form import (
     DESCRIPTION,
     GENERAL,
     MAX_INSTANCES,

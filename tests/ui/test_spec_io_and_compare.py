@@ -10,8 +10,8 @@ from storage import runs as run_store
 from storage.db import Database
 from storage.metrics import MetricWriter
 from storage.paths import db_path
-from ui import spec_io
-from ui.compare import comparison, config_diff, flatten, read_runs, summary_markdown
+from ui.design import spec_io
+from ui.compare.tab import comparison, config_diff, flatten, read_runs, summary_markdown
 
 
 def test_spec_text_round_trips_in_both_formats():
@@ -105,7 +105,7 @@ def test_compare_draws_several_metrics_and_summarises_each_run(data_dir):
 
 
 def test_compare_by_relative_time_starts_each_run_at_its_own_zero(data_dir):
-    from ui.charts import ChartOptions
+    from ui.shared.charts import ChartOptions
 
     start = 1_800_000_000.0
     with Database(db_path(data_dir)) as db:

@@ -2,11 +2,11 @@ import dataclasses
 
 import pytest
 
-from engine.config import RunConfig
-from engine.dataclass_io import ConfigError
+from engine.config.run_config import RunConfig
+from engine.config.fields import ConfigError
 from rewards.spec import preset
-from ui import train_form
-from ui.train_form import TrainInputs, build_config, form_fields, values_from_config
+from ui.train import form as train_form
+from ui.train.form import TrainInputs, build_config, form_fields, values_from_config
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +146,7 @@ def test_suggestions_follow_the_model_and_the_device(fields):
 
 
 def test_summary_shows_the_memory_estimate_and_follows_the_micro_batch(fields):
-    from ui.train import run_summary
+    from ui.train.tab import run_summary
 
     values = defaults(fields)
     micro = "training.micro_batch_size"
