@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.tracking import metric_names  # noqa: E402
 from engine.config.run_config import RunConfig  # noqa: E402
 from engine.run.launcher import CONFIG_FILE, Launcher, worker_command  # noqa: E402
+from engine.tracking import metric_names  # noqa: E402
 from storage import runs as run_store  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.metrics import metrics_since  # noqa: E402

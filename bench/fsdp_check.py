@@ -48,7 +48,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_throughput import write_problems  # noqa: E402
 from qwen_model import QWEN_05B, build_qwen  # noqa: E402
 
-from engine.tracking import metric_names  # noqa: E402
 from engine.config.run_config import RunConfig  # noqa: E402
 from engine.models.memory import (  # noqa: E402
     CARD_BUDGET,
@@ -57,6 +56,7 @@ from engine.models.memory import (  # noqa: E402
     fitting_micro_batch,
     model_shape,
 )
+from engine.tracking import metric_names  # noqa: E402
 
 logger = logging.getLogger("fsdp_check")
 

@@ -40,8 +40,8 @@ from pathlib import Path
 from qwen_model import build_qwen_05b
 from studio_run import run_script, train_via_cli
 
-from engine.tracking import metric_names
 from engine.config.run_config import RunConfig
+from engine.tracking import metric_names
 
 logger = logging.getLogger("gpu_throughput")
 
@@ -154,7 +154,13 @@ def run_config(variant: str, args: argparse.Namespace, model_dir: Path, data: Pa
 def estimated(config: RunConfig) -> dict[str, float]:
     """The micro-batch the worker will run (the config's, else picked for this card) and the
     estimate's peak GiB for it (engine/models/memory.py), to set against the measured peak."""
-    from engine.models.memory import GIB, estimate, local_card_bytes, model_shape, with_default_micro_batch
+    from engine.models.memory import (
+        GIB,
+        estimate,
+        local_card_bytes,
+        model_shape,
+        with_default_micro_batch,
+    )
 
     card, shape = local_card_bytes(), model_shape(config.model)
     if shape is None:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from studio_run import Series, collect, launch
 
-from engine.tracking import metric_names
 from engine.config.run_config import RunConfig
+from engine.tracking import metric_names
 
 EVAL_NAMES = {
     "accuracy": metric_names.EVAL_ACCURACY,

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from studio_run import Series, train_via_cli
 
-from engine.tracking import metric_names
 from engine.config.run_config import RunConfig
+from engine.tracking import metric_names
 
 WARMUP_STEPS = 2
 

@@ -29,10 +29,10 @@ from pathlib import Path
 from learning_curve import EVAL_NAMES, summarise
 from studio_run import ROOT, Series, collect, launch, train_via_cli
 
-from engine.tracking import metric_names
 from engine.config.run_config import RunConfig
 from engine.models.loading import ENGLISH_MODEL_ALIAS
 from engine.pretrained import suggested_config
+from engine.tracking import metric_names
 
 
 def configured(args: argparse.Namespace, generation: dict | None = None, **training) -> RunConfig:
@@ -92,8 +92,8 @@ def estimate_gib(config: RunConfig, micro_batch: int | None, prompt_tokens: int)
 
 def prompt_tokens(config: RunConfig) -> int:
     from engine.data.datasets import load_rows
-    from engine.models.memory import longest_prompt
     from engine.models.loading import load_tokenizer
+    from engine.models.memory import longest_prompt
 
     return longest_prompt(load_tokenizer(config.model), load_rows(config.data))
 

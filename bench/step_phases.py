@@ -179,8 +179,8 @@ def main() -> None:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
     from engine.data.datasets import load_rows
-    from engine.models.memory import local_card_bytes, with_default_micro_batch
     from engine.models.loading import load_model_and_tokenizer
+    from engine.models.memory import local_card_bytes, with_default_micro_batch
 
     clock = PhaseClock()
     install(clock, args.algorithm)

@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rewards.spec import RewardSpec, preset
-from ui.shared.context import AppContext
 from ui.preview.generate import PreviewRequest, generate_preview
+from ui.shared.context import AppContext
 
 DATA = Path(__file__).resolve().parent / "any_task" / "summaries.jsonl"
 CANDIDATES = {

@@ -32,10 +32,10 @@ import torch
 from tqdm.auto import tqdm
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
+from engine.models.char_tokenizer import build_char_tokenizer
 from engine.tasks import ArithmeticTask
 from engine.tasks.arithmetic import COMPLETION_STYLES, LEVEL_NAMES, render_completion
 from engine.tasks.phrasings import FAMILY_NAMES, HELD_OUT_FAMILY_NAMES
-from engine.models.char_tokenizer import build_char_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -277,7 +277,9 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], evals: dict[str, Any]) -
     """The README.md written next to the weights (``evals`` from :func:`evaluate_model`)."""
     report = evals.get("builtin")
     mix = ", ".join(f"{k} {v:.0%}" for k, v in cfg.style_mix.items())
-    command = f"python -m engine.models.build_default_model --seed {cfg.seed} --steps {stats['steps']}"
+    command = (
+        f"python -m engine.models.build_default_model --seed {cfg.seed} --steps {stats['steps']}"
+    )
     if cfg.batch_size != BuildConfig.batch_size:
         command += f" --batch-size {cfg.batch_size}"
     if cfg.threads != BuildConfig.threads:

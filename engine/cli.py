@@ -27,8 +27,8 @@ def _data_dir(value: str | None) -> Path:
 
 
 def _load_config(path: str):
-    from engine.config.run_config import RunConfig
     from engine.config.fields import parse_yaml
+    from engine.config.run_config import RunConfig
 
     file = Path(path)
     if file.is_file() and not parse_yaml(file.read_text(encoding="utf-8", errors="replace")):
@@ -43,9 +43,9 @@ def _load_config(path: str):
 
 def cmd_train(args: argparse.Namespace) -> int:
     config = _load_config(args.config)  # a config it cannot use fails before torch is imported
+    from engine.models.memory import describe, local_card_bytes
     from engine.run.devices import Assignment
     from engine.run.launcher import Launcher, run_command
-    from engine.models.memory import describe, local_card_bytes
     from engine.run.layout import config_path
     from storage.schema import LOCAL_OWNER, RunStatus
 
@@ -214,8 +214,13 @@ def _model_key(checkpoint: str) -> str:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Replies of a run's model to a prompt, streamed, then scored by the run's reward."""
+    from engine.generation.playground import (
+        GenerateError,
+        SamplingSettings,
+        chat_prompt,
+        stream_replies,
+    )
     from engine.run.launcher import Launcher, LaunchError
-    from engine.generation.playground import GenerateError, SamplingSettings, chat_prompt, stream_replies
     from engine.run.layout import config_path
     from engine.run.saved_models import RunModelError, load_run_model, run_config
     from rewards.composer import score

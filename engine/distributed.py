@@ -100,7 +100,8 @@ def save_final_model(accelerator: Any, model: Any, tokenizer: Any, out: Path) ->
     from accelerate's ``get_state_dict`` (``FULL_STATE_DICT``, gathered onto the main process's
     CPU), which every rank must enter, and the main process writes it. Read on the main process
     alone, a sharded model's ``state_dict`` waits forever for the other ranks' all-gather.
-    Otherwise the main process writes its own copy (:func:`engine.models.loading.save_plain_weights`).
+    Otherwise the main process writes its own copy
+    (:func:`engine.models.loading.save_plain_weights`).
     """
     from accelerate import DistributedType
 

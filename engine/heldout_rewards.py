@@ -1,9 +1,9 @@
 """The run's own reward on held-out samples: what the user's spec says about unseen prompts.
 
 Evaluation of the built-in task checks arithmetic answers and the strict format
-(:mod:`engine.tracking.evaluation`); a user's dataset has its own reward instead. The held-out samples
-are scored with the run's spec through the composer, so held-out and training numbers come from
-the same code: the mean total, each component's raw mean, and accuracy (the share of scored
+(:mod:`engine.tracking.evaluation`); a user's dataset has its own reward instead. The held-out
+samples are scored with the run's spec through the composer, so held-out and training numbers come
+from the same code: the mean total, each component's raw mean, and accuracy (the share of scored
 samples paid 1.0) where the spec has a ``correctness`` component.
 """
 
@@ -26,8 +26,8 @@ def heldout_reward_metrics(
     spec: RewardSpec, rows: Sequence[dict[str, Any]], samples: Sequence[dict[str, Any]]
 ) -> dict[str, float]:
     """Metrics of ``spec`` over held-out ``samples`` (records with ``prompt_index`` and ``text``,
-    as :func:`engine.tracking.evaluation.evaluate` returns them) of ``rows``; a metric no sample scored
-    is left out."""
+    as :func:`engine.tracking.evaluation.evaluate` returns them) of ``rows``; a metric no sample
+    scored is left out."""
     if not samples:
         return {}
     source = [rows[s["prompt_index"]] for s in samples]

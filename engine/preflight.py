@@ -18,10 +18,10 @@ from typing import Any
 
 import torch
 
-from engine.config.run_config import RunConfig
 from engine.config.fields import ConfigError
-from engine.data.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
 from engine.config.input_policy import InputPolicy
+from engine.config.run_config import RunConfig
+from engine.data.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
 from engine.models.loading import ModelLoadError, ModelSpec, model_offline, resolve_spec
 from rewards.hub_ids import is_hub_id
 

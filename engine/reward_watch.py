@@ -27,7 +27,8 @@ WATCH_SAMPLES = 64
 
 
 class ConstantRewardWatch:
-    """A :class:`engine.tracking.recorder.RunRecorder` that forwards to ``inner`` and watches samples."""
+    """A :class:`engine.tracking.recorder.RunRecorder` that forwards to ``inner`` and watches
+    samples."""
 
     def __init__(self, inner: RunRecorder, spec: RewardSpec) -> None:
         self.inner = inner

@@ -1,8 +1,8 @@
 """The models of one run: where it started, its checkpoints, its final model.
 
 A run folder holds ``final/`` (full weights, LoRA already merged, see
-``engine.models.loading.save_plain_weights``) once it completes, and ``checkpoint-<step>/`` folders on
-the way: full weights, or a LoRA adapter (``adapter_config.json``) for a LoRA run; PPO keeps
+``engine.models.loading.save_plain_weights``) once it completes, and ``checkpoint-<step>/`` folders
+on the way: full weights, or a LoRA adapter (``adapter_config.json``) for a LoRA run; PPO keeps
 its policy in ``checkpoint-<step>/policy/``. :func:`load_run_model` turns any of them into a
 plain transformers model, merging an adapter into its base (peft ``merge_and_unload``), so the
 Playground, ``generate`` and the exports all read models the same way.
@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from engine.run.checkpoints import checkpoints
 from engine.config.run_config import RunConfig
 from engine.models.loading import ModelSpec
+from engine.run.checkpoints import checkpoints
 from engine.run.layout import POLICY_DIR, config_path, final_model_dir
 
 logger = logging.getLogger(__name__)

@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-from engine.generation.runner import GenerationRunner
 from engine.data.prompts import Prompt, adds_special_tokens, render_prompt
+from engine.generation.runner import GenerationRunner
 
 logger = logging.getLogger(__name__)
 

@@ -15,18 +15,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from engine.tracking import metric_names
-from engine.run.checkpoints import checkpoint_step, clean_incomplete, latest_checkpoint
-from engine.config.run_config import RunConfig
 from engine.config.fields import ConfigError
+from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec
 from engine.models.loading import ModelLoadError
 from engine.oom_retry import Attempt, free_device_memory, is_out_of_memory, retry_config
-from engine.tracking.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
 from engine.reward_watch import ConstantRewardWatch
+from engine.run.checkpoints import checkpoint_step, clean_incomplete, latest_checkpoint
 from engine.run.layout import final_model_dir, run_dir
-from engine.tracking.samples import sample_rows
 from engine.run.stop_request import StopRequest, install_stop_handlers
+from engine.tracking import metric_names
+from engine.tracking.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
+from engine.tracking.samples import sample_rows
 from engine.trainers.callbacks import StudioCallback
 from storage import runs as run_store
 from storage.db import Database
@@ -199,17 +199,17 @@ def _train(
     from datasets import Dataset
 
     from engine.data.datasets import load_rows
-    from engine.run.distributed import save_final_model
-    from engine.tracking.evaluation import evaluate
-    from engine.tracking.heldout_rewards import heldout_reward_metrics
+    from engine.data.prompts import for_trainer, prompt_format
+    from engine.models.loading import load_model_and_tokenizer
     from engine.models.memory import (
         describe,
         local_card_bytes,
         longest_prompt,
         with_default_micro_batch,
     )
-    from engine.models.loading import load_model_and_tokenizer
-    from engine.data.prompts import for_trainer, prompt_format
+    from engine.run.distributed import save_final_model
+    from engine.tracking.evaluation import evaluate
+    from engine.tracking.heldout_rewards import heldout_reward_metrics
     from engine.tracking.trackers import point_trackers_at
 
     folder = run_dir(data_dir, run_id)

@@ -8,8 +8,8 @@ worker processes (``python -m rewards.verification.math_worker``, started withou
 ``timeout_s`` has its worker killed and restarted; the request counts as "not verifiable".
 Workers also split a batch between them, which is where the throughput on two cores comes from.
 
-A whole call can be bounded too: inside ``rewards.verification.deadline.call_deadline(seconds)`` (the web
-app's scoring), ``check_many`` returns by then, and requests still unanswered count as "not
+A whole call can be bounded too: inside ``rewards.verification.deadline.call_deadline(seconds)``
+(the web app's scoring), ``check_many`` returns by then, and requests still unanswered count as "not
 verifiable" (their workers are restarted). Without it, only each request is bounded, which a
 batch of slow answers multiplies (20 of ``$10^{10^{N}}$`` held the pool for 72 s).
 

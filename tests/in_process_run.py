@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from engine.run import worker
 from engine.config.run_config import RunConfig
-from engine.run.launcher import CONFIG_FILE, Launcher
 from engine.models.char_tokenizer import build_char_tokenizer
+from engine.run import worker
+from engine.run.launcher import CONFIG_FILE, Launcher
 from storage.schema import RunStatus
 from tests.tiny_models import save_tiny_llama
 

@@ -14,7 +14,10 @@ from tests.source_imports import PACKAGES, ROOT, third_party_imports
 # Import names that differ from their distribution's name (after PEP 503 normalisation).
 DISTRIBUTION_OF = {"yaml": "pyyaml", "re2": "google-re2"}
 # Distributions whose private parts we read: an upgrade may change them, so they are pinned.
-PRIVATE_PARTS_READ = {"py3langid": "rewards/langid_batch.py", "trackio": "engine/tracking/trackers.py"}
+PRIVATE_PARTS_READ = {
+    "py3langid": "rewards/langid_batch.py",
+    "trackio": "engine/tracking/trackers.py",
+}
 # Imported only when present, for a feature that says how to install it when it is not, or
 # that another path serves without it.
 OPTIONAL = {

@@ -24,25 +24,25 @@ from typing import Any
 import gradio as gr
 import yaml
 
-from engine.config.run_config import RunConfig
 from engine.config.fields import MAX_CONFIG_CHARS, ConfigError, from_dict
+from engine.config.run_config import RunConfig
 from engine.generation.playground import GenerateError, SamplingSettings
 from rewards.composer import score
-from rewards.verification.deadline import call_deadline
 from rewards.errors import RewardSpecError
-from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.params import describe_value, text_problem
 from rewards.spec import RewardSpec
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from storage import metrics as metric_store
 from storage import runs as run_store
 from storage.run_caps import TooManyActiveRunsError
 from storage.runs import RunInfo
+from ui.design.spec_io import MAX_IMPORT_BYTES, load_text
+from ui.playground.replies import PlaygroundCache, PlaygroundError, generate_once
 from ui.runs import actions as run_actions
+from ui.runs.model_export import model_export_archive
 from ui.shared.context import AppContext
 from ui.shared.identity import IdentityError, Viewer, viewer_for
-from ui.runs.model_export import model_export_archive
-from ui.playground.replies import PlaygroundCache, PlaygroundError, generate_once
-from ui.design.spec_io import MAX_IMPORT_BYTES, load_text
 
 MAX_API_COMPLETIONS = 1000
 #: Longest completion (and prompt, and answer) one scoring call accepts, in characters.

@@ -16,8 +16,11 @@ import gradio as gr
 from storage.paths import persistence_note
 from ui.api import build_api
 from ui.compare.tab import build_compare
-from ui.shared.context import AppContext, on_space, positive_int_setting
 from ui.design.tab import build_design
+from ui.playground.tab import build_playground
+from ui.preview.tab import build_preview
+from ui.runs.tab import build_runs, initial_selection
+from ui.shared.context import AppContext, on_space, positive_int_setting
 from ui.shared.identity import (
     VISITOR_STORAGE_KEY,
     browser_state_secret,
@@ -26,9 +29,6 @@ from ui.shared.identity import (
     viewer_for,
 )
 from ui.shared.messages import escape
-from ui.playground.tab import build_playground
-from ui.preview.tab import build_preview
-from ui.runs.tab import build_runs, initial_selection
 from ui.train.tab import build_train
 
 TITLE = "Reward Studio"

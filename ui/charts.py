@@ -4,9 +4,9 @@ Figures are built as the dicts plotly.js draws, not through ``plotly.graph_objec
 validation, one ``go.Figure`` of a few dozen traces takes ~0.3 s to build, too slow for a chart
 redrawn every second; the dicts take well under a millisecond.
 
-Each :class:`Panel` names the metrics it draws (exact names from :mod:`engine.tracking.metric_names`, or
-prefixes such as ``rewards/`` for one line per reward component), so the charts follow whatever
-the worker logs without a list of components typed here.
+Each :class:`Panel` names the metrics it draws (exact names from
+:mod:`engine.tracking.metric_names`, or prefixes such as ``rewards/`` for one line per reward
+component), so the charts follow whatever the worker logs without a list of components typed here.
 """
 
 from __future__ import annotations

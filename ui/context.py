@@ -216,8 +216,9 @@ class AppContext:
 
     @cached_property
     def input_policy(self) -> Any:
-        """What visitors' runs and previews may read (``engine.config.input_policy.InputPolicy``)."""
-        from engine.config.input_policy import InputPolicy
+        """What visitors' runs and previews may read
+        (``engine.config.input_policy.InputPolicy``).""" from engine.config.input_policy import
+        InputPolicy
 
         return InputPolicy.for_web(self.data_dir)
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import gradio as gr
 
-from engine.data.datasets import BUILTIN_SPLITS, FILE_TYPES, SOURCES
 from engine.config.input_policy import InputPolicy
+from engine.data.datasets import BUILTIN_SPLITS, FILE_TYPES, SOURCES
 
 SOURCE_LABELS = {
     "builtin": "built-in arithmetic task",

@@ -2,16 +2,16 @@
 
 Every component instance gets an enable switch, a weight, an optional metric name and its
 parameters, all generated from :data:`rewards.registry.REGISTRY` through
-:class:`ui.design.spec_form.SpecForm` and drawn on demand by :mod:`ui.design.editor`. Loading a spec that
-the form cannot show whole is refused, and disabled components are named when loaded
+:class:`ui.design.spec_form.SpecForm` and drawn on demand by :mod:`ui.design.editor`. Loading a
+spec that the form cannot show whole is refused, and disabled components are named when loaded
 (they are shown unticked and stay out of the spec until ticked). Each edit is validated
 at once and a wrong value gets its message right under its input. The valid spec goes into a
 ``gr.State`` that the Preview and Train tabs read; presets, JSON/YAML import and export, and the
 standalone TRL module are here too. "Try it" scores one hand-written completion live.
 
 Each part is its own module (:mod:`ui.design.editor`, :mod:`ui.design.presets`,
-:mod:`ui.design.files`, :mod:`ui.design.try_it`); this one lays them out and wires them together, and
-re-exports the names other tabs take from the Design tab (``elem_key``, ``TRACE_HEADERS``,
+:mod:`ui.design.files`, :mod:`ui.design.try_it`); this one lays them out and wires them together,
+and re-exports the names other tabs take from the Design tab (``elem_key``, ``TRACE_HEADERS``,
 ``TRACE_WIDTHS``, ``trace_rows``).
 """
 
@@ -22,16 +22,16 @@ from dataclasses import dataclass
 import gradio as gr
 
 from rewards.spec import DEFAULT_PRESET, PRESETS
-from ui.shared.context import AppContext
 from ui.design.editor import EditorTargets, build_editor, layout_of
 from ui.design.editor import elem_key as elem_key
 from ui.design.files import build_spec_io, wire_spec_io
 from ui.design.presets import build_presets, wire_loaders
+from ui.design.spec_form import FormCheck, SpecForm
 from ui.design.try_it import TRACE_HEADERS as TRACE_HEADERS
 from ui.design.try_it import TRACE_WIDTHS as TRACE_WIDTHS
 from ui.design.try_it import build_try, wire_try
 from ui.design.try_it import trace_rows as trace_rows
-from ui.design.spec_form import FormCheck, SpecForm
+from ui.shared.context import AppContext
 
 
 @dataclass

@@ -1,11 +1,12 @@
 """The Design tab's component editor, drawn on demand from the form's values.
 
-The values (:data:`ui.design.spec_form.FormValues`) live in a ``gr.State``, the *layout*; ``gr.render``
-draws one accordion per slot they hold, so "Add component" adds any registry component any number
-of times (up to :data:`ui.design.spec_form.MAX_INSTANCES`) and Remove drops any, with no pool of hidden
-slots. Typing in an input validates at once without drawing again (the layout changes only on add,
-remove and load, which read the inputs first, so nothing typed is lost). Inputs are generated from
-the registry's :class:`~rewards.params.ParamSpec` and carried by input key, never by position.
+The values (:data:`ui.design.spec_form.FormValues`) live in a ``gr.State``, the *layout*;
+``gr.render`` draws one accordion per slot they hold, so "Add component" adds any registry
+component any number of times (up to :data:`ui.design.spec_form.MAX_INSTANCES`) and Remove drops
+any, with no pool of hidden slots. Typing in an input validates at once without drawing again (the
+layout changes only on add, remove and load, which read the inputs first, so nothing typed is
+lost). Inputs are generated from the registry's :class:`~rewards.params.ParamSpec` and carried by
+input key, never by position.
 """
 
 from __future__ import annotations
@@ -18,9 +19,17 @@ import gradio as gr
 
 from rewards.params import ParamSpec
 from ui.design import spec_io
+from ui.design.spec_form import (
+    DESCRIPTION,
+    GENERAL,
+    FormCheck,
+    FormValues,
+    Slot,
+    SpecDoesNotFit,
+    SpecForm,
+)
 from ui.shared.messages import escape, warn
 from ui.shared.named_values import Updates, Values, error_line
-from ui.design.spec_form import DESCRIPTION, GENERAL, FormCheck, FormValues, Slot, SpecDoesNotFit, SpecForm
 
 #: A text parameter this long (``max_length``) gets a multi-line editor.
 LONG_TEXT_CHARS = 10_000

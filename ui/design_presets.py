@@ -10,9 +10,9 @@ from rewards.spec import DEFAULT_PRESET, PRESETS, RewardSpec
 from ui.design import spec_io
 from ui.design.editor import FORM_QUEUE, EditorTargets
 from ui.design.files import SpecIoParts
+from ui.design.spec_form import SpecDoesNotFit, SpecForm
 from ui.shared.messages import escape, hint, warn
 from ui.shared.named_values import Updates, Values
-from ui.design.spec_form import SpecDoesNotFit, SpecForm
 
 
 def build_presets() -> tuple[gr.Dropdown, gr.Button]:

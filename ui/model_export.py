@@ -20,9 +20,9 @@ from engine.exports.gguf_file import QUANTS, GGUFExportError
 from engine.exports.run_export import FORMATS, ExportError, export_recorded_run
 from engine.run.saved_models import RunModelError, run_models
 from storage.db import Database
+from ui.runs.actions import RunActionError, download_dir, owned_run
 from ui.shared.identity import Viewer, viewer_for
 from ui.shared.messages import escape, ok, warn
-from ui.runs.actions import RunActionError, download_dir, owned_run
 
 FORMAT_LABELS = {
     "hf": "Hugging Face folder (as trained)",

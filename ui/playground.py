@@ -16,10 +16,7 @@ from engine.generation.playground import GenerateError, SamplingSettings
 from engine.run.saved_models import BASE, FINAL
 from rewards.spec import RewardSpec
 from rewards.text import question_text
-from ui.shared.context import AppContext
 from ui.design.tab import DesignHandles
-from ui.shared.identity import viewer_for
-from ui.shared.messages import escape, warn
 from ui.playground.replies import (
     PlaygroundCache,
     PlaygroundError,
@@ -30,6 +27,9 @@ from ui.playground.replies import (
     run_choices,
     run_reads,
 )
+from ui.shared.context import AppContext
+from ui.shared.identity import viewer_for
+from ui.shared.messages import escape, warn
 
 
 def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> None:

@@ -20,8 +20,8 @@ from engine.generation.playground import DATA_PROMPTS
 from engine.run.layout import config_path
 from engine.run.saved_models import run_config
 from rewards.text import system_text
-from ui.shared.context import AppContext
 from ui.preview.generate import load_prompts
+from ui.shared.context import AppContext
 
 #: Runs whose reads are kept.
 KEEP_RUNS = 16

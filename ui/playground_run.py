@@ -18,8 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.config.fields import ConfigError
-from engine.run.devices import bounded_threads
-from engine.models.loading import ModelLoadError
 from engine.generation.playground import (
     GenerateError,
     SamplingSettings,
@@ -28,19 +26,21 @@ from engine.generation.playground import (
     generate_replies,
     stream_replies,
 )
+from engine.models.loading import ModelLoadError
+from engine.run.devices import bounded_threads
 from engine.run.layout import CONFIG_FILE
 from engine.run.saved_models import RunModelError, load_run_model, run_models
 from rewards.composer import ScoredSample, score
+from rewards.spec import RewardSpec
 from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
-from rewards.spec import RewardSpec
 from storage import runs as run_store
-from ui.shared.context import AppContext
 from ui.design.tab import TRACE_HEADERS
-from ui.shared.identity import Viewer
 from ui.playground.reads import RunReadCache, RunReads
 from ui.preview.generate import CUSTOM, PreviewError, preview_thread_count, resolve_model
 from ui.runs.actions import RunActionError, owned_run
+from ui.shared.context import AppContext
+from ui.shared.identity import Viewer
 from ui.shared.trace_view import completion_html, fmt
 
 logger = logging.getLogger(__name__)

@@ -16,18 +16,12 @@ from typing import Any
 import gradio as gr
 
 from engine.config.fields import ConfigError, field_help
-from rewards.verification.deadline import call_deadline
-from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.probes import run_probes
 from rewards.spec import RewardSpec
-from ui.shared import charts
-from ui.shared import hints
-from ui.shared.context import AppContext
-from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from ui.design.tab import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
-from ui.shared.messages import escape, warn
-from ui.shared.named_values import Updates, Values, error_line, show_error_at
-from ui.shared.plot_output import plot_value
+from ui.preview.cache import PreviewCache, PreviewScores
 from ui.preview.generate import (
     CUSTOM,
     PreviewError,
@@ -36,7 +30,12 @@ from ui.preview.generate import (
     model_choices,
     unavailable_models_note,
 )
-from ui.preview.cache import PreviewCache, PreviewScores
+from ui.shared import charts, hints
+from ui.shared.context import AppContext
+from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
+from ui.shared.messages import escape, warn
+from ui.shared.named_values import Updates, Values, error_line, show_error_at
+from ui.shared.plot_output import plot_value
 from ui.shared.trace_view import fmt
 
 logger = logging.getLogger(__name__)

@@ -14,21 +14,21 @@ from dataclasses import Field, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from engine.run.checkpoints import latest_model_dir
-from engine.config.run_config import GenerationSettings
 from engine.config.fields import ConfigError, knob
-from engine.data.datasets import DatasetError, DataSpec
-from engine.run.devices import bounded_threads, preview_threads
 from engine.config.input_policy import InputPolicy
-from engine.models.loading import ModelLoadError, ModelSpec, available_models
-from engine.run.preflight import check_data
+from engine.config.run_config import GenerationSettings
+from engine.data.datasets import DatasetError, DataSpec
 from engine.data.prompts import PLAIN_TEXT, prompt_format
 from engine.generation.sampling import sample_completions
+from engine.models.loading import ModelLoadError, ModelSpec, available_models
+from engine.run.checkpoints import latest_model_dir
+from engine.run.devices import bounded_threads, preview_threads
+from engine.run.preflight import check_data
 from rewards.params import describe_value
 from rewards.text import question_text
 from storage.schema import RunStatus
-from ui.shared.context import AppContext
 from ui.preview.cache import PreviewCache
+from ui.shared.context import AppContext
 
 logger = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """Actions on a run from the Runs view: stop, resume, delete, downloads, push to the Hub.
 
 Each returns a short message for the page (or raises :class:`RunActionError` with one), so the
-Gradio layer only shows what comes back. Each takes the :class:`~ui.shared.identity.Viewer` behind the
-event and acts only on that viewer's runs (an admin's: any run); another user's run reads like
+Gradio layer only shows what comes back. Each takes the :class:`~ui.shared.identity.Viewer` behind
+the event and acts only on that viewer's runs (an admin's: any run); another user's run reads like
 a missing one. Downloads are built per request into a fresh temporary folder, never served from
 the data dir.
 """
@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.run.checkpoints import latest_model_dir
 from engine.exports.hub import HubPushError, push_model
+from engine.run.checkpoints import latest_model_dir
 from engine.run.layout import CONFIG_FILE
 from storage import runs as run_store
 from storage import samples as sample_store
@@ -164,8 +164,8 @@ def run_data_archive(
 
 
 def push_to_hub(db: Database, viewer: Viewer, run_id: str | None, repo_id: str, token: str) -> str:
-    """Upload the final model (or newest checkpoint) to a Hub model repo (see engine.exports.hub)."""
-    folder = run_folder(db, viewer, run_id)
+    """Upload the final model (or newest checkpoint) to a Hub model repo (see
+    engine.exports.hub).""" folder = run_folder(db, viewer, run_id)
     try:
         url = push_model(folder, repo_id, token)
     except HubPushError as exc:

@@ -22,11 +22,9 @@ from storage import samples as sample_store
 from storage.db import Database
 from storage.runs import RunInfo
 from storage.schema import NoteKind, RunNote, RunStatus
-from ui.shared import charts
-from ui.shared import hints
-from ui.shared import messages
 from ui.runs import progress as run_progress
 from ui.runs.state import RunsSnapshot, RunView
+from ui.shared import charts, hints, messages
 
 # "created" never moves; a resume starts a new attempt, so the time shown is that attempt's.
 RUN_COLUMNS = ["run", "name", "status", "step", "created", "last attempt"]

@@ -1,9 +1,9 @@
 """Progress you can read on the run view: a bar with step N of M and an ETA, what the worker is
 doing now, and a summary card once a run has ended (no Gradio here).
 
-The phase comes from the worker's own log lines (``engine.run.worker``, ``engine.trainers``), which the
-view already reads by cursor: each marker below is the start of a message the worker logs when it
-enters that phase, so no extra table or query is needed.
+The phase comes from the worker's own log lines (``engine.run.worker``, ``engine.trainers``), which
+the view already reads by cursor: each marker below is the start of a message the worker logs when
+it enters that phase, so no extra table or query is needed.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from rewards.verification.answers import extract_answer, find_answer
 from rewards.text import MAX_COMPLETION_CHARS
+from rewards.verification.answers import extract_answer, find_answer
 
 TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9_-]{0,30}>")
 TAG_STYLE = "color:#7c3aed;font-weight:600"

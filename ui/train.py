@@ -13,21 +13,26 @@ from typing import Any
 
 import gradio as gr
 
-from engine.config.run_config import RunConfig, documented_yaml
 from engine.config.fields import ConfigError
+from engine.config.run_config import RunConfig, documented_yaml
+from engine.models.loading import (
+    DEFAULT_MODEL_ALIAS,
+    ENGLISH_MODEL_ALIAS,
+    ModelSpec,
+    available_models,
+)
 from engine.models.memory import describe, local_card_bytes
-from engine.models.loading import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec, available_models
 from engine.pretrained import local_gpu, pretrained_summary
 from rewards.spec import RewardSpec
 from ui.design import spec_io
-from ui.train import form as train_form
+from ui.design.tab import DesignHandles, elem_key
+from ui.preview.generate import CUSTOM, PreviewError, resolve_model
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
-from ui.design.tab import DesignHandles, elem_key
 from ui.shared.identity import viewer_for
 from ui.shared.messages import escape, ok, warn
 from ui.shared.named_values import Updates, Values, error_line, show_error_at
-from ui.preview.generate import CUSTOM, PreviewError, resolve_model
+from ui.train import form as train_form
 from ui.train.form import FormField, TrainInputs
 
 GENERAL = ""

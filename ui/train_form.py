@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.config import run_config
-from engine.config.run_config import RunConfig
 from engine.config.fields import ConfigError, field_help
+from engine.config.run_config import RunConfig
 from engine.pretrained import pretrained_settings
 
 FormValues = dict[str, Any]  # dotted field path -> the input's value

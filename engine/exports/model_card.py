@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 
 import yaml
 
-from engine.tracking import metric_names
 from engine.config.run_config import RunConfig
+from engine.tracking import metric_names
 
 #: Held-out metrics the card reports, with their labels.
 HELDOUT_METRICS = {

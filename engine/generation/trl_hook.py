@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from engine.tracking import metric_names
 from engine.generation import make_runner
 from engine.generation.runner import Generation, GenerationRunner
+from engine.tracking import metric_names
 
 logger = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from engine.tracking import metric_names
 from engine.oom_retry import inject_fault
-from engine.tracking.recorder import RunRecorder
 from engine.run.stop_request import StopRequest
+from engine.tracking import metric_names
+from engine.tracking.recorder import RunRecorder
 
 logger = logging.getLogger(__name__)
 

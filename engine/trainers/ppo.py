@@ -35,10 +35,10 @@ the rollout's log-probabilities and the update), a fixed KL coefficient 0.05 (TR
 advantages, no reward normalisation or clipping (the reward presets are already of order 1).
 
 The trainer drives the worker's objects directly: metrics and samples go to the
-:class:`~engine.tracking.recorder.RunRecorder`, held-out evaluation through the worker's ``evaluate``,
-checkpoints to ``run_dir/checkpoint-<step>/`` and the final model to ``run_dir/final``. Under
-``accelerate launch`` every process samples its share of the step, gradients are averaged by
-DDP, and only the main process writes.
+:class:`~engine.tracking.recorder.RunRecorder`, held-out evaluation through the worker's
+``evaluate``, checkpoints to ``run_dir/checkpoint-<step>/`` and the final model to
+``run_dir/final``. Under ``accelerate launch`` every process samples its share of the step,
+gradients are averaged by DDP, and only the main process writes.
 """
 
 from __future__ import annotations
@@ -56,14 +56,14 @@ from accelerate import Accelerator, DistributedType
 from accelerate.utils import gather_object
 from transformers import get_scheduler
 
-from engine.tracking import metric_names
 from engine.config.run_config import RunConfig
 from engine.generation import make_runner
 from engine.models.loading import save_plain_weights
 from engine.oom_retry import inject_fault
-from engine.tracking.recorder import RunRecorder
 from engine.run.layout import checkpoint_dir, final_model_dir
 from engine.run.stop_request import StopRequest
+from engine.tracking import metric_names
+from engine.tracking.recorder import RunRecorder
 from engine.trainers.callbacks import log_checkpoint_saved, log_checkpoint_start
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
 from engine.trainers.ppo.checkpoint import (

@@ -1,7 +1,7 @@
 """PPO checkpoints on disk: ``checkpoint-<step>/`` with everything a run needs to continue.
 
-Written aside and published by one rename (see :mod:`engine.run.checkpoints`); ``trainer_state.json``
-is written last, the mark of a complete folder. Everything loads with
+Written aside and published by one rename (see :mod:`engine.run.checkpoints`);
+``trainer_state.json`` is written last, the mark of a complete folder. Everything loads with
 ``torch.load(weights_only=True)``: plain tensors, numbers and containers, never pickled objects.
 
 Layout::
@@ -30,9 +30,9 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from engine.models.loading import save_plain_weights
 from engine.run.checkpoints import publish
 from engine.run.checkpoints import rotate_checkpoints as rotate_checkpoints  # PPO's import path
-from engine.models.loading import save_plain_weights
 from engine.run.layout import COMPLETE_MARKER, POLICY_DIR, staged_checkpoint_dir
 
 logger = logging.getLogger(__name__)

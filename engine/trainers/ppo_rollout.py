@@ -3,8 +3,8 @@ and the no-grad forwards that give the rollout's log-probabilities, values and t
 
 The logits at position ``P + t - 1`` predict completion token t, and the value of the state before
 token t is read there too (Huang et al. 2024, "The N Implementation Details of RLHF with PPO").
-:class:`RolloutPhase` holds the trainer's rollout methods; :class:`~engine.trainers.ppo.trainer.PPOTrainer`
-supplies the attributes it reads.
+:class:`RolloutPhase` holds the trainer's rollout methods;
+:class:`~engine.trainers.ppo.trainer.PPOTrainer` supplies the attributes it reads.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
 
-from engine.tracking import metric_names
 from engine.config.run_config import PPOSettings, RunConfig
-from engine.tracking.samples import sample_rows
 from engine.generation.sampling import encode_prompts, sample_completions
+from engine.tracking import metric_names
+from engine.tracking.samples import sample_rows
 from engine.trainers.capture import GenerationBatch
 from engine.trainers.ppo.formulas import RunningMoments
 from engine.trainers.ppo.value_head import completion_logprobs

@@ -23,8 +23,8 @@ logger = logging.getLogger(__name__)
 class UpdatePhase:
     """The trainer's update method.
 
-    :class:`~engine.trainers.ppo.trainer.PPOTrainer` supplies the attributes below, ``_micro_size`` and
-    ``_mean_across``; ``_entropy_mode`` comes from
+    :class:`~engine.trainers.ppo.trainer.PPOTrainer` supplies the attributes below, ``_micro_size``
+    and ``_mean_across``; ``_entropy_mode`` comes from
     :class:`~engine.trainers.ppo.rollout.RolloutPhase`.
     """
 

@@ -23,8 +23,8 @@ import torch
 from torch import nn
 
 from engine.config.run_config import PPO_VALUE_MODELS
-from engine.trainers.ppo.fused_head import head_logprobs, plain_head
 from engine.trainers.ppo.formulas import chunked_logprobs_entropy
+from engine.trainers.ppo.fused_head import head_logprobs, plain_head
 
 
 class ValueHead(nn.Module):

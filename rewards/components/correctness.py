@@ -2,8 +2,8 @@
 
 Reference: open-r1 ``accuracy_reward`` and TRL ``trl.rewards.accuracy_reward`` — parse the gold
 with math-verify, ``None`` when it does not parse, else ``float(verify(gold, parse(completion)))``.
-Departures (see :mod:`rewards.verification.verify`): the answer is extracted first (``<answer>`` tag,
-``\\boxed{}``, GSM8K ``####``), integers are compared exactly without math-verify, math-verify
+Departures (see :mod:`rewards.verification.verify`): the answer is extracted first (``<answer>``
+tag, ``\\boxed{}``, GSM8K ``####``), integers are compared exactly without math-verify, math-verify
 runs in supervised workers with a deadline; a wrong answer scores ``wrong_value`` (0 by default;
 -0.5 in hand-tuned GRPO scripts). Extra modes for non-math tasks: numeric with tolerance,
 normalised exact string, multiple-choice letter.

@@ -43,10 +43,10 @@ from rewards.components.reward_model import (
     load_allowed_model,
     pick_device,
 )
-from rewards.verification.deadline import deadline_at
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
 from rewards.text import prompt_text
+from rewards.verification.deadline import deadline_at
 
 logger = logging.getLogger(__name__)
 

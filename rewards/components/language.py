@@ -25,9 +25,9 @@ import re
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
-from rewards.verification.deadline import deadline_passed
 from rewards.langid_batch import classify_many
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
+from rewards.verification.deadline import deadline_passed
 
 #: Codes py3langid's model knows (checked against the model by the tests).
 _CODES = (

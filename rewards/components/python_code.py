@@ -90,7 +90,8 @@ def enforce_code_policy(env: MutableMapping[str, str], *, public: bool, login: b
     return code_enabled(env)
 
 
-# Which code files this process may read; the web app limits it to uploads (engine.config.input_policy).
+# Which code files this process may read; the web app limits it to uploads
+# (engine.config.input_policy).
 _path_rule: Callable[[str], bool] | None = None
 
 

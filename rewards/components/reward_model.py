@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
-from rewards.verification.deadline import deadline_passed
 from rewards.errors import RewardSpecError
 from rewards.hub_ids import is_hub_id
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
 from rewards.text import completion_text
+from rewards.verification.deadline import deadline_passed
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from run_waits import wait_for
 
-from engine.run.checkpoints import latest_checkpoint
 from engine.config.run_config import RunConfig
+from engine.run.checkpoints import latest_checkpoint
 from engine.run.launcher import Launcher
 from storage import runs as run_store
 from storage import samples as sample_store

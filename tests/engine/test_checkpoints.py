@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.config.run_config import RunConfig
 from engine.run.checkpoints import (
     STAGING_DIR,
     clean_incomplete,
@@ -16,9 +17,8 @@ from engine.run.checkpoints import (
     rotate_checkpoints,
     staging_dir,
 )
-from engine.config.run_config import RunConfig
-from engine.tracking.recorder import StorageRecorder
 from engine.run.worker import FINAL_EVAL_METRICS, resume_point
+from engine.tracking.recorder import StorageRecorder
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from engine.run import layout as run_layout
 from engine.config.run_config import RunConfig
+from engine.run import layout as run_layout
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path

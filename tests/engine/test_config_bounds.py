@@ -11,8 +11,8 @@ import typing
 
 import pytest
 
-from engine.config.run_config import RunConfig
 from engine.config.fields import ConfigError, field_help, from_dict
+from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec
 from engine.models.loading import LoraSpec
 from rewards.params import Bounds, exact_number
@@ -25,7 +25,8 @@ def _sections() -> dict[str, type]:
     return {
         f.name: hints[f.name]
         for f in dataclasses.fields(RunConfig)
-        if dataclasses.is_dataclass(hints[f.name]) and hints[f.name].__module__ == "engine.config.run_config"
+        if dataclasses.is_dataclass(hints[f.name])
+        and hints[f.name].__module__ == "engine.config.run_config"
     }
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.tracking.evaluation import evaluate
-from engine.models.loading import ModelSpec, load_model_and_tokenizer
 from engine.generation.sampling import sample_completions
+from engine.models.loading import ModelSpec, load_model_and_tokenizer
 from engine.tasks import builtin_task
+from engine.tracking.evaluation import evaluate
 
 pytestmark = pytest.mark.slow
 

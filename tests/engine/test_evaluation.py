@@ -8,10 +8,10 @@ import pytest
 from transformers import LlamaForCausalLM
 
 from engine.models.build_default_model import BuildConfig, model_config
-from engine.tracking.evaluation import evaluate, score_texts
+from engine.models.char_tokenizer import build_char_tokenizer
 from engine.models.loading import DEFAULT_MODEL_DIR, ModelSpec, load_model_and_tokenizer
 from engine.tasks import builtin_task
-from engine.models.char_tokenizer import build_char_tokenizer
+from engine.tracking.evaluation import evaluate, score_texts
 
 # The window the default model is built for: sampled at T=0.8 on the held-out split.
 ACCURACY_WINDOW = (0.15, 0.60)

@@ -9,14 +9,14 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-from engine.config.run_config import RunConfig
 from engine.config.fields import ConfigError
+from engine.config.run_config import RunConfig
 from engine.generation import make_runner
 from engine.generation.backend import resolve_backend, vllm_installed
 from engine.generation.runner import GenerationRunner, distinct_prompts
 from engine.generation.sampler import nucleus_filter, sample_tokens
-from engine.models.loading import ModelSpec, load_model_and_tokenizer
 from engine.generation.sampling import encode_prompts, sample_completions
+from engine.models.loading import ModelSpec, load_model_and_tokenizer
 from engine.tasks import builtin_task
 from engine.trainers.ppo.formulas import logprobs_from_logits
 from tests.tiny_models import TINY_SHAPE

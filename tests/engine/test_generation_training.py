@@ -8,11 +8,11 @@ import torch
 from datasets import Dataset
 from transformers import TrainerCallback
 
-from engine.tracking import metric_names
 from engine.config.run_config import RunConfig
 from engine.models.loading import ModelSpec, load_model_and_tokenizer
 from engine.run.stop_request import StopRequest
 from engine.tasks import builtin_task
+from engine.tracking import metric_names
 from engine.trainers.ppo.trainer import PPOTrainer
 from engine.trainers.trl_trainers import build_trl_trainer
 from tests.engine.test_ppo_trainer import ListRecorder

@@ -8,8 +8,8 @@ import pytest
 from datasets import Dataset
 
 from engine.config.run_config import RunConfig
-from engine.models.loading import ENGLISH_MODEL_ALIAS, apply_lora
 from engine.data.prompts import for_trainer
+from engine.models.loading import ENGLISH_MODEL_ALIAS, apply_lora
 from engine.tasks import builtin_task
 from engine.trainers.trl_trainers import build_trl_trainer
 

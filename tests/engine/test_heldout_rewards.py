@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from engine.tracking import metric_names as m
 from engine.data.datasets import DataSpec, load_rows
-from engine.tracking.heldout_rewards import heldout_reward_metrics
 from engine.run.worker import heldout_rows
+from engine.tracking import metric_names as m
+from engine.tracking.heldout_rewards import heldout_reward_metrics
 from rewards.spec import RewardSpec
 
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from engine.generation.sampling import sample_completions
 from engine.models.loading import (
     DEFAULT_MODEL_DIR,
     ENGLISH_MODEL_ALIAS,
@@ -19,7 +20,6 @@ from engine.models.loading import (
     resolve_spec,
     save_plain_weights,
 )
-from engine.generation.sampling import sample_completions
 
 
 @pytest.mark.slow

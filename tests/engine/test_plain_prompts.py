@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from engine.config.run_config import RunConfig
-from engine.models.loading import ModelSpec, load_model_and_tokenizer
 from engine.data.prompts import for_trainer, plain_prompt, prompt_format, render_prompt
 from engine.generation.sampling import encode_prompts
 from engine.models.char_tokenizer import build_char_tokenizer
+from engine.models.loading import ModelSpec, load_model_and_tokenizer
 from storage import runs as run_store
 from storage.db import Database
 from storage.metrics import metric_names
@@ -16,8 +16,8 @@ from storage.paths import db_path
 from storage.schema import RunStatus
 from tests.in_process_run import run_in_process
 from tests.tiny_models import save_tiny_llama
-from ui.shared.context import AppContext
 from ui.preview.generate import CUSTOM, PreviewRequest, generate_preview
+from ui.shared.context import AppContext
 
 CHAT = [
     {"role": "system", "content": "Answer in tags."},

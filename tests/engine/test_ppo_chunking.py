@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from engine.trainers import ppo
-from engine.trainers.ppo.trainer import completion_forward
 from engine.trainers.ppo.formulas import (
     chunked_logprobs_entropy,
     entropy_from_logits,
     logprobs_from_logits,
 )
+from engine.trainers.ppo.trainer import completion_forward
 from engine.trainers.ppo.value_head import PolicyWithValue
 from tests.engine.test_ppo_trainer import (  # noqa: F401 (tiny_model_dir is a fixture)
     make_trainer,

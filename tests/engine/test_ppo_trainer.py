@@ -7,26 +7,26 @@ from typing import Any
 import pytest
 import torch
 
-from engine.config.run_config import RunConfig
 from engine.config.fields import ConfigError
-from engine.models.loading import LoraSpec, ModelSpec, load_model_and_tokenizer
+from engine.config.run_config import RunConfig
 from engine.generation.sampling import encode_prompts
+from engine.models.char_tokenizer import build_char_tokenizer
+from engine.models.loading import LoraSpec, ModelSpec, load_model_and_tokenizer
 from engine.run.stop_request import StopRequest
 from engine.tasks import builtin_task
-from engine.models.char_tokenizer import build_char_tokenizer
-from engine.trainers.ppo.trainer import (
-    PPOTrainer,
-    completion_forward,
-    ppo_loss,
-    prompt_indices,
-    rollout_tensors,
-)
 from engine.trainers.ppo.checkpoint import (
     CRITIC_FILE,
     OPTIMIZER_FILE,
     POLICY_DIR,
     STATE_FILE,
     rotate_checkpoints,
+)
+from engine.trainers.ppo.trainer import (
+    PPOTrainer,
+    completion_forward,
+    ppo_loss,
+    prompt_indices,
+    rollout_tensors,
 )
 from engine.trainers.ppo.value_head import PolicyWithValue
 from storage.schema import RunStatus

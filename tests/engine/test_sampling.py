@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.models.loading import ModelSpec, load_model_and_tokenizer
 from engine.data.prompts import render_prompt
 from engine.generation.sampling import sample_completions
+from engine.models.loading import ModelSpec, load_model_and_tokenizer
 from engine.tasks import builtin_task
 
 pytestmark = pytest.mark.slow

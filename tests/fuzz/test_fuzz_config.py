@@ -10,8 +10,8 @@ from fuzz_runner import fuzz
 from fuzz_values import HOSTILE_TEXT, JSON_LIKE, as_text, check_message, mutated
 from hypothesis import strategies as st
 
-from engine.config.run_config import RunConfig
 from engine.config.fields import ConfigError
+from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec
 
 BASE_CONFIG = RunConfig().to_dict()

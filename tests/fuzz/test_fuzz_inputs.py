@@ -16,16 +16,16 @@ from fuzz_values import (
 )
 from hypothesis import strategies as st
 
-from engine.config.run_config import RunConfig
 from engine.config.fields import ConfigError
+from engine.config.run_config import RunConfig
 from engine.run.preflight import check_inputs
 from rewards.errors import RewardSpecError
 from rewards.spec import PRESETS, RewardSpec
 from ui import api
 from ui.api import ApiError
-from ui.shared.context import AppContext, DemoLimits
-from ui.preview.generate import PreviewError, PreviewRequest
 from ui.design.spec_io import parse_spec
+from ui.preview.generate import PreviewError, PreviewRequest
+from ui.shared.context import AppContext, DemoLimits
 
 pytestmark = pytest.mark.reliability
 

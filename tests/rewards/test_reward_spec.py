@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from engine.config.run_config import RunConfig
 from engine.config.fields import ConfigError
+from engine.config.run_config import RunConfig
 from rewards.spec import (
     DEFAULT_PRESET,
     MAX_COMPONENTS,

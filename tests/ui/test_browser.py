@@ -13,8 +13,8 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from ui.runs import progress as run_progress
 from ui.design.spec_form import MAX_INSTANCES
+from ui.runs import progress as run_progress
 
 pytestmark = pytest.mark.browser
 

@@ -1,7 +1,7 @@
 import json
 
-from ui.shared import charts
 from ui.runs.state import Series
+from ui.shared import charts
 
 
 def test_reward_panel_draws_total_first_then_each_component():

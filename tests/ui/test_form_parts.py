@@ -8,10 +8,10 @@ import gradio as gr
 
 from engine.config.run_config import RunConfig
 from rewards.spec import DEFAULT_PRESET, PRESETS
-from ui.train import form as train_form
-from ui.design.tab import DesignHandles
 from ui.design.editor import draw_form
 from ui.design.spec_form import DESCRIPTION, GENERAL, SpecForm
+from ui.design.tab import DesignHandles
+from ui.train import form as train_form
 from ui.train.tab import build_train_parts, collect
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from ui.shared.context import AppContext, DemoLimits
 from ui.playground.replies import PlaygroundCache, PlaygroundError, Side, load_side
 from ui.preview.generate import CUSTOM
+from ui.shared.context import AppContext, DemoLimits
 
 
 @pytest.fixture

@@ -11,9 +11,12 @@ from storage.metrics import MetricWriter
 from storage.run_caps import ActiveRunCaps
 from storage.schema import RunStatus
 from ui import api
-from ui.runs import actions as run_actions
 from ui.api import ApiError
 from ui.compare.tab import comparison
+from ui.runs import actions as run_actions
+from ui.runs.poll import poll
+from ui.runs.state import RunView
+from ui.runs.tab import initial_selection
 from ui.shared.context import SettingsError
 from ui.shared.identity import (
     LOCAL_VIEWER,
@@ -24,9 +27,6 @@ from ui.shared.identity import (
     run_caps,
     viewer_for,
 )
-from ui.runs.poll import poll
-from ui.runs.state import RunView
-from ui.runs.tab import initial_selection
 
 ALICE = Viewer("user:alice", "alice")
 BOB = Viewer("user:bob", "bob")

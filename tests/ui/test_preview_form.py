@@ -6,8 +6,8 @@ import gradio as gr
 import pytest
 
 from engine.config.fields import field_help
-from ui.preview.tab import _show_error, build_preview_controls, preview_request
 from ui.preview.generate import PreviewError, PreviewRequest
+from ui.preview.tab import _show_error, build_preview_controls, preview_request
 
 KNOBS = {f.name: f for f in PreviewRequest.sampling_fields()}
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from ui.shared.context import AppContext
 from ui.preview.generate import PreviewError, PreviewRequest, load_prompts, resolve_model
+from ui.shared.context import AppContext
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import pytest
 
 from rewards.spec import ComponentSpec, RewardSpec
 from ui.design.tab import DesignHandles
-from ui.preview.tab import build_preview, sample_trace
 from ui.preview.cache import PreviewCache
+from ui.preview.tab import build_preview, sample_trace
 
 RIGHT = "<think>2+3: 5</think><answer>5</answer>"
 WRONG = "<think>2+3: 6</think><answer>6</answer>"

@@ -10,8 +10,8 @@ from storage import runs as run_store
 from storage.db import Database
 from storage.metrics import MetricWriter
 from storage.paths import db_path
-from ui.design import spec_io
 from ui.compare.tab import comparison, config_diff, flatten, read_runs, summary_markdown
+from ui.design import spec_io
 
 
 def test_spec_text_round_trips_in_both_formats():

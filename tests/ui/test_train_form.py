@@ -2,8 +2,8 @@ import dataclasses
 
 import pytest
 
-from engine.config.run_config import RunConfig
 from engine.config.fields import ConfigError
+from engine.config.run_config import RunConfig
 from rewards.spec import preset
 from ui.train import form as train_form
 from ui.train.form import TrainInputs, build_config, form_fields, values_from_config
