@@ -303,9 +303,11 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def cmd_export_config(args: argparse.Namespace) -> int:
-    from engine.config.run_config import documented_yaml, suggested_config
+    from engine.config.pretrained import suggested_config
+    from engine.config.run_config import documented_yaml
 
-    text = documented_yaml(suggested_config(args.model))
+    on_gpu = {"auto": None, "gpu": True, "cpu": False}[args.device]
+    text = documented_yaml(suggested_config(args.model, on_gpu))
     if args.output == "-":
         sys.stdout.write(text)
     else:
@@ -411,6 +413,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         default="default",
         help="model to start from; any model but the default gets LoRA and pretrained settings",
+    )
+    p.add_argument(
+        "--device",
+        choices=("auto", "gpu", "cpu"),
+        default="auto",
+        help="the device the pretrained settings are for (auto: a GPU if this machine has one)",
     )
     add_lab_commands(add)
     return parser

@@ -30,6 +30,7 @@ from storage.schema import (
     Metric,
     PhaseEntry,
     Run,
+    RunNote,
     RunStatus,
     Sample,
 )
@@ -335,13 +336,13 @@ def heartbeat(db: Database, run_id: str, step: int | None = None) -> None:
 
 
 def delete_run(db: Database, run_id: str) -> bool:
-    """Delete a run with all its metrics, samples and log lines; False if there was none.
+    """Delete a run with all its metrics, samples, log lines and notes; False if there was none.
 
     Stopping a running worker first is the caller's job (its writes would fail afterwards).
     """
 
     def write(session: Session) -> bool:
-        for table in (Metric, Sample, LogLine, PhaseEntry):
+        for table in (Metric, Sample, LogLine, PhaseEntry, RunNote):
             session.execute(delete(table).where(table.run_id == run_id))
         return session.execute(delete(Run).where(Run.id == run_id)).rowcount > 0
 

@@ -29,7 +29,7 @@ from engine.config.fields import (
 )
 from engine.data.datasets import DataSpec
 from engine.generation.backend import check_available
-from engine.models.loading import DEFAULT_MODEL_ALIAS, ModelSpec
+from engine.models.loading import ModelSpec
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
 
 ALGORITHMS = ("grpo", "rloo", "ppo")
@@ -463,42 +463,6 @@ class RunConfig:
             return path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise ConfigError("", f"config file {path} is not UTF-8 text (YAML)") from None
-
-
-# Starting points for a pretrained model (hundreds of millions of parameters) instead of the tiny
-# default one, whose values the config's own defaults are tuned for: LoRA on, a smaller learning
-# rate, room for real reasoning, fewer prompts per step and micro-batches that fit memory.
-PRETRAINED_SETTINGS: dict[str, Any] = {
-    "training.learning_rate": 1e-5,
-    "training.prompts_per_step": 4,
-    "training.micro_batch_size": 8,
-    "generation.max_completion_length": 256,
-}
-PRETRAINED_LORA = {"r": 16, "alpha": 32}
-
-
-def pretrained_summary() -> str:
-    """The pretrained-model suggestions in words, for the form and the CLI."""
-    s = PRETRAINED_SETTINGS
-    return (
-        f"LoRA (r {PRETRAINED_LORA['r']}), learning rate {s['training.learning_rate']:g}, "
-        f"{s['training.prompts_per_step']} prompts per step, micro-batches of "
-        f"{s['training.micro_batch_size']}, up to {s['generation.max_completion_length']} new "
-        "tokens"
-    )
-
-
-def suggested_config(model: str = DEFAULT_MODEL_ALIAS) -> RunConfig:
-    """A starting config for ``model``: the defaults for the shipped default model; for any
-    other model, LoRA and ``PRETRAINED_SETTINGS`` on top of them."""
-    data = RunConfig().to_dict()
-    data["model"]["name_or_path"] = model
-    if model != DEFAULT_MODEL_ALIAS:
-        data["model"]["lora"] = dict(PRETRAINED_LORA)
-        for path, value in PRETRAINED_SETTINGS.items():
-            section, name = path.split(".")
-            data[section][name] = value
-    return RunConfig.from_dict(data)
 
 
 def documented_yaml(config: RunConfig | None = None) -> str:

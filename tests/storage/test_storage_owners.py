@@ -49,6 +49,7 @@ def test_a_database_from_before_owners_is_migrated_and_keeps_its_runs(data_dir):
     # Turn the file back into a version 1 database: the run table as it was, without owners.
     with sqlite3.connect(path) as conn:
         conn.execute("DROP TABLE run_phase")  # version 3's
+        conn.execute("DROP TABLE run_note")  # version 3's
         conn.execute("DROP INDEX ix_run_owner_created")
         conn.execute("ALTER TABLE run DROP COLUMN owner")
         conn.execute("ALTER TABLE run DROP COLUMN queued_at")  # added in version 3

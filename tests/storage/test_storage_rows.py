@@ -71,11 +71,19 @@ V3_SCHEMA |= {
         "(id), \n\tFOREIGN KEY(run_id) REFERENCES run (id) ON DELETE CASCADE\n)"
     ),
     "ix_run_phase_run_id": "CREATE INDEX ix_run_phase_run_id ON run_phase (run_id, id)",
+    "run_note": (
+        "CREATE TABLE run_note (\n\tid INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, \n\trun_id "
+        "VARCHAR NOT NULL, \n\tstep INTEGER NOT NULL, \n\tkind VARCHAR NOT NULL, \n\tmessage "
+        "TEXT NOT NULL, \n\tdetail_json TEXT NOT NULL, \n\ttime FLOAT NOT NULL, \n\tFOREIGN "
+        "KEY(run_id) REFERENCES run (id) ON DELETE CASCADE\n)"
+    ),
+    "ix_run_note_run_id": "CREATE INDEX ix_run_note_run_id ON run_note (run_id, id)",
 }
 
 # Version 2 had no queued_at (version 3 adds it: a resumed run queues from its resume).
+NEW_IN_V3 = {"phase", "note"}  # the tables (and their indexes) version 3 added
 V2_SCHEMA = {
-    **{name: sql for name, sql in V3_SCHEMA.items() if "run_phase" not in name},
+    **{name: sql for name, sql in V3_SCHEMA.items() if not NEW_IN_V3 & set(name.split("_"))},
     "run": V3_SCHEMA["run"].replace("\n\tqueued_at FLOAT, ", ""),
 }
 

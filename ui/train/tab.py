@@ -14,7 +14,8 @@ from typing import Any
 import gradio as gr
 
 from engine.config.fields import ConfigError
-from engine.config.run_config import RunConfig, documented_yaml, pretrained_summary
+from engine.config.pretrained import local_gpu, pretrained_summary
+from engine.config.run_config import RunConfig, documented_yaml
 from engine.models.loading import (
     DEFAULT_MODEL_ALIAS,
     ENGLISH_MODEL_ALIAS,
@@ -381,22 +382,23 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
     parts.algorithm.change(
         on_algorithm, parts.algorithm, list(algo_groups.values()), api_visibility="private"
     )
+    on_gpu = local_gpu()  # the runs this form starts train on this machine
     suggested = {
         path: parts.hyper[path]
-        for path in train_form.suggested_values(list(parts.fields.values()), True)
+        for path in train_form.suggested_values(list(parts.fields.values()), True, on_gpu)
     }
 
     def on_model(key: str) -> Updates:
         pretrained = key != DEFAULT_MODEL_ALIAS
-        values = train_form.suggested_values(list(parts.fields.values()), pretrained)
+        values = train_form.suggested_values(list(parts.fields.values()), pretrained, on_gpu)
         updates: Updates = {
             comp: _input_value(parts.fields[path], values[path]) for path, comp in suggested.items()
         }
         updates[parts.model.custom] = gr.Textbox(visible=key == CUSTOM)
         updates[parts.model.lora] = pretrained
         updates[parts.model.note] = (
-            f"Suggested for a pretrained model: {pretrained_summary()}. Adjust to your memory "
-            "and time."
+            f"Suggested for a pretrained model {pretrained_summary(on_gpu)} (load the preset in "
+            "the Design tab). Adjust to your memory and time."
             if pretrained
             else ""
         )
