@@ -19,10 +19,10 @@ from engine.run.launcher import Launcher
 from engine.run.preflight import check_inputs
 from storage import runs as run_store
 from ui import api
+from ui.access.identity import LOCAL_VIEWER, Viewer
 from ui.api import ApiError
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import data_spec
-from ui.shared.identity import LOCAL_VIEWER, Viewer
 
 SECRET = "hunter2-secret-value"
 

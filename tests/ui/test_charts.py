@@ -2,8 +2,8 @@ import json
 
 import pytest
 
+from ui.plots import charts
 from ui.runs.state import Series
-from ui.shared import charts
 
 
 def test_reward_panel_draws_total_first_then_each_component():

@@ -5,7 +5,7 @@ rows by cursor only when something moved; outputs that did not change are skippe
 browser redraws nothing on a quiet tick. The selection is the run dropdown's value, so a page
 reload (or a second browser tab) re-attaches to the same runs from the database.
 
-Every handler works out the viewer from the request (``ui.shared.identity``) and lists, reads and
+Every handler works out the viewer from the request (``ui.access.identity``) and lists, reads and
 acts on that viewer's runs only, so a queue call replayed from another session is refused too.
 """
 
@@ -18,17 +18,17 @@ import gradio as gr
 
 from engine.run.launcher import RESUMABLE
 from storage import runs as run_store
+from ui.access.identity import Viewer, viewer_for
+from ui.plots import chart_controls, charts
+from ui.plots.plot_output import plot_value
 from ui.runs import actions as run_actions
 from ui.runs.buttons import wire_actions
 from ui.runs.model_export import build_model_export
 from ui.runs.poll import RUN_COLUMNS, RunsUpdate, default_selection, poll, run_choices
 from ui.runs.rescore import build_rescore
 from ui.runs.state import RunView
-from ui.shared import chart_controls, charts
 from ui.shared.context import AppContext
-from ui.shared.identity import Viewer, viewer_for
 from ui.shared.named_values import Updates, Values
-from ui.shared.plot_output import plot_value
 
 POLL_SECONDS = 1.0
 POLL_CONCURRENCY = 8  # polls of all sessions served at once (Gradio runs them in threads)
