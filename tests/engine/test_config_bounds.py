@@ -26,7 +26,7 @@ def _sections() -> dict[str, type]:
         f.name: hints[f.name]
         for f in dataclasses.fields(RunConfig)
         if dataclasses.is_dataclass(hints[f.name])
-        and hints[f.name].__module__ == "engine.config.run_config"
+        and hints[f.name].__module__ in ("engine.config.run_config", "engine.config.algorithms")
     }
 
 

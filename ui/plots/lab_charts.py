@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ui.plots.charts import PALETTE, Figure, base_layout
+from ui.plots.charts import Figure, base_layout
+from ui.plots.panels import PALETTE
 
 #: What a sweep chart can show, by key: (title, y axis).
 SWEEP_METRICS = {

@@ -22,7 +22,7 @@ from storage import samples as sample_store
 from storage.db import Database
 from storage.runs import RunInfo
 from storage.schema import NoteKind, RunNote, RunPhase, RunStatus
-from ui.plots import charts
+from ui.plots import charts, panels
 from ui.runs import progress as run_progress
 from ui.runs.state import RunsSnapshot, RunView
 from ui.shared import hints, messages
@@ -168,7 +168,7 @@ def hints_markdown(run: RunInfo | None, view: RunView, notes: Sequence[RunNote] 
 def all_figures(
     view: RunView, options: charts.ChartOptions | None = None
 ) -> dict[str, charts.Figure]:
-    return {p.key: charts.panel_figure(p, view.series, options) for p in charts.PANELS}
+    return {p.key: charts.panel_figure(p, view.series, options) for p in panels.PANELS}
 
 
 def poll(
@@ -233,10 +233,10 @@ def poll(
         if force:
             update.figures = all_figures(view, options)
         else:
-            keys = charts.changed_panels(changed)
+            keys = panels.changed_panels(changed)
             update.figures = {
                 p.key: charts.panel_figure(p, view.series, options)
-                for p in charts.PANELS
+                for p in panels.PANELS
                 if p.key in keys
             }
         update.sample_steps = sample_store.sample_steps(db, view.run_id)

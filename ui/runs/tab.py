@@ -20,6 +20,7 @@ from engine.run.launcher import RESUMABLE
 from storage import runs as run_store
 from ui.access.identity import Viewer, viewer_for
 from ui.plots import chart_controls, charts
+from ui.plots.panels import PANELS
 from ui.plots.plot_output import plot_value
 from ui.runs import actions as run_actions
 from ui.runs.buttons import wire_actions
@@ -32,7 +33,7 @@ from ui.shared.named_values import Updates, Values
 
 POLL_SECONDS = 1.0
 POLL_CONCURRENCY = 8  # polls of all sessions served at once (Gradio runs them in threads)
-_PANELS = {p.key: p for p in charts.PANELS}
+_PANELS = {p.key: p for p in PANELS}
 
 
 @dataclass
@@ -234,7 +235,7 @@ def _build_charts() -> tuple[dict[str, gr.Plot], dict[str, gr.Column], dict[str,
     plots: dict[str, gr.Plot] = {}
     columns: dict[str, gr.Column] = {}
     notes: dict[str, gr.Markdown] = {}
-    panels = list(charts.PANELS)
+    panels = list(PANELS)
     for start in range(0, len(panels), 3):
         with gr.Row():
             for panel in panels[start : start + 3]:
