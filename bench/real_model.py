@@ -31,7 +31,7 @@ from studio_run import ROOT, Series, collect, launch, train_via_cli
 
 from engine.config.pretrained import suggested_config
 from engine.config.run_config import RunConfig
-from engine.models.loading import ENGLISH_MODEL_ALIAS
+from engine.models.specs import ENGLISH_MODEL_ALIAS
 from engine.tracking import metric_names
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.config.run_config import RunConfig
-from engine.models.loading import DEFAULT_MODEL_ALIAS
+from engine.models.specs import DEFAULT_MODEL_ALIAS
 from engine.tasks import WORKED_EXAMPLE_SYSTEM_PROMPT
 from rewards.presets import INSTRUCT_PRESET
 from rewards.spec import preset

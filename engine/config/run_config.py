@@ -30,7 +30,7 @@ from engine.config.fields import (
 )
 from engine.data.datasets import DataSpec
 from engine.generation.backend import check_available
-from engine.models.loading import ModelSpec
+from engine.models.specs import ModelSpec
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
 
 ALGORITHMS = ("grpo", "rloo", "ppo")

@@ -106,7 +106,8 @@ from typing import Any
 
 from engine.config.run_config import RunConfig
 from engine.generation.runner import bucket
-from engine.models.loading import ModelSpec, meta_model, resolve_spec
+from engine.models.loading import meta_model, resolve_spec
+from engine.models.specs import ModelSpec
 
 GIB = 1024**3
 PROMPT_TOKENS = 128

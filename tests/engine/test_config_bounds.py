@@ -14,7 +14,7 @@ import pytest
 from engine.config.fields import ConfigError, field_help, from_dict
 from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec
-from engine.models.loading import LoraSpec
+from engine.models.specs import LoraSpec
 from rewards.params import Bounds, exact_number
 from rewards.spec import RewardSpec
 from ui.train import form as train_form

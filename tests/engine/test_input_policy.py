@@ -227,7 +227,8 @@ def test_visitor_runs_get_no_server_hub_token_unless_the_operator_allows_it(data
 
 
 def test_the_web_process_reads_models_without_the_server_token(data_dir, monkeypatch):
-    from engine.models.loading import ModelSpec, parameter_count
+    from engine.models.loading import parameter_count
+    from engine.models.specs import ModelSpec
 
     monkeypatch.delenv("STUDIO_VISITOR_HUB_TOKEN", raising=False)
     ctx = AppContext(data_dir)

@@ -6,7 +6,6 @@ import pytest
 from transformers import LlamaConfig
 
 from engine.config.run_config import RunConfig
-from engine.models.loading import LoraSpec, ModelSpec
 from engine.models.memory import (
     describe,
     estimate,
@@ -16,6 +15,7 @@ from engine.models.memory import (
     size,
     with_default_micro_batch,
 )
+from engine.models.specs import LoraSpec, ModelSpec
 
 # hidden 16, intermediate 32, 2 layers, 4 heads of dim 4, 2 key-value heads, vocabulary 100.
 # Parameters: embeddings 1,600; per layer q 256 + k 128 + v 128 + o 256 + gate/up/down 3 x 512

@@ -74,7 +74,7 @@ def test_json_numbers_in_exponent_form_stay_numbers(ctx):
 def test_a_model_size_cap_is_checked_from_the_config_before_any_download(
     data_dir, tmp_path, monkeypatch
 ):
-    from engine.models.loading import DEFAULT_MODEL_DIR
+    from engine.models.specs import DEFAULT_MODEL_DIR
 
     monkeypatch.setenv("STUDIO_MODEL_ROOTS", str(tmp_path))  # where the web may load folders
 

@@ -16,13 +16,13 @@ import gradio as gr
 from engine.config.fields import ConfigError
 from engine.config.pretrained import local_gpu, pretrained_summary
 from engine.config.run_config import RunConfig, documented_yaml
-from engine.models.loading import (
+from engine.models.memory import describe, local_card_bytes
+from engine.models.specs import (
     DEFAULT_MODEL_ALIAS,
     ENGLISH_MODEL_ALIAS,
     ModelSpec,
     available_models,
 )
-from engine.models.memory import describe, local_card_bytes
 from rewards.spec import RewardSpec
 from ui.access.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.design.tab import DesignHandles, elem_key
