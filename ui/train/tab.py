@@ -16,7 +16,7 @@ import gradio as gr
 from engine.config.fields import ConfigError
 from engine.config.pretrained import local_gpu, pretrained_summary
 from engine.config.run_config import RunConfig, documented_yaml
-from engine.models.memory import describe, local_card_bytes
+from engine.models.micro_batch import describe, local_card_bytes
 from engine.models.specs import (
     DEFAULT_MODEL_ALIAS,
     ENGLISH_MODEL_ALIAS,
