@@ -109,7 +109,8 @@ def learning_curve(args: argparse.Namespace) -> dict:
     )
     print(config.to_yaml())
     with tempfile.TemporaryDirectory(prefix="studio-real-") as tmp:
-        data_dir = Path(tmp)
+        # --keep: the run's folder (its train.log grows as it trains) outlives a cut-off call
+        data_dir = args.keep or Path(tmp)
         if launch(config, data_dir).wait() != 0:
             log = (data_dir / "train.log").read_text(errors="replace")
             raise SystemExit(f"the run failed:\n{log[-4000:]}")
@@ -202,6 +203,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=256, help="new tokens (memory points)")
     parser.add_argument("--steps", type=int, default=3, help="steps per memory point")
     parser.add_argument("--override", default="{}", help="JSON merged into the config sections")
+    parser.add_argument("--keep", type=Path, default=None, help="train in this data dir, kept")
     args = parser.parse_args()
     figures = memory_points(args) if args.memory_points else learning_curve(args)
     print(json.dumps(figures))
