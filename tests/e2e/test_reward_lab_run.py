@@ -52,6 +52,7 @@ def lab_run(tmp_path_factory):
                 "steps": STEPS,
                 "prompts_per_step": 2,
                 "eval_steps": 0,
+                "eval_samples": 0,
                 "save_steps": 0,
                 "samples_per_log": 8,
             },
@@ -201,7 +202,13 @@ def test_ppo_applies_and_logs_a_step_schedule(tmp_path):
                 ]
             },
             "generation": {"num_generations": 4, "max_completion_length": 32},
-            "training": {"steps": 2, "prompts_per_step": 2, "eval_steps": 0, "save_steps": 0},
+            "training": {
+                "steps": 2,
+                "prompts_per_step": 2,
+                "eval_steps": 0,
+                "eval_samples": 0,
+                "save_steps": 0,
+            },
         }
     )
     data_dir = tmp_path / "data"
@@ -235,7 +242,13 @@ def test_rloo_logs_a_reward_made_with_the_scheduled_weight(tmp_path):
             "model": {"name_or_path": str(model_dir)},
             "reward": {"components": [{"name": "rule", "params": rule, "schedule": schedule}]},
             "generation": {"num_generations": 2, "max_completion_length": 8},
-            "training": {"steps": 3, "prompts_per_step": 2, "eval_steps": 0, "save_steps": 0},
+            "training": {
+                "steps": 3,
+                "prompts_per_step": 2,
+                "eval_steps": 0,
+                "eval_samples": 0,
+                "save_steps": 0,
+            },
         }
     )
     run_id, status = run_in_process(tmp_path / "data", config)
