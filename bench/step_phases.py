@@ -30,6 +30,8 @@ from typing import Any
 import torch
 from gpu_throughput import build_model, run_config, write_problems
 
+from engine.config.run_config import RunConfig
+
 PHASES: dict[str, list[tuple[str, str]]] = {
     "grpo": [
         ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_generate_single_turn"),
@@ -45,11 +47,11 @@ PHASES: dict[str, list[tuple[str, str]]] = {
         ("accelerate.optimizer:AcceleratedOptimizer", "step"),
     ],
     "ppo": [
-        ("engine.trainers.ppo:PPOTrainer", "generate"),
-        ("engine.trainers.ppo:PPOTrainer", "score"),
-        ("engine.trainers.ppo:PPOTrainer", "evaluate_rollout"),
-        ("engine.trainers.ppo:PPOTrainer", "update"),
-        ("engine.trainers.ppo_update:completion_forward", ""),
+        ("engine.trainers.ppo.trainer:PPOTrainer", "generate"),
+        ("engine.trainers.ppo.trainer:PPOTrainer", "score"),
+        ("engine.trainers.ppo.trainer:PPOTrainer", "evaluate_rollout"),
+        ("engine.trainers.ppo.trainer:PPOTrainer", "update"),
+        ("engine.trainers.ppo.update:completion_forward", ""),
         ("accelerate:Accelerator", "backward"),
         ("accelerate:Accelerator", "clip_grad_norm_"),
         ("accelerate.optimizer:AcceleratedOptimizer", "step"),
@@ -135,13 +137,13 @@ def run_ppo(
     config, model, tokenizer, rows, out: Path, clock: PhaseClock, profile, cprofile
 ) -> None:
     from engine.run.stop_request import StopRequest
-    from engine.trainers.ppo import PPOTrainer
+    from engine.trainers.ppo.trainer import PPOTrainer
 
     class Recorder:  # the worker's recorder, minus the database
         def metrics(self, step, values):
             pass
 
-        samples = progress = flush = metrics
+        samples = progress = flush = phase = metrics
 
     trainer = PPOTrainer(config, model, tokenizer, rows, out, Recorder(), StopRequest())
     for step in range(1, config.training.steps + 1):
@@ -163,6 +165,10 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=24)
     parser.add_argument("--micro-batch", type=int, default=64)
     parser.add_argument("--profile-dir", type=Path, default=None)
+    parser.add_argument(
+        "--model", default=None, help="a real model (e.g. smollm2-135m-instruct) instead of 0.5B"
+    )
+    parser.add_argument("--lora", type=int, default=0, help="LoRA rank on --model (0: none)")
     parser.add_argument(
         "--cprofile", type=Path, default=None, help="write a cProfile of the steps after the first"
     )
@@ -186,11 +192,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="studio-phases-") as tmp:
         work = Path(tmp)
         model_dir, data = work / "model", work / "problems.jsonl"
-        build_model(model_dir, args.layers)
+        if args.model is None:
+            build_model(model_dir, args.layers)
         write_problems(data, 4 * args.prompts)
         config = run_config(
             "ppo_compiled" if args.algorithm == "ppo" else "grpo_compiled", args, model_dir, data
         )
+        if args.model is not None:
+            lora = {"r": args.lora, "alpha": 2 * args.lora, "dropout": 0.0} if args.lora else None
+            model_spec = {"name_or_path": args.model, "lora": lora}
+            config = RunConfig.from_dict({**config.to_dict(), "model": model_spec})
         card = local_card_bytes()
         if card is not None:  # as the worker does: an empty micro-batch is sized to the card
             config = with_default_micro_batch(config, card)
@@ -214,6 +225,7 @@ def main() -> None:
     report: dict[str, Any] = {
         "card": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
         "algorithm": args.algorithm,
+        "model": args.model or "0.5B shape",
         "micro_batch": config.training.micro_batch_size,
         "steps_measured": len(measured),
         "peak_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2)

@@ -28,18 +28,18 @@ def _data_dir(value: str | None) -> Path:
 
 
 def _load_config(path: str):
+    """The run config in file ``path``, its text parsed once."""
     from engine.config.fields import parse_yaml
     from engine.config.run_config import RunConfig
 
-    file = Path(path)
-    if file.is_file() and not parse_yaml(file.read_text(encoding="utf-8", errors="replace")):
-        # An empty file would silently train the default config (the API refuses it too).
+    data = parse_yaml(RunConfig.read_text(path))
+    if not data:  # an empty file would silently train the default config (the API refuses it too)
         raise ConfigError(
             "",
             f"config file {path} is empty; write a run config "
             "(`python -m engine export-config` writes a documented one)",
         )
-    return RunConfig.load(path)
+    return RunConfig.from_dict(data)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -78,7 +78,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         from engine.run import worker  # the trainers' imports, once the run is recorded
 
         status = worker.run(
-            config_path(launcher.run_dir(run_id)), run_id, launcher.data_dir, show_progress=True
+            config_path(launcher.run_dir(run_id)),
+            run_id,
+            launcher.data_dir,
+            show_progress=True,
+            config=config,  # the object already parsed; the file is the copy for a resume
         )
     print(f"run {run_id}: {status}")
     return 0 if status != RunStatus.FAILED else 1
@@ -299,9 +303,11 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def cmd_export_config(args: argparse.Namespace) -> int:
-    from engine.config.run_config import documented_yaml, suggested_config
+    from engine.config.pretrained import suggested_config
+    from engine.config.run_config import documented_yaml
 
-    text = documented_yaml(suggested_config(args.model))
+    on_gpu = {"auto": None, "gpu": True, "cpu": False}[args.device]
+    text = documented_yaml(suggested_config(args.model, on_gpu))
     if args.output == "-":
         sys.stdout.write(text)
     else:
@@ -407,6 +413,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         default="default",
         help="model to start from; any model but the default gets LoRA and pretrained settings",
+    )
+    p.add_argument(
+        "--device",
+        choices=("auto", "gpu", "cpu"),
+        default="auto",
+        help="the device the pretrained settings are for (auto: a GPU if this machine has one)",
     )
     add_lab_commands(add)
     return parser

@@ -13,6 +13,9 @@ def _c(name: str, weight: float, params: dict[str, Any] | None = None, **more: A
     return {"name": name, "weight": weight, "params": params or {}, **more}
 
 
+#: The preset a pretrained instruct model starts from (engine.config.pretrained).
+INSTRUCT_PRESET = "instruct model (soft format)"
+
 PRESET_DATA: dict[str, dict[str, Any]] = {
     "R1-style math": {
         "components": [_c("correctness", 1.0), _c("format", 0.5, {"mode": "strict"})],
@@ -47,6 +50,16 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
             "Summaries scored against the reference column: ROUGE-L (word overlap) and chrF "
             "(character overlap, any language), and a penalty past 30 words reaching -1 at "
             "60. See docs/any_task.md."
+        ),
+    },
+    INSTRUCT_PRESET: {
+        "components": [_c("correctness", 1.0), _c("format", 0.5, {"mode": "soft"})],
+        "description": (
+            "For a pretrained instruct model that does not write the tags yet: correctness "
+            "plus a soft format score (0.25 per tag that appears once), so each tag the "
+            "model learns pays on its own. Pair it with a system prompt that shows one "
+            "worked example in the format (export-config --model writes one); once the "
+            "model writes the tags, R1-style math scores the strict format."
         ),
     },
     "format only": {

@@ -28,7 +28,9 @@ from storage.schema import (
     TRANSITIONS,
     LogLine,
     Metric,
+    PhaseEntry,
     Run,
+    RunNote,
     RunStatus,
     Sample,
 )
@@ -59,6 +61,7 @@ class RunProgress(NamedTuple):
     last_step: int
     metric_cursor: int  # id of the run's newest metric row, 0 if none
     heartbeat_at: float | None
+    phase: str | None = None  # the RunPhase value its worker recorded last
 
 
 def _status(value: Any, field: str = "status") -> RunStatus:
@@ -121,6 +124,7 @@ def create_run(
             status=status,
             config=plain_config,
             created_at=now,
+            queued_at=now if status == RunStatus.QUEUED else None,
             started_at=now if status == RunStatus.RUNNING else None,
             total_steps=total_steps,
             output_dir=output_dir,
@@ -176,17 +180,53 @@ def list_runs(
 
 
 def next_queued(db: Database) -> RunInfo | None:
-    """The oldest queued run, the next one to start."""
+    """The run queued longest, the next one to start (a resumed run queues from its resume)."""
 
     def read(session: Session) -> RunInfo | None:
         return session.scalars(
             select(Run)
             .where(Run.status == RunStatus.QUEUED)
-            .order_by(Run.created_at, Run.id)
+            .order_by(func.coalesce(Run.queued_at, Run.created_at), Run.id)
             .limit(1)
         ).first()
 
     return db.read(read)
+
+
+def requeue_run(
+    db: Database,
+    run_id: str,
+    *,
+    allowed: Iterable[RunStatus],
+    caps: ActiveRunCaps | None = None,
+) -> RunInfo:
+    """Queue a finished run (one of ``allowed`` statuses) again, at the back of the queue and
+    within ``caps`` as a new run of its owner is: the counts and the update are one
+    transaction, so resumes cannot pass a cap that starts respect.
+
+    Raises:
+        ValueError: no such run, or its status is not one of ``allowed`` (the message says).
+        TooManyActiveRunsError: over one of ``caps``.
+    """
+    wanted = [_status(s) for s in allowed]
+
+    def requeue(session: Session) -> RunInfo:
+        row = session.get(Run, run_id)
+        if row is None:
+            raise ValueError(f"no run with id {run_id!r}")
+        if row.status not in wanted:
+            names = ", ".join(s.value for s in wanted)
+            raise ValueError(f"run {run_id} is {row.status.value}; only {names} runs can resume")
+        if caps is not None:
+            check_caps(session, row.owner, caps)
+        row.status = RunStatus.QUEUED
+        row.queued_at = time.time()
+        row.error_message = row.error_traceback = row.ended_at = None
+        session.add(row)
+        session.flush()
+        return row
+
+    return db.write(requeue)
 
 
 def _normalise(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -296,13 +336,13 @@ def heartbeat(db: Database, run_id: str, step: int | None = None) -> None:
 
 
 def delete_run(db: Database, run_id: str) -> bool:
-    """Delete a run with all its metrics, samples and log lines; False if there was none.
+    """Delete a run with all its metrics, samples, log lines and notes; False if there was none.
 
     Stopping a running worker first is the caller's job (its writes would fail afterwards).
     """
 
     def write(session: Session) -> bool:
-        for table in (Metric, Sample, LogLine):
+        for table in (Metric, Sample, LogLine, PhaseEntry, RunNote):
             session.execute(delete(table).where(table.run_id == run_id))
         return session.execute(delete(Run).where(Run.id == run_id)).rowcount > 0
 
@@ -359,21 +399,29 @@ def latest_steps(db: Database) -> dict[str, int]:
 
 
 def run_progress(db: Database, *, owner: str | None = None) -> dict[str, RunProgress]:
-    """Status, last step, newest metric id and heartbeat of every run (of ``owner`` when
+    """Status, last step, newest metric id, heartbeat and phase of every run (of ``owner`` when
     given), in one query.
 
-    The newest metric id comes from the ``(run_id, id)`` index, one lookup per run, so this
-    stays flat as metrics grow; a changed ``metric_cursor`` means new points to fetch.
+    The newest metric id and phase come from their ``(run_id, id)`` indexes, one lookup each
+    per run, so this stays flat as metrics grow; a changed ``metric_cursor`` means new points to
+    fetch.
     """
     newest = select(func.max(Metric.id)).where(Metric.run_id == Run.id).scalar_subquery()
-    query = select(Run.id, Run.status, Run.last_step, newest, Run.heartbeat_at)
+    phase = (  # of the current attempt only: a resumed run is not still "stopping"
+        select(PhaseEntry.phase)
+        .where(PhaseEntry.run_id == Run.id, PhaseEntry.time >= func.coalesce(Run.started_at, 0))
+        .order_by(PhaseEntry.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    query = select(Run.id, Run.status, Run.last_step, newest, Run.heartbeat_at, phase)
     if owner is not None:
         query = query.where(Run.owner == owner)
 
     def read(session: Session) -> dict[str, RunProgress]:
         return {
-            rid: RunProgress(status, last_step, cursor or 0, beat)
-            for rid, status, last_step, cursor, beat in session.execute(query)
+            rid: RunProgress(status, last_step, cursor or 0, beat, phase and str(phase))
+            for rid, status, last_step, cursor, beat, phase in session.execute(query)
         }
 
     return db.read(read)

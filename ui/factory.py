@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 import gradio as gr
 
@@ -21,15 +22,12 @@ from ui.lab_api import build_lab_api
 from ui.playground.tab import build_playground
 from ui.preview.tab import build_preview
 from ui.runs.tab import build_runs, initial_selection
-from ui.shared.context import AppContext, on_space, positive_int_setting
-from ui.shared.identity import (
-    VISITOR_STORAGE_KEY,
-    browser_state_secret,
-    ownership_note,
-    remember_visitor,
-    viewer_for,
-)
+from ui.shared.client_limits import ClientLimits, events_per_s
+from ui.shared.context import AppContext, is_public, on_space, positive_int_setting
+from ui.shared.identity import ownership_note, viewer_for
 from ui.shared.messages import escape
+from ui.shared.upload_budget import UploadBudget, budget_caps
+from ui.shared.visitor_cookie import VisitorCookies, server_secret
 from ui.train.tab import build_train
 
 TITLE = "Reward Studio"
@@ -95,14 +93,9 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             api_visibility="private",
         )
 
-        # An anonymous visitor's identity lives in the browser, so a reload keeps their runs.
-        visitor = gr.BrowserState(
-            "", storage_key=VISITOR_STORAGE_KEY, secret=browser_state_secret(ctx.data_dir)
-        )
-
-        def on_load(token: str, request: gr.Request, profile: gr.OAuthProfile | None = None):
-            if request is not None and request.session_hash:
-                token = remember_visitor(request.session_hash, token)
+        # An anonymous visitor is known by the server's cookie (ui.shared.visitor_cookie), which the
+        # page never sees: nothing the page holds or a link restores names the visitor.
+        def on_load(request: gr.Request, profile: gr.OAuthProfile | None = None):
             requested = request.query_params.get("run") if request is not None else None
             choices, pick = initial_selection(ctx, viewer_for(request, profile), requested)
             # A link to one of the viewer's runs opens on that run's view.
@@ -111,12 +104,11 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 gr.Dropdown(choices=choices, value=pick),
                 gr.Dropdown(choices=choices),
             )
-            return runs_list, compare_list, tab, token
+            return runs_list, compare_list, tab
 
         demo.load(
             on_load,
-            inputs=visitor,
-            outputs=[runs.run_select, compare.runs_box, tabs, visitor],
+            outputs=[runs.run_select, compare.runs_box, tabs],
             api_visibility="private",
         )
         build_api(ctx)
@@ -130,7 +122,9 @@ def launch_kwargs(ctx: AppContext) -> dict:
     The data dir (the database, configs, logs, checkpoints of every user) is never served:
     it is in no allowed path, and blocked even where Gradio would otherwise serve a file
     (the working directory, the temp dir). Downloads are copies made per request for the
-    run's owner (``ui.runs.actions``), which Gradio serves from its own cache.
+    run's owner (``ui.runs.actions``), which Gradio serves from its own cache. Every request
+    passes :class:`~ui.shared.visitor_cookie.VisitorCookies`, which issues and checks the visitor
+    cookie and turns deep links off.
     """
     return {
         "theme": THEME,
@@ -138,7 +132,28 @@ def launch_kwargs(ctx: AppContext) -> dict:
         "blocked_paths": [str(ctx.data_dir)],
         # Uploads land on the server's disk (and a dataset is copied once more into uploads/).
         "max_file_size": upload_limit_bytes(),
+        "app_kwargs": {"middleware": middleware(ctx)},
     }
+
+
+def middleware(ctx: AppContext) -> list:
+    """The app's ASGI middleware, outermost first: the visitor cookie (who asks), then the
+    per-client limits on events and the upload budget (which need to know who)."""
+    from gradio.utils import get_upload_folder
+    from starlette.middleware import Middleware
+
+    per_client, total = budget_caps(os.environ, is_public())
+    return [
+        Middleware(VisitorCookies, secret=server_secret(ctx.data_dir)),
+        Middleware(ClientLimits, rate=events_per_s(os.environ)),
+        Middleware(
+            UploadBudget,
+            folder=Path(get_upload_folder()),
+            per_client=per_client,
+            total=total,
+            window_s=CACHE_SWEEP[1],
+        ),
+    ]
 
 
 def upload_limit_bytes(env: Mapping[str, str] | None = None) -> int:

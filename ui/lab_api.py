@@ -20,12 +20,12 @@ from typing import Any
 import gradio as gr
 
 from engine.tracking.rescore import RescoreError, rescore_run
-from rewards.deadline import call_deadline
 from rewards.lab.advantages import SCALE_REWARDS
 from rewards.lab.batch import Generations
 from rewards.lab.compare import MAX_SPECS, compare
-from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.params import describe_value
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from ui import api
 from ui.api import ApiError
 from ui.shared.context import AppContext

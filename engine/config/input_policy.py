@@ -4,8 +4,11 @@ The CLI trusts the operator's own config files. A visitor of a shared dashboard 
 the web entry points (the Train form, ``/start_run``, the Preview tab) pass an
 :class:`InputPolicy` to the preflight, which refuses, naming the field:
 
-- a data file outside the uploads folder of the data dir and the folders the operator lists in
-  ``STUDIO_DATA_ROOTS`` (symlinks are resolved first; ``..`` is refused outright);
+- a data file outside the uploads of the run's owner and the folders the operator lists in
+  ``STUDIO_DATA_ROOTS`` (symlinks are resolved first; ``..`` is refused outright). Each owner's
+  uploads live in their own folder, ``uploads/<hash of the owner key>/``
+  (:meth:`InputPolicy.for_owner`): a stored upload's name (a content hash) shows in configs and
+  exports, and must not let another visitor train on the file; admins may name any upload;
 - a ``source: hub`` dataset that is not a hub id (``owner/name``), so no local folder loads;
 - a ``python`` reward component's code file outside those same folders (code comes from the
   editor instead);
@@ -22,6 +25,7 @@ the operator sets ``STUDIO_VISITOR_HUB_TOKEN=1``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -32,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config.fields import ConfigError
-from engine.data.datasets import FILE_TYPES, DataSpec
+from engine.data.datasets import DataSpec
+from engine.data.files import FILE_TYPES
 from engine.models.loading import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
 from engine.run.layout import CONFIG_FILE, NO_HUB_TOKEN_MARKER
 from rewards.hub_ids import is_hub_id
@@ -44,6 +49,11 @@ DATA_ROOTS_ENV = "STUDIO_DATA_ROOTS"
 MODEL_ROOTS_ENV = "STUDIO_MODEL_ROOTS"
 VISITOR_HUB_TOKEN_ENV = "STUDIO_VISITOR_HUB_TOKEN"
 UPLOADS_QUOTA_ENV = "STUDIO_MAX_UPLOADS_MB"
+OWNER_QUOTA_ENV = "STUDIO_MAX_UPLOADS_PER_USER_MB"
+DEFAULT_OWNER_QUOTA_MB = 512
+MAX_FILE_ROWS_ENV = "STUDIO_MAX_FILE_ROWS"
+#: Most rows the web process reads of one data file (a preview, the head a run's check reads).
+DEFAULT_MAX_FILE_ROWS = 100_000
 DEFAULT_UPLOADS_QUOTA_MB = 2048
 #: Environment variables that carry the server's hub token (huggingface_hub reads them).
 HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
@@ -78,17 +88,27 @@ class InputPolicy:
 
     Attributes:
         uploads: where the app stores uploaded data files (``<data dir>/uploads``).
+        owner: the owner key whose uploads this policy reads and stores (``None``: every
+            upload, the app-wide policy before a request names its user).
+        admin: the owner reads every owner's uploads.
         data_roots: further folders whose data files visitors may name.
         model_roots: folders whose model folders visitors may name.
         hub_token: whether visitors' runs may use the server's hub token.
         uploads_quota: most bytes the stored uploads may take together.
+        owner_quota: most bytes one owner's stored uploads may take (admins: no such cap).
+        max_file_rows: most rows the web process reads of one data file (``DataSpec``'s
+            ``max_file_rows``, counted while streaming; :meth:`bounded`).
     """
 
     uploads: Path
+    owner: str | None = None
+    admin: bool = False
     data_roots: tuple[Path, ...] = ()
     model_roots: tuple[Path, ...] = ()
     hub_token: bool = False
     uploads_quota: int = DEFAULT_UPLOADS_QUOTA_MB * 2**20
+    owner_quota: int = DEFAULT_OWNER_QUOTA_MB * 2**20
+    max_file_rows: int = DEFAULT_MAX_FILE_ROWS
 
     @classmethod
     def for_web(cls, data_dir: str | Path, env: Mapping[str, str] | None = None) -> InputPolicy:
@@ -99,7 +119,26 @@ class InputPolicy:
             model_roots=_roots(env, MODEL_ROOTS_ENV),
             hub_token=env.get(VISITOR_HUB_TOKEN_ENV, "").strip().lower() in _TRUE,
             uploads_quota=_megabytes(env, UPLOADS_QUOTA_ENV, DEFAULT_UPLOADS_QUOTA_MB) * 2**20,
+            owner_quota=_megabytes(env, OWNER_QUOTA_ENV, DEFAULT_OWNER_QUOTA_MB) * 2**20,
+            max_file_rows=_megabytes(env, MAX_FILE_ROWS_ENV, DEFAULT_MAX_FILE_ROWS),
         )
+
+    def for_owner(self, owner: str, *, admin: bool = False) -> InputPolicy:
+        """This policy for the runs and uploads of ``owner`` (every upload for an admin)."""
+        return dataclasses.replace(self, owner=owner, admin=admin)
+
+    @property
+    def own_uploads(self) -> Path:
+        """Where this owner's uploads are stored: a folder per owner, named by a hash of the
+        owner key (owner keys hold ':' and user names; the folder name must be neither)."""
+        if self.owner is None:
+            return self.uploads
+        return self.uploads / hashlib.sha256(self.owner.encode()).hexdigest()[:24]
+
+    @property
+    def readable_uploads(self) -> Path:
+        """The uploads this policy's runs may name: the owner's own, an admin's all."""
+        return self.uploads if self.admin else self.own_uploads
 
     # ---- data --------------------------------------------------------------------------------
     def check_data(self, spec: DataSpec) -> None:
@@ -114,12 +153,18 @@ class InputPolicy:
             where = f" or a file under the folders in {DATA_ROOTS_ENV}" if self.data_roots else ""
             raise ConfigError(
                 "data.path",
-                f"must be a file uploaded here (the form's file input){where}; other server "
-                "paths are not readable from the web",
+                f"must be a file you uploaded here (the form's file input){where}; other "
+                "server paths and other visitors' uploads are not readable from the web",
             )
 
+    def bounded(self, spec: DataSpec) -> DataSpec:
+        """``spec`` as the web process may read it: at most :attr:`max_file_rows` rows."""
+        cap = min(spec.max_file_rows or self.max_file_rows, self.max_file_rows)
+        return dataclasses.replace(spec, max_file_rows=cap)
+
     def file_allowed(self, path: str) -> bool:
-        """Whether ``path`` resolves (symlinks followed) inside the uploads or a data root."""
+        """Whether ``path`` resolves (symlinks followed) inside the owner's uploads or a data
+        root."""
         given = Path(path).expanduser()
         if ".." in given.parts:
             return False
@@ -127,18 +172,19 @@ class InputPolicy:
             resolved = given.resolve()
         except (OSError, RuntimeError):  # a symlink loop
             return False
-        return _inside(resolved, (self.uploads, *self.data_roots))
+        return _inside(resolved, (self.readable_uploads, *self.data_roots))
 
     def is_upload(self, path: str) -> bool:
         """Whether ``path`` is a file the user uploaded (their own data: its columns may show)."""
         try:
-            return _inside(Path(path).resolve(), (self.uploads,))
+            return _inside(Path(path).resolve(), (self.readable_uploads,))
         except (OSError, RuntimeError):
             return False
 
     def store_upload(self, source: str | Path) -> Path:
-        """Copy an uploaded file into the uploads folder under a name made from its content
-        (the same file uploaded twice is stored once); returns the stored path."""
+        """Copy an uploaded file into the owner's uploads folder under a name made from its
+        content (the same file uploaded twice by one owner is stored once); returns the stored
+        path."""
         source = Path(source)
         suffix = source.suffix.lower()
         if suffix not in FILE_TYPES:
@@ -146,7 +192,7 @@ class InputPolicy:
                 "data.path", f"the uploaded file must be one of {', '.join(FILE_TYPES)}"
             )
         stat = source.stat()  # the form asks on every change: hash each upload once
-        key = (str(source), stat.st_size, stat.st_mtime_ns, self.uploads)
+        key = (str(source), stat.st_size, stat.st_mtime_ns, self.own_uploads)
         stored = _stored_copy(*key, room=self._make_room)
         if not stored.exists():  # removed since: copy it again
             _stored_copy.cache_clear()
@@ -154,28 +200,25 @@ class InputPolicy:
         return stored
 
     def _make_room(self, size: int) -> None:
-        """Free ``size`` bytes of the uploads quota: remove the oldest stored copies that no
-        run's config names, then refuse if the quota still has no room."""
-        stored = sorted(  # (mtime, size, path), oldest first: each file stat-ed once
-            (st.st_mtime, st.st_size, p)
-            for p in self.uploads.glob("*")
-            if p.is_file() and (st := p.stat())
-        )
-        used = sum(size for _, size, _ in stored)
-        if used + size <= self.uploads_quota:
-            return
-        named = _names_in_run_configs(self.uploads.parent / RUNS_DIR)
-        for _, stored_size, path in stored:
-            if path.name not in named:
-                used -= stored_size
-                path.unlink(missing_ok=True)
-                if used + size <= self.uploads_quota:
-                    return
-        raise ConfigError(
-            "data.path",
-            f"the server's space for uploads is full ({self.uploads_quota // 2**20} MiB, "
-            f"{UPLOADS_QUOTA_ENV}); the files there belong to runs",
-        )
+        """Free ``size`` bytes of the owner's quota, then of the quota of all uploads: remove
+        the oldest stored copies that no run's config names, then refuse if there is still no
+        room."""
+        # Which stored files runs name: read from every run's config, so only when needed.
+        named = functools.cache(lambda: _names_in_run_configs(self.uploads.parent / RUNS_DIR))
+        scoped = self.owner is not None and not self.admin
+        if scoped and not _evict(self.own_uploads, size, self.owner_quota, named):
+            raise ConfigError(
+                "data.path",
+                f"your uploads take the {self.owner_quota // 2**20} MiB one user may keep "
+                f"here ({OWNER_QUOTA_ENV}); the files there belong to your runs: delete a run "
+                "to free its file",
+            )
+        if not _evict(self.uploads, size, self.uploads_quota, named):
+            raise ConfigError(
+                "data.path",
+                f"the server's space for uploads is full ({self.uploads_quota // 2**20} MiB, "
+                f"{UPLOADS_QUOTA_ENV}); the files there belong to runs",
+            )
 
     # ---- reward code ---------------------------------------------------------------------------
     def check_reward(self, spec: RewardSpec) -> None:
@@ -243,14 +286,33 @@ def worker_env(run_dir: Path, env: Mapping[str, str]) -> dict[str, str]:
 
 
 def _megabytes(env: Mapping[str, str], name: str, default: int) -> int:
+    """A positive whole number setting (MiB, or rows) from ``env``."""
     raw = env.get(name, "").strip()
     try:
         value = int(raw) if raw else default
     except ValueError:
         value = -1
     if value < 1:
-        raise ConfigError(name, f"must be a positive whole number of MiB, got {raw!r}")
+        raise ConfigError(name, f"must be a positive whole number, got {raw!r}")
     return value
+
+
+def _evict(folder: Path, size: int, quota: int, named: Callable[[], set[str]]) -> bool:
+    """Make ``size`` bytes of room under ``quota`` in ``folder`` (all its subfolders), removing
+    the oldest files no run names; False when that is not enough."""
+    if not folder.exists():
+        return size <= quota
+    stored = sorted(  # (mtime, size, path), oldest first: each file stat-ed once
+        (st.st_mtime, st.st_size, p) for p in folder.rglob("*") if p.is_file() and (st := p.stat())
+    )
+    used = sum(size for _, size, _ in stored)
+    for _, stored_size, path in stored:
+        if used + size <= quota:
+            return True
+        if path.name not in named():
+            used -= stored_size
+            path.unlink(missing_ok=True)
+    return used + size <= quota
 
 
 def _names_in_run_configs(runs: Path) -> set[str]:

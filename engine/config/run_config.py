@@ -29,7 +29,7 @@ from engine.config.fields import (
 )
 from engine.data.datasets import DataSpec
 from engine.generation.backend import check_available
-from engine.models.loading import DEFAULT_MODEL_ALIAS, ModelSpec
+from engine.models.loading import ModelSpec
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
 
 ALGORITHMS = ("grpo", "rloo", "ppo")
@@ -72,14 +72,11 @@ class GenerationSettings:
 
 
 @dataclass
-class GRPOSettings:
-    """Group Relative Policy Optimization (Shao et al. 2024) as implemented by TRL's GRPOTrainer."""
+class ClippedPolicySettings:
+    """The knobs TRL's GRPOTrainer and RLOOTrainer share, under the same names: the KL penalty,
+    the clipped importance ratio (PPO's surrogate, Schulman et al. 2017) and the passes over
+    each generated batch."""
 
-    loss_type: str = knob(
-        "dapo",
-        help=f"Loss normalisation: {', '.join(GRPO_LOSS_TYPES)} (TRL's names).",
-        choices=GRPO_LOSS_TYPES,
-    )
     beta: float = knob(
         0.0, help="KL penalty to the reference model; 0 loads no reference.", lo=0, hi=10
     )
@@ -90,11 +87,6 @@ class GRPOSettings:
         lo_field="epsilon",
         hi=1,
     )
-    scale_rewards: str = knob(
-        "group",
-        help="Divide advantages by the std of: group, batch or none.",
-        choices=SCALE_REWARDS,
-    )
     num_iterations: int = knob(
         1, help="Optimisation passes over each generated batch (mu).", lo=1, hi=16
     )
@@ -102,29 +94,36 @@ class GRPOSettings:
         False, help="Leave length-capped completions out of the loss."
     )
 
+    def trl_args(self) -> dict[str, Any]:
+        """Every field, by TRL's name (each field here is named as TRL names it)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass
+class GRPOSettings(ClippedPolicySettings):
+    """Group Relative Policy Optimization (Shao et al. 2024) as implemented by TRL's GRPOTrainer."""
+
+    loss_type: str = knob(
+        "dapo",
+        help=f"Loss normalisation: {', '.join(GRPO_LOSS_TYPES)} (TRL's names).",
+        choices=GRPO_LOSS_TYPES,
+    )
+    scale_rewards: str = knob(
+        "group",
+        help="Divide advantages by the std of: group, batch or none.",
+        choices=SCALE_REWARDS,
+    )
+
     def __post_init__(self) -> None:
         check_fields(self, "grpo")
 
 
 @dataclass
-class RLOOSettings:
+class RLOOSettings(ClippedPolicySettings):
     """REINFORCE Leave-One-Out (Ahmadian et al. 2024) as implemented by TRL's RLOOTrainer."""
 
-    beta: float = knob(
-        0.0, help="KL penalty to the reference model; 0 loads no reference.", lo=0, hi=10
-    )
-    epsilon: float = knob(0.2, help="Lower clipping range of the ratio.", lo=0, hi=1, lo_open=True)
-    epsilon_high: float | None = knob(
-        None, help="Upper clipping range; empty = epsilon.", lo_field="epsilon", hi=1
-    )
-    num_iterations: int = knob(
-        1, help="Optimisation passes over each generated batch.", lo=1, hi=16
-    )
     normalize_advantages: bool = knob(
         False, help="Whiten the leave-one-out advantages over the batch."
-    )
-    mask_truncated_completions: bool = knob(
-        False, help="Leave length-capped completions out of the loss."
     )
 
     def __post_init__(self) -> None:
@@ -450,52 +449,20 @@ class RunConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> RunConfig:
+        return cls.from_yaml(cls.read_text(path))
+
+    @staticmethod
+    def read_text(path: str | Path) -> str:
+        """The text of config file ``path``; a ``ConfigError`` says what is wrong with it."""
         path = Path(path)
         if path.is_dir():
             raise ConfigError("", f"{path} is a folder; give the run config file (YAML)")
         if not path.is_file():
             raise ConfigError("", f"config file {path} does not exist")
         try:
-            text = path.read_text(encoding="utf-8")
+            return path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise ConfigError("", f"config file {path} is not UTF-8 text (YAML)") from None
-        return cls.from_yaml(text)
-
-
-# Starting points for a pretrained model (hundreds of millions of parameters) instead of the tiny
-# default one, whose values the config's own defaults are tuned for: LoRA on, a smaller learning
-# rate, room for real reasoning, fewer prompts per step and micro-batches that fit memory.
-PRETRAINED_SETTINGS: dict[str, Any] = {
-    "training.learning_rate": 1e-5,
-    "training.prompts_per_step": 4,
-    "training.micro_batch_size": 8,
-    "generation.max_completion_length": 256,
-}
-PRETRAINED_LORA = {"r": 16, "alpha": 32}
-
-
-def pretrained_summary() -> str:
-    """The pretrained-model suggestions in words, for the form and the CLI."""
-    s = PRETRAINED_SETTINGS
-    return (
-        f"LoRA (r {PRETRAINED_LORA['r']}), learning rate {s['training.learning_rate']:g}, "
-        f"{s['training.prompts_per_step']} prompts per step, micro-batches of "
-        f"{s['training.micro_batch_size']}, up to {s['generation.max_completion_length']} new "
-        "tokens"
-    )
-
-
-def suggested_config(model: str = DEFAULT_MODEL_ALIAS) -> RunConfig:
-    """A starting config for ``model``: the defaults for the shipped default model; for any
-    other model, LoRA and ``PRETRAINED_SETTINGS`` on top of them."""
-    data = RunConfig().to_dict()
-    data["model"]["name_or_path"] = model
-    if model != DEFAULT_MODEL_ALIAS:
-        data["model"]["lora"] = dict(PRETRAINED_LORA)
-        for path, value in PRETRAINED_SETTINGS.items():
-            section, name = path.split(".")
-            data[section][name] = value
-    return RunConfig.from_dict(data)
 
 
 def documented_yaml(config: RunConfig | None = None) -> str:

@@ -6,7 +6,8 @@ Every source becomes the same rows the trainers and the preview use::
 
 Files are validated before use and every problem raises :class:`DatasetError` with a message
 that names it: a missing or empty column, no rows, bytes that are not UTF-8, a file over the
-size cap, prompts over the length cap (reported with their rows, never silently truncated).
+size or row cap (counted while streaming, :mod:`engine.data.files`), prompts over the length
+cap (reported with their rows, never silently truncated).
 GSM8K-style golds (a worked solution ending in ``#### 42``) are reduced to the final answer.
 
 Held-out rows never overlap training rows. The built-in task holds out whole problems. A file
@@ -28,12 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.config.fields import POSITIVE, SEED, ConfigError, check_fields, from_dict, knob
+from engine.data.files import DatasetError as DatasetError  # where callers import it
+from engine.data.files import FileLimits, read_file
 
 logger = logging.getLogger(__name__)
 
 SOURCES = ("builtin", "file", "hub")
 ANSWER_FORMATS = ("auto", "plain", "gsm8k")
-FILE_TYPES = (".jsonl", ".json", ".csv", ".parquet")
 BUILTIN_SPLITS = ("train", "heldout")
 FILE_SPLITS = ("train", "heldout", "all")
 ROLES = ("system", "user", "assistant")
@@ -42,19 +44,6 @@ MAX_PROMPT_CHARS = 1_000_000
 #: Most rows a dataset may be cut to (a cap, not a size: larger datasets are read in full).
 MAX_ROWS = 10**9
 _GSM8K_GOLD = re.compile(r"####\s*(.+?)\s*$", re.S)
-
-
-class DatasetError(ValueError):
-    """A dataset cannot be used as given; the message names the problem and the fix.
-
-    ``field`` is the :class:`DataSpec` field to change (``path``, ``prompt_column``...), or ""
-    when no single field is at fault.
-    """
-
-    def __init__(self, message: str, field: str = "") -> None:
-        super().__init__(f"{field}: {message}" if field else message)
-        self.field = field
-        self.reason = message
 
 
 class MissingColumnError(DatasetError):
@@ -119,6 +108,12 @@ class DataSpec:
         hi_open=True,
     )
     max_file_mb: float = knob(200.0, help="Refuse files larger than this (MB).", **POSITIVE)
+    max_file_rows: int | None = knob(
+        None,
+        help="Refuse files with more rows than this (counted while reading); empty: no cap.",
+        lo=1,
+        hi=MAX_ROWS,
+    )
     seed: int = knob(0, help="Seed of the built-in task.", **SEED)
 
     def __post_init__(self) -> None:
@@ -350,86 +345,10 @@ def _to_messages(value: Any, system: str | None) -> list[dict[str, str]]:
 
 
 def _read_file(spec: DataSpec) -> list[dict[str, Any]]:
-    path = Path(str(spec.path)).expanduser()
-    if not path.is_file():
-        raise DatasetError(f"dataset file {str(path)!r} does not exist", "path")
-    suffix = path.suffix.lower()
-    if suffix not in FILE_TYPES:
-        raise DatasetError(
-            f"dataset file {path.name!r} has type {suffix or '(none)'!r}; allowed: {FILE_TYPES}",
-            "path",
-        )
-    size_mb = path.stat().st_size / 1e6
-    if size_mb > spec.max_file_mb:
-        raise DatasetError(
-            f"dataset file {path.name!r} is {size_mb:.1f} MB, over the {spec.max_file_mb:g} MB "
-            "limit; use a smaller file or raise max_file_mb",
-            "max_file_mb",
-        )
-    if suffix == ".parquet":
-        import pandas as pd
-
-        try:
-            frame = pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises several types for bad files
-            raise DatasetError(
-                f"dataset file {path.name!r} is not readable Parquet: {exc}", "path"
-            ) from exc
-        return frame.to_dict(orient="records")
-    text = _decode_utf8(path)
-    if suffix == ".csv":
-        import io
-
-        import pandas as pd
-
-        try:
-            frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-        except Exception as exc:
-            raise DatasetError(
-                f"dataset file {path.name!r} is not readable CSV: {exc}", "path"
-            ) from exc
-        return frame.to_dict(orient="records")
-    if suffix == ".json" and text.lstrip().startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                f"dataset file {path.name!r} is not valid JSON: {exc}", "path"
-            ) from exc
-        return _check_records(data, path.name)
-    records = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                f"{path.name} line {n} is not valid JSON: {exc.msg}", "path"
-            ) from None
-    return _check_records(records, path.name)
-
-
-def _check_records(data: Any, name: str) -> list[dict[str, Any]]:
-    if not isinstance(data, list):
-        raise DatasetError(f"{name} must hold a list of objects (one per row)", "path")
-    for i, record in enumerate(data):
-        if not isinstance(record, dict):
-            raise DatasetError(f"{name} row {i} is {type(record).__name__}, not an object", "path")
-    return data
-
-
-def _decode_utf8(path: Path) -> str:
-    raw = path.read_bytes()
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise DatasetError(
-            f"dataset file {path.name!r} is not valid UTF-8 (byte {exc.start}, line {line}); "
-            "re-save it as UTF-8",
-            "path",
-        ) from None
+    # split "all" keeps the first max_rows rows: the rest of the file is never read.
+    stop_at = spec.max_rows if spec.split == "all" else None
+    limits = FileLimits(int(spec.max_file_mb * 1e6), spec.max_file_rows, stop_at)
+    return read_file(Path(str(spec.path)).expanduser(), limits)
 
 
 def hub_offline() -> bool:

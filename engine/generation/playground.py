@@ -7,6 +7,7 @@ random stream, so where their distributions agree their samples agree too.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -148,8 +149,17 @@ def stream_replies(
 
 
 def generate_replies(
-    model: Any, tokenizer: Any, prompt: Prompt, settings: SamplingSettings
+    model: Any,
+    tokenizer: Any,
+    prompt: Prompt,
+    settings: SamplingSettings,
+    deadline: float | None = None,
 ) -> list[str]:
-    """The finished replies (:func:`stream_replies` to its end)."""
-    *_, last = stream_replies(model, tokenizer, prompt, settings)
+    """The finished replies (:func:`stream_replies` to its end), or the replies so far when
+    ``time.monotonic()`` passes ``deadline`` (a public app's bound on one call's work)."""
+    last: list[str] = [""] * settings.num_samples
+    for replies in stream_replies(model, tokenizer, prompt, settings):
+        last = replies
+        if deadline is not None and time.monotonic() > deadline:
+            break
     return last

@@ -30,6 +30,7 @@ import psutil
 from engine.config.input_policy import InputPolicy, worker_env
 from engine.models.loading import resolve_spec
 from engine.run import layout as run_layout
+from engine.run import memory_watch
 from engine.run.checkpoints import latest_checkpoint
 from engine.run.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
 from engine.run.distributed import launch_args, layer_class, write_fsdp_config
@@ -122,8 +123,10 @@ class Launcher:
         max_concurrent: int | None = None,
         gpus: Callable[[], list[Gpu]] = list_gpus,
         policy: InputPolicy | None = None,
+        max_worker_bytes: int | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.max_worker_bytes = max_worker_bytes  # a public app's memory cap per run
         self._query_gpus = gpus  # nvidia-smi: a subprocess of up to seconds, so asked sparingly
         self.policy = policy  # set for the web app: what visitors' runs may read, hub token
         env_limit = os.environ.get("STUDIO_MAX_CONCURRENT_RUNS", "").strip()
@@ -157,9 +160,11 @@ class Launcher:
         pid: int | None = None,
         owner: str = LOCAL_OWNER,
         caps: ActiveRunCaps | None = None,
+        policy: InputPolicy | None = None,
     ) -> str:
         """Save the config in a new run folder and record the run of ``owner``: ``queued``, or
-        ``running`` in process ``pid`` (a foreground CLI run). Returns the run id.
+        ``running`` in process ``pid`` (a foreground CLI run). Returns the run id. ``policy``
+        (default: the launcher's) limits what the run may read: the owner's scope of it.
 
         Raises ``ConfigError`` (naming the field) when the model or data cannot be used, before
         anything is written, and ``TooManyActiveRunsError`` when the run would pass one of
@@ -167,13 +172,14 @@ class Launcher:
         """
         from engine.run.preflight import check_inputs  # loads torch, which listing runs never needs
 
-        check_inputs(config, self.policy)
+        policy = policy or self.policy
+        check_inputs(config, policy)
         run_id = run_store.new_run_id(config.algorithm)
         folder = self.run_dir(run_id)
         folder.mkdir(parents=True, exist_ok=True)
         config.save(run_layout.config_path(folder))
-        if self.policy is not None:
-            self.policy.mark_run(folder)
+        if policy is not None:
+            policy.mark_run(folder)
         with self._db() as db:
             try:
                 run_store.create_run(
@@ -201,9 +207,10 @@ class Launcher:
         *,
         owner: str = LOCAL_OWNER,
         caps: ActiveRunCaps | None = None,
+        policy: InputPolicy | None = None,
     ) -> str:
         """Record the run of ``owner`` and start it (or queue it); returns the run id at once."""
-        run_id = self.record(config, owner=owner, caps=caps)
+        run_id = self.record(config, owner=owner, caps=caps, policy=policy)
         self.dispatch()
         return run_id
 
@@ -308,24 +315,23 @@ class Launcher:
         # The worker leads its own session, so its pid is the group id of all its processes.
         os.killpg(run.pid, signal.SIGTERM)
 
-    def resume(self, run_id: str) -> None:
-        """Queue a stopped, interrupted or failed run to continue from its last checkpoint."""
+    def resume(self, run_id: str, caps: ActiveRunCaps | None = None) -> None:
+        """Queue a stopped, interrupted or failed run to continue from its last checkpoint: at
+        the back of the queue, and within ``caps`` as a new run of its owner would be.
+
+        Raises:
+            LaunchError: the run cannot resume (its status).
+            TooManyActiveRunsError: over one of ``caps``.
+        """
+        if latest_checkpoint(self.run_dir(run_id)) is None:
+            logger.info("Run %s has no checkpoint yet: it restarts from step 0", run_id)
         with self._db() as db:
-            run = self._get(db, run_id)
-            if run.status not in RESUMABLE:
-                raise LaunchError(
-                    f"run {run_id} is {run.status}; only {', '.join(RESUMABLE)} runs can resume"
-                )
-            if latest_checkpoint(self.run_dir(run_id)) is None:
-                logger.info("Run %s has no checkpoint yet: it restarts from step 0", run_id)
-            run_store.update_run(
-                db,
-                run_id,
-                status=RunStatus.QUEUED,
-                error_message=None,
-                error_traceback=None,
-                ended_at=None,
-            )
+            try:
+                run_store.requeue_run(db, run_id, allowed=RESUMABLE, caps=caps)
+            except TooManyActiveRunsError:
+                raise
+            except ValueError as exc:
+                raise LaunchError(str(exc)) from None
         self.dispatch()
 
     def delete(self, run_id: str) -> None:
@@ -356,7 +362,11 @@ class Launcher:
             logger.debug("Scanning %d running runs for lost workers", len(active))
             for run in active:
                 stale = run.heartbeat_at is not None and now - run.heartbeat_at > STALE_HEARTBEAT_S
-                if stale or not process_alive(run.pid, run.started_at):
+                alive = process_alive(run.pid, run.started_at)
+                if alive and memory_watch.end_if_over(db, run, self.max_worker_bytes):
+                    lost.append(run.id)
+                    continue
+                if stale or not alive:
                     try:
                         run_store.set_status(
                             db,

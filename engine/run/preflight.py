@@ -11,6 +11,7 @@ cached is looked up once (``model_info``, a few seconds at most, a network failu
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import logging
 from pathlib import Path
@@ -28,6 +29,9 @@ from rewards.hub_ids import is_hub_id
 logger = logging.getLogger(__name__)
 
 HUB_LOOKUP_TIMEOUT_S = 5.0
+#: Rows of a data file the web process reads to check a run's columns; the worker reads the
+#: rest (counted against ``data.max_file_rows`` while streaming), never the web process.
+HEAD_ROWS = 1000
 
 
 def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
@@ -46,15 +50,22 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
     if config.data.source == "hub":
         check_hub_dataset_id(str(config.data.path))
     if config.data.source == "file" or (config.data.source == "hub" and hub_offline()):
-        check_data(config.data, policy)
+        data = config.data
+        if policy is not None:  # the web process: the file's head only (split "all")
+            head = min(data.max_rows or HEAD_ROWS, HEAD_ROWS)
+            data = dataclasses.replace(data, split="all", max_rows=head)
+        check_data(data, policy)
 
 
 def check_data(spec: DataSpec, policy: InputPolicy | None = None) -> list[dict[str, Any]]:
     """The data's rows, loaded as mapped; else ``ConfigError`` naming the ``data`` field.
 
-    From the web, a mapping error lists the file's column names only when the user uploaded
-    the file; errors never quote the file's values.
+    From the web (``policy`` given), at most the policy's ``max_file_rows`` rows are read, and a
+    mapping error lists the file's column names only when the user uploaded the file; errors
+    never quote the file's values.
     """
+    if policy is not None:
+        spec = policy.bounded(spec)
     try:
         return load_rows(spec)
     except MissingColumnError as exc:

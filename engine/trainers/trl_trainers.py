@@ -80,29 +80,13 @@ def build_trl_args(config: RunConfig, output_dir: str, *, show_progress: bool = 
     # The weights of the first step; a schedule moves them before each step (weight_schedule).
     args["reward_weights"] = config.reward.weights_at(1)
     if config.algorithm == "grpo":
-        s = config.grpo
         return GRPOConfig(
             **args,
-            loss_type=s.loss_type,
-            beta=s.beta,
-            epsilon=s.epsilon,
-            epsilon_high=s.epsilon_high,
-            scale_rewards=s.scale_rewards,
+            **config.grpo.trl_args(),
             multi_objective_aggregation=config.reward.aggregation,
-            num_iterations=s.num_iterations,
-            mask_truncated_completions=s.mask_truncated_completions,
         )
     if config.algorithm == "rloo":
-        s = config.rloo
-        return RLOOConfig(
-            **args,
-            beta=s.beta,
-            epsilon=s.epsilon,
-            epsilon_high=s.epsilon_high,
-            num_iterations=s.num_iterations,
-            normalize_advantages=s.normalize_advantages,
-            mask_truncated_completions=s.mask_truncated_completions,
-        )
+        return RLOOConfig(**args, **config.rloo.trl_args())
     raise ValueError(f"algorithm {config.algorithm!r} is not trained through TRL")
 
 
@@ -121,7 +105,7 @@ def build_trl_trainer(
     """A ready GRPO/RLOO trainer whose reward functions come from ``config.reward``;
     ``before_checkpoint_publish`` runs before each checkpoint becomes visible;
     ``record_metrics(step, metrics)`` gets the scheduled reward weights of each step."""
-    reward_funcs, _ = to_trl(config.reward)
+    reward_funcs, _ = to_trl(config.reward)  # the weights: per step, from the spec's schedules
     trainer_cls = StudioGRPOTrainer if config.algorithm == "grpo" else StudioRLOOTrainer
     trainer = trainer_cls(
         model=model,

@@ -22,7 +22,7 @@ from ui import api
 from ui.api import ApiError
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import data_spec
-from ui.shared.identity import LOCAL_VIEWER
+from ui.shared.identity import LOCAL_VIEWER, Viewer
 
 SECRET = "hunter2-secret-value"
 
@@ -51,7 +51,9 @@ def file_config(path, **columns) -> dict:
 
 def test_start_run_refuses_a_server_file_without_quoting_it(ctx, secret_csv):
     for columns in ({}, {"prompt_column": "user", "answer_column": "password"}):
-        with pytest.raises(ApiError, match=r"config\.data\.path: must be a file uploaded") as err:
+        with pytest.raises(
+            ApiError, match=r"config\.data\.path: must be a file you uploaded"
+        ) as err:
             api.start_run(ctx, file_config(secret_csv, **columns), viewer=LOCAL_VIEWER)
         assert SECRET not in str(err.value) and "password" not in str(err.value).split(":")[0]
     with pytest.raises(ApiError) as err_missing:
@@ -77,18 +79,47 @@ def test_an_upload_is_stored_under_the_data_dir_and_lists_its_columns(ctx, tmp_p
     upload = tmp_path / "gradio-tmp" / "mine.jsonl"
     upload.parent.mkdir()
     upload.write_text(json.dumps({"question": "1+1?", "solution": "2"}) + "\n", encoding="utf-8")
-    spec = data_spec(
-        "file", "", str(upload), "", "", "question", "answer", "", policy=ctx.input_policy
-    )
+    local = ctx.policy_for(LOCAL_VIEWER.owner)
+    spec = data_spec("file", "", str(upload), "", "", "question", "answer", "", policy=local)
     stored = spec["path"]
-    assert os.path.dirname(stored) == str(ctx.input_policy.uploads)
+    assert Path(stored).parent.parent == ctx.input_policy.uploads  # uploads/<owner folder>/
     assert Path(stored).read_text() == upload.read_text()
-    again = data_spec("file", "", str(upload), "", "", "q", "a", "", policy=ctx.input_policy)
+    again = data_spec("file", "", str(upload), "", "", "q", "a", "", policy=local)
     assert again["path"] == stored  # the same content is stored once
     with pytest.raises(
         ApiError, match=r"config\.data\.answer_column: .*\['question', 'solution'\]"
     ):
         api.start_run(ctx, {"data": {**spec, "split": "all"}}, viewer=LOCAL_VIEWER)
+
+
+@pytest.mark.reliability
+def test_a_run_may_name_only_its_owners_uploads(ctx, tmp_path, record_property):
+    """A stored upload's name shows in configs and exports; another visitor naming it (or
+    reaching it from their own folder) is refused, as if it were any other server file."""
+    upload = tmp_path / "gradio-tmp" / "alice.jsonl"
+    upload.parent.mkdir()
+    upload.write_text(json.dumps({"prompt": "1+1?", "answer": "2"}) + "\n", encoding="utf-8")
+    alice, bob = Viewer("user:alice", "alice"), Viewer("user:bob", "bob")
+    admin = Viewer("user:carol", "carol", is_admin=True)
+    stored = data_spec(
+        "file", "", str(upload), "", "", "prompt", "answer", "", policy=ctx.policy_for(alice.owner)
+    )["path"]
+    bobs = ctx.policy_for(bob.owner).own_uploads
+    probes = [stored, f"{bobs}/../{Path(stored).parent.name}/{Path(stored).name}"]
+    (bobs).mkdir(parents=True)
+    (bobs / "link.jsonl").symlink_to(stored)
+    probes.append(str(bobs / "link.jsonl"))
+    refused = 0
+    for path in probes:
+        with pytest.raises(ApiError, match=r"config\.data\.path: must be a file you uploaded"):
+            api.start_run(ctx, file_config(path), viewer=bob)
+        refused += 1
+    record_property("probes_tried", len(probes))
+    record_property("probes_passed", refused)
+    # The owner and an admin may train on it (checked as the launcher checks, without a run).
+    for viewer in (alice, admin):
+        config = RunConfig.from_dict(file_config(stored))
+        check_inputs(config, ctx.policy_for(viewer.owner, viewer.is_admin))
 
 
 def test_operator_data_roots_are_readable_but_never_quoted(data_dir, secret_csv, monkeypatch):
@@ -240,3 +271,22 @@ def test_uploads_beyond_the_quota_evict_unused_copies_then_are_refused(data_dir,
 def test_the_uploads_quota_setting_is_checked(data_dir):
     with pytest.raises(ConfigError, match="STUDIO_MAX_UPLOADS_MB: must be a positive whole"):
         InputPolicy.for_web(data_dir, env={"STUDIO_MAX_UPLOADS_MB": "lots"})
+
+
+def test_one_owners_uploads_are_capped_apart_from_everyone_elses(data_dir, tmp_path):
+    env = {"STUDIO_MAX_UPLOADS_PER_USER_MB": "1"}
+    policy = InputPolicy.for_web(data_dir, env=env)
+    alice, bob = policy.for_owner("anon:alice"), policy.for_owner("anon:bob")
+    sources = []
+    for i in range(3):
+        source = tmp_path / f"part{i}.jsonl"
+        source.write_text(f'{{"question": "{i}", "answer": "{"x" * 600_000}"}}\n')
+        sources.append(source)
+    first = alice.store_upload(sources[0])
+    run_dir = data_dir / "runs" / "r1"  # Alice's run trains on her first upload
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(f"data:\n  path: {first}\n")
+    with pytest.raises(ConfigError, match=r"data\.path: your uploads take the 1 MiB"):
+        alice.store_upload(sources[1])
+    assert bob.store_upload(sources[1]).exists()  # another visitor's room is their own
+    assert first.exists()

@@ -96,6 +96,7 @@ def test_full_fine_tune_terms_by_hand(model_dir, monkeypatch):
         "ddp_buckets": 0,
         "fsdp_gathered": 0,
         "activations": activations,
+        "lora_inputs": 0,
         "lm_head": lm_head,
         "logits": 0,  # the fused head builds none
         # layers 2 x (K, V) x 2 kv heads x dim 4 x 2 bytes x 8 completions x 74 positions: the

@@ -17,7 +17,7 @@ from storage.schema import RunStatus
 from tests.in_process_run import run_in_process
 from tests.tiny_models import save_tiny_llama
 from ui.preview.generate import CUSTOM, PreviewRequest, generate_preview
-from ui.shared.context import AppContext
+from ui.shared.context import AppContext, DemoLimits
 
 CHAT = [
     {"role": "system", "content": "Answer in tags."},
@@ -106,3 +106,26 @@ def _train_one_step(data_dir, plain_model_dir, algorithm: str) -> str:
 def test_a_step_trains_on_plain_prompts(data_dir, plain_model_dir, algorithm):
     names = _train_one_step(data_dir, plain_model_dir, algorithm)
     assert any(n.startswith("reward") for n in names), names
+
+
+@pytest.mark.reliability
+def test_a_preview_stops_at_the_public_apps_time_per_call(
+    plain_model_dir, tmp_path, monkeypatch, record_property
+):
+    """Previews and the Playground share one slot: on a public app a call generates for at
+    most ``max_call_s`` and keeps what it has (here 0 s: the first chunk of prompts only)."""
+    monkeypatch.setenv("STUDIO_MODEL_ROOTS", str(plain_model_dir.parent))
+    ctx = AppContext(data_dir=tmp_path, demo=DemoLimits(max_call_s=0))
+    request = PreviewRequest(
+        model_key=CUSTOM,
+        custom_model=str(plain_model_dir),
+        data={"source": "builtin"},
+        num_prompts=40,
+        samples_per_prompt=2,
+        max_new_tokens=2,
+    )
+    cache = generate_preview(ctx, request)
+    record_property("probes_tried", 1)
+    record_property("probes_passed", int(len(cache.completions) == 32))
+    assert len(cache.completions) == 32  # 16 prompts x 2 samples: one chunk, then the bound
+    assert "stopped at this app's 0 s per preview" in cache.source

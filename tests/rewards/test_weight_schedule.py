@@ -67,7 +67,7 @@ def test_the_spec_at_a_step_and_its_round_trip():
     assert spec.has_schedules and spec.weights_at(4) == [1.0, 1.25]
     at4 = spec.at_step(4)
     assert not at4.has_schedules and [c.weight for c in at4.components] == [1.0, 1.25]
-    assert RewardSpec.from_yaml(spec.to_yaml()).to_dict() == spec.to_dict()
+    assert RewardSpec.from_text(spec.to_yaml()).to_dict() == spec.to_dict()
     assert spec.to_dict()["components"][1]["schedule"] == LINEAR
     # A weight that is 0 at first but not later is a usable reward.
     zero_first = RewardSpec.from_dict(

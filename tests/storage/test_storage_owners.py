@@ -48,13 +48,17 @@ def test_a_database_from_before_owners_is_migrated_and_keeps_its_runs(data_dir):
         create_run(db, algorithm="grpo", config={"a": 1}, run_id="old-run", total_steps=5)
     # Turn the file back into a version 1 database: the run table as it was, without owners.
     with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE run_phase")  # version 3's
+        conn.execute("DROP TABLE run_note")  # version 3's
         conn.execute("DROP INDEX ix_run_owner_created")
         conn.execute("ALTER TABLE run DROP COLUMN owner")
+        conn.execute("ALTER TABLE run DROP COLUMN queued_at")  # added in version 3
         conn.execute("UPDATE schema_version SET version = 1")
     with Database(path) as db:
         assert db.schema_version == SCHEMA_VERSION
         run = get_run(db, "old-run")
         assert (run.owner, run.config, run.total_steps) == (LOCAL_OWNER, {"a": 1}, 5)
+        assert run.queued_at is None  # it queues by its creation time
         assert [r.id for r in list_runs(db, owner=LOCAL_OWNER)] == ["old-run"]
         create_run(db, algorithm="grpo", config={}, run_id="new-run", owner="hf:carol")
         assert [r.id for r in list_runs(db, owner="hf:carol")] == ["new-run"]

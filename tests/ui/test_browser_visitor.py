@@ -1,8 +1,10 @@
-"""An anonymous visitor of a public app keeps their runs across a reload, in a real browser."""
+"""An anonymous visitor of a public app keeps their runs across a reload, and a link a stranger
+made takes none of them, in a real browser."""
 
 from __future__ import annotations
 
 import re
+import secrets
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -10,8 +12,9 @@ from playwright.sync_api import Page, expect
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path
+from tests.ui.http_session import Browser
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.reliability]
 
 
 def open_page(browser, url: str) -> Page:
@@ -22,12 +25,24 @@ def open_page(browser, url: str) -> Page:
     return page
 
 
-def test_an_anonymous_visitor_keeps_their_runs_across_a_reload(browser, start_app, tmp_path):
+def test_an_anonymous_visitor_keeps_their_runs_and_a_strangers_link_takes_none(
+    browser, start_app, tmp_path, record_property
+):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     with start_app(data_dir, {"STUDIO_PUBLIC": "1"}) as app:
-        page = open_page(browser, app.url)
+        page = open_page(browser, app.url)  # the victim, a returning visitor from now on
         expect(page.locator("#app-header")).to_contain_text("They belong to this browser")
+        # The stranger plants a visitor token of their choosing in their own session (the
+        # page load's inputs), makes a deep link of it and sends the victim the app with it.
+        planted = secrets.token_urlsafe(32)
+        stranger = Browser(app.url)
+        stranger.open(fill=lambda component: planted)
+        link = stranger.deep_link() or "made-up-link"
+        page.goto(f"{app.url}?deep_link={link}")
+        page.wait_for_selector("#main-tabs")
+        # The page's scripts never see the visitor cookie (HttpOnly).
+        assert "studio_visitor" not in page.evaluate("document.cookie")
         page.get_by_role("tab", name="Train", exact=True).click()
         for elem_id, value in (("train-training-steps", 1), ("train-training-eval-samples", 0)):
             box = page.locator(f"#{elem_id} input").first
@@ -37,6 +52,10 @@ def test_an_anonymous_visitor_keeps_their_runs_across_a_reload(browser, start_ap
         status = page.locator("#run-status")
         expect(status).to_contain_text("id ", timeout=30_000)
         run_id = re.search(r"id (\S+)", status.inner_text()).group(1)
+        seen_by_stranger = [r["run_id"] for r in stranger.call("list_runs", [])[0]]
+        record_property("probes_tried", 1)
+        record_property("probes_passed", int(run_id not in seen_by_stranger))
+        assert run_id not in seen_by_stranger
 
         page.reload()
         page.wait_for_selector("#main-tabs")

@@ -22,11 +22,10 @@ from ui.shared.identity import (
     LOCAL_VIEWER,
     IdentityError,
     Viewer,
-    anonymous_owner,
-    remember_visitor,
     run_caps,
     viewer_for,
 )
+from ui.shared.visitor_cookie import OWNER_HEADER, issue, owner_key, verify, vouch
 
 ALICE = Viewer("user:alice", "alice")
 BOB = Viewer("user:bob", "bob")
@@ -44,22 +43,24 @@ def test_identity_comes_from_sign_in_then_login_then_session():
     assert viewer_for(request, profile("carol"), env) == Viewer("hf:carol", "carol", True)
     alice = viewer_for(request, None, env)
     assert (alice.owner, alice.is_admin, alice.caps) == ("user:alice", False, ActiveRunCaps(2, 4))
-    anon = viewer_for(gr.Request(session_hash="s1"), None, env)
-    assert anon.owner == anonymous_owner("s1") and anon.anonymous
-    assert viewer_for(gr.Request(session_hash="s2"), None, env).owner == anonymous_owner("s2")
-    assert anonymous_owner("s1") != anonymous_owner("s2")
-    # A browser's token decides its key; a session named like that key does not reach it.
-    token = remember_visitor("s3", None)
-    assert viewer_for(gr.Request(session_hash="s3"), None, env).owner != anonymous_owner("s1")
-    browser_key = viewer_for(gr.Request(session_hash="s3"), None, env).owner.split(":", 1)[1]
-    assert anonymous_owner(browser_key) != anonymous_owner("s3")
-    assert remember_visitor("s4", token) == token  # another tab of the same browser
-    assert anonymous_owner("s4") == anonymous_owner("s3")
+    # An anonymous visitor: the owner the cookie middleware vouched for, never the session.
+    value, token = issue(b"server-secret")
+    assert verify(b"server-secret", value) == token
+    assert verify(b"other-secret", value) is None and verify(b"server-secret", token) is None
+    vouched = {OWNER_HEADER: vouch(owner_key(token))}
+    anon = viewer_for(gr.Request(session_hash="s1", headers=vouched), None, env)
+    assert anon.owner == f"anon:{owner_key(token)}" and anon.anonymous and not anon.new
+    # A client naming an owner itself is not vouched for: no identity at all.
+    with pytest.raises(IdentityError):
+        viewer_for(
+            gr.Request(session_hash="s1", headers={OWNER_HEADER: owner_key(token)}), None, env
+        )
     with pytest.raises(IdentityError):
         viewer_for(gr.Request(), None, env)
     # A private local app: one local owner, no caps; admins by their key.
     assert viewer_for(gr.Request(session_hash="s1"), None, {}) == LOCAL_VIEWER
-    assert viewer_for(gr.Request(session_hash="s1"), None, {"STUDIO_PUBLIC": "1"}).anonymous
+    public = {"STUDIO_PUBLIC": "1"}
+    assert viewer_for(gr.Request(session_hash="s1", headers=vouched), None, public).anonymous
     assert viewer_for(gr.Request(username="dave"), None, {"STUDIO_ADMINS": "user:dave"}).is_admin
 
 

@@ -29,7 +29,7 @@ def test_a_preview_caps_completions_times_new_tokens():
 def test_a_preview_reads_no_server_file_and_loads_no_server_folder(ctx, tmp_path):
     secret = tmp_path / "users.csv"
     secret.write_text("prompt,answer\nalice,hunter2\n", encoding="utf-8")
-    with pytest.raises(PreviewError, match="must be a file uploaded here") as err:
+    with pytest.raises(PreviewError, match="must be a file you uploaded here") as err:
         load_prompts({"source": "file", "path": str(secret), "split": "all"}, 4, ctx.input_policy)
     assert err.value.field == "data" and "hunter2" not in str(err.value)
     with pytest.raises(PreviewError, match="not loadable from the web") as err:

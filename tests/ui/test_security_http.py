@@ -34,7 +34,8 @@ from storage.logs import append_logs
 from storage.paths import db_path
 from storage.run_caps import count_active
 from storage.schema import RunStatus
-from ui.shared.identity import anonymous_owner
+from tests.ui.http_session import Browser, EventRefused
+from ui.shared.visitor_cookie import COOKIE_NAME, owner_key
 
 pytestmark = pytest.mark.reliability
 
@@ -66,90 +67,15 @@ def seed_run(data_dir: Path, run_id: str, owner: str, **fields) -> Path:
     return folder
 
 
+def visitor_owner(client: Client) -> str:
+    """The owner key of the runs a ``gradio_client`` client starts: its visitor cookie's."""
+    token = client.cookies[COOKIE_NAME].split(".")[0]
+    return f"anon:{owner_key(token)}"
+
+
 def run_exists(data_dir: Path, run_id: str) -> bool:
     with Database(db_path(data_dir)) as db:
         return run_store.get_run(db, run_id) is not None
-
-
-class Browser:
-    """One browser session over plain HTTP: its cookies and session hash, and the page's queue
-    calls by the ``elem_id`` of the button that triggers them (private events included)."""
-
-    def __init__(self, url: str) -> None:
-        self.http = httpx.Client(base_url=url, timeout=60)
-        self.session_hash = secrets.token_hex(6)
-        self._config: dict | None = None
-
-    def login(self, username: str, password: str) -> int:
-        response = self.http.post("/login", data={"username": username, "password": password})
-        return response.status_code
-
-    def config(self) -> dict:
-        if self._config is None:
-            response = self.http.get("/config")
-            response.raise_for_status()
-            self._config = response.json()
-        return self._config
-
-    def component(self, elem_id: str) -> dict:
-        found = [
-            c for c in self.config()["components"] if c.get("props", {}).get("elem_id") == elem_id
-        ]
-        assert found, f"no component #{elem_id}"
-        return found[0]
-
-    def click(self, elem_id: str, data: list) -> list:
-        """The outputs of the click event of button ``#elem_id`` sent with ``data``."""
-        target = self.component(elem_id)["id"]
-        return self._event([target, "click"], data)
-
-    def open(self) -> None:
-        """Run the page's load events in order, as a browser opening the page does (one of them
-        fills the run lists of this session)."""
-        loads = [
-            d for d in self.config()["dependencies"] if any(t[1] == "load" for t in d["targets"])
-        ]
-        assert loads, "the page has no load event"
-        for i, load in enumerate(loads):
-            trigger = next(t for t in load["targets"] if t[1] == "load")
-            # A fresh browser has nothing in local storage: no value for the load's inputs.
-            self._event(trigger, [None] * len(load["inputs"]), index=i)
-
-    def _event(self, trigger: list, data: list, index: int = 0) -> list:
-        """The outputs of the ``index``-th event listening to ``trigger``."""
-        deps = [
-            (i, d) for i, d in enumerate(self.config()["dependencies"]) if trigger in d["targets"]
-        ]
-        assert deps, f"no event for {trigger}"
-        fn_index = deps[index][1].get("id", deps[index][0])
-        joined = self.http.post(
-            "/gradio_api/queue/join",
-            json={
-                "data": data,
-                "event_data": None,
-                "fn_index": fn_index,
-                "trigger_id": trigger[0],
-                "session_hash": self.session_hash,
-            },
-        )
-        joined.raise_for_status()
-        with self.http.stream(
-            "GET", "/gradio_api/queue/data", params={"session_hash": self.session_hash}
-        ) as stream:
-            for line in stream.iter_lines():
-                if not line.startswith("data:"):
-                    continue
-                message = json.loads(line[5:])
-                if message.get("msg") == "process_completed":
-                    output = message.get("output", {})
-                    if not message.get("success"):
-                        raise EventRefused(output.get("error") or str(output))
-                    return output["data"]
-        raise AssertionError("the queue stream ended without a result")
-
-
-class EventRefused(Exception):
-    """The app answered a queue call with an error."""
 
 
 def refused_or_missing(call) -> bool:
@@ -280,6 +206,7 @@ def space(tmp_path_factory, start_app):
             "OPENID_PROVIDER_URL": provider,
             "STUDIO_PERSISTENT_ROOT": str(root),
             "STUDIO_MAX_UPLOAD_MB": "1",
+            "STUDIO_MAX_CLIENT_UPLOADS_MB": "2",
             # the operator's judge, written as a bare origin; secrets a Space holds
             "STUDIO_JUDGE_URLS": f"http://127.0.0.1:{judge.server_address[1]}",
             "OPENAI_API_KEY": OPERATOR_JUDGE_KEY,
@@ -330,9 +257,77 @@ def test_uploads_are_capped_in_size(space, record_property):
     assert small.status_code == 200, small.text[:200]
 
 
+def test_one_client_cannot_fill_the_disk_through_uploads_or_downloads(space, record_property):
+    """Gradio's upload route: at most STUDIO_MAX_CLIENT_UPLOADS_MB (2 here) per client within
+    the sweep window, whatever the size of each file; "Download config file" writes no
+    client text over its cap."""
+    client, other = Browser(space.url), Browser(space.url)
+    client.config()  # the page's first request: the client now keeps its visitor cookie
+    other.config()
+    part = b"x" * (900 * 2**10)
+    codes = [
+        client.http.post("/gradio_api/upload", files={"files": (f"p{i}.jsonl", part)}).status_code
+        for i in range(4)
+    ]
+    assert codes[:2] == [200, 200], codes
+    refused = client.http.post("/gradio_api/upload", files={"files": ("p.jsonl", part)})
+    assert refused.status_code == 413 and "STUDIO_MAX_CLIENT_UPLOADS_MB" in refused.text
+    assert other.http.post("/gradio_api/upload", files={"files": ("o.jsonl", part)}).is_success
+    download = next(
+        c["id"]
+        for c in client.config()["components"]
+        if c.get("props", {}).get("value") == "Download config file"
+    )
+    client.open()
+    big = "x" * 2_000_001
+    try:
+        client._event([download, "click"], [big])
+        download_refused = False
+    except EventRefused as err:
+        download_refused = "over the 1,000,000" in str(err)
+    record_property("probes_tried", 3)
+    record_property("probes_passed", codes[2:].count(413) + download_refused)
+    assert codes[2:] == [413, 413] and download_refused
+
+
+def test_one_client_cannot_flood_the_queue_or_its_session_state(space, record_property):
+    """Session hashes are bounded (none empty, none over 64 characters); one client opening a
+    new session per event is held to its event rate, while another client is still served."""
+    page = Browser(space.url)
+    fn_index = next(
+        d.get("id", i)
+        for i, d in enumerate(page.config()["dependencies"])
+        if d.get("api_name") == "list_runs"
+    )
+    flood = httpx.Client(base_url=space.url, timeout=60)  # keeps no cookie: a new visitor each
+
+    def join(session_hash: str) -> httpx.Response:
+        body = {"data": [], "fn_index": fn_index, "session_hash": session_hash}
+        return flood.post("/gradio_api/queue/join", json=body)
+
+    hashes = {"empty": "", "1 MB": "h" * 2**20, "65 chars": "h" * 65}
+    bad = {name: join(value) for name, value in hashes.items()}
+    long_query = flood.get("/gradio_api/queue/data", params={"session_hash": "q" * 100})
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        codes = list(pool.map(lambda i: join(f"flood-{i}").status_code, range(100)))
+    served = page.call("list_runs", [])  # another client (its cookie) is not held back
+    record_property("probes_tried", len(bad) + 2)
+    record_property(
+        "probes_passed",
+        sum(r.status_code == 400 for r in bad.values())
+        + (long_query.status_code == 400)
+        + (codes.count(429) > 0),
+    )
+    assert {name: r.status_code for name, r in bad.items()} == dict.fromkeys(hashes, 400)
+    assert "session_hash: must be 1 to 64" in bad["1 MB"].text
+    assert long_query.status_code == 400
+    assert 0 < codes.count(200) < 100 and codes.count(429) == 100 - codes.count(200), codes
+    assert served == [[]]
+
+
 def test_anonymous_sessions_see_and_touch_only_their_own_runs(space, record_property):
     mine, other = Client(space.url, verbose=False), Client(space.url, verbose=False)
-    seed_run(space.data_dir, "anon-run", anonymous_owner(mine.session_hash))
+    seed_run(space.data_dir, "anon-run", visitor_owner(mine))
     probes = passed = 0
 
     def refused(call) -> bool:
@@ -366,9 +361,49 @@ def test_anonymous_sessions_see_and_touch_only_their_own_runs(space, record_prop
     assert not run_exists(space.data_dir, "anon-run")
 
 
+def test_a_link_made_by_a_stranger_gives_the_victim_no_identity_of_theirs(space, record_property):
+    """Identity fixation, as the outside probe played it: a stranger plants a visitor token of
+    their choosing in their own session (the page load's inputs), makes a deep link of that
+    session and sends it; the victim opens it and starts a run. The stranger must not see it,
+    neither through the link nor by sending the victim's owner key or a forged cookie."""
+    planted = secrets.token_urlsafe(32)
+    stranger = Browser(space.url)
+    stranger.open(fill=lambda component: planted)
+    link = stranger.deep_link()
+
+    victim = Browser(space.url)
+    # The victim's page takes every value the link's config carries (as the browser does).
+    victim.open(fill=lambda c: c.get("props", {}).get("value"), deep_link=link)
+    (started,) = victim.call("start_run", [yaml.safe_dump(SMALL_RUN)])
+    run_id = started["run_id"]
+    try:
+        with Database(db_path(space.data_dir)) as db:
+            victim_owner = run_store.get_run(db, run_id).owner
+        probes = {
+            "deep link": stranger,
+            "owner header": Browser(space.url, headers={"x-studio-visitor": victim_owner}),
+            "forged cookie": Browser(space.url, cookies={"studio_visitor": f"{planted}.x"}),
+        }
+        seen = {
+            name: [r["run_id"] for r in browser.call("list_runs", [])[0]]
+            for name, browser in probes.items()
+        }
+        config = victim.http.get("/config").text
+        record_property("probes_tried", len(probes) + 1)
+        record_property(
+            "probes_passed",
+            sum(run_id not in runs for runs in seen.values()) + (planted not in config),
+        )
+        assert all(run_id not in runs for runs in seen.values()), seen
+        assert planted not in config
+        assert not link, "deep links stay off"
+    finally:
+        victim.call("stop_run", [run_id])  # the app fixture ends its worker at the latest
+
+
 def test_a_visitor_cannot_queue_more_than_the_cap(space):
     visitor = Client(space.url, verbose=False)
-    owner = anonymous_owner(visitor.session_hash)
+    owner = visitor_owner(visitor)
     # A live process stands in for the workers of two running runs (its own session, so the
     # app fixture's clean-up may kill it).
     sleeper = subprocess.Popen(
@@ -504,7 +539,7 @@ def test_generate_and_export_refuse_out_of_bounds_input_by_field(space, record_p
     """The visitor's own run through /generate and /export_model: sizes beyond the public caps
     and names outside the allowed formats are refused naming the input, before any model loads."""
     visitor = Client(space.url, verbose=False)
-    seed_run(space.data_dir, "bounds-run", anonymous_owner(visitor.session_hash))
+    seed_run(space.data_dir, "bounds-run", visitor_owner(visitor))
     probes = [
         (("bounds-run", "hi", "latest", {"num_samples": 1000}), "/generate", "num_samples"),
         (("bounds-run", "hi", "latest", {"max_new_tokens": 1000}), "/generate", "max_new_tokens"),

@@ -20,7 +20,7 @@ def inputs(algorithm="grpo", name="t"):
         algorithm=algorithm,
         model=RunConfig().model.to_dict(),
         data={"source": "builtin", "split": "train"},
-        reward=preset("R1-style math").to_dict(),
+        reward=preset("R1-style math"),
     )
 
 
@@ -105,9 +105,11 @@ def test_optional_numbers_typed_as_text(fields):
 
 
 def test_demo_cap_on_steps(fields):
-    values = defaults(fields)
+    from ui.shared.context import DemoLimits
+
+    config = build_config(inputs(), fields, defaults(fields))
     with pytest.raises(ConfigError) as err:
-        build_config(inputs(), fields, values, max_steps=10)
+        DemoLimits(sizes={"training.steps": 10}).within_caps(config)
     assert err.value.field == "training.steps" and "at most 10" in str(err.value)
 
 
@@ -129,17 +131,20 @@ def test_cli_command_quotes_paths():
     assert train_form.cli_command("my config.yaml") == "python -m engine train 'my config.yaml'"
 
 
-def test_suggestions_follow_the_model(fields):
-    pretrained = train_form.suggested_values(fields, pretrained=True)
-    assert pretrained["training.learning_rate"] == 1e-5
-    tiny = train_form.suggested_values(fields, pretrained=False)
+def test_suggestions_follow_the_model_and_the_device(fields):
+    on_gpu = train_form.suggested_values(fields, pretrained=True, on_gpu=True)
+    assert on_gpu["training.prompts_per_step"] == 32
+    assert on_gpu["training.micro_batch_size"] is None  # picked for the card at launch
+    pretrained = train_form.suggested_values(fields, pretrained=True, on_gpu=False)
+    assert pretrained["training.micro_batch_size"] == 16
+    tiny = train_form.suggested_values(fields, pretrained=False, on_gpu=True)
     assert tiny["training.learning_rate"] == RunConfig().training.learning_rate
     assert tiny["training.micro_batch_size"] is None
     values = defaults(fields)
     for path, value in pretrained.items():
         values[path] = value
     config = build_config(inputs(), fields, values)  # the suggestions form a valid config
-    assert config.generation.max_completion_length == 256
+    assert config.generation.max_completion_length == 160
 
 
 def test_summary_shows_the_memory_estimate_and_follows_the_micro_batch(fields):

@@ -44,18 +44,18 @@ class DesignHandles:
     form: SpecForm
 
 
-def _schedule_plot(spec_dict: dict | None) -> gr.Plot:
+def _schedule_plot(spec: RewardSpec | None) -> gr.Plot:
     """Each weight schedule of the spec as a small curve (hidden while there is none)."""
-    if spec_dict is None:
+    if spec is None:
         return gr.skip()
-    figure = schedule_curves(RewardSpec.from_dict(spec_dict))
+    figure = schedule_curves(spec)
     return gr.Plot(value=plot_value(figure), visible=figure is not None)
 
 
 def build_design(ctx: AppContext) -> DesignHandles:
     form = SpecForm()
     initial_spec = PRESETS.get(DEFAULT_PRESET) or next(iter(PRESETS.values()))
-    spec_state = gr.State(initial_spec.to_dict())
+    spec_state = gr.State(initial_spec)
     layout = gr.State(layout_of(form.values_from_spec(initial_spec)))
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +32,9 @@ from engine.run.devices import bounded_threads
 from engine.run.layout import CONFIG_FILE
 from engine.run.saved_models import RunModelError, load_run_model, run_models
 from rewards.composer import ScoredSample, score
-from rewards.deadline import call_deadline
-from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.spec import RewardSpec
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from storage import runs as run_store
 from ui.design.tab import TRACE_HEADERS
 from ui.playground.reads import RunReadCache, RunReads
@@ -233,8 +234,9 @@ def compare_stream(
     streams = [stream_replies(m, t, prompt, settings) for m, t, _ in loaded]
     current: list[list[str]] = [[""] * settings.num_samples for _ in loaded]
     active = [True, True]
+    deadline = ctx.demo.call_deadline()
     with bounded_threads(preview_thread_count(ctx)):
-        while any(active):
+        while any(active) and (deadline is None or time.monotonic() < deadline):
             for i, stream in enumerate(streams):  # take turns: both sides grow together
                 if active[i]:
                     try:
@@ -271,7 +273,11 @@ def generate_once(
     loaded, tokenizer, label = load_side(ctx, cache, run, Side(model))
     with bounded_threads(preview_thread_count(ctx)):
         replies = generate_replies(
-            loaded, tokenizer, chat_prompt(prompt_text, run.system), settings
+            loaded,
+            tokenizer,
+            chat_prompt(prompt_text, run.system),
+            settings,
+            deadline=ctx.demo.call_deadline(),
         )
     scored = score_replies(run.config.reward, prompt_text, replies, None)
     return {

@@ -70,7 +70,7 @@ class PreviewCache:
             answers=self.answers,
             completion_ids=self.completion_ids,
         )
-        return PreviewScores(scored, self.groups, spec.metric_names(), self, spec.aggregation)
+        return PreviewScores(scored, self.groups, spec.metric_names(), self, spec.aggregation, spec)
 
     @classmethod
     def from_samples(
@@ -104,6 +104,7 @@ class PreviewScores:
     components: list[str]
     cache: PreviewCache | None = None
     aggregation: str = "sum_then_normalize"
+    spec: RewardSpec | None = None  # the reward that scored them
 
     @property
     def totals(self) -> list[float | None]:
@@ -171,4 +172,4 @@ class PreviewScores:
 
     def diagnostics(self) -> Any:
         """The reward library's group diagnostics of these scores."""
-        return group_diagnostics(self.scored, self.groups)
+        return group_diagnostics(self.scored, self.groups, self.spec)

@@ -9,6 +9,7 @@ checkpoint of a run; the prompts from any ``DataSpec`` (built-in task, uploaded 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import Field, dataclass, fields
 from pathlib import Path
@@ -185,12 +186,16 @@ def load_prompts(
 
 
 def generate_preview(
-    ctx: AppContext, request: PreviewRequest, progress: Progress | None = None
+    ctx: AppContext,
+    request: PreviewRequest,
+    progress: Progress | None = None,
+    policy: InputPolicy | None = None,
 ) -> PreviewCache:
-    """Load the model and the prompts, sample completions, and return them cached."""
+    """Load the model and the prompts, sample completions, and return them cached; the data is
+    read within ``policy`` (the viewer's; default the app's)."""
     progress = progress or (lambda fraction, text: None)
     request.check(ctx.demo.max_preview_samples)
-    rows = load_prompts(request.data, int(request.num_prompts), ctx.input_policy)
+    rows = load_prompts(request.data, int(request.num_prompts), policy or ctx.input_policy)
     spec = resolve_model(ctx, request.model_key, request.custom_model)
     progress(0.05, f"Loading {spec.name_or_path}")
     try:
@@ -200,7 +205,13 @@ def generate_preview(
     prompts = [row["prompt"] for row in rows]
     per_call = max(1, 32 // int(request.samples_per_prompt))
     samples: list[Any] = []
+    deadline = ctx.demo.call_deadline()
+    done = len_asked = len(prompts)
     for start in range(0, len(prompts), per_call):
+        if start and deadline is not None and time.monotonic() > deadline:
+            done = start  # a public app's bound on one call: keep the prompts done so far
+            rows, prompts = rows[:done], prompts[:done]
+            break
         progress(
             0.1 + 0.9 * start / len(prompts),
             f"Generating: prompt {start + 1} of {len(prompts)}",
@@ -219,11 +230,14 @@ def generate_preview(
         samples.extend(_shift(chunk, start))
     progress(1.0, "Scoring")
     name = Path(spec.name_or_path).name or spec.name_or_path
+    cut = (
+        f"stopped at this app's {ctx.demo.max_call_s} s per preview · " if done < len_asked else ""
+    )
     return PreviewCache.from_samples(
         [question_text(p) for p in prompts],
         [row.get("answer") for row in rows],
         samples,
-        source=f"{name} · {len(rows)} prompts × {request.samples_per_prompt} samples · "
+        source=f"{name} · {len(rows)} prompts × {request.samples_per_prompt} samples · {cut}"
         f"T={request.temperature:g} · max {request.max_new_tokens} tokens · "
         f"{prompt_note(tokenizer)}",
         model=repr(spec),

@@ -14,10 +14,10 @@ from typing import Any
 
 import gradio as gr
 
-from rewards.deadline import call_deadline
 from rewards.lab.advantages import SCALE_REWARDS
-from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from ui.preview.cache import PreviewCache
 from ui.preview.lab_views import (
     COPY,
@@ -53,10 +53,10 @@ def _error(message: str | None) -> gr.Markdown:
     return gr.Markdown(value=warn(escape(message)), visible=True)
 
 
-def _slot_text(source: str, spec_dict: dict | None) -> str:
+def _slot_text(source: str, design: RewardSpec | None) -> str:
     """The spec text an A/B slot starts from."""
     if source == COPY:
-        return RewardSpec.from_dict(spec_dict).to_yaml() if spec_dict else ""
+        return design.to_yaml() if design else ""
     if source in (NONE, None, ""):
         return ""
     return preset(source).to_yaml()
@@ -117,14 +117,14 @@ def _build_ab(ctx: AppContext, spec_state: gr.State, cache_state: gr.State) -> N
 
     def on_compare(
         cache: PreviewCache,
-        spec_dict: dict | None,
+        design: RewardSpec | None,
         scale_rewards: str,
         order: str,
         flips: bool,
         *slots: str,
     ):
         try:
-            if spec_dict is None:
+            if design is None:
                 raise LabError("the Design tab's spec has fields to fix first")
             others = []
             for i in range(OTHER_SPECS):
@@ -134,9 +134,7 @@ def _build_ab(ctx: AppContext, spec_state: gr.State, cache_state: gr.State) -> N
                     others.append((label, spec))
             tokenize = ctx.cached_tokenizer(cache.model)
             with call_deadline(INTERACTIVE_DEADLINE_S * (1 + len(others))):
-                result = compare_cache(
-                    cache, RewardSpec.from_dict(spec_dict), others, scale_rewards, tokenize
-                )
+                result = compare_cache(cache, design, others, scale_rewards, tokenize)
         except LabError as exc:
             return gr.skip(), _error(str(exc)), gr.skip(), gr.skip()
         headers, rows = ab_table(result, cache, order, flips)
@@ -198,10 +196,10 @@ def _build_sweep(ctx: AppContext, spec_state: gr.State, cache_state: gr.State) -
     onsets = gr.Markdown(elem_id="lab-onsets")
     result_state = gr.State(None)
 
-    def on_spec(spec_dict: dict | None):
-        if spec_dict is None:
+    def on_spec(design: RewardSpec | None):
+        if design is None:
             return gr.skip(), gr.skip()
-        names = RewardSpec.from_dict(spec_dict).metric_names()
+        names = design.metric_names()
         return (
             gr.Dropdown(choices=names, value=names[0]),
             gr.Dropdown(choices=[NONE, *names], value=NONE),
@@ -216,9 +214,9 @@ def _build_sweep(ctx: AppContext, spec_state: gr.State, cache_state: gr.State) -
             return plot_value(sweep_lines(result))
         return plot_value(sweep_heatmap(result, key or "zero_std_fraction"))
 
-    def on_sweep(cache: PreviewCache, spec_dict: dict | None, scale_rewards: str, *values: Any):
+    def on_sweep(cache: PreviewCache, design: RewardSpec | None, scale_rewards: str, *values: Any):
         try:
-            if spec_dict is None:
+            if design is None:
                 raise LabError("the Design tab's spec has fields to fix first")
             axes = [tuple(values[:4])]
             if values[4] not in (NONE, None, ""):
@@ -226,9 +224,7 @@ def _build_sweep(ctx: AppContext, spec_state: gr.State, cache_state: gr.State) -
             axes = [(n, float(a or 0), float(b or 0), int(k or 0)) for n, a, b, k in axes]
             tokenize = ctx.cached_tokenizer(cache.model)
             with call_deadline(INTERACTIVE_DEADLINE_S):
-                result = sweep_cache(
-                    cache, RewardSpec.from_dict(spec_dict), axes, scale_rewards, tokenize
-                )
+                result = sweep_cache(cache, design, axes, scale_rewards, tokenize)
         except LabError as exc:
             return gr.skip(), _error(str(exc)), gr.skip(), gr.skip(), gr.skip()
         choices = sweep_metric_choices(result)

@@ -16,10 +16,10 @@ from typing import Any
 import gradio as gr
 
 from engine.config.fields import ConfigError, field_help
-from rewards.deadline import call_deadline
-from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.probes import run_probes
 from rewards.spec import RewardSpec
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from ui.design.tab import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
 from ui.preview.cache import PreviewCache, PreviewScores
 from ui.preview.generate import (
@@ -34,6 +34,7 @@ from ui.preview.lab import build_lab
 from ui.shared import charts, hints
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
+from ui.shared.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.shared.messages import escape, warn
 from ui.shared.named_values import Updates, Values, error_line, show_error_at
 from ui.shared.plot_output import plot_value
@@ -250,11 +251,15 @@ def _wire_model_picker(ctx: AppContext, controls: PreviewControls) -> None:
     )
 
 
-def preview_request(ctx: AppContext, controls: PreviewControls, raw: Values) -> PreviewRequest:
+def preview_request(
+    ctx: AppContext, controls: PreviewControls, raw: Values, viewer: Viewer = LOCAL_VIEWER
+) -> PreviewRequest:
     """The request of the Preview form; ``raw`` is what Gradio passes for a set of inputs
-    (component -> value). A data picker it cannot read raises :class:`PreviewError`."""
+    (component -> value); an uploaded file is stored among ``viewer``'s uploads. A data
+    picker it cannot read raises :class:`PreviewError`."""
+    policy = ctx.policy_for(viewer.owner, viewer.is_admin)
     try:
-        data = data_spec(*(raw[c] for c in controls.data.all), policy=ctx.input_policy)
+        data = data_spec(*(raw[c] for c in controls.data.all), policy=policy)
     except ConfigError as exc:  # an upload of a type the data picker does not read
         raise PreviewError("data", str(exc)) from None
     sampling = {name: raw[comp] for name, comp in controls.sampling.items()}
@@ -321,10 +326,9 @@ def _wire_scores(
             rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
         return sample_trace(scores, index), rows
 
-    def on_spec(cache: PreviewCache, spec_dict: dict | None, index: Any):
-        if spec_dict is None:  # the Design tab has fields to fix: keep the last scores
+    def on_spec(cache: PreviewCache, spec: RewardSpec | None, index: Any):
+        if spec is None:  # the Design tab has fields to fix: keep the last scores
             return (gr.skip(),) * (len(shown) + len(sample))
-        spec = RewardSpec.from_dict(spec_dict)
         with call_deadline(INTERACTIVE_DEADLINE_S):  # math-verify on hostile answers
             scores = cache.rescore(spec)
         index = _selected_index(cache, index)
@@ -334,14 +338,22 @@ def _wire_scores(
 
     def on_generate(
         raw: Values,
+        request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
         progress=gr.Progress(),  # noqa: B008 (how Gradio injects a progress bar)
     ) -> Updates:
         cache = raw[cache_state]
         try:
-            request = preview_request(ctx, controls, raw)
-            cache = generate_preview(ctx, request, lambda f, text: progress(f, desc=text))
+            viewer = viewer_for(request, profile)
+            asked = preview_request(ctx, controls, raw, viewer)
+            policy = ctx.policy_for(viewer.owner, viewer.is_admin)
+            cache = generate_preview(
+                ctx, asked, lambda f, text: progress(f, desc=text), policy=policy
+            )
         except Exception as exc:  # shown next to the input it is about, never as a trace
-            if not isinstance(exc, PreviewError):
+            if isinstance(exc, IdentityError):
+                exc = PreviewError("data", str(exc))
+            elif not isinstance(exc, PreviewError):
                 logger.exception("Preview generation failed")
                 exc = PreviewError("model", f"generation failed: {type(exc).__name__}: {exc}")
             return {cache_state: cache, **_show_error(errors, exc)}
@@ -352,11 +364,10 @@ def _wire_scores(
             **_show_error(errors, None),
         }
 
-    def on_select(cache: PreviewCache, spec_dict: dict | None, evt: gr.SelectData):
-        if cache.empty or spec_dict is None:
+    def on_select(cache: PreviewCache, spec: RewardSpec | None, evt: gr.SelectData):
+        if cache.empty or spec is None:
             return gr.skip(), gr.skip(), gr.skip()
         index = int(evt.index[0])
-        spec = RewardSpec.from_dict(spec_dict)
         with call_deadline(INTERACTIVE_DEADLINE_S):
             scores = cache.rescore(spec)
         return (*sample_views(spec, cache, scores, index), index)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +22,11 @@ from storage import samples as sample_store
 from storage.db import Database
 from storage.export import export_run
 from storage.runs import RunInfo, RunNotFoundError
+from ui.shared.downloads import download_dir
 from ui.shared.identity import Viewer
 from ui.shared.trace_view import completion_html, fmt, trace_columns
 
 logger = logging.getLogger(__name__)
-
-DOWNLOADS_DIR = "studio-downloads"
-# Gradio copies a returned file into its own cache, so our copy is only needed for a moment.
-DOWNLOAD_KEEP_S = 3600.0
 
 
 class RunActionError(RuntimeError):
@@ -56,13 +51,19 @@ def owned_run(db: Database, viewer: Viewer, run_id: str | None) -> RunInfo:
 
 
 def _act(
-    db: Database, launcher: Any, viewer: Viewer, action: str, run_id: str | None, done: str
+    db: Database,
+    launcher: Any,
+    viewer: Viewer,
+    action: str,
+    run_id: str | None,
+    done: str,
+    **options: Any,
 ) -> str:
-    """Call ``launcher.<action>(run_id)`` on a run of ``viewer``; any refusal becomes a message
-    naming the run."""
+    """Call ``launcher.<action>(run_id, **options)`` on a run of ``viewer``; any refusal
+    becomes a message naming the run."""
     run_id = owned_run(db, viewer, run_id).id
     try:
-        getattr(launcher, action)(run_id)
+        getattr(launcher, action)(run_id, **options)
     except Exception as exc:
         raise RunActionError(f"Cannot {action} {run_id}: {exc}") from exc
     return done.format(run_id=run_id)
@@ -80,8 +81,15 @@ def stop_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) ->
 
 
 def resume_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) -> str:
+    """Queue the viewer's run again, within the viewer's caps (as a new run of theirs)."""
     return _act(
-        db, launcher, viewer, "resume", run_id, "Resuming {run_id} from its last checkpoint."
+        db,
+        launcher,
+        viewer,
+        "resume",
+        run_id,
+        "Resuming {run_id} from its last checkpoint.",
+        caps=viewer.caps,
     )
 
 
@@ -107,21 +115,6 @@ def run_folder(db: Database, viewer: Viewer, run_id: str | None) -> Path:
     if not run.output_dir:
         raise RunActionError(f"Run {run.id} has no output folder.")
     return Path(run.output_dir)
-
-
-def download_dir(root: Path | None = None) -> Path:
-    """A fresh private folder for one download, outside the data dir; folders of earlier
-    downloads older than :data:`DOWNLOAD_KEEP_S` are removed on the way."""
-    root = Path(root or tempfile.gettempdir()) / DOWNLOADS_DIR
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    cutoff = time.time() - DOWNLOAD_KEEP_S
-    for old in root.iterdir():
-        try:
-            if old.stat().st_mtime < cutoff:
-                shutil.rmtree(old, ignore_errors=True)
-        except OSError:  # removed by a concurrent request
-            pass
-    return Path(tempfile.mkdtemp(dir=root))
 
 
 def config_file(db: Database, viewer: Viewer, run_id: str | None, into: Path | None = None) -> Path:

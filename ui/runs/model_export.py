@@ -1,7 +1,7 @@
 """The Runs view's model export: a format picker and a button that builds a download.
 
 The archive is made into a fresh temporary folder for the run's owner
-(``ui.runs.actions.download_dir``), never served from the data dir, like the other downloads. An
+(``ui.shared.downloads.download_dir``), never served from the data dir, like the other downloads. An
 archive is reused while that folder is kept (an hour) for the same run model, format and
 weights: each build writes a whole model to disk twice (there and in Gradio's cache), so asking
 again and again must not fill the disk.
@@ -20,7 +20,8 @@ from engine.exports.gguf_file import QUANTS, GGUFExportError
 from engine.exports.run_export import FORMATS, ExportError, export_recorded_run
 from engine.run.saved_models import RunModelError, run_models
 from storage.db import Database
-from ui.runs.actions import RunActionError, download_dir, owned_run
+from ui.runs.actions import RunActionError, owned_run
+from ui.shared.downloads import download_dir
 from ui.shared.identity import Viewer, viewer_for
 from ui.shared.messages import escape, ok, warn
 

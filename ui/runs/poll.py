@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from storage import logs as log_store
 from storage import metrics as metric_store
+from storage import notes as note_store
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.runs import RunInfo
-from storage.schema import RunStatus
+from storage.schema import NoteKind, RunNote, RunPhase, RunStatus
 from ui.runs import progress as run_progress
 from ui.runs.state import RunsSnapshot, RunView
 from ui.shared import charts, hints, messages
@@ -137,11 +139,29 @@ def error_text(run: RunInfo | None) -> str:
     return "\n\n".join(x for x in (run.error_message, run.error_traceback) if x)
 
 
-def hints_markdown(run: RunInfo | None, view: RunView) -> str:
+def notes_markdown(notes: Sequence[RunNote]) -> list[str]:
+    """The run's notes (what the worker found: a constant reward component, a retry), each a
+    warning with the step it was written at."""
+    return [
+        messages.warn(
+            f"{_NOTE_TITLES.get(n.kind, 'Note')} (step {n.step}): {messages.escape(n.message)}"
+        )
+        for n in notes
+    ]
+
+
+_NOTE_TITLES = {
+    NoteKind.CONSTANT_COMPONENT: "Reward gives no signal",
+    NoteKind.OUT_OF_MEMORY_RETRY: "Retried after running out of memory",
+}
+
+
+def hints_markdown(run: RunInfo | None, view: RunView, notes: Sequence[RunNote] = ()) -> str:
     if run is None:
         return ""
     found = hints.run_hints(run.algorithm, view.latest())
-    return "\n\n".join(messages.hint(messages.escape(h)) for h in found)
+    lines = notes_markdown(notes) + [messages.hint(messages.escape(h)) for h in found]
+    return "\n\n".join(lines)
 
 
 def all_figures(
@@ -208,7 +228,7 @@ def poll(
         if force and run is not None:
             update.algorithm = run.algorithm
         update.error = error_text(run)
-        update.hints_md = hints_markdown(run, view)
+        update.hints_md = hints_markdown(run, view, note_store.notes_of_run(db, view.run_id))
         if force:
             update.figures = all_figures(view, options)
         else:
@@ -230,14 +250,10 @@ def poll(
             update.logs = "\n".join(view.log_lines)
     if run is not None or got:
         run = run or run_store.get_run(db, view.run_id, owner=owner)
-        if run is not None:
-            view.see_attempt(run.attempt)
         if run is not None and run.is_terminal and view.stop_asked == run.id:
             view.stop_asked = None  # the stop happened; a resumed attempt is not stopping
         asked = view.stop_asked == view.run_id
         update.progress_html = run_progress.progress_html(run, view, asked)
-        stopping = run is not None and (
-            asked or run_progress.phase(run, view.attempt_log_lines) == run_progress.STOPPING
-        )
+        stopping = run is not None and (asked or view.phase == RunPhase.STOPPING)
         update.status_md = status_markdown(run, stopping)
     return update

@@ -14,10 +14,10 @@ from typing import Any
 import gradio as gr
 
 from engine.tracking.rescore import RescoreError, rescore_run
-from rewards.deadline import call_deadline
 from rewards.errors import RewardSpecError
-from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.spec import PRESETS, RewardSpec, preset
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from ui.design.spec_io import parse_spec
 from ui.lab_api import MAX_API_RESCORE_SAMPLES
 from ui.shared.context import AppContext
@@ -63,11 +63,11 @@ def rescore_view(result: dict[str, Any]) -> tuple[str, list[list[Any]]]:
     return "\n\n".join(lines), rows
 
 
-def _spec(source: str, design_spec: dict | None, file: Any) -> RewardSpec:
+def _spec(source: str, design_spec: RewardSpec | None, file: Any) -> RewardSpec:
     if source == DESIGN:
         if design_spec is None:
             raise LabError("the Design tab's spec has fields to fix first")
-        return RewardSpec.from_dict(design_spec)
+        return design_spec
     if source == FILE:
         if file is None:
             raise LabError("choose a spec file to re-score with")
@@ -100,7 +100,7 @@ def build_rescore(ctx: AppContext, run_select: gr.Dropdown, design_spec: gr.Stat
     def on_rescore(
         run_id: str | None,
         chosen: str,
-        spec_dict: dict | None,
+        design: RewardSpec | None,
         upload: Any,
         request: gr.Request,
         profile: gr.OAuthProfile | None = None,
@@ -109,7 +109,7 @@ def build_rescore(ctx: AppContext, run_select: gr.Dropdown, design_spec: gr.Stat
         try:
             if not run_id:
                 raise LabError("select a run first")
-            spec = _spec(chosen, spec_dict, upload)
+            spec = _spec(chosen, design, upload)
             with call_deadline(INTERACTIVE_DEADLINE_S * 3):
                 result = rescore_run(
                     ctx.db, run_id, spec, owner=viewer.scope, max_samples=MAX_API_RESCORE_SAMPLES

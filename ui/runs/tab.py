@@ -31,6 +31,7 @@ from ui.shared.named_values import Updates, Values
 from ui.shared.plot_output import plot_value
 
 POLL_SECONDS = 1.0
+POLL_CONCURRENCY = 8  # polls of all sessions served at once (Gradio runs them in threads)
 _PANELS = {p.key: p for p in charts.PANELS}
 
 
@@ -341,7 +342,10 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         show_progress="hidden",
         api_visibility="private",
         trigger_mode="always_last",
-        concurrency_limit=None,  # one cheap query; never wait behind other sessions' events
+        # One cheap query, in its own pool (never behind a preview), but bounded: a flood of
+        # polls must not take every worker thread from the page's own requests.
+        concurrency_limit=POLL_CONCURRENCY,
+        concurrency_id="poll",
     )
     gr.on(
         [

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,14 @@ PASSWORD_ENV = "STUDIO_PASSWORD"
 DEMO_MAX_STEPS_ENV = "STUDIO_DEMO_MAX_STEPS"
 DEMO_MAX_PARAMS_ENV = "STUDIO_DEMO_MAX_MODEL_PARAMS"
 DEMO_MAX_PREVIEW_ENV = "STUDIO_DEMO_MAX_PREVIEW_SAMPLES"
+DEMO_MAX_WORKER_ENV = "STUDIO_DEMO_MAX_WORKER_MB"
+DEMO_MAX_CALL_ENV = "STUDIO_DEMO_MAX_CALL_S"
+#: Seconds one preview or Playground call may generate on a public app: they share one slot,
+#: so this bounds every visitor's wait behind another's call, whatever the model's size.
+PUBLIC_MAX_CALL_S = 60
+#: Memory (MiB) a run's worker may hold on a public app: a Space's CPU box has 16 GB, and the
+#: web process and a second run need room beside it.
+PUBLIC_MAX_WORKER_MB = 6144
 #: Size caps of a public demo: config field -> (environment variable, default when public).
 #: Memory grows with prompts x generations x tokens; eval and sample logging add to each step.
 DEMO_SIZE_CAPS: dict[str, tuple[str, int]] = {
@@ -37,7 +46,10 @@ DEMO_SIZE_CAPS: dict[str, tuple[str, int]] = {
     "training.eval_samples": ("STUDIO_DEMO_MAX_EVAL_SAMPLES", 200),
     "training.samples_per_log": ("STUDIO_DEMO_MAX_SAMPLES_PER_LOG", 64),
     "data.max_rows": ("STUDIO_DEMO_MAX_ROWS", 10_000),
+    "data.max_file_rows": ("STUDIO_DEMO_MAX_FILE_ROWS", 100_000),
 }
+#: Size caps an unset (``None``) field takes instead of being refused.
+FILLED_WHEN_UNSET = ("data.max_rows", "data.max_file_rows")
 SUPERVISE_SECONDS = 5.0
 PUBLIC_ENV = "STUDIO_PUBLIC"
 SPACE_ENV = "SPACE_ID"
@@ -83,12 +95,18 @@ class DemoLimits:
     Attributes:
         max_model_params: the largest model (parameter count) the preview and training may load.
         max_preview_samples: the most completions one preview may generate (prompts x samples).
+        max_call_s: the most seconds one preview or Playground call generates (then it
+            returns what it has).
+        max_worker_mb: the most memory (MiB, resident) one run's worker may hold; a run over
+            it is stopped with a message (``engine.run.memory_watch``).
         sizes: config field -> its cap (``DEMO_SIZE_CAPS``), the steps cap included.
     """
 
     max_model_params: int | None = None
     max_preview_samples: int | None = None
     sizes: Mapping[str, int] = field(default_factory=dict)
+    max_worker_mb: int | None = None
+    max_call_s: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DemoLimits:
@@ -101,10 +119,14 @@ class DemoLimits:
             value = positive_int_setting(env, name)
             if value is not None or public:
                 sizes[path] = value if value is not None else default
+        worker_mb = positive_int_setting(env, DEMO_MAX_WORKER_ENV)
+        call_s = positive_int_setting(env, DEMO_MAX_CALL_ENV)
         return cls(
             max_model_params=positive_int_setting(env, DEMO_MAX_PARAMS_ENV),
             max_preview_samples=positive_int_setting(env, DEMO_MAX_PREVIEW_ENV),
             sizes=sizes,
+            max_worker_mb=worker_mb or (PUBLIC_MAX_WORKER_MB if public else None),
+            max_call_s=call_s or (PUBLIC_MAX_CALL_S if public else None),
         )
 
     @property
@@ -116,8 +138,10 @@ class DemoLimits:
     def active(self) -> bool:
         return self.max_model_params is not None or bool(self.sizes)
 
-    def check_config(self, config: Any) -> None:
-        """Refuse a ``RunConfig`` over any size cap; an unset ``data.max_rows`` takes the cap.
+    def within_caps(self, config: Any) -> Any:
+        """``config`` (a ``RunConfig``, left as it is) checked against every size cap, as the
+        demo runs it: an unset ``data.max_rows`` or ``data.max_file_rows`` takes the cap (at
+        most the first rows are read).
 
         Raises:
             ConfigError: on the field, naming its cap.
@@ -126,14 +150,22 @@ class DemoLimits:
 
         for path, cap in self.sizes.items():
             section, name = path.split(".")
-            holder = getattr(config, section)
-            value = getattr(holder, name)
-            if value is None and path == "data.max_rows":
-                holder.max_rows = cap  # the demo reads at most the first `cap` rows
-            elif value is not None and value > cap:
+            value = getattr(getattr(config, section), name)
+            if value is not None and value > cap:
                 raise ConfigError(
                     path, f"this demo allows at most {cap:,} {_CAP_NOUNS[path]}, got {value:,}"
                 )
+        unset = {
+            path.split(".")[1]: self.sizes[path]
+            for path in FILLED_WHEN_UNSET
+            if path in self.sizes and getattr(config.data, path.split(".")[1]) is None
+        }
+        return replace(config, data=replace(config.data, **unset)) if unset else config
+
+    def call_deadline(self) -> float | None:
+        """The ``time.monotonic()`` at which a preview or Playground call starting now stops
+        generating (``None``: no bound)."""
+        return None if self.max_call_s is None else time.monotonic() + self.max_call_s
 
     def describe(self) -> str:
         parts = []
@@ -157,11 +189,14 @@ _CAP_NOUNS = {
     "training.eval_samples": "evaluation samples",
     "training.samples_per_log": "stored samples per log",
     "data.max_rows": "dataset rows",
+    "data.max_file_rows": "rows in a data file",
 }
 
 
 def _demo_envs() -> list[str]:
-    return [DEMO_MAX_PARAMS_ENV, DEMO_MAX_PREVIEW_ENV] + [n for n, _ in DEMO_SIZE_CAPS.values()]
+    return [DEMO_MAX_PARAMS_ENV, DEMO_MAX_PREVIEW_ENV, DEMO_MAX_WORKER_ENV, DEMO_MAX_CALL_ENV] + [
+        n for n, _ in DEMO_SIZE_CAPS.values()
+    ]
 
 
 def auth_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str]] | None:
@@ -225,7 +260,12 @@ class AppContext:
     def launcher(self) -> Any:
         from engine.run.launcher import Launcher
 
-        return Launcher(self.data_dir, policy=self.input_policy)
+        cap = self.demo.max_worker_mb
+        return Launcher(
+            self.data_dir,
+            policy=self.input_policy,
+            max_worker_bytes=None if cap is None else cap * 2**20,
+        )
 
     def runs_root(self) -> Path:
         from storage.paths import runs_dir
@@ -259,20 +299,27 @@ class AppContext:
         tokenizer = loaded[1]
         return lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def start_run(self, config: Any, owner: str = "local", caps: Any = None) -> str:
+    def policy_for(self, owner: str, admin: bool = False) -> Any:
+        """The input policy of one user's request: their own uploads (an admin's: all)."""
+        return self.input_policy.for_owner(owner, admin=admin)
+
+    def start_run(
+        self, config: Any, owner: str = "local", caps: Any = None, *, admin: bool = False
+    ) -> str:
         """Start (or queue) a ``RunConfig`` of ``owner`` within the demo's caps; returns the
-        run id.
+        run id. The run may read only ``owner``'s uploads, unless ``admin``.
 
         Raises:
             ConfigError: a field the run cannot start with (model size, model, data).
             TooManyActiveRunsError: over ``caps`` (``storage.run_caps.ActiveRunCaps``), the caps on
                 queued and running runs.
         """
-        self.demo.check_config(config)
+        config = self.demo.within_caps(config)
         self.input_policy.check_model(config.model)  # before its size is read from a path
         self.check_model_size(config.model)
         self.check_reward_model_sizes(config.reward)
-        return self.launcher.start(config, owner=owner, caps=caps)
+        policy = self.policy_for(owner, admin)
+        return self.launcher.start(config, owner=owner, caps=caps, policy=policy)
 
     def check_reward_model(self, name: str) -> None:
         """Raise ``ConfigError`` (a ``ValueError``) for a reward or judge model this app's

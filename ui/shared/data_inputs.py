@@ -12,7 +12,8 @@ from typing import Any
 import gradio as gr
 
 from engine.config.input_policy import InputPolicy
-from engine.data.datasets import BUILTIN_SPLITS, FILE_TYPES, SOURCES
+from engine.data.datasets import BUILTIN_SPLITS, SOURCES
+from engine.data.files import FILE_TYPES
 
 SOURCE_LABELS = {
     "builtin": "built-in arithmetic task",

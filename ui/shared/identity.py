@@ -7,10 +7,12 @@ sends, in this order:
 2. a ``STUDIO_AUTH`` login (``request.username``): ``user:<login>``;
 3. a public app (on a Space, ``SPACE_ID`` set, or ``STUDIO_PUBLIC=1``) without either: an
    anonymous identity per browser, ``anon:<key>``, with the demo caps. The key is a hash of a
-   random token the server gives the browser on its first visit, kept in the browser's local
-   storage (``gr.BrowserState``) and handed back on each page load (:func:`remember_visitor`),
-   so a reload keeps the visitor's runs; a client that runs no page load (the API) is
-   ``anon:<session hash>`` per session;
+   random token in a cookie the server signs and the page cannot read or write
+   (:mod:`ui.shared.visitor_cookie`), so a reload keeps the visitor's runs and no link, query
+   parameter or component value can hand a browser someone else's identity. An API client
+   keeps the cookie of its first answer (``gradio_client`` does) and presents it again; one
+   that presents none gets a new identity per request, and may not start runs
+   (:meth:`Viewer.check_may_own_runs`);
 4. a private local app: the single local owner ``local``, also the owner of CLI runs.
 
 Owner keys listed in ``STUDIO_ADMINS`` (comma-separated, e.g. ``hf:alice,user:bob``) see and act
@@ -22,21 +24,16 @@ for all anonymous visitors together (``STUDIO_DEMO_MAX_ANON_RUNS``).
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-import secrets
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import gradio as gr
 
 from storage.run_caps import ActiveRunCaps
 from storage.schema import ANONYMOUS_PREFIX, LOCAL_OWNER
 from ui.shared.context import is_public, on_space, positive_int_setting
+from ui.shared.visitor_cookie import COOKIE_NAME, vouched_key
 
 ADMINS_ENV = "STUDIO_ADMINS"
 MAX_ACTIVE_RUNS_ENV = "STUDIO_DEMO_MAX_QUEUED_RUNS"
@@ -45,12 +42,6 @@ MAX_ANON_RUNS_ENV = "STUDIO_DEMO_MAX_ANON_RUNS"
 # visitors together may hold a few, so signed-in users are not crowded out.
 PUBLIC_MAX_ACTIVE_RUNS = 2
 PUBLIC_MAX_ANON_RUNS = 4
-#: Where the browser keeps the visitor token (local storage key of the ``gr.BrowserState``).
-VISITOR_STORAGE_KEY = "reward-studio-visitor"
-_VISITOR_TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
-_MAX_SESSIONS = 100_000  # sessions remembered (oldest forgotten: they reload and are re-told)
-_visitor_keys: OrderedDict[str, str] = OrderedDict()
-_visitor_lock = threading.Lock()
 
 
 class IdentityError(PermissionError):
@@ -66,12 +57,14 @@ class Viewer:
         name: what the page calls the user.
         is_admin: sees and acts on every run.
         caps: the caps on queued plus running runs that a new run of this user must fit.
+        new: an anonymous request that presented no visitor cookie (it was given one now).
     """
 
     owner: str
     name: str
     is_admin: bool = False
     caps: ActiveRunCaps = field(default_factory=ActiveRunCaps)
+    new: bool = False
 
     @property
     def scope(self) -> str | None:
@@ -81,6 +74,20 @@ class Viewer:
     @property
     def anonymous(self) -> bool:
         return self.owner.startswith(ANONYMOUS_PREFIX)
+
+    def check_may_own_runs(self) -> None:
+        """Refuse a run to a client that could never reach it again: an anonymous request
+        without the visitor cookie would give the run an owner nobody can present.
+
+        Raises:
+            IdentityError: naming the cookie and how to keep it.
+        """
+        if self.new:
+            raise IdentityError(
+                f"runs: this public app gives runs to the visitor cookie {COOKIE_NAME!r} it "
+                "sets, and this request sent none; load the app (or GET /config) first and "
+                "send that cookie back with every call (gradio_client does this itself)"
+            )
 
 
 LOCAL_VIEWER = Viewer(LOCAL_OWNER, "local")
@@ -124,48 +131,6 @@ def ownership_note(env: Mapping[str, str] | None = None) -> str:
     return note + " They belong to this browser (clearing its site data loses them)."
 
 
-def remember_visitor(session_hash: str, token: object) -> str:
-    """Tie a browser session to the visitor token its browser kept; returns the token to keep
-    (a new one when ``token`` is missing or malformed). The owner key is a hash of the token,
-    so the database never holds the secret."""
-    if not isinstance(token, str) or not _VISITOR_TOKEN.fullmatch(token):
-        token = secrets.token_urlsafe(32)
-    key = _owner_key("visitor", token)
-    with _visitor_lock:
-        _visitor_keys[session_hash] = key
-        _visitor_keys.move_to_end(session_hash)
-        while len(_visitor_keys) > _MAX_SESSIONS:
-            _visitor_keys.popitem(last=False)
-    return token
-
-
-def _owner_key(kind: str, secret: str) -> str:
-    # Keys of the two kinds never meet: a client picks its session hash freely, but cannot pick
-    # one whose hash equals that of a browser's token without knowing the token.
-    return hashlib.sha256(f"{kind}:{secret}".encode()).hexdigest()[:32]
-
-
-def anonymous_owner(session_hash: str) -> str:
-    """The owner key of an anonymous session: its browser's token when the page load handed it
-    back (:func:`remember_visitor`), else the session itself (an API client)."""
-    with _visitor_lock:
-        key = _visitor_keys.get(session_hash)
-    return f"{ANONYMOUS_PREFIX}{key or _owner_key('session', session_hash)}"
-
-
-def browser_state_secret(data_dir: Path) -> str:
-    """The key Gradio encrypts the visitor token with in the browser, kept in the data dir so
-    tokens survive a restart of the app."""
-    path = Path(data_dir) / "browser-state.key"
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_text().strip()
-    with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_urlsafe(32))
-    return path.read_text().strip()
-
-
 def viewer_for(
     request: gr.Request | None,
     profile: gr.OAuthProfile | None = None,
@@ -174,9 +139,10 @@ def viewer_for(
     """The viewer of one Gradio event (see the module docstring for the order).
 
     Raises:
-        IdentityError: a public app got an event without a browser session.
+        IdentityError: a public app got an event the visitor cookie middleware did not see.
     """
     env = os.environ if env is None else env
+    new = False
     username = getattr(profile, "username", None) if profile is not None else None
     login = getattr(request, "username", None) if request is not None else None
     if username:
@@ -184,10 +150,10 @@ def viewer_for(
     elif login:
         owner, name = f"user:{login}", str(login)
     elif is_public(env):
-        session = getattr(request, "session_hash", None) if request is not None else None
-        if not session:
-            raise IdentityError("this public app needs a browser session to know whose runs")
-        owner, name = anonymous_owner(session), "anonymous visitor"
+        key, new = vouched_key(getattr(request, "headers", None) if request is not None else None)
+        if key is None:
+            raise IdentityError(f"this public app knows visitors by its {COOKIE_NAME!r} cookie")
+        owner, name = f"{ANONYMOUS_PREFIX}{key}", "anonymous visitor"
     else:
         owner, name = LOCAL_OWNER, "local"
     is_admin = owner in admins(env)
@@ -196,4 +162,5 @@ def viewer_for(
         name=name,
         is_admin=is_admin,
         caps=ActiveRunCaps() if is_admin else run_caps(env),
+        new=new,
     )

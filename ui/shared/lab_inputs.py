@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ui.design.spec_io import MAX_IMPORT_BYTES
+from rewards.spec import MAX_SPEC_CHARS
 
 
 class LabError(ValueError):
@@ -15,8 +15,8 @@ class LabError(ValueError):
 def read_spec_upload(file: Any) -> str:
     """The text of an uploaded spec file (at most the Design tab's import size, UTF-8)."""
     path = Path(getattr(file, "name", file))
-    if path.stat().st_size > MAX_IMPORT_BYTES:
-        raise LabError(f"the file is over {MAX_IMPORT_BYTES:,} bytes; is it a spec?")
+    if path.stat().st_size > MAX_SPEC_CHARS:
+        raise LabError(f"the file is over {MAX_SPEC_CHARS:,} bytes; is it a spec?")
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:

@@ -14,7 +14,8 @@ from typing import Any
 import gradio as gr
 
 from engine.config.fields import ConfigError
-from engine.config.run_config import RunConfig, documented_yaml, pretrained_summary
+from engine.config.pretrained import local_gpu, pretrained_summary
+from engine.config.run_config import RunConfig, documented_yaml
 from engine.models.loading import (
     DEFAULT_MODEL_ALIAS,
     ENGLISH_MODEL_ALIAS,
@@ -23,12 +24,12 @@ from engine.models.loading import (
 )
 from engine.models.memory import describe, local_card_bytes
 from rewards.spec import RewardSpec
-from ui.design import spec_io
 from ui.design.tab import DesignHandles, elem_key
 from ui.preview.generate import CUSTOM, PreviewError, resolve_model
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
-from ui.shared.identity import viewer_for
+from ui.shared.downloads import DownloadTooLarge, write_download
+from ui.shared.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.shared.messages import escape, ok, warn
 from ui.shared.named_values import Updates, Values, error_line, show_error_at
 from ui.train import form as train_form
@@ -102,10 +103,9 @@ def _fits(ctx: AppContext, spec: ModelSpec) -> bool:
     return True
 
 
-def reward_summary(spec_dict: dict | None) -> str:
-    if spec_dict is None:
+def reward_summary(spec: RewardSpec | None) -> str:
+    if spec is None:
         return warn("**Reward**: the Design tab has fields to fix.")
-    spec = RewardSpec.from_dict(spec_dict)
     parts = [f"{name} × {c.weight:g}" for name, c in spec.enabled_components()]
     return "**Reward** (from the Design tab): " + " + ".join(parts)
 
@@ -298,22 +298,30 @@ def _build_config_column() -> ConfigParts:
     return ConfigParts(code, download_btn, download)
 
 
-def collect(ctx: AppContext, parts: TrainParts, spec_dict: dict | None, raw: Values) -> RunConfig:
+def collect(
+    ctx: AppContext,
+    parts: TrainParts,
+    spec: RewardSpec | None,
+    raw: Values,
+    viewer: Viewer = LOCAL_VIEWER,
+) -> RunConfig:
     """The run config of the form; ``raw`` is what Gradio passes for a set of inputs
-    (component -> value). Raises ``ConfigError`` naming the field."""
-    if spec_dict is None:
+    (component -> value); an uploaded file is stored among ``viewer``'s uploads. Raises
+    ``ConfigError`` naming the field."""
+    if spec is None:
         raise ConfigError("reward", "the reward in the Design tab has fields to fix")
     inputs = TrainInputs(
         name=raw[parts.name] or "",
         algorithm=raw[parts.algorithm],
         model=model_dict(ctx, *(raw[c] for c in parts.model.all)),
-        data=data_spec(*(raw[c] for c in parts.data.all), policy=ctx.input_policy),
-        reward=spec_dict,
+        data=data_spec(
+            *(raw[c] for c in parts.data.all), policy=ctx.policy_for(viewer.owner, viewer.is_admin)
+        ),
+        reward=spec,
     )
     values = {path: raw[comp] for path, comp in parts.hyper.items()}
-    return train_form.build_config(
-        inputs, list(parts.fields.values()), values, max_steps=ctx.demo.max_steps
-    )
+    config = train_form.build_config(inputs, list(parts.fields.values()), values)
+    return ctx.demo.within_caps(config)  # every demo cap shows on its field as the form is filled
 
 
 def _input_value(field: FormField, value: Any) -> Any:
@@ -328,9 +336,13 @@ def _wire_config_view(
 ) -> None:
     """Rebuild the config file and the summary on every edit; show a bad value on its field."""
 
-    def on_change(raw: Values) -> Updates:
+    def on_change(
+        raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> Updates:
         try:
-            config = collect(ctx, parts, raw[spec], raw)
+            config = collect(ctx, parts, raw[spec], raw, viewer_for(request, profile))
+        except IdentityError:  # no visitor identity yet: the form waits for one
+            return parts.show_errors(None)
         except ConfigError as exc:
             return parts.show_errors(exc)
         updates = parts.show_errors(None)
@@ -349,7 +361,10 @@ def _wire_config_view(
     )
 
     def on_download(yaml_text: str):
-        path = spec_io.write_download(yaml_text, train_form.CONFIG_FILE_NAME)
+        try:
+            path = write_download(yaml_text, train_form.CONFIG_FILE_NAME)
+        except DownloadTooLarge as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
         return gr.File(value=path, visible=True)
 
     view.download_btn.click(on_download, view.code, view.download, api_visibility="private")
@@ -367,22 +382,23 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
     parts.algorithm.change(
         on_algorithm, parts.algorithm, list(algo_groups.values()), api_visibility="private"
     )
+    on_gpu = local_gpu()  # the runs this form starts train on this machine
     suggested = {
         path: parts.hyper[path]
-        for path in train_form.suggested_values(list(parts.fields.values()), True)
+        for path in train_form.suggested_values(list(parts.fields.values()), True, on_gpu)
     }
 
     def on_model(key: str) -> Updates:
         pretrained = key != DEFAULT_MODEL_ALIAS
-        values = train_form.suggested_values(list(parts.fields.values()), pretrained)
+        values = train_form.suggested_values(list(parts.fields.values()), pretrained, on_gpu)
         updates: Updates = {
             comp: _input_value(parts.fields[path], values[path]) for path, comp in suggested.items()
         }
         updates[parts.model.custom] = gr.Textbox(visible=key == CUSTOM)
         updates[parts.model.lora] = pretrained
         updates[parts.model.note] = (
-            f"Suggested for a pretrained model: {pretrained_summary()}. Adjust to your memory "
-            "and time."
+            f"Suggested for a pretrained model {pretrained_summary(on_gpu)} (load the preset in "
+            "the Design tab). Adjust to your memory and time."
             if pretrained
             else ""
         )
@@ -412,8 +428,12 @@ def _wire_start(
     ) -> Updates:
         viewer = viewer_for(request, profile)  # the run's owner comes from the server side
         try:
-            config = collect(ctx, parts, raw[spec], raw)
-            new_id = ctx.start_run(config, viewer.owner, viewer.caps)
+            viewer.check_may_own_runs()
+        except IdentityError as exc:
+            return {message: warn(f"Not started: {escape(exc)}"), **parts.show_errors(None)}
+        try:
+            config = collect(ctx, parts, raw[spec], raw, viewer)
+            new_id = ctx.start_run(config, viewer.owner, viewer.caps, admin=viewer.is_admin)
         except ConfigError as exc:
             return {
                 message: warn("Not started: fix the field marked below."),

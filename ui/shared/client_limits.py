@@ -1,0 +1,248 @@
+"""Per-client limits on Gradio's event routes, so one client cannot starve the others.
+
+An ASGI middleware (inside :class:`~ui.shared.visitor_cookie.VisitorCookies`, which says who a
+client is) that, before Gradio sees a request:
+
+- refuses a session hash that is empty or longer than :data:`MAX_SESSION_HASH` characters, or
+  holds other than letters, digits, ``-`` and ``_`` (Gradio keeps per-session state keyed by
+  it, and answered an empty one with HTTP 500), in a query, a path or an event's body;
+- refuses an event body over :data:`MAX_EVENT_BYTES`;
+- lets each client start at most ``rate`` events a second on average, in bursts of ``burst``
+  (a token bucket: Tanenbaum, *Computer Networks*, 5th ed., §5.4.2), the cheap polls included,
+  and open at most :data:`NEW_SESSIONS_PER_S` new sessions a second (Gradio builds state for
+  each session, so a new session per event is the expensive flood);
+- lets each client hold at most ``max_streams`` open event streams at once;
+- answers a refusal for rate or streams only after :data:`REFUSAL_DELAY_S`, so a client that
+  retries at once cannot turn refusals into a flood of its own.
+
+A client is its visitor cookie, or its address when it presents none
+(:func:`~ui.shared.visitor_cookie.client_key`), so a client opening a new session per request
+is still one client. Refusals are HTTP 400, 413 or 429 with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from urllib.parse import parse_qs
+
+from ui.shared.visitor_cookie import ASGIApp, Message, Receive, Scope, Send, answer, client_key
+
+MAX_SESSION_HASH = 64
+MAX_EVENT_BYTES = 8 * 2**20  # a config or spec of 1,000,000 characters, JSON-escaped, fits
+EVENTS_PER_S_ENV = "STUDIO_CLIENT_EVENTS_PER_S"
+DEFAULT_EVENTS_PER_S = 10.0
+DEFAULT_BURST = 40
+DEFAULT_MAX_STREAMS = 24  # a heartbeat and an event stream per tab: a dozen tabs
+REFUSAL_DELAY_S = 1.0
+NEW_SESSIONS_PER_S = 0.5  # a page load or an API client opens one
+NEW_SESSIONS_BURST = 10
+_SESSION_HASH = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_SESSION_HASH}}}")
+_EVENT_ROUTES = ("/gradio_api/queue/join", "/gradio_api/call/", "/gradio_api/run/")
+_STREAM_ROUTES = ("/gradio_api/queue/data", "/gradio_api/heartbeat/")
+_MAX_CLIENTS = 100_000
+
+
+class TokenBucket:
+    """Per-key token buckets: ``take(key)`` spends one token if there is one."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # (tokens, at)
+        self._lock = threading.Lock()
+
+    def take(self, key: str, now: float | None = None) -> bool:
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            tokens, at = self._buckets.get(key, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - at) * self.rate)
+            allowed = tokens >= 1.0
+            self._buckets[key] = (tokens - 1.0 if allowed else tokens, now)
+            self._buckets.move_to_end(key)
+            while len(self._buckets) > _MAX_CLIENTS:  # the longest idle are full again anyway
+                self._buckets.popitem(last=False)
+            return allowed
+
+
+def session_hash_problem(value: object) -> str:
+    """Why ``value`` is not a session hash this app takes, or ``""``."""
+    if not isinstance(value, str) or not _SESSION_HASH.fullmatch(value):
+        return f"session_hash: must be 1 to {MAX_SESSION_HASH} letters, digits, '-' or '_'" + (
+            f", got {len(value):,} characters" if isinstance(value, str) else ""
+        )
+    return ""
+
+
+class ClientLimits:
+    """ASGI middleware: the limits of the module docstring."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        rate: float = DEFAULT_EVENTS_PER_S,
+        burst: int = DEFAULT_BURST,
+        max_streams: int = DEFAULT_MAX_STREAMS,
+    ) -> None:
+        self.app = app
+        self.events = TokenBucket(rate, burst)
+        # Gradio builds per-session state on a session's first event: a client opening a new
+        # session per event costs far more than its events do (a page load opens one).
+        self.sessions = TokenBucket(NEW_SESSIONS_PER_S, NEW_SESSIONS_BURST)
+        self._seen: OrderedDict[str, str] = OrderedDict()  # session hash -> its client
+        self.max_streams = max_streams
+        self._streams: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if "/gradio_api/" not in path:
+            await self.app(scope, receive, send)
+            return
+        problem = _query_or_path_problem(scope, path)
+        if problem:
+            await answer(send, 400, problem)
+            return
+        client = client_key(scope)
+        if scope.get("method") == "POST" and any(r in path for r in _EVENT_ROUTES):
+            if not self.events.take(client):
+                # Answered late: a client that retries at once is slowed to one request per
+                # connection and delay, for the price of a sleeping coroutine here.
+                await asyncio.sleep(REFUSAL_DELAY_S)
+                await answer(
+                    send,
+                    429,
+                    f"events: more than {self.events.rate:g} a second from you; slow down",
+                )
+                return
+            body = await _read_body(receive, MAX_EVENT_BYTES)
+            if body is None:
+                await answer(send, 413, f"event: the body is over {MAX_EVENT_BYTES:,} bytes")
+                return
+            session, problem = _body_session(body)
+            if problem:
+                await answer(send, 400, problem)
+                return
+            if session and not self._known_session(client, session):
+                await asyncio.sleep(REFUSAL_DELAY_S)
+                await answer(
+                    send,
+                    429,
+                    f"sessions: more than {self.sessions.rate:g} new sessions a second from "
+                    "you; reuse your session",
+                )
+                return
+            await self.app(scope, _replay(body, receive), send)
+            return
+        if scope.get("method") == "GET" and any(r in path for r in _STREAM_ROUTES):
+            if not self._open_stream(client):
+                await asyncio.sleep(REFUSAL_DELAY_S)
+                await answer(
+                    send,
+                    429,
+                    f"streams: you have {self.max_streams} open; close some tabs",
+                )
+                return
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self._close_stream(client)
+            return
+        await self.app(scope, receive, send)
+
+    def _known_session(self, client: str, session: str) -> bool:
+        """True for a session this client used before, or a new one within its rate."""
+        with self._lock:
+            if self._seen.get(session) == client:
+                self._seen.move_to_end(session)
+                return True
+        if not self.sessions.take(client):
+            return False
+        with self._lock:
+            self._seen[session] = client
+            while len(self._seen) > _MAX_CLIENTS:
+                self._seen.popitem(last=False)
+        return True
+
+    def _open_stream(self, client: str) -> bool:
+        with self._lock:
+            held = self._streams.get(client, 0)
+            if held >= self.max_streams:
+                return False
+            self._streams[client] = held + 1
+            return True
+
+    def _close_stream(self, client: str) -> None:
+        with self._lock:
+            held = self._streams.get(client, 1) - 1
+            if held > 0:
+                self._streams[client] = held
+            else:
+                self._streams.pop(client, None)
+
+
+def _query_or_path_problem(scope: Scope, path: str) -> str:
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    for value in query.get("session_hash", []):
+        problem = session_hash_problem(value)
+        if problem:
+            return problem
+    if "/gradio_api/heartbeat/" in path:
+        return session_hash_problem(path.rsplit("/heartbeat/", 1)[1].strip("/"))
+    return ""
+
+
+def _body_session(body: bytes) -> tuple[str, str]:
+    """``(session hash, problem)`` of an event's JSON body (``""`` for none)."""
+    try:
+        data = json.loads(body) if body else None
+    except (ValueError, RecursionError):
+        return "", ""  # not JSON: Gradio answers it
+    if not isinstance(data, Mapping) or data.get("session_hash") is None:
+        return "", ""
+    problem = session_hash_problem(data["session_hash"])
+    return ("", problem) if problem else (data["session_hash"], "")
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or ``None`` once it passes ``limit`` bytes."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the app the body read here, then the server's own messages
+    (the client's disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def events_per_s(env: Mapping[str, str]) -> float:
+    """``STUDIO_CLIENT_EVENTS_PER_S``, else :data:`DEFAULT_EVENTS_PER_S`."""
+    from ui.shared.context import positive_int_setting
+
+    return float(positive_int_setting(env, EVENTS_PER_S_ENV) or DEFAULT_EVENTS_PER_S)
