@@ -154,13 +154,9 @@ def run_config(variant: str, args: argparse.Namespace, model_dir: Path, data: Pa
 def estimated(config: RunConfig) -> dict[str, float]:
     """The micro-batch the worker will run (the config's, else picked for this card) and the
     estimate's peak GiB for it (engine/models/memory.py), to set against the measured peak."""
-    from engine.models.memory import (
-        GIB,
-        estimate,
-        local_card_bytes,
-        model_shape,
-        with_default_micro_batch,
-    )
+    from engine.models.memory import GIB, estimate
+    from engine.models.micro_batch import local_card_bytes, with_default_micro_batch
+    from engine.models.shape import model_shape
 
     card, shape = local_card_bytes(), model_shape(config.model)
     if shape is None:

@@ -31,7 +31,7 @@ from studio_run import ROOT, Series, collect, launch, train_via_cli
 
 from engine.config.pretrained import suggested_config
 from engine.config.run_config import RunConfig
-from engine.models.loading import ENGLISH_MODEL_ALIAS
+from engine.models.specs import ENGLISH_MODEL_ALIAS
 from engine.tracking import metric_names
 
 
@@ -71,7 +71,7 @@ def curve(series: Series, name: str, start: float) -> list[tuple[float, float]]:
 def picked_micro_batch(config: RunConfig, prompt_tokens: int) -> int | None:
     """The micro-batch the worker runs: the config's, else the one it picks for this card
     from the same estimate and prompt length (engine/run/worker.py)."""
-    from engine.models.memory import local_card_bytes, with_default_micro_batch
+    from engine.models.micro_batch import local_card_bytes, with_default_micro_batch
 
     card = local_card_bytes()
     if card is not None:
@@ -80,7 +80,8 @@ def picked_micro_batch(config: RunConfig, prompt_tokens: int) -> int | None:
 
 
 def estimate_gib(config: RunConfig, micro_batch: int | None, prompt_tokens: int) -> float | None:
-    from engine.models.memory import GIB, estimate, model_shape
+    from engine.models.memory import GIB, estimate
+    from engine.models.shape import model_shape
 
     shape = model_shape(config.model)
     if shape is None or micro_batch is None:
@@ -93,7 +94,7 @@ def estimate_gib(config: RunConfig, micro_batch: int | None, prompt_tokens: int)
 def prompt_tokens(config: RunConfig) -> int:
     from engine.data.datasets import load_rows
     from engine.models.loading import load_tokenizer
-    from engine.models.memory import longest_prompt
+    from engine.models.micro_batch import longest_prompt
 
     return longest_prompt(load_tokenizer(config.model), load_rows(config.data))
 

@@ -180,7 +180,7 @@ def main() -> None:
 
     from engine.data.datasets import load_rows
     from engine.models.loading import load_model_and_tokenizer
-    from engine.models.memory import local_card_bytes, with_default_micro_batch
+    from engine.models.micro_batch import local_card_bytes, with_default_micro_batch
 
     clock = PhaseClock()
     install(clock, args.algorithm)

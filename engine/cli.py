@@ -44,7 +44,7 @@ def _load_config(path: str):
 
 def cmd_train(args: argparse.Namespace) -> int:
     config = _load_config(args.config)  # a config it cannot use fails before torch is imported
-    from engine.models.memory import describe, local_card_bytes
+    from engine.models.micro_batch import describe, local_card_bytes
     from engine.run.devices import Assignment
     from engine.run.launcher import Launcher, run_command
     from engine.run.layout import config_path
@@ -89,7 +89,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from engine.models.memory import GIB, describe, local_card_bytes
+    from engine.models.memory import GIB
+    from engine.models.micro_batch import describe, local_card_bytes
 
     config = _load_config(args.config)
     card = local_card_bytes() if args.card_gib is None else int(args.card_gib * GIB)

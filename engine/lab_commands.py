@@ -102,7 +102,8 @@ def generate(model: str, samples: int, seed: int) -> Any:
     """``samples`` completions of the model, ``AB_GROUP`` per prompt of the built-in task."""
     from engine.data.datasets import DataSpec, load_rows
     from engine.generation.sampling import sample_completions
-    from engine.models.loading import ModelSpec, load_model_and_tokenizer
+    from engine.models.loading import load_model_and_tokenizer
+    from engine.models.specs import ModelSpec
     from rewards.lab.batch import Generations
     from rewards.text import question_text
 

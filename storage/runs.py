@@ -94,7 +94,7 @@ def create_run(
     """Record a new run (``queued`` unless told otherwise) and return it.
 
     ``run_id`` defaults to :func:`new_run_id`; an id already taken is an error. ``owner`` is
-    the key of the user it belongs to (``ui.shared.identity``), ``local`` for the command line. Over
+    the key of the user it belongs to (``ui.access.identity``), ``local`` for the command line. Over
     one of ``caps`` the run is refused (:class:`TooManyActiveRunsError`, naming the cap); the
     counts and the insert are one transaction.
     """

@@ -179,8 +179,8 @@ class Run(SQLModel, table=True):
     # run waits behind the runs queued before it. None on runs from before schema v3.
     queued_at: float | None = None
     # Who may see and act on the run: "local", "user:<login>", "hf:<username>" or
-    # "anon:<visitor key>" (see ui.shared.identity); set by the server, never by the client.
-    # "anon:<browser session>" (see ui.shared.identity); set by the server, never by the client.
+    # "anon:<visitor key>" (see ui.access.identity); set by the server, never by the client.
+    # "anon:<browser session>" (see ui.access.identity); set by the server, never by the client.
     owner: str = Field(default=LOCAL_OWNER, nullable=False)
 
     @property

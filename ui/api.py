@@ -13,7 +13,7 @@
 Each endpoint is a plain function of ``AppContext`` and JSON-able arguments (tested without
 Gradio); :func:`build_api` registers them with ``gr.api``. Errors come back as ``gr.Error``
 with the field named, never as a stack trace. The run endpoints take the caller's
-:class:`~ui.shared.identity.Viewer`, worked out from the request on the server, and serve only the
+:class:`~ui.access.identity.Viewer`, worked out from the request on the server, and serve only the
 caller's runs (an admin's: all); another user's run reads exactly like a missing one.
 """
 
@@ -37,12 +37,12 @@ from storage import metrics as metric_store
 from storage import runs as run_store
 from storage.run_caps import TooManyActiveRunsError
 from storage.runs import RunInfo
+from ui.access.identity import IdentityError, Viewer, viewer_for
 from ui.design.spec_io import parse_spec
 from ui.playground.replies import PlaygroundCache, PlaygroundError, generate_once
 from ui.runs import actions as run_actions
 from ui.runs.model_export import model_export_archive
 from ui.shared.context import AppContext
-from ui.shared.identity import IdentityError, Viewer, viewer_for
 
 MAX_API_COMPLETIONS = 1000
 #: Longest completion (and prompt, and answer) one scoring call accepts, in characters.

@@ -27,9 +27,9 @@ from rewards.params import describe_value
 from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from ui import api
+from ui.access.identity import Viewer, viewer_for
 from ui.api import ApiError
 from ui.shared.context import AppContext
-from ui.shared.identity import Viewer, viewer_for
 
 #: Most completions one comparison scores (each spec scores them and six probe edits of each).
 MAX_COMPARE_COMPLETIONS = 256

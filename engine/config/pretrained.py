@@ -9,9 +9,9 @@ on a GPU:
   in seconds, with the GPU's learning rate (at 1e-5 a ten-minute CPU run of SmolLM2 takes too
   few steps to move).
 - **GPU**: 32 prompts x 8 completions a step, the micro-batch left empty so the worker picks the
-  largest that fits the card (:func:`engine.models.memory.with_default_micro_batch`), and a learning
-  rate of 2e-4. LoRA's best learning rate is about ten times full fine-tuning's ("LoRA Without
-  Regret", Schulman et al. 2025, Thinking Machines), and on SmolLM2-135M-Instruct with the
+  largest that fits the card (:func:`engine.models.micro_batch.with_default_micro_batch`), and a
+  learning rate of 2e-4. LoRA's best learning rate is about ten times full fine-tuning's ("LoRA
+  Without Regret", Schulman et al. 2025, Thinking Machines), and on SmolLM2-135M-Instruct with the
   built-in task 5e-5 was measured learning, but slowly (8.5% -> 28.5% held-out accuracy in 4
   minutes on one H100, issue 22). No adapter dropout: the sampler runs the model without it, so
   dropout would only add noise and a copy of each adapted layer's input to the update.
@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.config.run_config import RunConfig
-from engine.models.loading import DEFAULT_MODEL_ALIAS
+from engine.models.specs import DEFAULT_MODEL_ALIAS
 from engine.tasks import WORKED_EXAMPLE_SYSTEM_PROMPT
 from rewards.presets import INSTRUCT_PRESET
 from rewards.spec import preset

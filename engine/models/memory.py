@@ -100,13 +100,12 @@ minus allocated) and prompts longer than ``PROMPT_TOKENS``.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from engine.config.run_config import RunConfig
 from engine.generation.runner import bucket
-from engine.models.loading import ModelSpec, meta_model, resolve_spec
+from engine.models.shape import ModelShape
 
 GIB = 1024**3
 PROMPT_TOKENS = 128
@@ -159,95 +158,6 @@ LABELS = {
     "value_model": "value model",
     "margin": "margin",
 }
-_LAYER_PARAM = re.compile(r"(^|\.)layers\.\d+\.")
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """What the estimate needs of a model, read from its config.
-
-    Attributes:
-        parameters: all parameters.
-        linear_parameters: weights of the linear layers but the output head (what 4-bit
-            quantises and ``all-linear`` LoRA adapts).
-        lora_parameters: trainable adapter parameters under the spec's LoRA (0 without LoRA).
-        lora_modules: linear layers the spec's LoRA adapts (0 without LoRA).
-        lora_input_features: their input features summed (what a copy of their inputs holds
-            per token).
-        layers, hidden, intermediate, kv_heads, head_dim, vocab: the transformer's sizes.
-        layer_parameters: parameters of one decoder layer (an FSDP unit).
-        fused_head: the logits are the LM head's plain product, so PPO can use the fused head.
-    """
-
-    parameters: int
-    linear_parameters: int
-    lora_parameters: int
-    layers: int
-    hidden: int
-    intermediate: int
-    kv_heads: int
-    head_dim: int
-    vocab: int
-    layer_parameters: int = 0
-    fused_head: bool = True
-    lora_modules: int = 0
-    lora_input_features: int = 0
-
-    @property
-    def root_parameters(self) -> int:
-        """Parameters outside the decoder layers (embeddings, final norm, LM head)."""
-        return self.parameters - self.layers * self.layer_parameters
-
-
-def model_shape(spec: ModelSpec) -> ModelShape | None:
-    """The shape of ``spec``'s model, or None when its config cannot be read from here."""
-    resolved = resolve_spec(spec)
-    try:
-        model = meta_model(resolved.name_or_path.strip(), resolved.gguf_file)
-    except (OSError, ValueError, ImportError):
-        return None
-    return shape_of(model, spec)
-
-
-def shape_of(model: Any, spec: ModelSpec) -> ModelShape:
-    """The :class:`ModelShape` of a built (meta or real) model under ``spec``'s LoRA."""
-    import torch
-
-    from engine.trainers.ppo.fused_head import plain_head
-
-    cfg = model.config.get_text_config()
-    head = model.get_output_embeddings()
-    linears = [
-        (name, m)
-        for name, m in model.named_modules()
-        if isinstance(m, torch.nn.Linear) and m is not head
-    ]
-    lora = modules = features = 0
-    if spec.lora is not None:
-        targets = spec.lora.target_modules
-        for name, m in linears:
-            leaf = name.rsplit(".", 1)[-1]
-            if targets == "all-linear" or leaf in targets:
-                lora += spec.lora.r * (m.in_features + m.out_features)
-                modules += 1
-                features += m.in_features
-    heads = cfg.num_attention_heads
-    in_layers = sum(p.numel() for n, p in model.named_parameters() if _LAYER_PARAM.search(n))
-    return ModelShape(
-        parameters=sum(p.numel() for p in model.parameters()),
-        linear_parameters=sum(m.weight.numel() for _, m in linears),
-        lora_parameters=lora,
-        layers=cfg.num_hidden_layers,
-        hidden=cfg.hidden_size,
-        intermediate=getattr(cfg, "intermediate_size", None) or 4 * cfg.hidden_size,
-        kv_heads=getattr(cfg, "num_key_value_heads", None) or heads,
-        head_dim=getattr(cfg, "head_dim", None) or cfg.hidden_size // heads,
-        vocab=cfg.vocab_size,
-        layer_parameters=in_layers // max(cfg.num_hidden_layers, 1),
-        fused_head=plain_head(model) is not None,
-        lora_modules=modules,
-        lora_input_features=features,
-    )
 
 
 def size(n: float) -> str:
@@ -443,88 +353,3 @@ def _uses_reference(config: RunConfig) -> bool:
     if config.algorithm == "rloo":
         return config.rloo.beta > 0
     return config.ppo.kl_coef > 0 or config.ppo.kl_mode == "adaptive"
-
-
-def micro_batch_choices(config: RunConfig) -> list[int]:
-    """Micro-batch sizes the batch rule allows: divisors of the completions per device."""
-    per_device = config.completions_per_step // config.training.num_gpus
-    return [d for d in range(per_device, 0, -1) if per_device % d == 0]
-
-
-def fitting_micro_batch(
-    config: RunConfig,
-    shape: ModelShape,
-    budget_bytes: float,
-    prompt_tokens: int = PROMPT_TOKENS,
-) -> int:
-    """The largest allowed micro-batch whose estimated peak fits ``budget_bytes`` (1 if none
-    does: the smallest step the config allows)."""
-    for size in micro_batch_choices(config):
-        peak = estimate(config, shape, micro_batch=size, prompt_tokens=prompt_tokens).peak
-        if peak <= budget_bytes:
-            return size
-    return 1
-
-
-def with_default_micro_batch(
-    config: RunConfig, card_bytes: int, prompt_tokens: int = PROMPT_TOKENS
-) -> RunConfig:
-    """``config`` with ``training.micro_batch_size`` picked for a card of ``card_bytes`` (and
-    prompts of ``prompt_tokens``) when the user left it empty; unchanged otherwise, or when
-    the model's shape is unknown."""
-    if config.training.micro_batch_size is not None:
-        return config
-    shape = model_shape(config.model)
-    if shape is None:
-        return config
-    size = fitting_micro_batch(config, shape, CARD_BUDGET * card_bytes, prompt_tokens)
-    training = replace(config.training, micro_batch_size=size)
-    return replace(config, training=training)
-
-
-# Rows read for the longest prompt: enough for any uploaded file, bounded for hub datasets.
-PROMPT_SCAN_ROWS = 5000
-
-
-def longest_prompt(tokenizer: Any, rows: list[dict[str, Any]]) -> int:
-    """Tokens of the longest prompt among the first ``PROMPT_SCAN_ROWS`` rows, as the model
-    reads them (chat template or plain text): TRL pads a micro-batch to its longest prompt."""
-    from engine.generation.sampling import encode_prompts
-
-    encoded = encode_prompts(tokenizer, [row["prompt"] for row in rows[:PROMPT_SCAN_ROWS]])
-    return max((len(ids) for ids in encoded), default=PROMPT_TOKENS)
-
-
-def local_card_bytes() -> int | None:
-    """Total memory of this process's first visible GPU, or None without CUDA. Total, not
-    free: every process of a multi-GPU run must pick the same micro-batch."""
-    import torch
-
-    if not torch.cuda.is_available():
-        return None
-    return torch.cuda.get_device_properties(0).total_memory
-
-
-def describe(config: RunConfig, card_bytes: int | None, prompt_tokens: int | None = None) -> str:
-    """The estimate's line for ``config`` on a card of ``card_bytes`` (None: on the CPU), or
-    why there is none, for prompts of ``prompt_tokens`` (None: ``PROMPT_TOKENS`` assumed, as
-    said in the line). An empty micro-batch on a card shows the size the run will pick."""
-    shape = model_shape(config.model)
-    if shape is None:
-        return (
-            f"No memory estimate: the config of {config.model.name_or_path!r} is not on this "
-            "machine."
-        )
-    on_gpu = card_bytes is not None
-    picked = on_gpu and config.training.micro_batch_size is None
-    tokens = PROMPT_TOKENS if prompt_tokens is None else prompt_tokens
-    if picked:
-        config = with_default_micro_batch(config, card_bytes, tokens)
-    line = estimate(config, shape, on_gpu=on_gpu, prompt_tokens=tokens).summary()
-    line += f" Prompts of {tokens} tokens{' assumed' if prompt_tokens is None else ''}."
-    if picked:
-        line += (
-            f" The micro-batch ({config.training.micro_batch_size}) is picked to fit "
-            f"{CARD_BUDGET:.0%} of the {size(card_bytes)} card."
-        )
-    return line

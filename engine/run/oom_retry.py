@@ -52,7 +52,7 @@ def is_out_of_memory(exc: BaseException) -> bool:
 def retry_config(config: RunConfig, ran: int | None) -> RunConfig | None:
     """``config`` at the largest allowed micro-batch at most half of ``ran`` (the one that ran
     out), or None where there is nothing to retry with (one completion already, several GPUs)."""
-    from engine.models.memory import micro_batch_choices
+    from engine.models.micro_batch import micro_batch_choices
 
     ran = ran or config.per_device_batch_size()
     if config.training.num_gpus > 1 or ran <= 1:

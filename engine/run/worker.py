@@ -22,7 +22,7 @@ from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec, load_rows
 from engine.data.prompts import for_trainer, prompt_format
 from engine.models.loading import ModelLoadError, load_model_and_tokenizer
-from engine.models.memory import (
+from engine.models.micro_batch import (
     describe,
     local_card_bytes,
     longest_prompt,

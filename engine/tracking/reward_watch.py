@@ -1,8 +1,8 @@
 """Watches a run's first scored samples for reward components that pay the same on all of them.
 
 A component that never varies gives GRPO, RLOO and PPO no signal however long the run trains
-(:mod:`rewards.constant_components`); the sooner the user hears it, the fewer GPU minutes go to
-waste. The watch wraps the run's recorder: it passes everything through, reads the traces of
+(:mod:`rewards.analysis.constant_components`); the sooner the user hears it, the fewer GPU minutes
+go to waste. The watch wraps the run's recorder: it passes everything through, reads the traces of
 the sample rows of the first ``WATCH_STEPS`` logged steps (or the first ``WATCH_SAMPLES``
 samples), and then, once, writes a :class:`storage.schema.NoteKind` ``CONSTANT_COMPONENT`` note
 for each constant component (and a warning in the log). Runs that store no samples
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine.tracking.recorder import RunRecorder
-from rewards.constant_components import constant_components
+from rewards.analysis.constant_components import constant_components
 from rewards.spec import RewardSpec
 from storage.schema import NoteKind, RunPhase
 

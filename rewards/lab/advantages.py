@@ -32,7 +32,8 @@ SCALE_REWARDS = ("group", "batch", "none")
 AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
 #: TRL's denominator guard, ``std + 1e-4``.
 STD_EPS = 1e-4
-#: A group std at or below this is zero (``torch.isclose(std, 0)``; rewards.diagnostics too).
+#: A group std at or below this is zero (``torch.isclose(std, 0)``; rewards.analysis.diagnostics
+# too).
 ZERO_STD = 1e-8
 
 

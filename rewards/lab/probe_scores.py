@@ -1,14 +1,14 @@
 """The hacking probes' edits, scored once, so their payoff under any weights is a re-weighting.
 
-:mod:`rewards.probes` edits a completion the ways a policy could exploit (strip tags, pad, answer
-only, ...) and scores each edit. Here every sample's edits are scored in one composer call and
-kept as raw matrices; :func:`payoffs` then gives, for any weight vectors, how much the total
+:mod:`rewards.analysis.probes` edits a completion the ways a policy could exploit (strip tags, pad,
+answer only, ...) and scores each edit. Here every sample's edits are scored in one composer call
+and kept as raw matrices; :func:`payoffs` then gives, for any weight vectors, how much the total
 rises on average when a probe's edit is made (``edit - original`` over the samples where the
 probe applies and both are scored), and the share of samples where it rises. A probe "pays"
 when its mean change is positive: a run could learn that edit.
 
-As in :func:`rewards.probes.run_probes`, the originals are scored again in the same call as the
-edits, so both sides are scored alike: without ``tokenize`` neither has token ids, and a
+As in :func:`rewards.analysis.probes.run_probes`, the originals are scored again in the same call
+as the edits, so both sides are scored alike: without ``tokenize`` neither has token ids, and a
 batch-relative component (``relative_length``) sees the originals and the edits together.
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from rewards.analysis.probes import answer_tag_of, perturbations
 from rewards.composer import score
 from rewards.lab.matrix import ScoreMatrix, weighted_totals
-from rewards.probes import answer_tag_of, perturbations
 from rewards.spec import RewardSpec
 from rewards.text import completion_text
 
@@ -58,7 +58,7 @@ def probe_scores(
     """Score each completion and each probe's edit of it with ``spec`` (one composer call).
 
     Without ``tokenize``, components that count tokens score neither the originals nor the
-    edits (as in :func:`rewards.probes.run_probes`); with it, the originals keep
+    edits (as in :func:`rewards.analysis.probes.run_probes`); with it, the originals keep
     ``completion_ids`` where given.
     """
     tag = answer_tag_of(spec)

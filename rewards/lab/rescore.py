@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from rewards.analysis.diagnostics import group_diagnostics
 from rewards.composer import ScoredSample
-from rewards.diagnostics import group_diagnostics
 from rewards.lab.batch import Generations
 from rewards.spec import RewardSpec
 

@@ -9,7 +9,8 @@ from transformers import LlamaForCausalLM
 
 from engine.models.build_default_model import BuildConfig, model_config
 from engine.models.char_tokenizer import build_char_tokenizer
-from engine.models.loading import DEFAULT_MODEL_DIR, ModelSpec, load_model_and_tokenizer
+from engine.models.loading import load_model_and_tokenizer
+from engine.models.specs import DEFAULT_MODEL_DIR, ModelSpec
 from engine.tasks import builtin_task
 from engine.tracking.evaluation import evaluate, score_texts
 

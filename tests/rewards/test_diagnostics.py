@@ -3,8 +3,8 @@ import math
 
 import pytest
 
+from rewards.analysis.diagnostics import group_diagnostics
 from rewards.composer import ComponentTrace, ScoredSample, score
-from rewards.diagnostics import group_diagnostics
 from rewards.spec import PRESETS
 
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from rewards.analysis.probes import run_probes
 from rewards.lab.batch import Generations
 from rewards.lab.compare import average_ranks, best_changes, compare, spearman
-from rewards.probes import run_probes
 from rewards.spec import PRESETS, preset
 from tests.rewards.lab_batch import generations
 

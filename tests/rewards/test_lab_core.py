@@ -6,13 +6,13 @@ import random
 import numpy as np
 import pytest
 
+from rewards.analysis.diagnostics import group_diagnostics
+from rewards.analysis.probes import answer_tag_of, perturbations
 from rewards.composer import score
-from rewards.diagnostics import group_diagnostics
 from rewards.lab.advantages import grpo_advantages
 from rewards.lab.batch import Generations
 from rewards.lab.matrix import ScoreMatrix, weighted_totals
 from rewards.lab.sweep import SweepAxis, grid_weights, sweep
-from rewards.probes import answer_tag_of, perturbations
 from rewards.spec import RewardSpec
 from tests.rewards.lab_batch import RULE_BASED, generations, random_spec
 

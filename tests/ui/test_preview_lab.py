@@ -3,6 +3,7 @@
 import pytest
 
 from rewards.spec import PRESETS, preset
+from ui.plots.lab_charts import sweep_heatmap, sweep_lines, sweep_metric_choices
 from ui.preview.cache import PreviewCache
 from ui.preview.lab_views import (
     ab_markdown,
@@ -12,7 +13,6 @@ from ui.preview.lab_views import (
     other_spec,
     sweep_cache,
 )
-from ui.shared.lab_charts import sweep_heatmap, sweep_lines, sweep_metric_choices
 from ui.shared.lab_inputs import LabError
 
 RIGHT = "<think>2+3: 5, checked twice over.</think><answer>5</answer>"

@@ -118,7 +118,7 @@ def test_a_completion_longer_than_the_reward_reads_says_where_it_was_cut():
 
 def test_the_default_models_preview_flags_a_format_it_never_writes(ctx):
     """Real completions of the shipped model: it writes <think>, never <scratchpad>."""
-    from engine.models.loading import DEFAULT_MODEL_ALIAS
+    from engine.models.specs import DEFAULT_MODEL_ALIAS
     from ui.preview.generate import PreviewRequest, generate_preview
 
     request = PreviewRequest(

@@ -8,9 +8,9 @@ from storage.db import Database
 from storage.metrics import MetricWriter
 from storage.paths import db_path
 from storage.schema import RunPhase, RunStatus
+from ui.plots.panels import PANELS
 from ui.runs.poll import RunsUpdate, poll, runs_table
 from ui.runs.state import RunView
-from ui.shared.charts import PANELS
 
 
 @pytest.fixture

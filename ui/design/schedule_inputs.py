@@ -13,8 +13,8 @@ from typing import Any
 
 from rewards.schedule import KINDS, WeightSchedule
 from rewards.spec import AGGREGATIONS, RewardSpec
-from ui.shared.charts import Figure
-from ui.shared.lab_charts import schedule_figure
+from ui.plots.charts import Figure
+from ui.plots.lab_charts import schedule_figure
 
 SCHEDULE_FIELDS = ("kind", "end", "start_step", "end_step")
 PREFIX = "schedule:"

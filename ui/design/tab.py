@@ -32,8 +32,8 @@ from ui.design.try_it import TRACE_HEADERS as TRACE_HEADERS
 from ui.design.try_it import TRACE_WIDTHS as TRACE_WIDTHS
 from ui.design.try_it import build_try, wire_try
 from ui.design.try_it import trace_rows as trace_rows
+from ui.plots.plot_output import plot_value
 from ui.shared.context import AppContext
-from ui.shared.plot_output import plot_value
 
 
 @dataclass

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewards.analysis.diagnostics import group_diagnostics
 from rewards.composer import score
-from rewards.diagnostics import group_diagnostics
 from rewards.lab.advantages import grpo_advantages
 from rewards.lab.matrix import ScoreMatrix
 from rewards.spec import RewardSpec

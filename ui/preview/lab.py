@@ -18,6 +18,8 @@ from rewards.lab.advantages import SCALE_REWARDS
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
 from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
+from ui.plots.lab_charts import sweep_heatmap, sweep_lines, sweep_metric_choices
+from ui.plots.plot_output import plot_value
 from ui.preview.cache import PreviewCache
 from ui.preview.lab_views import (
     COPY,
@@ -33,10 +35,8 @@ from ui.preview.lab_views import (
     sweep_cache,
 )
 from ui.shared.context import AppContext
-from ui.shared.lab_charts import sweep_heatmap, sweep_lines, sweep_metric_choices
 from ui.shared.lab_inputs import LabError, read_spec_upload
 from ui.shared.messages import escape, warn
-from ui.shared.plot_output import plot_value
 
 
 @dataclass

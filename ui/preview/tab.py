@@ -16,11 +16,14 @@ from typing import Any
 import gradio as gr
 
 from engine.config.fields import ConfigError, field_help
-from rewards.probes import run_probes
+from rewards.analysis.probes import run_probes
 from rewards.spec import RewardSpec
 from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
+from ui.access.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.design.tab import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
+from ui.plots import charts
+from ui.plots.plot_output import plot_value
 from ui.preview.cache import PreviewCache, PreviewScores
 from ui.preview.generate import (
     CUSTOM,
@@ -31,13 +34,11 @@ from ui.preview.generate import (
     unavailable_models_note,
 )
 from ui.preview.lab import build_lab
-from ui.shared import charts, hints
+from ui.shared import hints
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
-from ui.shared.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.shared.messages import escape, warn
 from ui.shared.named_values import Updates, Values, error_line, show_error_at
-from ui.shared.plot_output import plot_value
 from ui.shared.trace_view import fmt
 
 logger = logging.getLogger(__name__)

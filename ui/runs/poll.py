@@ -22,9 +22,10 @@ from storage import samples as sample_store
 from storage.db import Database
 from storage.runs import RunInfo
 from storage.schema import NoteKind, RunNote, RunPhase, RunStatus
+from ui.plots import charts, panels
 from ui.runs import progress as run_progress
 from ui.runs.state import RunsSnapshot, RunView
-from ui.shared import charts, hints, messages
+from ui.shared import hints, messages
 
 # "created" never moves; a resume starts a new attempt, so the time shown is that attempt's.
 RUN_COLUMNS = ["run", "name", "status", "step", "created", "last attempt"]
@@ -167,7 +168,7 @@ def hints_markdown(run: RunInfo | None, view: RunView, notes: Sequence[RunNote] 
 def all_figures(
     view: RunView, options: charts.ChartOptions | None = None
 ) -> dict[str, charts.Figure]:
-    return {p.key: charts.panel_figure(p, view.series, options) for p in charts.PANELS}
+    return {p.key: charts.panel_figure(p, view.series, options) for p in panels.PANELS}
 
 
 def poll(
@@ -182,7 +183,7 @@ def poll(
     """One tick of the Runs view for the run ``selected`` (``force``: redraw everything), its
     charts drawn as ``options`` say.
 
-    With ``owner`` (a viewer's :attr:`~ui.shared.identity.Viewer.scope`), only that owner's runs are
+    With ``owner`` (a viewer's :attr:`~ui.access.identity.Viewer.scope`), only that owner's runs are
     listed and read; a selected run of someone else shows as no run at all.
     """
     update = RunsUpdate()
@@ -232,10 +233,10 @@ def poll(
         if force:
             update.figures = all_figures(view, options)
         else:
-            keys = charts.changed_panels(changed)
+            keys = panels.changed_panels(changed)
             update.figures = {
                 p.key: charts.panel_figure(p, view.series, options)
-                for p in charts.PANELS
+                for p in panels.PANELS
                 if p.key in keys
             }
         update.sample_steps = sample_store.sample_steps(db, view.run_id)

@@ -18,14 +18,14 @@ from rewards.errors import RewardSpecError
 from rewards.spec import PRESETS, RewardSpec, preset
 from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
+from ui.access.identity import viewer_for
 from ui.design.spec_io import parse_spec
 from ui.lab_api import MAX_API_RESCORE_SAMPLES
+from ui.plots.lab_charts import rescore_figure
+from ui.plots.plot_output import plot_value
 from ui.shared.context import AppContext
-from ui.shared.identity import viewer_for
-from ui.shared.lab_charts import rescore_figure
 from ui.shared.lab_inputs import LabError, read_spec_upload
 from ui.shared.messages import escape, warn
-from ui.shared.plot_output import plot_value
 from ui.shared.trace_view import fmt
 
 DESIGN = "the Design tab's spec"

@@ -16,20 +16,20 @@ import gradio as gr
 from engine.config.fields import ConfigError
 from engine.config.pretrained import local_gpu, pretrained_summary
 from engine.config.run_config import RunConfig, documented_yaml
-from engine.models.loading import (
+from engine.models.micro_batch import describe, local_card_bytes
+from engine.models.specs import (
     DEFAULT_MODEL_ALIAS,
     ENGLISH_MODEL_ALIAS,
     ModelSpec,
     available_models,
 )
-from engine.models.memory import describe, local_card_bytes
 from rewards.spec import RewardSpec
+from ui.access.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.design.tab import DesignHandles, elem_key
 from ui.preview.generate import CUSTOM, PreviewError, resolve_model
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
 from ui.shared.downloads import DownloadTooLarge, write_download
-from ui.shared.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.shared.messages import escape, ok, warn
 from ui.shared.named_values import Updates, Values, error_line, show_error_at
 from ui.train import form as train_form

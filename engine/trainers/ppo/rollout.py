@@ -19,7 +19,8 @@ import numpy as np
 import torch
 from accelerate.utils import gather_object
 
-from engine.config.run_config import PPOSettings, RunConfig
+from engine.config.algorithms import PPOSettings
+from engine.config.run_config import RunConfig
 from engine.generation.sampling import encode_prompts, sample_completions
 from engine.tracking import metric_names
 from engine.tracking.samples import sample_rows

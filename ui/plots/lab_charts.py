@@ -1,4 +1,4 @@
-"""Figures of the reward lab (issue 23), as plain plotly.js JSON like :mod:`ui.shared.charts`:
+"""Figures of the reward lab (issue 23), as plain plotly.js JSON like :mod:`ui.plots.charts`:
 a sweep over one weight (lines) or two (a heatmap), a run's reward re-scored, weight schedules."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ui.shared.charts import PALETTE, Figure, base_layout
+from ui.plots.charts import Figure, base_layout
+from ui.plots.panels import PALETTE
 
 #: What a sweep chart can show, by key: (title, y axis).
 SWEEP_METRICS = {

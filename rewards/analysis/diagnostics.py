@@ -15,7 +15,7 @@ there is and which component it comes from:
   component pulls against the rest;
 - Pearson correlations between components' raw scores (where both scored);
 - warnings in plain language, with advice for a component that pays the same on every sample
-  (:mod:`rewards.constant_components`).
+  (:mod:`rewards.analysis.constant_components`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewards.analysis.constant_components import constant_components
 from rewards.composer import ScoredSample
-from rewards.constant_components import constant_components
 from rewards.spec import RewardSpec
 
 #: A group std at or below this counts as zero (``torch.isclose(std, 0)``'s default atol).
