@@ -239,11 +239,12 @@ class RewardSpec:
         """This spec as it scores at ``step``: each weight the one in force, no schedules."""
         if not self.has_schedules:
             return self
-        data = self.to_dict()
-        for comp, spec in zip(data["components"], self.components, strict=True):
-            comp["weight"] = spec.weight_at(step)
-            comp.pop("schedule", None)
-        return RewardSpec.from_dict(data)
+        # A copy, not a new validation: every weight may be 0 at some step (a fade-out), which
+        # a spec written by hand may not be; interpolated weights stay within the bounds.
+        out = copy.deepcopy(self)
+        for comp in out.components:
+            comp.weight, comp.schedule = comp.weight_at(step), None
+        return out
 
     def build(self) -> list[tuple[Any, float]]:
         """The reward functions of the enabled components, each with its weight."""

@@ -5,6 +5,9 @@
   rank correlations and best-sample changes, rows sorted by disagreement;
 - ``/rescore_run``: one of the caller's runs re-scored with a spec, every logged step.
 
+The completions of ``/compare_specs`` come without token ids: components that count tokens do
+not score them (set their unit to characters or words).
+
 Plain functions of ``AppContext`` like those of :mod:`ui.api`, with its checks: the
 texts capped as ``/score_preview`` caps them (divided by the scoring a comparison multiplies),
 a time budget on every scoring call, and the run read only for its owner.

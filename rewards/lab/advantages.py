@@ -140,12 +140,13 @@ def grpo_advantages(
         # Each component's centred contribution over the same denominator: the parts sum to A.
         parts = None
         if with_parts:
-            contrib = np.where(np.isnan(raw), 0.0, raw)[None] * w[:, None, :]  # (P, S, K)
-            contrib = np.where(unscorable[None, :, None], np.nan, contrib)
-            c_mean = np.stack(
-                [_group_mean_std(contrib[..., k], onehot)[0] for k in range(raw.shape[1])], -1
-            )  # (P, G, K)
-            parts = (contrib - c_mean[:, onehot.argmax(axis=1), :]) / _as_parts(denom)
+            # A weight is constant within a point, so component k's contribution centred on its
+            # group mean is w_k * (c_k - mean_group(c_k)): the group means are taken once.
+            c = np.where(np.isnan(raw), 0.0, raw)  # an unscored part adds 0 (nansum)
+            c = np.where(unscorable[:, None], np.nan, c)  # (S, K)
+            c_mean = _group_mean_std(c.T, onehot)[0]  # (K, G)
+            centred = c - _spread(c_mean, onehot).T  # (S, K)
+            parts = w[:, None, :] * centred[None] / _as_parts(denom)  # (P, S, K)
         advantages = (scores - _spread(mean, onehot)) / denom
     else:
         g_mean, g_std = _group_mean_std(raw.T, onehot)  # (K, G)

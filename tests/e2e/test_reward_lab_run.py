@@ -52,6 +52,7 @@ def lab_run(tmp_path_factory):
                 "steps": STEPS,
                 "prompts_per_step": 2,
                 "eval_steps": 0,
+                "eval_samples": 0,
                 "save_steps": 0,
                 "samples_per_log": 8,
             },
@@ -201,7 +202,13 @@ def test_ppo_applies_and_logs_a_step_schedule(tmp_path):
                 ]
             },
             "generation": {"num_generations": 4, "max_completion_length": 32},
-            "training": {"steps": 2, "prompts_per_step": 2, "eval_steps": 0, "save_steps": 0},
+            "training": {
+                "steps": 2,
+                "prompts_per_step": 2,
+                "eval_steps": 0,
+                "eval_samples": 0,
+                "save_steps": 0,
+            },
         }
     )
     data_dir = tmp_path / "data"
@@ -217,3 +224,39 @@ def test_ppo_applies_and_logs_a_step_schedule(tmp_path):
             assert fmt["weight"] == weights[step]
             parts = [t["contribution"] for t in s.trace if t["contribution"] is not None]
             assert s.total == pytest.approx(sum(parts), abs=1e-12)
+
+
+def test_rloo_logs_a_reward_made_with_the_scheduled_weight(tmp_path):
+    """RLOO through TRL: a rule every completion keeps scores 1.0, so TRL's logged reward is
+    exactly the rule's weight in force (a cosine from 1.0 to 0.0 over steps 1..3)."""
+    from engine.models.char_tokenizer import build_char_tokenizer
+    from tests.tiny_models import save_tiny_llama
+
+    model_dir = save_tiny_llama(tmp_path / "tiny", build_char_tokenizer())
+    schedule = {"kind": "cosine", "end": 0.0, "start_step": 1, "end_step": 3}
+    rule = {"pattern": "zzzz", "kind": "must_not_contain", "effect": "bonus"}
+    config = RunConfig.from_dict(
+        {
+            "name": "lab rloo",
+            "algorithm": "rloo",
+            "model": {"name_or_path": str(model_dir)},
+            "reward": {"components": [{"name": "rule", "params": rule, "schedule": schedule}]},
+            "generation": {"num_generations": 2, "max_completion_length": 8},
+            "training": {
+                "steps": 3,
+                "prompts_per_step": 2,
+                "eval_steps": 0,
+                "eval_samples": 0,
+                "save_steps": 0,
+            },
+        }
+    )
+    run_id, status = run_in_process(tmp_path / "data", config)
+    assert status == RunStatus.COMPLETED
+    with Database(db_path(tmp_path / "data")) as db:
+        rows, _ = metrics_since(db, run_id, cursor=0, limit=100_000)
+    by = {(r.name, r.step): r.value for r in rows}
+    want = {1: 1.0, 2: 0.5, 3: 0.0}  # 0.5 * (1 + cos(pi * (s - 1) / 2))
+    for step, weight in want.items():
+        assert by[("reward/weight/rule", step)] == pytest.approx(weight, abs=1e-12)
+        assert by[("reward/total", step)] == pytest.approx(weight, abs=1e-6)

@@ -107,3 +107,12 @@ def test_the_exported_module_takes_a_step(tmp_path):
     for s in range(8):
         want = [x.total for x in score(spec.at_step(s), None, texts, answers=["4"] * 3)]
         assert out["totals"][s] == pytest.approx(want, abs=1e-12)
+
+
+def test_a_step_where_every_weight_is_zero_still_scores():
+    fade = RewardSpec.from_dict(
+        {"components": [{"name": "format", "weight": 1.0, "schedule": {**COSINE, "end_step": 2}}]}
+    )
+    at_end = fade.at_step(2)
+    assert at_end.weights_at(2) == [0.0] and fade.weights_at(2) == [0.0]
+    assert [s.total for s in score(at_end, None, ["<answer>1</answer>"])] == [0.0]

@@ -8,14 +8,9 @@ import pytest
 
 from storage.db import Database
 from storage.paths import db_path
+from storage.progress import run_progress
 from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError, count_active
-from storage.runs import (
-    create_run,
-    get_run,
-    list_runs,
-    run_progress,
-    set_status,
-)
+from storage.runs import create_run, get_run, list_runs, set_status
 from storage.schema import LOCAL_OWNER, SCHEMA_VERSION, RunStatus
 
 

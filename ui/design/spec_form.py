@@ -28,11 +28,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from rewards.composer import score
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec
 from rewards.registry import REGISTRY
 from rewards.spec import WEIGHT_BOUNDS, ComponentSpec, RewardSpec
+from ui.design.form_values import label_error, label_from_form, param_from_form, param_to_form
 from ui.design.schedule_inputs import (
     AGGREGATION,
     input_key_of,
@@ -41,6 +41,7 @@ from ui.design.schedule_inputs import (
     schedule_keys,
     schedule_values,
 )
+from ui.design.spec_advice import negative_weight_warnings
 from ui.shared.messages import escape, ok, warn
 
 # Instances of one component the form shows at most (``rule#1`` to ``rule#20``): every slot is
@@ -92,44 +93,6 @@ class SlotValues(NamedTuple):
     label: str | None  # None: the default metric name
     params: dict[str, Any]
     schedule: dict[str, Any] | None = None  # the weight's schedule, None: constant
-
-
-def param_to_form(param: ParamSpec, value: Any) -> Any:
-    """A parameter value as its input shows it (lists as one item per line)."""
-    if param.type == "list":
-        return "\n".join(str(v) for v in (value or ()))
-    return value
-
-
-def param_from_form(param: ParamSpec, raw: Any) -> Any:
-    """An input's value as the parameter takes it (before the registry validates it)."""
-    if param.type == "list":
-        if isinstance(raw, (list, tuple)):
-            return list(raw)
-        return [line.strip() for line in str(raw or "").splitlines() if line.strip()]
-    if param.type == "int" and isinstance(raw, float) and raw.is_integer():
-        return int(raw)
-    if param.type == "str" and raw is None:
-        return ""
-    return raw
-
-
-def label_from_form(raw: Any) -> str | None:
-    """The metric-name input as a label: ``None`` when empty (the default name)."""
-    text = str(raw or "").strip()
-    return text or None
-
-
-def label_error(slot: Slot, label: str | None) -> str | None:
-    """Why ``label`` cannot be a metric name (the spec's own rule), or ``None`` when it can."""
-    if label is None:
-        return None
-    try:
-        RewardSpec([ComponentSpec(slot.info.name, 1.0, {}, label=label)])
-    except RewardSpecError as exc:
-        if exc.field.endswith(".label"):
-            return exc.reason
-    return None
 
 
 @dataclass
@@ -416,40 +379,6 @@ class SpecForm:
             f"({', '.join(disabled)}); {'they stay' if n != 1 else 'it stays'} out of the spec "
             "until ticked."
         ]
-
-
-# Completions a penalty component scores below zero (a repeated phrase, a long ramble) next to a
-# plain correct one: enough to tell a penalty (never above 0) from a reward.
-PENALTY_PROBES = (
-    "the same words again " * 40,
-    "<think>" + "and then " * 400 + "</think><answer>2</answer>",
-    "<think>1 + 1 = 2</think><answer>2</answer>",
-)
-
-
-def is_penalty(component: ComponentSpec) -> bool:
-    """True when the component scores the probe completions at or below 0 and some below:
-    its score is a penalty, so a negative weight would pay for the failure it measures."""
-    one = RewardSpec([ComponentSpec(component.name, 1.0, params=dict(component.params))])
-    n = len(PENALTY_PROBES)
-    try:
-        scored = score(one, ["What is 1 + 1?"] * n, list(PENALTY_PROBES), answers=["2"] * n)
-    except Exception:  # a component that cannot score the probes gives no advice
-        return False
-    raws = [t.raw for s in scored for t in s.trace if t.raw is not None]
-    return bool(raws) and max(raws) <= 0 and min(raws) < 0
-
-
-def negative_weight_warnings(spec: RewardSpec, origins: Sequence[Slot]) -> dict[str, str]:
-    """A warning on the weight of each penalty component given a negative weight."""
-    return {
-        f"{slot.key}.weight": (
-            f"{slot.label} scores the failure it measures below 0 (a penalty); a negative weight "
-            "turns that into a reward for it. Use a positive weight."
-        )
-        for comp, slot in zip(spec.components, origins, strict=True)
-        if comp.weight < 0 and is_penalty(comp)
-    }
 
 
 def component_dict(

@@ -44,13 +44,16 @@ def sweep_lines(result: Mapping[str, Any]) -> Figure:
         data.append(_line(x, probe["mean_delta"], f"probe payoff: {name}", n + r, yaxis="y2"))
         for point in result["onsets"].get(name, []):
             shapes.append(_vline(point[0], PALETTE[(n + r) % len(PALETTE)]))
+    # Two panels sharing the weight axis: shares and correlations above, probe payoffs below.
     layout = base_layout(
-        f"Sweeping the weight of {axis['name']}", "share / correlation", axis["name"], 360
+        f"Sweeping the weight of {axis['name']}", "share / correlation", axis["name"], 520
     )
+    layout["yaxis"]["domain"] = [0.5, 1.0]
     layout["yaxis2"] = {
+        **{k: v for k, v in layout["yaxis"].items() if k != "domain"},
         "title": {"text": "probe payoff (Δ total)"},
-        "overlaying": "y",
-        "side": "right",
+        "domain": [0.0, 0.42],
+        "anchor": "x",
     }
     layout["shapes"] = shapes
     return {"data": data, "layout": layout}

@@ -1,8 +1,8 @@
 """What the Runs view does each timer tick and on each action, without Gradio.
 
-:func:`poll` runs the one cheap query (``storage.runs.run_progress``: status, last step and newest
-metric id of every run), and only when something moved reads more: the run list when a status or
-step changed, new metric rows by cursor when the selected run has any, log lines when it
+:func:`poll` runs the one cheap query (``storage.progress.run_progress``: status, last step and
+newest metric id of every run), and only when something moved reads more: the run list when a
+status or step changed, new metric rows by cursor when the selected run has any, log lines when it
 progressed. It returns a :class:`RunsUpdate` whose ``None`` fields mean "unchanged: do not redraw".
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 from storage import logs as log_store
 from storage import metrics as metric_store
 from storage import notes as note_store
+from storage import progress as progress_store
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
@@ -187,7 +188,7 @@ def poll(
     listed and read; a selected run of someone else shows as no run at all.
     """
     update = RunsUpdate()
-    snapshot = RunsSnapshot(run_store.run_progress(db, owner=owner))
+    snapshot = RunsSnapshot(progress_store.run_progress(db, owner=owner))
     list_key = snapshot.list_key()
     runs: list[RunInfo] | None = None
     if force or list_key != view.list_key:
