@@ -26,7 +26,8 @@ NEGATED = """components:
 
 def choose(page: Page, elem_id: str, option: str) -> None:
     page.locator(f"#{elem_id} input").click()
-    page.get_by_role("option", name=option, exact=True).click()
+    # the list just opened: a list of the previous pick may still be closing
+    page.get_by_role("option", name=option, exact=True).last.click()
 
 
 def plot_data(page: Page, elem_id: str) -> list[dict]:
