@@ -12,7 +12,7 @@ Conventions:
 - JSON columns (``run.config_json``, ``sample.trace_json``, ``sample.extra_json``) hold strict
   JSON (non-finite floats become ``null``), so a browser can parse them as they are. The models
   expose them decoded (``Run.config``, ``Sample.trace``, ``Sample.extra``) through
-  :class:`JSONText`, and ``Run.status`` as a :class:`RunStatus` through :class:`StatusText`:
+  :class:`JSONText`, and ``Run.status`` as a :class:`RunStatus` through :class:`EnumText`:
   the table models are the row types the rest of the code reads, nothing is defined twice.
 
 The schema changes only together with ``SCHEMA_VERSION`` and a numbered step in
@@ -121,30 +121,22 @@ class JSONText(TypeDecorator[Any]):
         return None if value is None else json.loads(value)
 
 
-class StatusText(TypeDecorator[RunStatus]):
-    """A VARCHAR column holding a :class:`RunStatus` value, read back as the enum."""
+class EnumText(TypeDecorator[Enum]):
+    """A VARCHAR column holding a value of the str enum ``enum``, read back as the enum (a value
+    outside it is refused on the way in)."""
 
     impl = String
     cache_ok = True
 
-    def process_bind_param(self, value: RunStatus | str | None, dialect: Dialect) -> str | None:
-        return None if value is None else RunStatus(value).value
+    def __init__(self, enum: type[Enum]) -> None:
+        super().__init__()
+        self.enum = enum
 
-    def process_result_value(self, value: str | None, dialect: Dialect) -> RunStatus | None:
-        return None if value is None else RunStatus(value)
+    def process_bind_param(self, value: Enum | str | None, dialect: Dialect) -> str | None:
+        return None if value is None else self.enum(value).value
 
-
-class PhaseText(TypeDecorator[RunPhase]):
-    """A VARCHAR column holding a :class:`RunPhase` value, read back as the enum."""
-
-    impl = String
-    cache_ok = True
-
-    def process_bind_param(self, value: RunPhase | str | None, dialect: Dialect) -> str | None:
-        return None if value is None else RunPhase(value).value
-
-    def process_result_value(self, value: str | None, dialect: Dialect) -> RunPhase | None:
-        return None if value is None else RunPhase(value)
+    def process_result_value(self, value: str | None, dialect: Dialect) -> Enum | None:
+        return None if value is None else self.enum(value)
 
 
 class Run(SQLModel, table=True):
@@ -161,7 +153,7 @@ class Run(SQLModel, table=True):
     name: str
     algorithm: str
     status: RunStatus = Field(
-        default=RunStatus.QUEUED, sa_column=Column("status", StatusText, nullable=False)
+        default=RunStatus.QUEUED, sa_column=Column("status", EnumText(RunStatus), nullable=False)
     )
     config: dict[str, Any] = Field(sa_column=Column("config_json", JSONText, nullable=False))
     created_at: float
@@ -219,7 +211,7 @@ class PhaseEntry(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     run_id: str = Field(foreign_key="run.id", ondelete="CASCADE")
-    phase: RunPhase = Field(sa_column=Column("phase", PhaseText, nullable=False))
+    phase: RunPhase = Field(sa_column=Column("phase", EnumText(RunPhase), nullable=False))
     step: int | None = None
     time: float
 
