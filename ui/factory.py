@@ -9,7 +9,7 @@ an :class:`~ui.shared.context.AppContext`. Tabs exchange what they share through
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import gradio as gr
@@ -67,53 +67,70 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             # Hugging Face sign-in (the Space's README sets hf_oauth: true); signed-in users
             # own their runs as hf:<username>, visitors get a per-session identity.
             gr.LoginButton(elem_id="login-button")
-        with gr.Tabs(elem_id="main-tabs") as tabs:
-            with gr.Tab("Design", id="design", elem_id="tab-design"):
+        with gr.Tabs(elem_id="main-tabs"):
+            with gr.Tab("Design", id="design", elem_id="tab-design") as design_tab:
                 design = build_design(ctx)
-            with gr.Tab("Preview", id="preview", elem_id="tab-preview"):
+            with gr.Tab("Preview", id="preview", elem_id="tab-preview") as preview_tab:
                 build_preview(ctx, design)
-            with gr.Tab("Train", id="train", elem_id="tab-train"):
+            with gr.Tab("Train", id="train", elem_id="tab-train") as train_tab:
                 train = build_train(ctx, design)
-            with gr.Tab("Runs", id="runs", elem_id="tab-runs"):
+            with gr.Tab("Runs", id="runs", elem_id="tab-runs") as runs_tab:
                 runs = build_runs(ctx, design.spec_state)
             with gr.Tab("Compare", id="compare", elem_id="tab-compare") as compare_tab:
                 compare = build_compare(ctx, compare_tab)
             with gr.Tab("Playground", id="playground", elem_id="tab-playground") as playground:
                 build_playground(ctx, design, playground)
 
+        # The Runs view polls only while it shows.
+        for tab in (design_tab, preview_tab, train_tab, runs_tab, compare_tab, playground):
+            tab.select(
+                _timer_switch(active=tab is runs_tab),
+                outputs=runs.timer,
+                show_progress="hidden",
+                api_visibility="private",
+            )
+
         # "Start training" takes the user to the new run.
         def to_new_run(run_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None):
             choices, pick = initial_selection(ctx, viewer_for(request, profile), run_id)
-            return gr.Tabs(selected="runs"), gr.Dropdown(choices=choices, value=pick)
+            return gr.Dropdown(choices=choices, value=pick)
 
         train.run_id.change(
-            to_new_run,
-            inputs=train.run_id,
-            outputs=[tabs, runs.run_select],
-            api_visibility="private",
-        )
+            to_new_run, inputs=train.run_id, outputs=runs.run_select, api_visibility="private"
+        ).then(None, js=f"() => {{ {CLICK_RUNS_TAB} }}")
 
         # An anonymous visitor is known by the server's cookie (ui.access.visitor_cookie), which the
         # page never sees: nothing the page holds or a link restores names the visitor.
         def on_load(request: gr.Request, profile: gr.OAuthProfile | None = None):
             requested = request.query_params.get("run") if request is not None else None
             choices, pick = initial_selection(ctx, viewer_for(request, profile), requested)
-            # A link to one of the viewer's runs opens on that run's view.
-            tab = gr.Tabs(selected="runs") if requested and pick == requested else gr.Tabs()
-            runs_list, compare_list = (
-                gr.Dropdown(choices=choices, value=pick),
-                gr.Dropdown(choices=choices),
-            )
-            return runs_list, compare_list, tab
+            return gr.Dropdown(choices=choices, value=pick), gr.Dropdown(choices=choices)
 
+        # A link to one of the viewer's runs (the one the server picked) opens on its view.
         demo.load(
-            on_load,
-            outputs=[runs.run_select, compare.runs_box, tabs],
-            api_visibility="private",
+            on_load, outputs=[runs.run_select, compare.runs_box], api_visibility="private"
+        ).then(
+            None,
+            inputs=runs.run_select,
+            js="(picked) => { const asked = new URLSearchParams(location.search).get('run');"
+            f" if (asked && asked === picked) {{ {CLICK_RUNS_TAB} }} }}",
         )
         build_api(ctx)
         build_lab_api(ctx)
     return demo
+
+
+# The Runs tab is opened by a click on its button, never by an update of the tabs from the
+# server: an event's outputs are refreshed by the page on every later event, and refreshing the
+# tabs walks the whole page.
+CLICK_RUNS_TAB = (
+    "[...document.querySelectorAll('#main-tabs [role=tab]')]"
+    ".find((b) => b.textContent.trim() === 'Runs')?.click();"
+)
+
+
+def _timer_switch(active: bool) -> Callable[[], gr.Timer]:
+    return lambda: gr.Timer(active=active)
 
 
 def launch_kwargs(ctx: AppContext) -> dict:

@@ -45,6 +45,26 @@ def test_design_inputs_are_the_form_keys_in_order():
     assert {key for key, md in parts.errors.items() if md.visible} == {"repetition.weight"}
 
 
+def test_an_edit_updates_only_the_error_lines_that_change():
+    form = SpecForm()
+    values = form.values_from_spec(PRESETS["hand-tuned GRPO script"])
+    values["repetition.weight"] = -0.1  # drawn with a warning under it
+    with gr.Blocks():
+        parts = draw_form(form, values)
+    by_line = {md: key for key, md in parts.errors.items()}
+
+    def changed(values) -> dict[str, bool]:
+        return {by_line[md]: up.visible for md, up in parts.show_errors(form.check(values)).items()}
+
+    values["repetition.weight"] = 0.5
+    assert changed(values) == {"repetition.weight": False}
+    assert changed(values) == {}  # nothing new: no update at all
+    values["format.weight"] = "x"
+    assert changed(values) == {"format.weight": True}
+    values["format.weight"] = 1.0
+    assert changed(values) == {"format.weight": False}
+
+
 def test_train_inputs_are_config_fields_and_build_the_default_config(ctx):
     spec = PRESETS[DEFAULT_PRESET]
     with gr.Blocks():
@@ -59,3 +79,16 @@ def test_train_inputs_are_config_fields_and_build_the_default_config(ctx):
     default = RunConfig()
     for section in ("generation", "training", "grpo"):
         assert getattr(config, section) == getattr(default, section)
+
+
+def test_an_edit_in_one_slot_updates_its_lines_the_specs_and_every_metric_name():
+    form = SpecForm()
+    values = form.values_from_spec(PRESETS["hand-tuned GRPO script"])
+    with gr.Blocks():
+        parts = draw_form(form, values)
+    lines = parts.lines_of("format")
+    assert {GENERAL, DESCRIPTION, "format.weight", "repetition.label"} <= set(lines)
+    assert "repetition.weight" not in lines
+    values["repetition.weight"] = "x"  # an error in another slot: not drawn by this edit
+    assert parts.show_errors(form.check(values), lines) == {}
+    assert len(parts.show_errors(form.check(values), parts.lines_of("repetition"))) == 1

@@ -11,7 +11,7 @@ input key, never by position.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,20 @@ def elem_key(key: str) -> str:
     """An input key as a DOM-friendly id fragment (``rule#2.weight`` -> ``rule-2-weight``,
     ``format.schedule:end`` -> ``format-schedule-end``)."""
     return key.replace("#", "-").replace(".", "-").replace("_", "-").replace(":", "-")
+
+
+def drawn(key: str) -> dict[str, Any]:
+    """Arguments that keep a block across redraws of the editor, so the page updates it in place
+    instead of building it again (a redraw of a large form took the browser tens of seconds on
+    two cores). Nothing the page holds is kept over what is drawn: every value comes from the
+    layout, which add, remove and load read from the inputs first."""
+    return {"key": key, "preserved_by_key": None}
+
+
+def section_of(key: str) -> str:
+    """The slot an input or error key belongs to (``"rule#2"`` for ``rule#2.weight``), or
+    ``""`` for the spec's own (description, aggregation, the general line)."""
+    return key.rpartition(".")[0]
 
 
 def header_label(slot: Slot, enabled: bool) -> str:
@@ -112,25 +126,44 @@ class FormParts:
     removes: dict[str, gr.Button] = field(default_factory=dict)  # slot key -> its Remove button
     add_name: gr.Dropdown | None = None  # which registry component "Add component" adds
     add: gr.Button | None = None
+    shown: dict[str, str] = field(default_factory=dict)  # input key -> the note under it now
 
     def read(self, raw: Values) -> FormValues:
         """The form values, by input key, out of what Gradio passes for a set of inputs."""
         return {key: raw[comp] for key, comp in self.inputs.items()}
 
-    def show_errors(self, check: FormCheck) -> Updates:
-        """Updates that show each error (or warning) under its input and hide the others."""
+    def show_errors(self, check: FormCheck, lines: Collection[str] | None = None) -> Updates:
+        """Updates that show each error (or warning) under its input and hide the others,
+        for the lines that change only (a form holds a hundred or more, and each update costs
+        the page a redraw of its line); ``lines``: only these (default: all)."""
         notes = {**check.warnings, **check.errors}  # an error outranks advice on one input
+        keys = self.errors.keys() if lines is None else lines
+        changed = [key for key in keys if notes.get(key, "") != self.shown.get(key, "")]
+        for key in changed:
+            self.shown[key] = notes.get(key, "")
         return {
-            md: gr.Markdown(value=warn(escape(notes.get(key, ""))), visible=key in notes)
-            for key, md in self.errors.items()
+            self.errors[key]: gr.Markdown(
+                value=warn(escape(notes.get(key, ""))), visible=key in notes
+            )
+            for key in changed
         }
+
+    def lines_of(self, section: str) -> list[str]:
+        """The error lines an edit in ``section`` (a slot key, or ``""`` for the spec's own
+        inputs) updates: the section's own, the spec's, and every metric name's (a name's
+        clash is reported under the later of the two slots)."""
+        return [
+            key for key in self.errors if section_of(key) in (section, "") or key.endswith(".label")
+        ]
 
 
 def _param_input(slot: Slot, p: ParamSpec, value: Any) -> gr.components.Component:
+    elem_id = elem_key(f"{slot.key}.{p.name}")
     common = {
         "label": p.name.replace("_", " "),
-        "elem_id": elem_key(f"{slot.key}.{p.name}"),
+        "elem_id": elem_id,
         "interactive": True,  # drawn by gr.render, where Gradio infers no interactivity
+        **drawn(elem_id),
     }
     info = f"{p.doc} ({p.describe_allowed()})"
     if p.type == "bool":
@@ -150,25 +183,31 @@ def _param_input(slot: Slot, p: ParamSpec, value: Any) -> gr.components.Componen
 
 def _error_md(parts: FormParts, key: str, notes: dict[str, str]) -> None:
     note = notes.get(key)
-    parts.errors[key] = error_line(f"error-{elem_key(key)}", warn(escape(note)) if note else "")
+    if note:
+        parts.shown[key] = note
+    elem_id = f"error-{elem_key(key)}"
+    parts.errors[key] = error_line(elem_id, warn(escape(note)) if note else "", **drawn(elem_id))
 
 
 def _build_slot(parts: FormParts, slot: Slot, values: FormValues, notes: dict[str, str]) -> None:
     """One component's accordion, open while enabled: enable switch, weight, metric name, its
     parameters and a Remove button."""
     at = f"{slot.key}."
+    block = elem_key(slot.key)  # key prefix of this slot's blocks
     enabled = bool(values[at + "enabled"])
     accordion = gr.Accordion(
-        header_label(slot, enabled), open=enabled, elem_id=f"slot-{elem_key(slot.key)}"
+        header_label(slot, enabled), open=enabled, elem_id=f"slot-{block}", **drawn(f"slot-{block}")
     )
     parts.accordions[slot.key] = (slot, accordion)
-    with accordion, gr.Group():
-        with gr.Row():
-            gr.Markdown(escape(slot.info.description), padding=True)
-            parts.removes[slot.key] = gr.Button(
-                "Remove", size="sm", scale=0, elem_id=f"remove-{elem_key(slot.key)}"
+    with accordion, gr.Group(**drawn(f"{block}-group")):
+        with gr.Row(**drawn(f"{block}-head")):
+            gr.Markdown(
+                escape(slot.info.description), padding=True, **drawn(f"{block}-description")
             )
-        with gr.Row():
+            parts.removes[slot.key] = gr.Button(
+                "Remove", size="sm", scale=0, elem_id=f"remove-{block}", **drawn(f"remove-{block}")
+            )
+        with gr.Row(**drawn(f"{block}-fields")):
             parts.inputs[at + "enabled"] = gr.Checkbox(
                 value=enabled,
                 label=f"use {slot.label}",
@@ -176,16 +215,18 @@ def _build_slot(parts: FormParts, slot: Slot, values: FormValues, notes: dict[st
                 interactive=True,
                 scale=1,
                 min_width=120,
+                **drawn(elem_key(at + "enabled")),
             )
-            with gr.Column(scale=2, min_width=140):
+            with gr.Column(scale=2, min_width=140, **drawn(f"{block}-weight-column")):
                 parts.inputs[at + "weight"] = gr.Number(
                     value=values[at + "weight"],
                     label="weight",
                     elem_id=elem_key(at + "weight"),
                     interactive=True,
+                    **drawn(elem_key(at + "weight")),
                 )
                 _error_md(parts, at + "weight", notes)
-            with gr.Column(scale=3, min_width=180):
+            with gr.Column(scale=3, min_width=180, **drawn(f"{block}-label-column")):
                 parts.inputs[at + "label"] = gr.Textbox(
                     value=values[at + "label"],
                     label="metric name in charts",
@@ -193,25 +234,30 @@ def _build_slot(parts: FormParts, slot: Slot, values: FormValues, notes: dict[st
                     max_lines=1,
                     elem_id=elem_key(at + "label"),
                     interactive=True,
+                    **drawn(elem_key(at + "label")),
                 )
                 _error_md(parts, at + "label", notes)
         _schedule_row(parts, slot, values, notes)
         params = slot.info.params
         for start in range(0, len(params), 3):
-            with gr.Row():
+            with gr.Row(**drawn(f"{block}-params-{start}")):
                 for p in params[start : start + 3]:
-                    with gr.Column(min_width=200):
+                    with gr.Column(min_width=200, **drawn(f"{block}-{elem_key(p.name)}-column")):
                         parts.inputs[at + p.name] = _param_input(slot, p, values[at + p.name])
                         _error_md(parts, at + p.name, notes)
-        gr.Markdown(f"<small>Source: {escape(slot.info.source)}</small>", padding=True)
+        gr.Markdown(
+            f"<small>Source: {escape(slot.info.source)}</small>",
+            padding=True,
+            **drawn(f"{block}-source"),
+        )
 
 
 def _schedule_row(parts: FormParts, slot: Slot, values: FormValues, notes: dict[str, str]) -> None:
     """The weight's schedule: kind, the weight it reaches and the steps where it moves."""
     keys = schedule_keys(slot.key)
     kind, end, start_step, end_step = (values[k] for k in keys)
-    with gr.Row():
-        common = [{"elem_id": elem_key(k), "interactive": True} for k in keys]
+    with gr.Row(**drawn(f"{elem_key(slot.key)}-schedule")):
+        common = [{"elem_id": elem_key(k), "interactive": True, **drawn(elem_key(k))} for k in keys]
         widgets = (
             gr.Dropdown(
                 list(KINDS),
@@ -244,6 +290,7 @@ def draw_form(form: SpecForm, values: FormValues, adding: str | None = None) -> 
         max_lines=4,
         elem_id=elem_key(DESCRIPTION),
         interactive=True,
+        **drawn(elem_key(DESCRIPTION)),
     )
     _error_md(parts, DESCRIPTION, notes)
     parts.inputs[AGGREGATION] = gr.Dropdown(
@@ -253,11 +300,12 @@ def draw_form(form: SpecForm, values: FormValues, adding: str | None = None) -> 
         info="sum then normalise per group (default), or normalise each component, then sum",
         elem_id=elem_key(AGGREGATION),
         interactive=True,
+        **drawn(elem_key(AGGREGATION)),
     )
     _error_md(parts, AGGREGATION, notes)
     for slot in form.slots_in(values):
         _build_slot(parts, slot, values, notes)
-    with gr.Row(equal_height=True):
+    with gr.Row(equal_height=True, **drawn("add-row")):
         parts.add_name = gr.Dropdown(
             label="Add component",
             choices=form.component_names,
@@ -265,31 +313,43 @@ def draw_form(form: SpecForm, values: FormValues, adding: str | None = None) -> 
             elem_id="add-component-name",
             interactive=True,
             scale=3,
+            **drawn("add-component-name"),
         )
-        parts.add = gr.Button("Add component", scale=1, elem_id="add-component")
+        parts.add = gr.Button(
+            "Add component", scale=1, elem_id="add-component", **drawn("add-component")
+        )
     return parts
 
 
 def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets, version: int) -> None:
     """Validate on every edit; add and remove slots by drawing the editor again."""
 
-    def on_edit(raw: Values) -> Updates:
-        if raw[out.layout].get("version") != version:
-            return {}  # sent by inputs that a redraw has replaced since: stale
-        check = form.check(parts.read(raw))
-        return {**parts.show_errors(check), **out.checked(check, raw[out.export_format])}
+    def editor_of(lines: list[str]) -> Callable[[Values], Updates]:
+        def on_edit(raw: Values) -> Updates:
+            if raw[out.layout].get("version") != version:
+                return {}  # sent by inputs that a redraw has replaced since: stale
+            check = form.check(parts.read(raw))
+            return {**parts.show_errors(check, lines), **out.checked(check, raw[out.export_format])}
 
-    gr.on(
-        [c.input for c in parts.inputs.values()]
-        + [c.blur for c in parts.inputs.values() if isinstance(c, gr.Number)],
-        on_edit,
-        inputs={out.layout, out.export_format, *parts.inputs.values()},
-        outputs=[out.spec_state, out.status, out.code, *parts.errors.values()],
-        trigger_mode="always_last",
-        show_progress="hidden",
-        api_visibility="private",
-        **FORM_QUEUE,
-    )
+        return on_edit
+
+    # One listener per section, updating its own error lines: the page refreshes every output
+    # of every event it has run on each status change, so outputs are kept few.
+    sections: dict[str, list[gr.components.Component]] = {}
+    for key, comp in parts.inputs.items():
+        sections.setdefault(section_of(key), []).append(comp)
+    for section, comps in sections.items():
+        lines = parts.lines_of(section)
+        gr.on(
+            [c.input for c in comps] + [c.blur for c in comps if isinstance(c, gr.Number)],
+            editor_of(lines),
+            inputs={out.layout, out.export_format, *parts.inputs.values()},
+            outputs=[out.spec_state, out.status, out.code, *(parts.errors[k] for k in lines)],
+            trigger_mode="always_last",
+            show_progress="hidden",
+            api_visibility="private",
+            **FORM_QUEUE,
+        )
 
     # The "on" badge follows the component's own switch (one small update, not a redraw).
     for key, (slot, accordion) in parts.accordions.items():

@@ -408,7 +408,9 @@ def _wire_samples(ctx: AppContext, parts: RunsParts) -> None:
 
 
 def build_runs(ctx: AppContext, design_spec: gr.State | None = None) -> RunsHandles:
-    timer = gr.Timer(POLL_SECONDS)
+    # Ticks only while the Runs tab shows (ui.factory turns it on and off): every event makes
+    # the page refresh the status of each output it has drawn, which slows all other tabs.
+    timer = gr.Timer(POLL_SECONDS, active=False)
     parts = build_runs_parts()
     _wire_poll(ctx, parts, timer)
     _wire_samples(ctx, parts)

@@ -18,9 +18,12 @@ Values = dict[gr.components.Component, Any]  # what a handler gets for a set of 
 Updates = dict[gr.components.Component, Any]  # what a handler returns: component -> new value
 
 
-def error_line(elem_id: str, message: str = "") -> gr.Markdown:
-    """The line under an input where its validation message shows (hidden while empty)."""
-    return gr.Markdown(message, visible=bool(message), elem_classes="field-error", elem_id=elem_id)
+def error_line(elem_id: str, message: str = "", **drawn: Any) -> gr.Markdown:
+    """The line under an input where its validation message shows (hidden while empty);
+    ``drawn``: a ``gr.render`` key, for lines drawn again on each render."""
+    return gr.Markdown(
+        message, visible=bool(message), elem_classes="field-error", elem_id=elem_id, **drawn
+    )
 
 
 def show_error_at(errors: dict[str, gr.Markdown], where: str | None, message: object) -> Updates:
