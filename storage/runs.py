@@ -30,6 +30,7 @@ from storage.schema import (
     Metric,
     PhaseEntry,
     Run,
+    RunLabel,
     RunNote,
     RunStatus,
     Sample,
@@ -322,13 +323,14 @@ def heartbeat(db: Database, run_id: str, step: int | None = None) -> None:
 
 
 def delete_run(db: Database, run_id: str) -> bool:
-    """Delete a run with all its metrics, samples, log lines and notes; False if there was none.
+    """Delete a run with all its metrics, samples, log lines, notes and labels; False if there
+    was none.
 
     Stopping a running worker first is the caller's job (its writes would fail afterwards).
     """
 
     def write(session: Session) -> bool:
-        for table in (Metric, Sample, LogLine, PhaseEntry, RunNote):
+        for table in (Metric, Sample, LogLine, PhaseEntry, RunNote, RunLabel):
             session.execute(delete(table).where(table.run_id == run_id))
         return session.execute(delete(Run).where(Run.id == run_id)).rowcount > 0
 

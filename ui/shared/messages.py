@@ -7,10 +7,19 @@ Messages are Markdown; text that comes from users or errors is HTML-escaped firs
 from __future__ import annotations
 
 import html
+import re
+
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
 
 
 def escape(text: object) -> str:
     return html.escape(str(text), quote=False)
+
+
+def escape_markdown(text: object) -> str:
+    """User text shown as itself inside Markdown: HTML-escaped, and Markdown punctuation
+    backslashed, so a tag or note cannot make a link, a heading or emphasis."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", escape(text))
 
 
 def ok(markdown: str) -> str:
