@@ -58,8 +58,9 @@ def _v2_to_v3(conn: Connection) -> None:
 
 
 def _v3_to_v4(conn: Connection) -> None:
-    """Runs get what their user writes about them: tags and a note (``storage.schema.RunLabel``);
-    older runs have none."""
+    """Runs get what their user writes about them: tags and a note (``storage.schema.RunLabel``;
+    older runs have none), and the seconds their earlier attempts ran (0 for older runs)."""
+    conn.exec_driver_sql("ALTER TABLE run ADD COLUMN earlier_attempts_s FLOAT NOT NULL DEFAULT 0")
     conn.exec_driver_sql(  # the text a new file gets, so both read the same in sqlite_master
         "CREATE TABLE run_label (\n\trun_id VARCHAR NOT NULL, \n\ttags_json TEXT NOT NULL, "
         "\n\tnote TEXT NOT NULL, \n\tupdated_at FLOAT NOT NULL, \n\tPRIMARY KEY (run_id), "

@@ -20,7 +20,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from storage.db import Database
-from storage.encoding import config_object, epoch_or_none, optional_int, text_field
+from storage.encoding import (
+    config_object,
+    epoch_or_none,
+    finite_or_none,
+    optional_int,
+    text_field,
+)
 from storage.run_caps import ActiveRunCaps, check_caps
 from storage.schema import (
     LOCAL_OWNER,
@@ -237,6 +243,8 @@ def _normalise(fields: Mapping[str, Any]) -> dict[str, Any]:
             values[key] = optional_int(value, key, minimum=0 if key == "last_step" else 1)
             if values[key] is None:
                 raise ValueError(f"{key}: must be an integer, not None")
+        elif key == "earlier_attempts_s":
+            values[key] = max(0.0, finite_or_none(value, key) or 0.0)
         elif key in ("started_at", "ended_at", "heartbeat_at"):
             values[key] = epoch_or_none(value, key)
         elif key == "output_dir":
@@ -268,6 +276,10 @@ def _apply(session: Session, run_id: str, values: dict[str, Any]) -> RunInfo:
                 stamps.update(
                     attempt=row.attempt + 1, error_message=None, error_traceback=None, ended_at=None
                 )
+                if new in (RunStatus.QUEUED, RunStatus.RUNNING) and row.started_at and row.ended_at:
+                    # the attempt that ended keeps counting in the run's duration
+                    ran = max(0.0, row.ended_at - row.started_at)
+                    stamps["earlier_attempts_s"] = row.earlier_attempts_s + ran
             if new == RunStatus.RUNNING:
                 stamps.update(started_at=now, ended_at=None, heartbeat_at=now)
             elif new in TERMINAL_STATUSES:

@@ -174,6 +174,10 @@ class Run(SQLModel, table=True):
     # "anon:<visitor key>" (see ui.access.identity); set by the server, never by the client.
     # "anon:<browser session>" (see ui.access.identity); set by the server, never by the client.
     owner: str = Field(default=LOCAL_OWNER, nullable=False)
+    # Seconds the run's earlier attempts ran (each ended one adds its started_at -> ended_at
+    # when the run is started again), so a resumed run's duration counts them all. 0 on runs
+    # resumed before schema v4: their earlier attempts were never measured.
+    earlier_attempts_s: float = Field(default=0.0, nullable=False)
 
     @property
     def is_terminal(self) -> bool:

@@ -16,7 +16,7 @@ from storage.labels import (
     set_label,
 )
 from storage.paths import db_path
-from storage.runs import RunNotFoundError, create_run, delete_run
+from storage.runs import RunNotFoundError, create_run, delete_run, get_run
 from storage.schema import SCHEMA_VERSION
 
 
@@ -63,15 +63,17 @@ def test_only_the_owner_may_label_a_run(db):
     assert label_of(db, "r1").tags == ["mine"]
 
 
-def test_a_version_3_database_gets_labels_and_keeps_its_runs(data_dir):
+def test_a_version_3_database_gets_labels_and_attempt_times_and_keeps_its_runs(data_dir):
     path = db_path(data_dir)
     with Database(path) as db:
         create_run(db, algorithm="grpo", config={"a": 1}, run_id="old")
     with sqlite3.connect(path) as conn:  # back to what version 3 had
         conn.execute("DROP TABLE run_label")
+        conn.execute("ALTER TABLE run DROP COLUMN earlier_attempts_s")
         conn.execute("UPDATE schema_version SET version = 3")
     with Database(path) as db:
         assert db.schema_version == SCHEMA_VERSION == 4
         assert label_of(db, "old") is None
+        assert get_run(db, "old").earlier_attempts_s == 0.0  # never measured
         set_label(db, "old", tags="kept", note="from v3")
         assert label_of(db, "old").note == "from v3"

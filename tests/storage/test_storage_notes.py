@@ -34,6 +34,7 @@ def test_a_version_2_database_gets_the_notes_table(data_dir):
         for table in ("run_note", "run_phase", "run_label"):
             conn.execute(f"DROP TABLE {table}")
         conn.execute("ALTER TABLE run DROP COLUMN queued_at")
+        conn.execute("ALTER TABLE run DROP COLUMN earlier_attempts_s")
         conn.execute("UPDATE schema_version SET version = 2")
     with Database(path) as db:
         assert db.schema_version == SCHEMA_VERSION == 4

@@ -80,8 +80,13 @@ V3_SCHEMA |= {
     "ix_run_note_run_id": "CREATE INDEX ix_run_note_run_id ON run_note (run_id, id)",
 }
 
-# Version 4 adds what users write about their runs: tags and a note.
+# Version 4 adds what users write about their runs (tags and a note), and the seconds a run's
+# earlier attempts ran.
 V4_SCHEMA = V3_SCHEMA | {
+    "run": V3_SCHEMA["run"].replace(
+        "owner VARCHAR NOT NULL, ",
+        "owner VARCHAR NOT NULL, \n\tearlier_attempts_s FLOAT NOT NULL, ",
+    ),
     "run_label": (
         "CREATE TABLE run_label (\n\trun_id VARCHAR NOT NULL, \n\ttags_json TEXT NOT NULL, "
         "\n\tnote TEXT NOT NULL, \n\tupdated_at FLOAT NOT NULL, \n\tPRIMARY KEY (run_id), "
@@ -198,7 +203,10 @@ def test_a_v2_file_written_by_earlier_code_reads_and_writes(data_dir):
         assert (again.attempt, again.config) == (2, {"a": 2})
         assert run.queued_at is None  # migrated: it queues by its creation time
     migrated = stored_schema(path)
-    assert "owner VARCHAR NOT NULL, queued_at FLOAT" in migrated.pop("run")  # ALTER TABLE's
+    migrated_run = migrated.pop("run")  # ALTER TABLE's: new columns at the end
+    assert "owner VARCHAR NOT NULL, queued_at FLOAT, earlier_attempts_s FLOAT NOT NULL" in (
+        migrated_run
+    )
     assert migrated == {k: v for k, v in V4_SCHEMA.items() if k != "run"}
 
 

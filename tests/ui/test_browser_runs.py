@@ -21,7 +21,7 @@ def test_runs_get_tags_and_a_note_and_are_found_by_them(page: Page, live_app):
     open_tab(page, "Runs")
     expect(rows(page, "runs-table")).to_have_count(2)
     # Every column of the runs table is inside its box (the last one was cut off).
-    assert headers(page, "runs-table")[-1] == "last attempt"
+    assert headers(page, "runs-table")[-1] == "duration"
     overflow = page.evaluate(
         "() => { const t = document.querySelector('#runs-table');"
         " const ths = [...t.querySelectorAll('thead th')];"

@@ -30,8 +30,8 @@ from ui.runs.run_filter import RunFilter
 from ui.runs.state import RunsSnapshot, RunView
 from ui.shared import hints, messages
 
-# "created" never moves; a resume starts a new attempt, so the time shown is that attempt's.
-RUN_COLUMNS = ["run", "name", "status", "step", "tags", "created", "last attempt"]
+# "created" never moves; "duration" counts every attempt of a resumed run.
+RUN_COLUMNS = ["run", "name", "status", "step", "tags", "created", "duration"]
 RUN_COLUMN_WIDTHS = ["14%", "22%", "10%", "8%", "18%", "16%", "12%"]
 METRIC_PAGE = 20_000
 LOG_PAGE = 500
@@ -78,7 +78,7 @@ def _when(ts: float | None) -> str:
 
 
 def _duration(run: RunInfo, now: float) -> str:
-    took = run_progress.attempt_seconds(run, now)
+    took = run_progress.run_seconds(run, now)
     return "" if took is None else run_progress.clock(took)
 
 
