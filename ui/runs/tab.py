@@ -392,13 +392,12 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         row = evt.row_value if getattr(evt, "row_value", None) else None
         return row[0] if row else gr.skip()
 
-    # The previous run's download, action message and delete question do not belong to the
-    # run now open (a confirm after switching would delete the wrong run).
+    # The previous run's download, action message ("Resuming …") and delete question do not
+    # belong to the run now open (a confirm after switching would delete the wrong run),
+    # however it was opened: picked, a row clicked, or a run just started in Train.
     cleared = [parts.download, parts.action_md, parts.confirm_row]
-    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private").then(
-        clear_action_output, outputs=cleared, api_visibility="private"
-    )
-    parts.run_select.input(
+    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private")
+    parts.run_select.change(
         clear_action_output, outputs=cleared, api_visibility="private", show_progress="hidden"
     )
 
