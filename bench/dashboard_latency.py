@@ -37,7 +37,7 @@ from storage.db import Database
 from storage.metrics import MetricWriter
 from storage.paths import db_path
 from storage.schema import RunStatus
-from ui.runs import poll
+from ui.runs.poll import poll
 from ui.runs.state import RunView
 
 WRITTEN_AT = "bench/written_at"

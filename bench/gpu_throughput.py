@@ -63,7 +63,7 @@ from trl import GRPOTrainer
 
 config = RunConfig.load(sys.argv[1])
 model, tokenizer = load_model_and_tokenizer(config.model)
-funcs, _ = to_trl(config.reward)
+funcs, weights = to_trl(config.reward)
 ends, generation_s = [], []
 
 class TimedGeneration(GRPOTrainer):  # bare TRL; only the generation call is timed
@@ -81,7 +81,7 @@ class StepClock(TrainerCallback):
 
 started = time.perf_counter()
 trainer = TimedGeneration(model=model, reward_funcs=funcs,
-                          args=build_trl_args(config, sys.argv[2]),
+                          args=build_trl_args(config, sys.argv[2], weights),
                           train_dataset=Dataset.from_list(load_rows(config.data)),
                           processing_class=tokenizer, callbacks=[StepClock()])
 trainer.train()

@@ -31,8 +31,8 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rewards.composer import score
-from rewards.mathpool import get_checker
 from rewards.spec import RewardSpec
+from rewards.verification.mathpool import get_checker
 from ui import api
 from ui.api import ApiError
 from ui.shared.context import AppContext

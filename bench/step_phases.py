@@ -45,11 +45,11 @@ PHASES: dict[str, list[tuple[str, str]]] = {
         ("accelerate.optimizer:AcceleratedOptimizer", "step"),
     ],
     "ppo": [
-        ("engine.trainers.ppo:PPOTrainer", "generate"),
-        ("engine.trainers.ppo:PPOTrainer", "score"),
-        ("engine.trainers.ppo:PPOTrainer", "evaluate_rollout"),
-        ("engine.trainers.ppo:PPOTrainer", "update"),
-        ("engine.trainers.ppo_update:completion_forward", ""),
+        ("engine.trainers.ppo.trainer:PPOTrainer", "generate"),
+        ("engine.trainers.ppo.trainer:PPOTrainer", "score"),
+        ("engine.trainers.ppo.trainer:PPOTrainer", "evaluate_rollout"),
+        ("engine.trainers.ppo.trainer:PPOTrainer", "update"),
+        ("engine.trainers.ppo.update:completion_forward", ""),
         ("accelerate:Accelerator", "backward"),
         ("accelerate:Accelerator", "clip_grad_norm_"),
         ("accelerate.optimizer:AcceleratedOptimizer", "step"),
@@ -135,13 +135,13 @@ def run_ppo(
     config, model, tokenizer, rows, out: Path, clock: PhaseClock, profile, cprofile
 ) -> None:
     from engine.run.stop_request import StopRequest
-    from engine.trainers.ppo import PPOTrainer
+    from engine.trainers.ppo.trainer import PPOTrainer
 
     class Recorder:  # the worker's recorder, minus the database
         def metrics(self, step, values):
             pass
 
-        samples = progress = flush = metrics
+        samples = progress = flush = phase = metrics
 
     trainer = PPOTrainer(config, model, tokenizer, rows, out, Recorder(), StopRequest())
     for step in range(1, config.training.steps + 1):

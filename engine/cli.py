@@ -27,18 +27,18 @@ def _data_dir(value: str | None) -> Path:
 
 
 def _load_config(path: str):
+    """The run config in file ``path``, its text parsed once."""
     from engine.config.fields import parse_yaml
     from engine.config.run_config import RunConfig
 
-    file = Path(path)
-    if file.is_file() and not parse_yaml(file.read_text(encoding="utf-8", errors="replace")):
-        # An empty file would silently train the default config (the API refuses it too).
+    data = parse_yaml(RunConfig.read_text(path))
+    if not data:  # an empty file would silently train the default config (the API refuses it too)
         raise ConfigError(
             "",
             f"config file {path} is empty; write a run config "
             "(`python -m engine export-config` writes a documented one)",
         )
-    return RunConfig.load(path)
+    return RunConfig.from_dict(data)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -77,7 +77,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         from engine.run import worker  # the trainers' imports, once the run is recorded
 
         status = worker.run(
-            config_path(launcher.run_dir(run_id)), run_id, launcher.data_dir, show_progress=True
+            config_path(launcher.run_dir(run_id)),
+            run_id,
+            launcher.data_dir,
+            show_progress=True,
+            config=config,  # the object already parsed; the file is the copy for a resume
         )
     print(f"run {run_id}: {status}")
     return 0 if status != RunStatus.FAILED else 1

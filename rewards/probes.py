@@ -24,10 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewards.answers import find_answer
 from rewards.composer import ScoredSample, score
 from rewards.spec import RewardSpec
 from rewards.text import completion_text
+from rewards.verification.answers import find_answer
 
 _TAG_RE = re.compile(r"</?[A-Za-z][\w-]{0,39}>")
 _SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]*")  # linear: the tail always matches

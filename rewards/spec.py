@@ -25,14 +25,13 @@ import yaml
 
 from rewards.errors import RewardSpecError
 from rewards.params import (
-    MAX_NESTING,
     Bounds,
     describe_value,
     refuse_unknown_keys,
     text_problem,
-    too_deep,
 )
 from rewards.registry import REGISTRY
+from rewards.structured_text import TextFormatError, load_structured
 
 __all__ = [
     "DEFAULT_PRESET",
@@ -55,6 +54,8 @@ _SPEC_FIELDS = ("version", "components", "description")
 # Bounds the work one spec can ask of a scoring call (the web form holds at most 70: 20 of each
 # component that may repeat, one of each other).
 MAX_COMPONENTS = 100
+#: The longest spec text read (a spec of MAX_COMPONENTS components is far shorter).
+MAX_SPEC_CHARS = 1_000_000
 
 
 @dataclass
@@ -235,34 +236,16 @@ class RewardSpec:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
-    @classmethod
-    def from_json(cls, text: str) -> RewardSpec:
-        if too_deep(text):
-            raise RewardSpecError("", f"nests deeper than {MAX_NESTING} levels")
-        try:
-            data = json.loads(text)
-        except ValueError as err:  # JSONDecodeError, or a number over 4,300 digits
-            raise RewardSpecError("", f"not valid JSON: {describe_value(str(err))}") from None
-        except RecursionError:
-            raise RewardSpecError("", "nested too deeply to be a reward spec") from None
-        return cls.from_dict(data)
-
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
 
     @classmethod
-    def from_yaml(cls, text: str) -> RewardSpec:
-        if too_deep(text):
-            raise RewardSpecError("", f"nests deeper than {MAX_NESTING} levels")
+    def from_text(cls, text: str) -> RewardSpec:
+        """A spec from its JSON or YAML text (:func:`rewards.structured_text.load_structured`)."""
         try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            raise RewardSpecError("", f"not valid YAML: {err}") from None
-        except RecursionError:
-            raise RewardSpecError("", "nested too deeply to be a reward spec") from None
-        except ValueError:  # an integer over Python's 4,300-digit limit
-            raise RewardSpecError("", "holds a number with too many digits") from None
-        return cls.from_dict(data)
+            return cls.from_dict(load_structured(text, MAX_SPEC_CHARS))
+        except TextFormatError as err:
+            raise RewardSpecError("", str(err)) from None
 
 
 def _component_from_dict(data: Any, where: str) -> ComponentSpec:

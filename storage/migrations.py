@@ -30,11 +30,29 @@ def _v1_to_v2(conn: Connection) -> None:
 
 
 def _v2_to_v3(conn: Connection) -> None:
+    """Workers record the phases they enter (older runs have none and read as training), and
+    metrics of one quantity share one name."""
+    conn.exec_driver_sql(  # the text a new file gets, so both read the same in sqlite_master
+        "CREATE TABLE run_phase (\n\tid INTEGER NOT NULL, \n\trun_id VARCHAR NOT NULL, \n\t"
+        "phase VARCHAR NOT NULL, \n\tstep INTEGER, \n\ttime FLOAT NOT NULL, \n\tPRIMARY KEY "
+        "(id), \n\tFOREIGN KEY(run_id) REFERENCES run (id) ON DELETE CASCADE\n)"
+    )
+    conn.exec_driver_sql("CREATE INDEX ix_run_phase_run_id ON run_phase (run_id, id)")
+    # PPO runs logged entropy and clip fraction under names of their own; one name per
+    # quantity lets Compare overlay them with GRPO and RLOO runs.
+    for old, new in (
+        ("ppo/entropy", "policy/entropy"),
+        ("ppo/clip_fraction", "policy/clip_ratio/region_mean"),
+    ):
+        conn.exec_driver_sql("UPDATE metric SET name = ? WHERE name = ?", (new, old))
+
+
+def _v3_to_v4(conn: Connection) -> None:
     """Runs record when they last joined the queue; older runs queue by their creation."""
     conn.exec_driver_sql("ALTER TABLE run ADD COLUMN queued_at FLOAT")
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def migrate(conn: Connection, current: int, target: int) -> None:

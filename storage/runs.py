@@ -28,6 +28,7 @@ from storage.schema import (
     TRANSITIONS,
     LogLine,
     Metric,
+    PhaseEntry,
     Run,
     RunStatus,
     Sample,
@@ -59,6 +60,7 @@ class RunProgress(NamedTuple):
     last_step: int
     metric_cursor: int  # id of the run's newest metric row, 0 if none
     heartbeat_at: float | None
+    phase: str | None = None  # the RunPhase value its worker recorded last
 
 
 def _status(value: Any, field: str = "status") -> RunStatus:
@@ -339,7 +341,7 @@ def delete_run(db: Database, run_id: str) -> bool:
     """
 
     def write(session: Session) -> bool:
-        for table in (Metric, Sample, LogLine):
+        for table in (Metric, Sample, LogLine, PhaseEntry):
             session.execute(delete(table).where(table.run_id == run_id))
         return session.execute(delete(Run).where(Run.id == run_id)).rowcount > 0
 
@@ -396,21 +398,29 @@ def latest_steps(db: Database) -> dict[str, int]:
 
 
 def run_progress(db: Database, *, owner: str | None = None) -> dict[str, RunProgress]:
-    """Status, last step, newest metric id and heartbeat of every run (of ``owner`` when
+    """Status, last step, newest metric id, heartbeat and phase of every run (of ``owner`` when
     given), in one query.
 
-    The newest metric id comes from the ``(run_id, id)`` index, one lookup per run, so this
-    stays flat as metrics grow; a changed ``metric_cursor`` means new points to fetch.
+    The newest metric id and phase come from their ``(run_id, id)`` indexes, one lookup each
+    per run, so this stays flat as metrics grow; a changed ``metric_cursor`` means new points to
+    fetch.
     """
     newest = select(func.max(Metric.id)).where(Metric.run_id == Run.id).scalar_subquery()
-    query = select(Run.id, Run.status, Run.last_step, newest, Run.heartbeat_at)
+    phase = (  # of the current attempt only: a resumed run is not still "stopping"
+        select(PhaseEntry.phase)
+        .where(PhaseEntry.run_id == Run.id, PhaseEntry.time >= func.coalesce(Run.started_at, 0))
+        .order_by(PhaseEntry.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    query = select(Run.id, Run.status, Run.last_step, newest, Run.heartbeat_at, phase)
     if owner is not None:
         query = query.where(Run.owner == owner)
 
     def read(session: Session) -> dict[str, RunProgress]:
         return {
-            rid: RunProgress(status, last_step, cursor or 0, beat)
-            for rid, status, last_step, cursor, beat in session.execute(query)
+            rid: RunProgress(status, last_step, cursor or 0, beat, phase and str(phase))
+            for rid, status, last_step, cursor, beat, phase in session.execute(query)
         }
 
     return db.read(read)

@@ -31,7 +31,7 @@ from sqlmodel import Field, SQLModel
 
 from storage.encoding import json_text
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # The owner of runs started from the command line, and of every run made before owners existed.
 LOCAL_OWNER = "local"
@@ -85,6 +85,25 @@ TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
 }
 
 
+class RunPhase(str, Enum):
+    """What a running run's worker is doing now, recorded by the worker as it enters each."""
+
+    STARTING = "starting"  # the worker process is up; nothing loaded yet
+    LOADING_MODEL = "loading_model"
+    RESUMING = "resuming"  # loading the newest complete checkpoint
+    FIRST_GENERATION = "first_generation"  # loaded; the first step's completions are sampled
+    TRAINING = "training"
+    EVALUATING = "evaluating"  # held-out prompts
+    SAVING_CHECKPOINT = "saving_checkpoint"
+    STOPPING = "stopping"  # asked to stop: the step finishes and a checkpoint is saved
+    TIME_BUDGET = "time_budget"  # the time budget is spent: saving a checkpoint
+    FINISHING = "finishing"  # every step was trained before a restart: only the end is left
+    SAVING_FINAL = "saving_final"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class JSONText(TypeDecorator[Any]):
     """A TEXT column holding strict JSON, read and written as plain Python values.
 
@@ -113,6 +132,19 @@ class StatusText(TypeDecorator[RunStatus]):
 
     def process_result_value(self, value: str | None, dialect: Dialect) -> RunStatus | None:
         return None if value is None else RunStatus(value)
+
+
+class PhaseText(TypeDecorator[RunPhase]):
+    """A VARCHAR column holding a :class:`RunPhase` value, read back as the enum."""
+
+    impl = String
+    cache_ok = True
+
+    def process_bind_param(self, value: RunPhase | str | None, dialect: Dialect) -> str | None:
+        return None if value is None else RunPhase(value).value
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> RunPhase | None:
+        return None if value is None else RunPhase(value)
 
 
 class Run(SQLModel, table=True):
@@ -144,7 +176,7 @@ class Run(SQLModel, table=True):
     output_dir: str | None = None
     attempt: int = 1  # 1 for the first start, +1 each time a finished run is started again
     # When the run last joined the queue (made, or resumed): the queue's order, so a resumed
-    # run waits behind the runs queued before it. None on runs from before schema v3.
+    # run waits behind the runs queued before it. None on runs from before schema v4.
     queued_at: float | None = None
     # Who may see and act on the run: "local", "user:<login>", "hf:<username>" or
     # "anon:<visitor key>" (see ui.shared.identity); set by the server, never by the client.
@@ -174,6 +206,20 @@ class Metric(SQLModel, table=True):
     step: int
     name: str
     value: float | None = None  # NULL: the logged value was NaN, ±inf or None
+    time: float
+
+
+class PhaseEntry(SQLModel, table=True):
+    """A phase a run's worker entered (:class:`RunPhase`), at which step and when; the newest
+    row of a run is what its worker is doing now."""
+
+    __tablename__ = "run_phase"
+    __table_args__ = (Index("ix_run_phase_run_id", "run_id", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="run.id", ondelete="CASCADE")
+    phase: RunPhase = Field(sa_column=Column("phase", PhaseText, nullable=False))
+    step: int | None = None
     time: float
 
 
@@ -235,6 +281,7 @@ TABLES = (
     Run.__table__,
     Metric.__table__,
     Sample.__table__,
+    PhaseEntry.__table__,
     LogLine.__table__,
     SchemaVersion.__table__,
 )

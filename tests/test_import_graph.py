@@ -19,7 +19,7 @@ def test_the_cycle_finder_sees_a_cycle_through_a_deferred_import():
 def test_the_graph_reads_module_level_and_deferred_imports():
     graph = import_graph()
     assert "engine.run.layout" in graph["engine.run.launcher"]  # module level
-    assert "engine.trainers.ppo" in graph["engine.run.worker"]  # inside _train
+    assert "engine.trainers.ppo.trainer" in graph["engine.run.worker"]  # inside _train_ppo
     assert "storage.paths" in graph["engine.run.layout"]  # inside run_dir
     assert graph["engine.run.layout"] <= {"storage.paths"}  # light: listing runs imports it
 

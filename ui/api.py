@@ -22,22 +22,21 @@ import functools
 from typing import Any
 
 import gradio as gr
-import yaml
 
-from engine.config.fields import MAX_CONFIG_CHARS, ConfigError, from_dict
+from engine.config.fields import ConfigError, from_dict, parse_yaml
 from engine.config.run_config import RunConfig
 from engine.generation.playground import GenerateError, SamplingSettings
 from rewards.composer import score
-from rewards.deadline import call_deadline
 from rewards.errors import RewardSpecError
-from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.params import describe_value, text_problem
 from rewards.spec import RewardSpec
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from storage import metrics as metric_store
 from storage import runs as run_store
 from storage.run_caps import TooManyActiveRunsError
 from storage.runs import RunInfo
-from ui.design.spec_io import MAX_IMPORT_BYTES, load_text
+from ui.design.spec_io import parse_spec
 from ui.playground.replies import PlaygroundCache, PlaygroundError, generate_once
 from ui.runs import actions as run_actions
 from ui.runs.model_export import model_export_archive
@@ -77,18 +76,9 @@ class ApiError(ValueError):
 
 def _spec(spec: dict | str) -> RewardSpec:
     try:
-        if isinstance(spec, str):
-            if len(spec) > MAX_IMPORT_BYTES:
-                raise ApiError(f"spec: at most {MAX_IMPORT_BYTES:,} characters")
-            data = load_text(spec)
-            if not isinstance(data, dict):
-                raise ApiError("spec: must be a reward spec mapping (JSON or YAML)")
-            spec = data
-        return RewardSpec.from_dict(spec)
+        return parse_spec(spec) if isinstance(spec, str) else RewardSpec.from_dict(spec)
     except RewardSpecError as exc:
         raise ApiError(f"spec.{exc}" if exc.field else f"spec: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ApiError(f"spec: not valid JSON or YAML ({exc})") from None
 
 
 def score_preview(
@@ -149,9 +139,7 @@ def _check_texts(name: str, values: Any, count: int, allow_none: bool = False) -
 def _config(config: dict | str) -> RunConfig:
     try:
         if isinstance(config, str):
-            if len(config) > MAX_CONFIG_CHARS:
-                raise ApiError(f"config: at most {MAX_CONFIG_CHARS:,} characters")
-            data = load_text(config) if config.strip() else {}
+            data = parse_yaml(config) or {}
             if not isinstance(data, dict):
                 raise ApiError("config: must be a run config mapping (YAML or JSON)")
             config = data
@@ -163,8 +151,6 @@ def _config(config: dict | str) -> RunConfig:
         return RunConfig.from_dict(config)
     except ConfigError as exc:
         raise ApiError(f"config.{exc}" if exc.field else f"config: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ApiError(f"config: not valid YAML or JSON ({exc})") from None
 
 
 def start_run(ctx: AppContext, config: dict | str, *, viewer: Viewer) -> dict[str, Any]:

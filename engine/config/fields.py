@@ -17,17 +17,14 @@ import types
 import typing
 from typing import Any, TypeVar
 
-import yaml
-
 from rewards.params import (
     MAX_ABS_INT,
-    MAX_NESTING,
     Bounds,
     describe_value,
     refuse_unknown_keys,
     text_problem,
-    too_deep,
 )
+from rewards.structured_text import TextFormatError, load_structured
 
 T = TypeVar("T")
 _NO_DEFAULT: Any = dataclasses.MISSING
@@ -119,23 +116,12 @@ def check_fields(settings: Any, section: str) -> None:
 
 
 def parse_yaml(text: str) -> Any:
-    """YAML (or JSON) text as plain data; every failure is a ``ConfigError``.
-
-    Besides syntax errors, this covers text too large to be a config and nesting so deep that
-    the parser runs out of recursion (``"[" * 100000``).
-    """
-    if len(text) > MAX_CONFIG_CHARS:
-        raise ConfigError("", f"the config is over {MAX_CONFIG_CHARS:,} characters")
-    if too_deep(text):
-        raise ConfigError("", f"the file nests lists or mappings deeper than {MAX_NESTING} levels")
+    """A config's YAML (or JSON) text as plain data, through the one hardened parser
+    (:func:`rewards.structured_text.load_structured`); every failure is a ``ConfigError``."""
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError("", f"the file is not valid YAML: {exc}") from None
-    except RecursionError:
-        raise ConfigError("", "the file nests lists or mappings too deeply") from None
-    except ValueError:  # an integer literal over Python's 4,300-digit limit
-        raise ConfigError("", "the file holds a number with too many digits") from None
+        return load_structured(text, MAX_CONFIG_CHARS)
+    except TextFormatError as exc:
+        raise ConfigError("", str(exc)) from None
 
 
 def to_dict(obj: Any) -> dict[str, Any]:
@@ -214,6 +200,8 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
         if not isinstance(value, dict):
             raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
         return dict(value)
+    if isinstance(tp, type) and isinstance(value, tp) and hasattr(tp, "from_dict"):
+        return value  # a spec object, validated when it was made: passed on, not re-parsed
     if hasattr(tp, "from_dict"):  # a nested spec that owns its parsing and validation
         if not isinstance(value, dict):
             raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")

@@ -72,14 +72,11 @@ class GenerationSettings:
 
 
 @dataclass
-class GRPOSettings:
-    """Group Relative Policy Optimization (Shao et al. 2024) as implemented by TRL's GRPOTrainer."""
+class ClippedPolicySettings:
+    """The knobs TRL's GRPOTrainer and RLOOTrainer share, under the same names: the KL penalty,
+    the clipped importance ratio (PPO's surrogate, Schulman et al. 2017) and the passes over
+    each generated batch."""
 
-    loss_type: str = knob(
-        "dapo",
-        help=f"Loss normalisation: {', '.join(GRPO_LOSS_TYPES)} (TRL's names).",
-        choices=GRPO_LOSS_TYPES,
-    )
     beta: float = knob(
         0.0, help="KL penalty to the reference model; 0 loads no reference.", lo=0, hi=10
     )
@@ -90,11 +87,6 @@ class GRPOSettings:
         lo_field="epsilon",
         hi=1,
     )
-    scale_rewards: str = knob(
-        "group",
-        help="Divide advantages by the std of: group, batch or none.",
-        choices=SCALE_REWARDS,
-    )
     num_iterations: int = knob(
         1, help="Optimisation passes over each generated batch (mu).", lo=1, hi=16
     )
@@ -102,29 +94,36 @@ class GRPOSettings:
         False, help="Leave length-capped completions out of the loss."
     )
 
+    def trl_args(self) -> dict[str, Any]:
+        """Every field, by TRL's name (each field here is named as TRL names it)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass
+class GRPOSettings(ClippedPolicySettings):
+    """Group Relative Policy Optimization (Shao et al. 2024) as implemented by TRL's GRPOTrainer."""
+
+    loss_type: str = knob(
+        "dapo",
+        help=f"Loss normalisation: {', '.join(GRPO_LOSS_TYPES)} (TRL's names).",
+        choices=GRPO_LOSS_TYPES,
+    )
+    scale_rewards: str = knob(
+        "group",
+        help="Divide advantages by the std of: group, batch or none.",
+        choices=SCALE_REWARDS,
+    )
+
     def __post_init__(self) -> None:
         check_fields(self, "grpo")
 
 
 @dataclass
-class RLOOSettings:
+class RLOOSettings(ClippedPolicySettings):
     """REINFORCE Leave-One-Out (Ahmadian et al. 2024) as implemented by TRL's RLOOTrainer."""
 
-    beta: float = knob(
-        0.0, help="KL penalty to the reference model; 0 loads no reference.", lo=0, hi=10
-    )
-    epsilon: float = knob(0.2, help="Lower clipping range of the ratio.", lo=0, hi=1, lo_open=True)
-    epsilon_high: float | None = knob(
-        None, help="Upper clipping range; empty = epsilon.", lo_field="epsilon", hi=1
-    )
-    num_iterations: int = knob(
-        1, help="Optimisation passes over each generated batch.", lo=1, hi=16
-    )
     normalize_advantages: bool = knob(
         False, help="Whiten the leave-one-out advantages over the batch."
-    )
-    mask_truncated_completions: bool = knob(
-        False, help="Leave length-capped completions out of the loss."
     )
 
     def __post_init__(self) -> None:
@@ -443,16 +442,20 @@ class RunConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> RunConfig:
+        return cls.from_yaml(cls.read_text(path))
+
+    @staticmethod
+    def read_text(path: str | Path) -> str:
+        """The text of config file ``path``; a ``ConfigError`` says what is wrong with it."""
         path = Path(path)
         if path.is_dir():
             raise ConfigError("", f"{path} is a folder; give the run config file (YAML)")
         if not path.is_file():
             raise ConfigError("", f"config file {path} does not exist")
         try:
-            text = path.read_text(encoding="utf-8")
+            return path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise ConfigError("", f"config file {path} is not UTF-8 text (YAML)") from None
-        return cls.from_yaml(text)
 
 
 # Starting points for a pretrained model (hundreds of millions of parameters) instead of the tiny

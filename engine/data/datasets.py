@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config.fields import POSITIVE, SEED, ConfigError, check_fields, from_dict, knob
+from engine.data.errors import DatasetError, MissingColumnError
 from engine.data.files import FileLimits, read_file
 
 logger = logging.getLogger(__name__)
@@ -43,32 +44,6 @@ MAX_PROMPT_CHARS = 1_000_000
 #: Most rows a dataset may be cut to (a cap, not a size: larger datasets are read in full).
 MAX_ROWS = 10**9
 _GSM8K_GOLD = re.compile(r"####\s*(.+?)\s*$", re.S)
-
-
-class DatasetError(ValueError):
-    """A dataset cannot be used as given; the message names the problem and the fix.
-
-    ``field`` is the :class:`DataSpec` field to change (``path``, ``prompt_column``...), or ""
-    when no single field is at fault.
-    """
-
-    def __init__(self, message: str, field: str = "") -> None:
-        super().__init__(f"{field}: {message}" if field else message)
-        self.field = field
-        self.reason = message
-
-
-class MissingColumnError(DatasetError):
-    """A mapped column is not in the data; ``columns`` are the ones it has (names only)."""
-
-    def __init__(self, column: str, field: str, columns: list[str]) -> None:
-        super().__init__(
-            f"column {column!r} ({field}) not found; the dataset's columns are {columns}. "
-            f"Set {field} to one of them.",
-            field,
-        )
-        self.column = column
-        self.columns = columns
 
 
 @dataclass

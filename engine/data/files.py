@@ -7,7 +7,7 @@ first row past the cap, not after loading. ``stop_at`` ends the reading early wh
 needs only the first rows (``split: all`` with ``max_rows``, a preflight's look at the head).
 A JSON value nested deeper than the parser's recursion limit is refused naming the line.
 
-Every problem raises :class:`~engine.data.datasets.DatasetError` naming the ``DataSpec`` field.
+Every problem raises :class:`~engine.data.errors.DatasetError` naming the ``DataSpec`` field.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from engine.data.errors import DatasetError
 
 FILE_TYPES = (".jsonl", ".json", ".csv", ".parquet")
 PARQUET_BATCH_ROWS = 1024
@@ -36,8 +38,6 @@ class FileLimits:
 
     def check_count(self, count: int, name: str) -> None:
         if self.max_rows is not None and count > self.max_rows:
-            from engine.data.datasets import DatasetError
-
             raise DatasetError(
                 f"dataset file {name!r} has more than {self.max_rows:,} rows; use a smaller "
                 "file, or raise max_file_rows where the app allows it",
@@ -71,8 +71,6 @@ def read_file(path: Path, limits: FileLimits) -> list[dict[str, Any]]:
 
 
 def _error(message: str, field: str = "path") -> Exception:
-    from engine.data.datasets import DatasetError
-
     return DatasetError(message, field)
 
 

@@ -48,7 +48,7 @@ Nothing is loaded or downloaded: the model is built on the meta device
   (``2 h`` bytes) is kept, plus one layer's full set while it is recomputed;
 - **LM head**: log-probabilities come from a fused head that never builds the logits (TRL 1.16's
   GRPO and RLOO patch the model with ``add_fused_lm_head``; our PPO uses the same
-  ``ChunkedLogProbFunction``, :mod:`engine.trainers.fused_head`). Its backward holds one
+  ``ChunkedLogProbFunction``, :mod:`engine.trainers.ppo.fused_head`). Its backward holds one
   ``4096 x 32768`` tile, the gradient of the completion tokens' hidden states in float32 plus
   their saved copy and cast (``4 + 2 x dtype`` bytes per token and ``h``), and, when the head
   trains (a full fine-tune), a float32 accumulator of the head's weight gradient and its cast
@@ -192,7 +192,7 @@ def shape_of(model: Any, spec: ModelSpec) -> ModelShape:
     """The :class:`ModelShape` of a built (meta or real) model under ``spec``'s LoRA."""
     import torch
 
-    from engine.trainers.fused_head import plain_head
+    from engine.trainers.ppo.fused_head import plain_head
 
     cfg = model.config.get_text_config()
     head = model.get_output_embeddings()

@@ -17,6 +17,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from engine.run.layout import CHECKPOINT_PREFIX, COMPLETE_MARKER, final_model_dir, staging_dir
 from engine.run.layout import STAGING_DIR as STAGING_DIR  # the tests' import path
@@ -111,3 +112,28 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def load_trained_weights(model: Any, folder: Path) -> None:
+    """Put the trained weights of checkpoint ``folder`` into ``model``: a LoRA run's adapter
+    (peft's ``set_peft_model_state_dict``) or a full model's ``model.safetensors``.
+
+    Only weights that the file leaves out because they are tied to one it holds (an LM head
+    tied to the embedding) may be missing; anything else is an error naming the keys.
+    """
+    from safetensors.torch import load_file
+
+    adapter = folder / "adapter_model.safetensors"
+    if adapter.is_file():
+        from peft import set_peft_model_state_dict
+
+        result = set_peft_model_state_dict(model, load_file(adapter))
+        if result.unexpected_keys:
+            raise ValueError(f"{adapter}: keys the model cannot take: {result.unexpected_keys}")
+        return
+    weights = load_file(folder / "model.safetensors")
+    missing, unexpected = model.load_state_dict(weights, strict=False)
+    stored = {t.data_ptr() for name, t in model.state_dict().items() if name in weights}
+    untied = [name for name in missing if model.state_dict()[name].data_ptr() not in stored]
+    if unexpected or untied:
+        raise ValueError(f"{folder}: missing {untied}, unexpected {list(unexpected)}")

@@ -11,25 +11,43 @@ from __future__ import annotations
 import logging
 import os
 import traceback
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from datasets import Dataset
+
 from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
-from engine.data.datasets import DatasetError, DataSpec
-from engine.models.loading import ModelLoadError
-from engine.run.checkpoints import checkpoint_step, clean_incomplete, latest_checkpoint
+from engine.data.datasets import DatasetError, DataSpec, load_rows
+from engine.data.prompts import for_trainer, prompt_format
+from engine.models.loading import ModelLoadError, load_model_and_tokenizer
+from engine.models.memory import (
+    describe,
+    local_card_bytes,
+    longest_prompt,
+    with_default_micro_batch,
+)
+from engine.run.checkpoints import (
+    checkpoint_step,
+    clean_incomplete,
+    latest_checkpoint,
+    load_trained_weights,
+)
+from engine.run.devices import apply_cpu_share
+from engine.run.distributed import save_final_model
 from engine.run.layout import final_model_dir, run_dir
 from engine.run.stop_request import StopRequest, install_stop_handlers
 from engine.tracking import metric_names
+from engine.tracking.heldout import HeldoutEvaluation
 from engine.tracking.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
 from engine.tracking.samples import sample_rows
+from engine.tracking.trackers import point_trackers_at
 from engine.trainers.callbacks import StudioCallback
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.schema import RunPhase, RunStatus
 
 logger = logging.getLogger("engine.run.worker")
 
@@ -60,6 +78,7 @@ def resume_point(folder: Path, config: RunConfig, recorder: RunRecorder) -> Path
     step = None if resume_from is None else checkpoint_step(resume_from)
     if step is not None:
         logger.info("Resuming from %s", resume_from.name)
+        recorder.phase(RunPhase.RESUMING, step)
     final = step is not None and step >= config.training.steps
     recorder.rewind(step, redone_at_step=FINAL_EVAL_METRICS if final else ())
     return resume_from
@@ -74,8 +93,6 @@ def heldout_rows(data: DataSpec, n: int) -> list[dict[str, Any]]:
     """
     if n == 0:
         return []
-    from engine.data.datasets import load_rows
-
     if data.source != "builtin" and (data.split != "train" or data.heldout_share <= 0):
         return []
     try:
@@ -92,14 +109,14 @@ def run(
     *,
     show_progress: bool = False,
     stop: StopRequest | None = None,
+    config: RunConfig | None = None,
 ) -> str:
     """Train the run described by ``config_path``; returns its final status.
 
     ``stop`` is a request whose signal handlers the caller installed early; without one, the
-    handlers are installed here.
+    handlers are installed here. ``config``: the file's config, where the caller holds it
+    already (the command line's foreground run), so it is not parsed again.
     """
-    from engine.run.devices import apply_cpu_share
-
     apply_cpu_share()  # the launcher's share of the cores, before torch starts its threads
     data_dir = Path(data_dir)
     main = is_main_process()
@@ -114,11 +131,12 @@ def run(
         if db is not None:
             run_store.set_status(db, run_id, RunStatus.RUNNING, pid=os.getpid())
             recorder = StorageRecorder(db, run_id)
+            recorder.phase(RunPhase.STARTING)
             log_handler = StorageLogHandler(db, run_id)
             log_handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
             logging.getLogger().addHandler(log_handler)
         status = _train(
-            RunConfig.load(config_path),
+            config or RunConfig.load(config_path),
             run_id,
             data_dir,
             recorder,
@@ -154,7 +172,7 @@ def run(
 
 def _start_queued_runs(data_dir: Path) -> None:
     """This run's slot is free: let the next queued run start even if no UI is open."""
-    from engine.run.launcher import Launcher
+    from engine.run.launcher import Launcher  # the launcher starts workers: a cycle at import
 
     try:
         Launcher(data_dir).dispatch()
@@ -162,37 +180,26 @@ def _start_queued_runs(data_dir: Path) -> None:
         logger.exception("Could not start the next queued run")
 
 
-def _train(
-    config: RunConfig,
-    run_id: str,
-    data_dir: Path,
-    recorder: RunRecorder,
-    stop: StopRequest,
-    *,
-    show_progress: bool,
-) -> str:
-    from datasets import Dataset
+@dataclass
+class PreparedRun:
+    """What every trainer family starts from: the config as it runs (its micro-batch sized to
+    the card), the loaded model and data, the held-out evaluation and the checkpoint to resume."""
 
-    from engine.data.datasets import load_rows
-    from engine.data.prompts import for_trainer, prompt_format
-    from engine.models.loading import load_model_and_tokenizer
-    from engine.models.memory import (
-        describe,
-        local_card_bytes,
-        longest_prompt,
-        with_default_micro_batch,
-    )
-    from engine.run.distributed import save_final_model
-    from engine.tracking.evaluation import evaluate
-    from engine.tracking.heldout_rewards import heldout_reward_metrics
-    from engine.tracking.trackers import point_trackers_at
+    config: RunConfig
+    folder: Path
+    model: Any
+    tokenizer: Any
+    train_rows: list[dict[str, Any]]
+    evaluate: HeldoutEvaluation | None
+    resume_from: Path | None
 
+
+def prepare(config: RunConfig, run_id: str, data_dir: Path, recorder: RunRecorder) -> PreparedRun:
+    """Load the model and the data, size the micro-batch, and find the checkpoint to resume."""
     folder = run_dir(data_dir, run_id)
     folder.mkdir(parents=True, exist_ok=True)
-    point_trackers_at(config, folder)  # before TRL imports trackio
-    from engine.trainers.trl_trainers import build_trl_trainer
-
     logger.info("Loading model %s", config.model.name_or_path)
+    recorder.phase(RunPhase.LOADING_MODEL)
     spec, device = config.model, None
     if config.training.distributed == "fsdp":  # every rank loads onto the CPU; FSDP shards it
         device = "cpu"
@@ -207,32 +214,6 @@ def _train(
         prompt_tokens = longest_prompt(tokenizer, train_rows)
         config = with_default_micro_batch(config, card, prompt_tokens)
     logger.info("%s", describe(config, card, prompt_tokens))
-
-    def evaluate_now(policy: Any, step: int) -> dict[str, float]:
-        logger.info("Evaluating %d held-out prompts at step %d", len(eval_rows), step)  # phase
-        report = evaluate(
-            policy,
-            tokenizer,
-            eval_rows,
-            temperature=config.generation.temperature,
-            max_new_tokens=config.generation.max_completion_length,
-            seed=config.training.seed,
-        )
-        logger.info(
-            "Held-out at step %d: accuracy %.3f, format %.3f",
-            step,
-            report.accuracy,
-            report.format_rate,
-        )
-        metrics = heldout_reward_metrics(config.reward, eval_rows, report.samples)
-        if config.data.source == "builtin":  # the task's own answer and format checks
-            metrics |= {
-                metric_names.EVAL_ACCURACY: report.accuracy,
-                metric_names.EVAL_STRICT_ACCURACY: report.strict_accuracy,
-                metric_names.EVAL_FORMAT_RATE: report.format_rate,
-            }
-        return metrics
-
     # Every process must take the same steps; only the main one evaluates (its results are the
     # ones recorded) while the others wait for it at the next gradient sync. Under FSDP the main
     # process cannot run the model alone (each layer's forward gathers its weights from every
@@ -240,74 +221,114 @@ def _train(
     sharded = config.training.distributed == "fsdp"
     if eval_rows and sharded:
         logger.warning("training.distributed fsdp: held-out evaluation is skipped")
-    evaluate_fn = evaluate_now if eval_rows and is_main_process() and not sharded else None
+    evaluation = None
+    if eval_rows and is_main_process() and not sharded:
+        evaluation = HeldoutEvaluation(config, tokenizer, eval_rows, recorder)
     resume_from = resume_point(folder, config, recorder)
+    return PreparedRun(config, folder, model, tokenizer, train_rows, evaluation, resume_from)
 
+
+def _train(
+    config: RunConfig,
+    run_id: str,
+    data_dir: Path,
+    recorder: RunRecorder,
+    stop: StopRequest,
+    *,
+    show_progress: bool,
+) -> str:
+    point_trackers_at(config, run_dir(data_dir, run_id))  # before TRL imports trackio
+    run = prepare(config, run_id, data_dir, recorder)
     if stop.is_set():  # asked to stop while the model loaded: nothing trained, nothing to save
         logger.info("Stop requested before the first step")
         return RunStatus.STOPPED
+    if run.resume_from is None:  # a resume stays "resuming" until its first step is trained
+        recorder.phase(RunPhase.FIRST_GENERATION, 0)
+    if run.config.algorithm == "ppo":
+        return _train_ppo(run, recorder, stop, show_progress=show_progress)
+    return _train_trl(run, recorder, stop, show_progress=show_progress)
 
-    if config.algorithm == "ppo":
-        from engine.trainers.ppo import train_ppo
 
-        if config.training.activation_checkpointing:  # TRL's trainers do this themselves
-            model.gradient_checkpointing_enable({"use_reentrant": False})
+def _train_ppo(
+    run: PreparedRun, recorder: RunRecorder, stop: StopRequest, *, show_progress: bool
+) -> str:
+    from engine.trainers.ppo.trainer import train_ppo
 
-        return train_ppo(
-            config,
-            model,
-            tokenizer,
-            train_rows,
-            folder,
-            recorder,
-            stop,
-            evaluate=evaluate_fn,
-            resume_from=resume_from,
-            show_progress=show_progress,
-        )
+    if run.config.training.activation_checkpointing:  # TRL's trainers do this themselves
+        run.model.gradient_checkpointing_enable({"use_reentrant": False})
+    return train_ppo(
+        run.config,
+        run.model,
+        run.tokenizer,
+        run.train_rows,
+        run.folder,
+        recorder,
+        stop,
+        evaluate=run.evaluate,
+        resume_from=run.resume_from,
+        show_progress=show_progress,
+    )
 
-    trainer = None
 
-    def store_samples(step: int) -> None:
-        batch = trainer.pop_generation_batch() if trainer is not None else None
-        if batch is not None and config.training.samples_per_log:
-            recorder.samples(
-                step,
-                sample_rows(
-                    config.reward,
-                    batch,
-                    config.generation.num_generations,
-                    config.training.samples_per_log,
-                ),
-            )
+def _train_trl(
+    run: PreparedRun, recorder: RunRecorder, stop: StopRequest, *, show_progress: bool
+) -> str:
+    # Deferred: TRL imports trackio, which reads where to write when imported (see _train).
+    from engine.trainers.trl_trainers import build_trl_trainer
 
+    config = run.config
+    samples = SampleStore(config, recorder)
     budget = config.training.time_budget_minutes
     callback = StudioCallback(
         recorder,
         stop,
-        store_samples=store_samples,
-        evaluate=evaluate_fn,
+        store_samples=samples.store,
+        evaluate=run.evaluate,
         eval_steps=config.training.eval_steps,
         time_budget_s=None if budget is None else budget * 60.0,
     )
     trainer = build_trl_trainer(
         config,
-        model,
-        tokenizer,
-        Dataset.from_list(for_trainer(tokenizer, train_rows)),
-        str(folder),
+        run.model,
+        run.tokenizer,
+        Dataset.from_list(for_trainer(run.tokenizer, run.train_rows)),
+        str(run.folder),
         [callback],
         show_progress=show_progress,
         before_checkpoint_publish=recorder.flush,  # a checkpoint's metrics are stored first
     )
-    done = resume_from is not None and checkpoint_step(resume_from) >= config.training.steps
-    if done:  # killed after its last checkpoint: the Trainer would train one step too many
+    samples.trainer = trainer
+    resume_from = run.resume_from
+    if resume_from is not None and checkpoint_step(resume_from) >= config.training.steps:
+        # Killed after its last checkpoint: the Trainer would train one step too many.
         logger.info("Every step is trained; finishing from %s", resume_from.name)
-        trainer._load_from_checkpoint(str(resume_from))
+        recorder.phase(RunPhase.FINISHING, config.training.steps)
+        load_trained_weights(trainer.model, resume_from)
         callback.finish(trainer.model, config.training.steps)
     else:
         trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     if stop.is_set():
         return RunStatus.STOPPED
-    save_final_model(trainer.accelerator, trainer.model, tokenizer, final_model_dir(folder))
+    recorder.phase(RunPhase.SAVING_FINAL, config.training.steps)
+    save_final_model(trainer.accelerator, trainer.model, run.tokenizer, final_model_dir(run.folder))
     return RunStatus.COMPLETED
+
+
+class SampleStore:
+    """Stores the newest generation batch of a TRL trainer, traced, at each logged step."""
+
+    def __init__(self, config: RunConfig, recorder: RunRecorder) -> None:
+        self.config = config
+        self.recorder = recorder
+        self.trainer: Any = None  # set once the trainer exists; its callbacks start later
+
+    def store(self, step: int) -> None:
+        batch = self.trainer.pop_generation_batch() if self.trainer is not None else None
+        if batch is not None and self.config.training.samples_per_log:
+            rows = sample_rows(
+                self.config.reward,
+                batch,
+                self.config.generation.num_generations,
+                self.config.training.samples_per_log,
+            )
+            self.recorder.samples(step, rows)

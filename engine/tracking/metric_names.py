@@ -11,8 +11,10 @@ REWARD_TOTAL_STD = "reward/total_std"
 REWARD_ZERO_STD_FRACTION = "reward/zero_std_fraction"
 LOSS_POLICY = "loss/policy"
 LOSS_VALUE = "loss/value"
-POLICY_ENTROPY = "policy/entropy"
-POLICY_KL = "policy/kl"
+# One name per quantity whichever trainer logs it, so Compare overlays GRPO, RLOO and PPO runs.
+POLICY_ENTROPY = "policy/entropy"  # mean entropy per completion token, nats
+POLICY_KL = "policy/kl"  # mean KL to the reference per completion token (TRL's "kl")
+POLICY_CLIP_RATIO = "policy/clip_ratio/region_mean"  # share of tokens whose ratio was clipped
 COMPLETION_MEAN_LENGTH = "completions/mean_length"
 COMPLETION_CLIPPED_RATIO = "completions/clipped_ratio"
 GRAD_NORM = "train/grad_norm"
@@ -32,11 +34,9 @@ EVAL_REWARD_TOTAL = "eval/reward_total"  # the run's reward on held-out samples 
 # PPO (our trainer): Schulman et al. 2017 diagnostics and the RLHF KL penalty.
 REWARD_UNSCORED_FRACTION = "reward/unscored_fraction"
 PPO_APPROX_KL = "ppo/approx_kl"
-PPO_CLIP_FRACTION = "ppo/clip_fraction"
 PPO_VALUE_CLIP_FRACTION = "ppo/value_clip_fraction"
-PPO_ENTROPY = "ppo/entropy"
 PPO_EXPLAINED_VARIANCE = "ppo/explained_variance"
-PPO_KL_TO_REF = "ppo/kl_to_ref"
+PPO_KL_TO_REF = "ppo/kl_to_ref"  # summed over a completion's tokens: what the KL controller steers
 PPO_KL_COEF = "ppo/kl_coef"
 PPO_VALUE_MEAN = "ppo/value_mean"
 PPO_RETURN_MEAN = "ppo/return_mean"

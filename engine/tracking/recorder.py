@@ -1,4 +1,4 @@
-"""Where a run's metrics, samples, progress and log lines go.
+"""Where a run's metrics, samples, progress, phases and log lines go.
 
 The worker talks to one recorder object; under ``accelerate launch`` only the main process gets a
 storage-backed one and the others get :class:`NullRecorder` with the same interface, so the
@@ -14,10 +14,12 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from storage import logs as log_store
+from storage import phases as phase_store
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.metrics import MetricWriter
+from storage.schema import RunPhase
 
 HEARTBEAT_SECONDS = 5.0
 
@@ -26,6 +28,7 @@ class RunRecorder(Protocol):
     def metrics(self, step: int, values: dict[str, float]) -> None: ...
     def samples(self, step: int, rows: list[dict[str, Any]]) -> None: ...
     def progress(self, step: int) -> None: ...
+    def phase(self, phase: RunPhase, step: int | None = None) -> None: ...
     def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
@@ -41,6 +44,9 @@ class NullRecorder:
         pass
 
     def progress(self, step: int) -> None:
+        pass
+
+    def phase(self, phase: RunPhase, step: int | None = None) -> None:
         pass
 
     def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None:
@@ -62,6 +68,7 @@ class StorageRecorder:
         # A short flush interval keeps the dashboard's write-to-view lag well under its 1 s poll.
         self._writer = MetricWriter(db, run_id, flush_seconds=0.2)
         self._step = 0
+        self._phase: RunPhase | None = None
         self._stop = threading.Event()
         # A thread, not the step loop: one generation step of a large model can take minutes.
         self._beat = threading.Thread(target=self._heartbeat_loop, daemon=True, name="heartbeat")
@@ -80,6 +87,12 @@ class StorageRecorder:
     def progress(self, step: int) -> None:
         self._step = step
         run_store.heartbeat(self.db, self.run_id, step)
+
+    def phase(self, phase: RunPhase, step: int | None = None) -> None:
+        """Record the phase the worker enters now: the run view reads it, never the log."""
+        if phase != self._phase:
+            self._phase = phase
+            phase_store.record_phase(self.db, self.run_id, phase, step)
 
     def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None:
         """Drop the rows a resume from ``step`` records again (``None``: from scratch, all);

@@ -13,18 +13,21 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from engine.run.stop_request import StopRequest
 from engine.tracking import metric_names
 from engine.tracking.recorder import RunRecorder
+from storage.schema import RunPhase
 
 logger = logging.getLogger(__name__)
 
 
-def log_checkpoint_start(step: int) -> None:
-    """The worker's line that a periodic checkpoint save begins (a phase of the run view)."""
+def checkpoint_started(recorder: RunRecorder, step: int) -> None:
+    """A periodic checkpoint save begins: a phase of the run, and a line of its log."""
     logger.info("Saving a checkpoint at step %d", step)
+    recorder.phase(RunPhase.SAVING_CHECKPOINT, step)
 
 
-def log_checkpoint_saved(step: int) -> None:
-    """The worker's line that it is back to training after a periodic checkpoint save."""
+def checkpoint_saved(recorder: RunRecorder, step: int) -> None:
+    """Back to training after a periodic checkpoint save."""
     logger.info("Checkpoint saved at step %d; training on", step)
+    recorder.phase(RunPhase.TRAINING, step)
 
 
 class StudioCallback(TrainerCallback):
@@ -60,7 +63,7 @@ class StudioCallback(TrainerCallback):
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
         if state.global_step == 0:
-            self._run_eval(kwargs["model"], 0)
+            self._run_eval(kwargs["model"], 0, then=RunPhase.FIRST_GENERATION)
         self._started = time.monotonic()  # the budget is for training, not the first eval
 
     def on_log(
@@ -102,27 +105,30 @@ class StudioCallback(TrainerCallback):
         # TRL's DefaultFlowCallback (first in the list) has set should_save for save_steps.
         self._periodic_save = control.should_save
         self.recorder.progress(step)
+        self.recorder.phase(RunPhase.TRAINING, step)
         if self.eval_steps and step % self.eval_steps == 0 and step < state.max_steps:
-            self._run_eval(kwargs["model"], step)
+            self._run_eval(kwargs["model"], step, then=RunPhase.TRAINING)
         out_of_time = (
             self.time_budget_s is not None and time.monotonic() - self._started > self.time_budget_s
         )
         if out_of_time:
             logger.info("Time budget reached at step %d", step)
+            self.recorder.phase(RunPhase.TIME_BUDGET, step)
             control.should_training_stop = True
             control.should_save = True
         if self.stop.is_set():
             logger.info("Stop requested: saving a checkpoint at step %d", step)
+            self.recorder.phase(RunPhase.STOPPING, step)
             control.should_save = True
             control.should_training_stop = True
         elif self._periodic_save and not out_of_time:
-            log_checkpoint_start(step)  # the run view shows the phase until it is saved
+            checkpoint_started(self.recorder, step)
 
     def on_save(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
         if self._periodic_save and not control.should_training_stop:
-            log_checkpoint_saved(state.global_step)
+            checkpoint_saved(self.recorder, state.global_step)
         self._periodic_save = False
 
     def on_train_end(
@@ -135,7 +141,9 @@ class StudioCallback(TrainerCallback):
         """The end of training at ``step``: the final held-out evaluation."""
         self._run_eval(model, step)
 
-    def _run_eval(self, model: Any, step: int) -> None:
+    def _run_eval(self, model: Any, step: int, then: RunPhase | None = None) -> None:
+        """Evaluate at ``step`` (once a step), then record the phase ``then`` (None: the
+        caller records what comes next)."""
         if self.evaluate is None or self._last_eval_step == step:
             return
         self._last_eval_step = step
@@ -145,3 +153,5 @@ class StudioCallback(TrainerCallback):
             self.recorder.metrics(step, self.evaluate(model, step))
         finally:
             model.train(was_training)
+        if then is not None:
+            self.recorder.phase(then, step)

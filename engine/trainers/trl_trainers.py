@@ -73,34 +73,21 @@ def _common_args(config: RunConfig, output_dir: str, *, show_progress: bool) -> 
     }
 
 
-def build_trl_args(config: RunConfig, output_dir: str, *, show_progress: bool = False):
-    """The TRL ``GRPOConfig`` or ``RLOOConfig`` for ``config``."""
+def build_trl_args(
+    config: RunConfig,
+    output_dir: str,
+    reward_weights: list[float],
+    *,
+    show_progress: bool = False,
+):
+    """The TRL ``GRPOConfig`` or ``RLOOConfig`` for ``config``, with the weights of the reward
+    functions (:func:`rewards.trl_adapter.to_trl`)."""
     args = _common_args(config, output_dir, show_progress=show_progress)
-    _, weights = to_trl(config.reward)
-    args["reward_weights"] = weights
+    args["reward_weights"] = reward_weights
     if config.algorithm == "grpo":
-        s = config.grpo
-        return GRPOConfig(
-            **args,
-            loss_type=s.loss_type,
-            beta=s.beta,
-            epsilon=s.epsilon,
-            epsilon_high=s.epsilon_high,
-            scale_rewards=s.scale_rewards,
-            num_iterations=s.num_iterations,
-            mask_truncated_completions=s.mask_truncated_completions,
-        )
+        return GRPOConfig(**args, **config.grpo.trl_args())
     if config.algorithm == "rloo":
-        s = config.rloo
-        return RLOOConfig(
-            **args,
-            beta=s.beta,
-            epsilon=s.epsilon,
-            epsilon_high=s.epsilon_high,
-            num_iterations=s.num_iterations,
-            normalize_advantages=s.normalize_advantages,
-            mask_truncated_completions=s.mask_truncated_completions,
-        )
+        return RLOOConfig(**args, **config.rloo.trl_args())
     raise ValueError(f"algorithm {config.algorithm!r} is not trained through TRL")
 
 
@@ -117,12 +104,12 @@ def build_trl_trainer(
 ):
     """A ready GRPO/RLOO trainer whose reward functions come from ``config.reward``;
     ``before_checkpoint_publish`` runs before each checkpoint becomes visible."""
-    reward_funcs, _ = to_trl(config.reward)
+    reward_funcs, weights = to_trl(config.reward)
     trainer_cls = StudioGRPOTrainer if config.algorithm == "grpo" else StudioRLOOTrainer
     trainer = trainer_cls(
         model=model,
         reward_funcs=reward_funcs,
-        args=build_trl_args(config, output_dir, show_progress=show_progress),
+        args=build_trl_args(config, output_dir, weights, show_progress=show_progress),
         train_dataset=train_dataset,
         processing_class=tokenizer,
         callbacks=callbacks,

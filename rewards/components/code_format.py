@@ -16,10 +16,10 @@ import re
 import warnings
 from typing import Any
 
-from rewards.answers import find_answer
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
+from rewards.verification.answers import find_answer
 
 PARAMS = (
     ParamSpec("language", "str", "python", "the fence's language tag (```python)", max_length=32),

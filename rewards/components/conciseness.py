@@ -25,7 +25,7 @@ from typing import Any
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.components.correctness import default_verdicts
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
-from rewards.verify import MODES
+from rewards.verification.verify import MODES
 
 PARAMS = (
     ParamSpec("mode", "str", "cosine", "length shaping formula", choices=("cosine", "overlong")),

@@ -2,8 +2,8 @@
 
 Reference: open-r1 ``accuracy_reward`` and TRL ``trl.rewards.accuracy_reward`` — parse the gold
 with math-verify, ``None`` when it does not parse, else ``float(verify(gold, parse(completion)))``.
-Departures (see :mod:`rewards.verify`): the answer is extracted first (``<answer>`` tag,
-``\\boxed{}``, GSM8K ``####``), integers are compared exactly without math-verify, math-verify
+Departures (see :mod:`rewards.verification.verify`): the answer is extracted first (``<answer>``
+tag, ``\\boxed{}``, GSM8K ``####``), integers are compared exactly without math-verify, math-verify
 runs in supervised workers with a deadline; a wrong answer scores ``wrong_value`` (0 by default;
 -0.5 in hand-tuned GRPO scripts). Extra modes for non-math tasks: numeric with tolerance,
 normalised exact string, multiple-choice letter.
@@ -24,7 +24,7 @@ from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
-from rewards.verify import ANSWER_SOURCES, MODES, Verdict, judge_batch
+from rewards.verification.verify import ANSWER_SOURCES, MODES, Verdict, judge_batch
 
 PARAMS = (
     ParamSpec("mode", "str", "math", "how answers are compared", choices=MODES),

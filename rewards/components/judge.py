@@ -23,7 +23,6 @@ or unreadable judgement is ``None`` (not scored), never 0.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import re
@@ -31,29 +30,31 @@ import time
 import urllib.error
 import urllib.request
 from collections import OrderedDict
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import urlsplit
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
+from rewards.components.judge_http import (
+    JUDGE_KEYS_ENV,
+    JUDGE_URLS_ENV,
+    allowed_key_env,
+    allowed_key_envs,
+    allowed_url,
+    post_chat,
+)
 from rewards.components.judge_parse import JudgeVerdict, parse_pass_fail, parse_score
 from rewards.components.reward_model import (
     MAX_BATCH_TOKENS,
     load_allowed_model,
     pick_device,
 )
-from rewards.deadline import deadline_at
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
 from rewards.text import prompt_text
+from rewards.verification.deadline import deadline_at
 
 logger = logging.getLogger(__name__)
 
-JUDGE_URLS_ENV = "STUDIO_JUDGE_URLS"
-JUDGE_KEYS_ENV = "STUDIO_JUDGE_KEYS"
-#: Key variables a spec may name without the operator listing them.
-DEFAULT_KEY_ENVS = ("OPENAI_API_KEY",)
 #: Most cached judgements per component (oldest dropped first).
 JUDGE_CACHE_SIZE = 4096
 #: Longest judge answer read (characters).
@@ -105,73 +106,6 @@ def judge_messages(rubric: str, scale: str, prompt: str, completion: str) -> lis
     )
     user = f"[Prompt]\n{prompt}\n\n[Response]\n{completion}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
-
-
-def _listed(name: str, env: Mapping[str, str] | None) -> list[str]:
-    raw = (os.environ if env is None else env).get(name, "")
-    return [item.strip() for item in raw.split(",") if item.strip()]
-
-
-def allowed_url(url: str, env: Mapping[str, str] | None = None) -> bool:
-    """Whether ``url`` lies under one of the operator's ``STUDIO_JUDGE_URLS`` prefixes.
-
-    Compared parsed, not as text: a bare ``https://judge.example`` must not admit
-    ``https://judge.example.evil.net`` or ``https://judge.example@evil.net`` (where the request
-    would go), so the scheme and host:port must be the prefix's and the path must continue the
-    prefix's path at a ``/``; no user part, no ``..`` segments.
-    """
-    try:
-        got = urlsplit(url)
-    except ValueError:
-        return False
-    if got.scheme not in ("http", "https") or "@" in got.netloc or "\\" in url:
-        return False
-    if any(part in (".", "..") for part in got.path.split("/")):
-        return False
-    for prefix in _listed(JUDGE_URLS_ENV, env):
-        try:
-            want = urlsplit(prefix)
-        except ValueError:
-            continue
-        base = want.path.rstrip("/")
-        if (got.scheme, got.netloc.lower()) == (want.scheme, want.netloc.lower()) and (
-            got.path.rstrip("/") == base or got.path.startswith(base + "/")
-        ):
-            return True
-    return False
-
-
-def allowed_key_env(name: str, env: Mapping[str, str] | None = None) -> bool:
-    """Whether a spec may name ``name`` as the judge's key variable: ``OPENAI_API_KEY`` or one
-    the operator lists in ``STUDIO_JUDGE_KEYS``."""
-    return name in (*DEFAULT_KEY_ENVS, *_listed(JUDGE_KEYS_ENV, env))
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A redirect is an error: following one would carry the key to an unchecked address."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
-
-
-def post_chat(url: str, body: dict[str, Any], key: str | None, timeout_s: float) -> str:
-    """One OpenAI-compatible chat completion; the reply's text (raises on any failure)."""
-    request = urllib.request.Request(
-        url.rstrip("/") + "/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={
-            "Content-Type": "application/json",
-            **({"Authorization": f"Bearer {key}"} if key else {}),
-        },
-        method="POST",
-    )
-    # the URL was checked against the operator's STUDIO_JUDGE_URLS when the spec was validated
-    with _OPENER.open(request, timeout=timeout_s) as reply:
-        data = json.loads(reply.read(1_000_000))
-    return str(data["choices"][0]["message"]["content"])
 
 
 @functools.lru_cache(maxsize=1)
@@ -383,7 +317,7 @@ def _check(params: dict[str, Any]) -> None:
                 "api_key_env", "must be an environment variable name (A-Z, 0-9, _)"
             )
         if not allowed_key_env(params["api_key_env"]):
-            allowed = ", ".join((*DEFAULT_KEY_ENVS, *_listed(JUDGE_KEYS_ENV, None)))
+            allowed = ", ".join(allowed_key_envs())
             raise RewardSpecError(
                 "api_key_env",
                 f"must be one of the key variables the operator allows ({allowed}; more in "

@@ -25,9 +25,9 @@ import re
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
-from rewards.deadline import deadline_passed
 from rewards.langid_batch import classify_many
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
+from rewards.verification.deadline import deadline_passed
 
 #: Codes py3langid's model knows (checked against the model by the tests).
 _CODES = (
@@ -122,7 +122,7 @@ class Language(RewardComponent):
 
     def judge(self, texts: list[str], ctx: BatchContext) -> list[Judgement]:
         # Identification costs time in proportion to the text: within a scoring call's time
-        # budget (rewards.deadline), chunks left when it runs out are not scored.
+        # budget (rewards.verification.deadline), chunks left when it runs out are not scored.
         out: list[Judgement] = []
         start = 0
         while start < len(texts):

@@ -21,7 +21,7 @@ from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.components.conciseness import completion_lengths
 from rewards.components.correctness import default_verdicts
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
-from rewards.verify import MODES
+from rewards.verification.verify import MODES
 
 PARAMS = (
     ParamSpec(

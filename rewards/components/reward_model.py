@@ -10,7 +10,7 @@ safetensors only and ``trust_remote_code=False`` (no pickle, no code from the re
 ``batch_size`` run on the run's device (``auto``: this process's GPU when there is one), padded
 on the right so every row reads as it would alone; a batch holds at most
 :data:`MAX_BATCH_TOKENS` padded tokens (fewer rows when ``max_length`` is long), and within a
-web call's time budget (:mod:`rewards.deadline`) no batch starts after it runs out.
+web call's time budget (:mod:`rewards.verification.deadline`) no batch starts after it runs out.
 ``output`` maps the logit: ``raw``, ``sigmoid`` (a probability-like [0, 1]), or
 ``standardised`` per batch ((x - mean) / std, 0 when all are equal). A model with several
 labels is read at its last label. The trace gives the raw score and its rank among the
@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
-from rewards.deadline import deadline_passed
 from rewards.errors import RewardSpecError
 from rewards.hub_ids import is_hub_id
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
 from rewards.text import completion_text
+from rewards.verification.deadline import deadline_passed
 
 logger = logging.getLogger(__name__)
 

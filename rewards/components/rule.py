@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rewards.answers import extract_answer
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
 from rewards.safe_regex import MAX_PATTERN_CHARS, compile_safe
+from rewards.verification.answers import extract_answer
 
 #: Characters of each completion a rule searches.
 MAX_RULE_INPUT_CHARS = 50_000

@@ -17,8 +17,8 @@ Metrics, each through its maintained library so the numbers are the library's ow
 Scores lie in [0, 1] (embedding cosine in [-1, 1]); a sample without a reference is not scored.
 ROUGE-L's longest common subsequence takes time in the product of the two texts' word counts,
 so a pair over :data:`MAX_LCS_CELLS` (two texts of 2,000 words) is not scored (chrF is linear),
-and within a web call's time budget (:mod:`rewards.deadline`) pairs left when it runs out are not
-scored either.
+and within a web call's time budget (:mod:`rewards.verification.deadline`) pairs left when it runs
+out are not scored either.
 ``scope="answer"`` compares only the answer tag's content (the whole text when there is none).
 """
 
@@ -30,12 +30,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rewards.answers import find_answer
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.components.reward_model import check_model_allowed
-from rewards.deadline import deadline_passed
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
+from rewards.verification.answers import find_answer
+from rewards.verification.deadline import deadline_passed
 
 METRICS = ("rouge_l", "chrf", "embedding")
 #: Largest ROUGE-L table (completion words x reference words) scored: about 0.6 s here.

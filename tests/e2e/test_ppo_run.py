@@ -21,12 +21,13 @@ pytestmark = pytest.mark.slow
 
 PPO_METRICS = {
     "ppo/approx_kl",
-    "ppo/clip_fraction",
+    "policy/clip_ratio/region_mean",
     "loss/policy",
     "loss/value",
-    "ppo/entropy",
+    "policy/entropy",
     "ppo/explained_variance",
     "ppo/kl_to_ref",
+    "policy/kl",
     "reward/total",
     "completions/mean_length",
     "completions/clipped_ratio",

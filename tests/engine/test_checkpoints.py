@@ -13,6 +13,7 @@ from engine.run.checkpoints import (
     clean_incomplete,
     is_complete,
     latest_checkpoint,
+    load_trained_weights,
     publish,
     rotate_checkpoints,
     staging_dir,
@@ -185,3 +186,54 @@ def test_trl_checkpoints_are_staged_and_published_after_the_commit(tmp_path):
     ]
     assert latest_checkpoint(tmp_path) == tmp_path / "checkpoint-4"
     assert not staging_dir(tmp_path).exists()
+
+
+def _tiny_llama(tie: bool):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=32,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        tie_word_embeddings=tie,
+    )
+    return LlamaForCausalLM(config)
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_trained_weights_load_back_from_a_full_checkpoint(tmp_path, tie):
+    import torch
+
+    trained = _tiny_llama(tie)
+    trained.save_pretrained(tmp_path)
+    fresh = _tiny_llama(tie)
+    with torch.no_grad():
+        for p in fresh.parameters():
+            p.add_(1.0)
+    load_trained_weights(fresh, tmp_path)
+    for (name, a), b in zip(trained.state_dict().items(), fresh.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+
+
+def test_trained_weights_load_back_from_a_lora_adapter_and_a_wrong_file_is_refused(tmp_path):
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    lora = LoraConfig(r=2, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    trained = get_peft_model(_tiny_llama(True), lora)
+    trained.save_pretrained(tmp_path)
+    fresh = get_peft_model(_tiny_llama(True), LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
+    load_trained_weights(fresh, tmp_path)
+    for (name, a), b in zip(trained.state_dict().items(), fresh.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    (tmp_path / "adapter_model.safetensors").unlink()
+    _tiny_llama(True).save_pretrained(tmp_path)  # a full model's file, for a model of one layer
+    bigger = _tiny_llama(True)
+    bigger.model.layers.append(bigger.model.layers[0].__class__(bigger.config, 1))
+    with pytest.raises(ValueError, match=r"missing \['model\.layers\.1\."):
+        load_trained_weights(bigger, tmp_path)

@@ -18,7 +18,7 @@ from engine.generation.sampler import nucleus_filter, sample_tokens
 from engine.generation.sampling import encode_prompts, sample_completions
 from engine.models.loading import ModelSpec, load_model_and_tokenizer
 from engine.tasks import builtin_task
-from engine.trainers.ppo_math import logprobs_from_logits
+from engine.trainers.ppo.formulas import logprobs_from_logits
 from tests.tiny_models import TINY_SHAPE
 
 

@@ -13,7 +13,7 @@ from engine.models.loading import ModelSpec, load_model_and_tokenizer
 from engine.run.stop_request import StopRequest
 from engine.tasks import builtin_task
 from engine.tracking import metric_names
-from engine.trainers.ppo import PPOTrainer
+from engine.trainers.ppo.trainer import PPOTrainer
 from engine.trainers.trl_trainers import build_trl_trainer
 from tests.engine.test_ppo_trainer import ListRecorder
 

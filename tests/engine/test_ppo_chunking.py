@@ -5,14 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.trainers import ppo
-from engine.trainers.ppo import completion_forward
-from engine.trainers.ppo_math import (
+from engine.trainers.ppo import rollout as ppo_rollout
+from engine.trainers.ppo.formulas import (
     chunked_logprobs_entropy,
     entropy_from_logits,
     logprobs_from_logits,
 )
-from engine.trainers.value_head import PolicyWithValue
+from engine.trainers.ppo.value_head import PolicyWithValue
 from tests.engine.test_ppo_trainer import (  # noqa: F401 (tiny_model_dir is a fixture)
     make_trainer,
     tiny_model_dir,
@@ -69,8 +68,10 @@ def test_completion_forward_matches_full_vocabulary_float32(monkeypatch):
     attention_mask = torch.ones_like(input_ids)
     attention_mask[0, :2] = 0  # a left-padded prompt
     P, temperature = 4, 0.8
-    monkeypatch.setattr("engine.trainers.ppo_math.CHUNK_ELEMENTS", 40 * 3)
-    logprobs, values, entropy = completion_forward(model, input_ids, attention_mask, P, temperature)
+    monkeypatch.setattr("engine.trainers.ppo.formulas.CHUNK_ELEMENTS", 40 * 3)
+    logprobs, values, entropy = ppo_rollout.completion_forward(
+        model, input_ids, attention_mask, P, temperature
+    )
 
     logits, ref_values = model(input_ids, attention_mask, keep=9 - P + 1)
     full = logits[:, :-1].float() / temperature  # what PPO used to materialise
@@ -100,14 +101,14 @@ def test_no_grad_passes_split_by_their_logits_size(tiny_model_dir, tmp_path, mon
     whatever the micro-batch, with the same numbers as one forward over every row."""
     config = tiny_run_config(tiny_model_dir, ppo_epochs=2, num_minibatches=1, kl_coef=0.1)
     trainer = make_trainer(config, tmp_path)
-    rollout = trainer.generate(1)
+    rollout = trainer.rollouts.generate(1)
     n, T = rollout.response_mask.shape
-    whole_ref, _ = trainer.evaluate_rollout(rollout)
+    whole_ref, _ = trainer.rollouts.evaluate_rollout(rollout)
     whole_logprobs = rollout.logprobs.clone()
 
     vocab = trainer.policy.get_output_embeddings().weight.shape[0]
-    monkeypatch.setattr(ppo, "INFERENCE_LOGITS_ELEMENTS", 2 * (T + 1) * vocab)
-    assert trainer._inference_size(rollout) == 2 < n
-    split_ref, _ = trainer.evaluate_rollout(rollout)
+    monkeypatch.setattr(ppo_rollout, "INFERENCE_LOGITS_ELEMENTS", 2 * (T + 1) * vocab)
+    assert trainer.rollouts._inference_size(rollout) == 2 < n
+    split_ref, _ = trainer.rollouts.evaluate_rollout(rollout)
     torch.testing.assert_close(split_ref, whole_ref)
     torch.testing.assert_close(rollout.logprobs, whole_logprobs)

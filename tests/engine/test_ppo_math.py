@@ -7,10 +7,12 @@ import math
 import pytest
 import torch
 
-from engine.trainers.ppo_math import (
+from engine.trainers.ppo.controllers import (
     AdaptiveKLController,
     FixedKLController,
     RunningMoments,
+)
+from engine.trainers.ppo.formulas import (
     approx_kl,
     clip_fraction,
     entropy_from_logits,

@@ -14,21 +14,17 @@ from engine.models.char_tokenizer import build_char_tokenizer
 from engine.models.loading import LoraSpec, ModelSpec, load_model_and_tokenizer
 from engine.run.stop_request import StopRequest
 from engine.tasks import builtin_task
-from engine.trainers.ppo import (
-    PPOTrainer,
-    completion_forward,
-    ppo_loss,
-    prompt_indices,
-    rollout_tensors,
-)
-from engine.trainers.ppo_checkpoint import (
+from engine.trainers.ppo.checkpoint import (
     CRITIC_FILE,
     OPTIMIZER_FILE,
     POLICY_DIR,
     STATE_FILE,
     rotate_checkpoints,
 )
-from engine.trainers.value_head import PolicyWithValue
+from engine.trainers.ppo.formulas import ppo_loss
+from engine.trainers.ppo.rollout import completion_forward, prompt_indices, rollout_tensors
+from engine.trainers.ppo.trainer import PPOTrainer
+from engine.trainers.ppo.value_head import PolicyWithValue
 from storage.schema import RunStatus
 from tests.tiny_models import save_tiny_llama
 
@@ -40,6 +36,7 @@ class ListRecorder:
         self.metric_points: list[tuple[int, dict[str, float]]] = []
         self.sample_points: list[tuple[int, list[dict[str, Any]]]] = []
         self.steps: list[int] = []
+        self.phases: list[tuple[Any, int | None]] = []
 
     def metrics(self, step: int, values: dict[str, float]) -> None:
         self.metric_points.append((step, dict(values)))
@@ -49,6 +46,9 @@ class ListRecorder:
 
     def progress(self, step: int) -> None:
         self.steps.append(step)
+
+    def phase(self, phase: Any, step: int | None = None) -> None:
+        self.phases.append((phase, step))
 
     def rewind(self, step: int | None, redone_at_step=()) -> None:
         pass
@@ -241,12 +241,13 @@ def test_padding_never_contributes_to_losses_or_gradients(tiny_model_dir):
 # ---- the trainer --------------------------------------------------------------------------------
 PPO_METRICS = {
     "ppo/approx_kl",
-    "ppo/clip_fraction",
+    "policy/clip_ratio/region_mean",
     "loss/policy",
     "loss/value",
-    "ppo/entropy",
+    "policy/entropy",
     "ppo/explained_variance",
     "ppo/kl_to_ref",
+    "policy/kl",
     "reward/total",
     "completions/mean_length",
     "completions/clipped_ratio",
@@ -301,10 +302,14 @@ def test_resume_restores_policy_critic_optimizer_and_state(tiny_model_dir, tmp_p
     fresh = make_trainer(config, tmp_path / "other")
     assert fresh.load_checkpoint(tmp_path / "checkpoint-1") == 1
     for (name, a), (_, b) in zip(
-        trainer.unwrapped.state_dict().items(), fresh.unwrapped.state_dict().items(), strict=True
+        trainer.parts.unwrapped.state_dict().items(),
+        fresh.parts.unwrapped.state_dict().items(),
+        strict=True,
     ):
         torch.testing.assert_close(a, b, msg=name)
-    assert fresh.reward_moments.state_dict() == trainer.reward_moments.state_dict()
+    assert (
+        fresh.rollouts.reward_moments.state_dict() == trainer.rollouts.reward_moments.state_dict()
+    )
     assert fresh.num_tokens == trainer.num_tokens
     a_state = trainer.optimizer.state_dict()["state"]
     b_state = fresh.optimizer.state_dict()["state"]
@@ -337,7 +342,7 @@ def test_lora_policy_uses_its_base_as_the_reference(tiny_model_dir, tmp_path, va
     config = tiny_run_config(tiny_model_dir, value_model=value_model, kl_coef=0.2, entropy_coef=0.5)
     config.training.steps = 1
     trainer = make_trainer(config, tmp_path, lora=LoraSpec(r=4, alpha=8, dropout=0.1))
-    assert trainer.ref_policy is None and trainer.is_peft
+    assert trainer.parts.ref_policy is None and trainer.is_peft
     base = {n: p.clone() for n, p in trainer.policy.named_parameters() if "lora_" not in n}
     metrics, _ = trainer.train_step(1)
     assert metrics["ppo/kl_to_ref"] == pytest.approx(0.0, abs=1e-5)  # B = 0 at the start
@@ -357,13 +362,15 @@ def test_single_pass_and_micro_batched_updates_agree(tiny_model_dir, tmp_path):
     split_config.training.micro_batch_size = 1
     fused = make_trainer(fused_config, tmp_path / "fused")
     split = make_trainer(split_config, tmp_path / "split")
-    assert fused.single_pass(4) and not split.single_pass(4)
+    assert fused.rollouts.single_pass(4) and not split.rollouts.single_pass(4)
     a, _ = fused.train_step(1)
     b, _ = split.train_step(1)
-    for name in ("loss/policy", "loss/value", "ppo/entropy", "ppo/kl_to_ref", "reward/total"):
+    for name in ("loss/policy", "loss/value", "policy/entropy", "ppo/kl_to_ref", "reward/total"):
         assert a[name] == pytest.approx(b[name], rel=1e-4, abs=1e-6), name
     for (name, p), (_, q) in zip(
-        fused.unwrapped.named_parameters(), split.unwrapped.named_parameters(), strict=True
+        fused.parts.unwrapped.named_parameters(),
+        split.parts.unwrapped.named_parameters(),
+        strict=True,
     ):
         torch.testing.assert_close(p, q, atol=1e-6, rtol=1e-4, msg=name)
 

@@ -105,7 +105,7 @@ def test_fuzz_start_run_parsing_and_preflight(ctx, record_property):
     def check(doc):
         try:
             config = api._config(doc)
-            ctx.demo.check_config(config)
+            ctx.demo.within_caps(config)
             ctx.input_policy.check_model(config.model)
             check_inputs(config, ctx.input_policy)
         except ApiError as exc:

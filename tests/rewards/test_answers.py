@@ -1,4 +1,4 @@
-from rewards.answers import extract_answer, find_answer, gold_answer
+from rewards.verification.answers import extract_answer, find_answer, gold_answer
 
 TASK = "<think>86-62: 6-2=4; 8-6=2; so 24</think><answer>24</answer>"
 

@@ -3,7 +3,7 @@ from math_verify import parse, verify
 from trl.rewards import accuracy_reward
 
 from rewards.registry import REGISTRY
-from rewards.verify import check_math, judge
+from rewards.verification.verify import check_math, judge
 
 TASK = "<think>86-62: 6-2=4; 8-6=2; so 24</think><answer>{}</answer>"
 
@@ -165,7 +165,7 @@ def test_tag_or_boxed_scores_as_before_and_never_verifies_an_unpaid_answer(mode)
     """``tag_or_boxed`` used to verify every answer and then pay only the marked ones: the same
     scores (checked against that rule through ``any``), with math-verify never given an unpaid
     answer (its pair cache, which every verified pair passes, holds none of them)."""
-    from rewards import verify
+    from rewards.verification import verify
 
     golds = ["\\frac{1}{2}", "\\frac{1}{2}", "0.5", "0.5", "7", "7", None, "\\frac{"]
     texts = [

@@ -2,7 +2,7 @@
 
 from rewards.components.base import BatchContext
 from rewards.components.language import Language
-from rewards.deadline import call_deadline, deadline_passed
+from rewards.verification.deadline import call_deadline, deadline_passed
 
 ENGLISH = "The answer is twenty four because we add the tens and then the ones. "
 GERMAN = "Die Antwort ist vierundzwanzig, weil wir zuerst die Zehner addieren. "

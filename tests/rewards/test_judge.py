@@ -8,12 +8,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from rewards.components.judge import JUDGE_URLS_ENV
+from rewards.components.judge_http import JUDGE_URLS_ENV
 from rewards.components.judge_parse import parse_pass_fail, parse_score
 from rewards.composer import score
-from rewards.deadline import call_deadline
 from rewards.spec import RewardSpec, RewardSpecError
 from rewards.text import prompt_text
+from rewards.verification.deadline import call_deadline
 
 # Answers in the shapes real judges write (MT-Bench, Prometheus, JSON-mode, chatty models).
 SCORES = [

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from math_verify import parse, verify
 
-from rewards.mathcheck import first_integer_candidate
-from rewards.verify import check_math
+from rewards.verification.mathcheck import first_integer_candidate
+from rewards.verification.verify import check_math
 
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 

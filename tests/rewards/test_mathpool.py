@@ -4,10 +4,10 @@ import concurrent.futures
 import time
 
 from rewards.composer import score
-from rewards.deadline import call_deadline
-from rewards.mathcheck import check
-from rewards.mathpool import InProcessChecker, MathPool, default_workers
 from rewards.spec import PRESETS
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathcheck import check
+from rewards.verification.mathpool import InProcessChecker, MathPool, default_workers
 
 
 def test_hanging_input_is_cut_off_and_the_pool_recovers():

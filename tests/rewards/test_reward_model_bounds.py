@@ -11,8 +11,8 @@ from engine.models.char_tokenizer import build_char_tokenizer
 from rewards.components import reward_model
 from rewards.components.reward_model import MAX_BATCH_TOKENS, load_reward_model
 from rewards.composer import score
-from rewards.deadline import call_deadline
 from rewards.spec import RewardSpec
+from rewards.verification.deadline import call_deadline
 from tests.tiny_models import save_tiny_reward_model
 from ui.shared.context import AppContext, DemoLimits
 

@@ -19,8 +19,8 @@ from rewards.spec import (
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_presets_round_trip_through_json_and_yaml(name):
     spec = PRESETS[name]
-    assert RewardSpec.from_json(spec.to_json()) == spec
-    assert RewardSpec.from_yaml(spec.to_yaml()) == spec
+    assert RewardSpec.from_text(spec.to_json()) == spec
+    assert RewardSpec.from_text(spec.to_yaml()) == spec
     assert RewardSpec.from_dict(spec.to_dict()).to_dict() == spec.to_dict()
 
 
@@ -236,12 +236,31 @@ def test_error_is_a_value_error():
 
 
 def test_bad_json_and_yaml():
-    with pytest.raises(RewardSpecError, match="not valid JSON"):
-        RewardSpec.from_json("{")
-    with pytest.raises(RewardSpecError, match="not valid YAML"):
-        RewardSpec.from_yaml("components: [")
+    with pytest.raises(RewardSpecError, match="not valid JSON or YAML"):
+        RewardSpec.from_text("{")
+    with pytest.raises(RewardSpecError, match="not valid JSON or YAML"):
+        RewardSpec.from_text("components: [")
     with pytest.raises(RewardSpecError, match="must be a mapping"):
-        RewardSpec.from_yaml("- 1")
+        RewardSpec.from_text("- 1")
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("[" * 100_000, "deeper than"),
+        ("- " * 200 + "x", "deeper than"),
+        ("n: " + "9" * 5000, "too many digits"),
+        ("x" * 1_000_001, "over 1,000,000 characters"),
+    ],
+)
+def test_the_one_parser_refuses_hostile_text_by_reason(text, reason):
+    """Specs, run configs and API arguments share load_structured's guards."""
+    from engine.config.fields import ConfigError, parse_yaml
+
+    with pytest.raises(RewardSpecError, match=reason):
+        RewardSpec.from_text(text)
+    with pytest.raises(ConfigError, match=reason):
+        parse_yaml(text)
 
 
 def test_constructing_directly_also_validates():

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from rewards.components.similarity import MAX_LCS_CELLS
 from rewards.composer import score
-from rewards.deadline import call_deadline
 from rewards.spec import RewardSpec
+from rewards.verification.deadline import call_deadline
 
 
 def similarity(metric: str) -> RewardSpec:

@@ -48,9 +48,10 @@ def test_a_database_from_before_owners_is_migrated_and_keeps_its_runs(data_dir):
         create_run(db, algorithm="grpo", config={"a": 1}, run_id="old-run", total_steps=5)
     # Turn the file back into a version 1 database: the run table as it was, without owners.
     with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE run_phase")  # version 3's
         conn.execute("DROP INDEX ix_run_owner_created")
         conn.execute("ALTER TABLE run DROP COLUMN owner")
-        conn.execute("ALTER TABLE run DROP COLUMN queued_at")  # added in version 3
+        conn.execute("ALTER TABLE run DROP COLUMN queued_at")  # added in version 4
         conn.execute("UPDATE schema_version SET version = 1")
     with Database(path) as db:
         assert db.schema_version == SCHEMA_VERSION

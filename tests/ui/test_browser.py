@@ -13,6 +13,7 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
+from storage.schema import RunPhase
 from ui.design.spec_form import MAX_INSTANCES
 from ui.runs import progress as run_progress
 
@@ -162,6 +163,23 @@ def test_any_number_of_one_component_is_added_set_and_removed(page: Page):
     added = components[2:]
     assert [c.get("label") for c in added] == [None] + [f"conciseness_{i}" for i in (3, 4, 5, 6)]
     assert [c["params"]["max_len"] for c in added] == [1000, 1000, 321, 1000, 1000]
+
+
+def test_clicks_faster_than_the_redraw_are_each_applied_in_order(page: Page):
+    """Three Adds and a Remove clicked without waiting for any redraw: each click after the
+    first lands on a drawing that is being replaced, and still counts, in order."""
+    pick(page, "add-component-name", "conciseness")
+    for _ in range(3):
+        page.locator("#add-component").click()
+    expect(page.locator("#slot-conciseness-3")).to_contain_text("● on")
+    # A double click on Remove: the second is refused, visibly, and removes nothing else.
+    page.evaluate(
+        "() => { const b = document.querySelector('#remove-conciseness-2'); b.click(); b.click(); }"
+    )
+    expect(page.locator("#slot-conciseness-2")).to_be_hidden()
+    expect(page.locator("#import-message")).to_contain_text("was removed already")
+    components = exported_spec(page)["components"]
+    assert [c.get("label") for c in components[2:]] == [None, "conciseness_3"]
 
 
 def test_export_downloads_the_spec_and_a_standalone_trl_module(page: Page):
@@ -446,17 +464,14 @@ def test_a_preview_number_out_of_range_is_reported_under_it(page: Page):
     assert top < page.locator("#preview-seed").bounding_box()["y"]
 
 
-def logged_phases(app, run_id: str) -> list[str]:
-    """The phases the run view derives from the run's stored log, line by line, in order."""
-    from storage import logs as log_store
-    from storage import runs as run_store
+def recorded_phases(app, run_id: str) -> list:
+    """The phases the run's worker recorded, in order."""
+    from storage import phases as phase_store
     from storage.db import Database
     from storage.paths import db_path
 
     with Database(db_path(app.data_dir)) as db:
-        run = run_store.get_run(db, run_id)
-        entries, _ = log_store.logs_since(db, run_id, 0, limit=10_000)
-    return run_progress.phases_walked(run, [f"- {e.level:<7} {e.message}" for e in entries])
+        return [phase for phase, _ in phase_store.phases(db, run_id)]
 
 
 @pytest.mark.slow
@@ -506,13 +521,12 @@ def test_a_three_step_grpo_run_streams_live_and_survives_a_reload(page: Page, br
     assert seen == sorted(seen), f"points never went back: {seen}"
     assert chart_points(page, "chart-eval")  # held-out accuracy before and after
     # The page is sampled once a second, which a fast machine can outrun: every phase it showed
-    # must be a real one, and the worker's stored log must walk through evaluating and training.
-    known = {text for _, text in run_progress.PHASE_MARKERS} | {run_progress.TRAINING}
-    known |= {"Starting the worker", "Queued: waiting for a free training slot"}
+    # must be a real one, and the worker must have recorded evaluating, then training.
+    known = set(run_progress.PHASE_TEXT.values()) | {"Queued: waiting for a free training slot"}
     assert all(p.strip().removesuffix("…") in known for p in phases), phases
-    walked = logged_phases(live_app, run_id)
-    assert "Evaluating on held-out prompts" in walked, walked
-    assert run_progress.TRAINING in walked[walked.index("Evaluating on held-out prompts") :]
+    walked = recorded_phases(live_app, run_id)
+    assert RunPhase.EVALUATING in walked, walked
+    assert RunPhase.TRAINING in walked[walked.index(RunPhase.EVALUATING) :], walked
     expect(page.locator("#run-summary")).to_contain_text("completed at step 3 of 3")
     expect(page.locator("#run-summary")).to_contain_text("held-out accuracy")
     expect(rows(page, "run-samples").first).to_be_visible()

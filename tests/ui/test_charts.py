@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from ui.runs.state import Series
 from ui.shared import charts
 
@@ -43,7 +45,7 @@ def test_every_chart_metric_of_the_issue_has_a_panel():
         "eval/format_rate",
         "perf/tokens_per_s",
         "ppo/approx_kl",
-        "ppo/clip_fraction",
+        "policy/clip_ratio/region_mean",
         "ppo/explained_variance",
         "loss/value",
     ]:
@@ -95,7 +97,7 @@ def test_ema_is_debiased_like_tensorboard_and_skips_gaps():
     assert charts.ema([1.0, None, 3.0], 0.0) == [1.0, None, 3.0]
     smoothed = charts.ema([2.0, 4.0], 0.5)
     assert smoothed[0] == 2.0  # debiased: the first point is itself, not pulled to 0
-    assert smoothed[1] == (0.5 * (0.5 * 2.0) + 0.5 * 4.0) / (1 - 0.25)
+    assert smoothed[1] == pytest.approx((0.5 * (0.5 * 2.0) + 0.5 * 4.0) / (1 - 0.25), rel=1e-11)
 
 
 def test_smoothing_draws_the_raw_line_faint_behind_the_smoothed_one():
@@ -117,3 +119,42 @@ def test_chart_options_from_the_page_fall_back_on_bad_values():
     )
     for bad in (1.0, -0.1, float("nan"), "x", None):
         assert charts.ChartOptions.from_inputs(bad, "bogus", "yes") == charts.ChartOptions()
+
+
+def _panel(key: str) -> charts.Panel:
+    return next(p for p in charts.PANELS if p.key == key)
+
+
+def test_a_constant_series_is_drawn_on_a_range_around_its_value_even_smoothed():
+    lr = {"train/learning_rate": Series(list(range(1, 41)), [5e-5] * 40)}
+    for smoothing in (0.0, 0.8):
+        fig = charts.panel_figure(_panel("learning_rate"), lr, charts.ChartOptions(smoothing))
+        assert fig["layout"]["yaxis"]["range"] == pytest.approx([2.5e-5, 7.5e-5])  # not -1..1
+        assert set(fig["data"][-1]["y"]) == {5e-5}  # no zigzag of rounding noise
+    moving = {"train/learning_rate": Series([1, 2], [1e-5, 2e-5])}
+    assert "range" not in charts.panel_figure(_panel("learning_rate"), moving)["layout"]["yaxis"]
+
+
+def test_a_one_point_series_is_a_point_with_smoothing_too():
+    eval_ = {"eval/accuracy": Series([0], [0.3])}
+    for smoothing in (0.0, 0.6):
+        fig = charts.panel_figure(_panel("eval"), eval_, charts.ChartOptions(smoothing))
+        assert "markers" in fig["data"][-1]["mode"], smoothing
+
+
+def test_log_scale_says_why_a_panel_is_empty_and_the_time_axis_leaves_the_legend_room():
+    loss = {"loss/policy": Series([1, 2], [-0.1, -0.2])}
+    fig = charts.panel_figure(_panel("loss"), loss, charts.ChartOptions(log_y=True))
+    assert "no value above 0" in fig["layout"]["annotations"][0]["text"]
+    fine = charts.panel_figure(_panel("loss"), {"loss/policy": Series([1], [0.5])})
+    assert "annotations" not in fine["layout"]
+    timed = charts.panel_figure(
+        _panel("loss"),
+        {"loss/policy": Series([1, 2], [0.5, 0.4], [0.0, 60.0])},
+        charts.ChartOptions(x="time"),
+    )
+    assert (
+        timed["layout"]["legend"]["y"]
+        < charts.panel_figure(_panel("loss"), loss)["layout"]["legend"]["y"]
+    )
+    assert timed["layout"]["hovermode"] == "x unified"

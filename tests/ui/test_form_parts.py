@@ -46,7 +46,7 @@ def test_design_inputs_are_the_form_keys_in_order():
 
 
 def test_train_inputs_are_config_fields_and_build_the_default_config(ctx):
-    spec = PRESETS[DEFAULT_PRESET].to_dict()
+    spec = PRESETS[DEFAULT_PRESET]
     with gr.Blocks():
         design = DesignHandles(spec_state=gr.State(spec), form=SpecForm())
         parts = build_train_parts(ctx, design)

@@ -61,7 +61,7 @@ def test_a_reward_edit_scores_the_cache_once_and_shows_the_selected_trace(app, s
     (selected_state,) = {
         c for f in handlers for c in f.inputs if isinstance(c, gr.State) and c.value is None
     } - {design.spec_state}
-    values = {cache_state: cache, design.spec_state: spec.to_dict(), selected_state: selected}
+    values = {cache_state: cache, design.spec_state: spec, selected_state: selected}
     CountingCache.rescored = 0
     out = run_handlers(handlers, values)
     assert CountingCache.rescored == 1

@@ -54,9 +54,9 @@ def test_public_defaults_cap_model_preview_iterations_rank_evaluation_and_time()
     }
     for field, values in refused.items():
         with pytest.raises(ConfigError, match=rf"^{field}: this demo"):
-            demo.check_config(RunConfig.from_dict(values))
+            demo.within_caps(RunConfig.from_dict(values))
     config = RunConfig.from_dict({"training": {"eval_steps": 0}})
-    demo.check_config(config)  # evaluation before and after only; no time budget given
+    config = demo.within_caps(config)  # evaluation before and after only; no time budget
     assert config.training.time_budget_minutes == 60
 
 

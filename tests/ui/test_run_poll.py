@@ -1,12 +1,13 @@
 import pytest
 
 from storage import logs as log_store
+from storage import phases as phase_store
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.metrics import MetricWriter
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.schema import RunPhase, RunStatus
 from ui.runs.poll import RunsUpdate, poll, runs_table
 from ui.runs.state import RunView
 from ui.shared.charts import PANELS
@@ -205,7 +206,7 @@ def test_empty_panels_are_hidden_and_grpo_notes_are_not_shown_for_ppo(db, parts)
 
 def test_a_run_asked_to_stop_reads_stopping_with_its_phase_until_it_stops(db):
     rid = make_run(db)
-    log_store.append_logs(db, rid, [(1.0, "INFO", "Loading model x")])
+    phase_store.record_phase(db, rid, RunPhase.LOADING_MODEL)
     view = RunView()
     update = poll(db, view, rid)
     assert "**running**" in update.status_md and "Loading the model" in update.progress_html
@@ -214,16 +215,16 @@ def test_a_run_asked_to_stop_reads_stopping_with_its_phase_until_it_stops(db):
     log_step(db, rid, 1, {"reward/total": 1.0})
     update = poll(db, view, rid)
     assert "**stopping…**" in update.status_md and "Stopping" in update.progress_html
-    log_store.append_logs(db, rid, [(2.0, "INFO", "Stop requested: saving a checkpoint")])
+    phase_store.record_phase(db, rid, RunPhase.STOPPING, 1)
     run_store.set_status(db, rid, RunStatus.STOPPED)
     update = poll(db, view, rid)
     assert "**stopped**" in update.status_md and "stopped at step 1 of 3" in update.progress_html
-    # Resumed: a new attempt runs and is not "stopping" any more, even before it logs a phase
-    # (the newest marker line is still the first attempt's stop).
+    # Resumed: a new attempt runs and is not "stopping" any more, even before it records a
+    # phase (the newest phase row is still the first attempt's stop).
     run_store.update_run(db, rid, status=RunStatus.QUEUED, attempt=2)
     run_store.set_status(db, rid, RunStatus.RUNNING)
     update = poll(db, view, rid)
     assert "**running**" in update.status_md and "Stopping" not in update.progress_html
-    log_store.append_logs(db, rid, [(3.0, "INFO", "Loading model x")])
+    phase_store.record_phase(db, rid, RunPhase.LOADING_MODEL)
     update = poll(db, view, rid)
     assert "**running**" in update.status_md and "Loading the model" in update.progress_html

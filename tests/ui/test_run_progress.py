@@ -1,5 +1,11 @@
-from storage.runs import RunInfo
-from storage.schema import RunStatus
+import pytest
+
+from storage import phases as phase_store
+from storage import runs as run_store
+from storage.db import Database
+from storage.paths import db_path
+from storage.runs import RunInfo, create_run
+from storage.schema import RunPhase, RunStatus
 from ui.runs import progress as run_progress
 from ui.runs.state import RunView, Series
 
@@ -16,32 +22,46 @@ RUN = RunInfo(
 )
 
 
-def line(message: str) -> str:
-    return f"2026-11-26 10:00:00 INFO    {message}"
+@pytest.fixture
+def db(data_dir):
+    with Database(db_path(data_dir)) as database:
+        yield database
 
 
-def test_the_phase_follows_the_workers_log_lines():
-    lines = [line("Loading model default"), line("40 training prompts, 8 held-out prompts")]
-    assert run_progress.phase(RUN, lines[:1]) == "Loading the model"
-    assert run_progress.phase(RUN, lines).startswith("Generating the first")
-    lines.append(line("Evaluating 8 held-out prompts at step 0"))
-    assert run_progress.phase(RUN, lines) == "Evaluating on held-out prompts"
-    lines.append(line("Held-out at step 0: accuracy 0.300, format 0.900"))
-    assert run_progress.phase(RUN, lines) == run_progress.TRAINING
-    lines.append(line("engine.trainers.callbacks: Saving a checkpoint at step 5"))
-    assert run_progress.phase(RUN, lines) == run_progress.SAVING == "Saving checkpoint"
-    lines.append(line("engine.trainers.callbacks: Checkpoint saved at step 5; training on"))
-    assert run_progress.phase(RUN, lines) == run_progress.TRAINING
-    assert run_progress.phases_walked(RUN, lines)[-3:] == [
-        run_progress.TRAINING,
-        run_progress.SAVING,
-        run_progress.TRAINING,
+def test_the_phase_is_the_one_the_worker_recorded_last(db):
+    """Phases are rows the worker writes (no log text is read): the progress query carries the
+    newest, and the words under the bar follow it."""
+    run = create_run(db, algorithm="grpo", config={})
+    run_store.set_status(db, run.id, RunStatus.RUNNING)
+    run = run_store.get_run(db, run.id)
+    assert run_store.run_progress(db)[run.id].phase is None
+    assert run_progress.phase(run, None) == run_progress.PHASE_TEXT[RunPhase.TRAINING]  # older runs
+    for recorded, step in [
+        (RunPhase.LOADING_MODEL, None),
+        (RunPhase.EVALUATING, 0),
+        (RunPhase.TRAINING, 1),
+        (RunPhase.SAVING_CHECKPOINT, 5),
+        (RunPhase.TRAINING, 5),
+    ]:
+        phase_store.record_phase(db, run.id, recorded, step)
+        newest = run_store.run_progress(db)[run.id].phase
+        assert newest == recorded
+        assert run_progress.phase(run, newest) == run_progress.PHASE_TEXT[recorded]
+    assert run_progress.PHASE_TEXT[RunPhase.SAVING_CHECKPOINT] == "Saving checkpoint"
+    stopping = run_progress.PHASE_TEXT[RunPhase.STOPPING]
+    assert run_progress.phase(run, RunPhase.TRAINING, stop_asked=True) == stopping
+    queued = run.model_copy(update={"status": RunStatus.QUEUED})
+    assert run_progress.phase(queued, RunPhase.TRAINING).startswith("Queued")
+    done = run.model_copy(update={"status": RunStatus.COMPLETED})
+    assert run_progress.phase(done, RunPhase.TRAINING) == ""
+    assert [p for p, _ in phase_store.phases(db, run.id)][-2:] == [
+        RunPhase.SAVING_CHECKPOINT,
+        RunPhase.TRAINING,
     ]
-    assert run_progress.phase(RUN, lines, stop_asked=True) == run_progress.STOPPING
-    assert run_progress.phase(
-        RUN.model_copy(update={"status": RunStatus.QUEUED}), lines
-    ).startswith("Queued")
-    assert run_progress.phase(RUN.model_copy(update={"status": RunStatus.COMPLETED}), lines) == ""
+
+
+def test_every_phase_has_words():
+    assert set(run_progress.PHASE_TEXT) == set(RunPhase)
 
 
 def test_the_bar_shows_step_n_of_m_and_an_eta_from_recent_step_times():

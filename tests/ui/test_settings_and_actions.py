@@ -48,7 +48,7 @@ def test_the_steps_cap_is_stored_once_and_read_by_every_check():
     assert "at most 5 training steps" in limits.describe()
     config = RunConfig.from_dict({"training": {"steps": 6}})
     with pytest.raises(ConfigError, match=r"training\.steps: this demo allows at most 5 steps"):
-        limits.check_config(config)
+        limits.within_caps(config)
 
 
 def make_run(ctx, status=RunStatus.COMPLETED):

@@ -21,7 +21,7 @@ def inputs(algorithm="grpo", name="t"):
         algorithm=algorithm,
         model=RunConfig().model.to_dict(),
         data={"source": "builtin", "split": "train"},
-        reward=preset("R1-style math").to_dict(),
+        reward=preset("R1-style math"),
     )
 
 
@@ -106,9 +106,11 @@ def test_optional_numbers_typed_as_text(fields):
 
 
 def test_demo_cap_on_steps(fields):
-    values = defaults(fields)
+    from ui.shared.context import DemoLimits
+
+    config = build_config(inputs(), fields, defaults(fields))
     with pytest.raises(ConfigError) as err:
-        build_config(inputs(), fields, values, max_steps=10)
+        DemoLimits(sizes={"training.steps": 10}).within_caps(config)
     assert err.value.field == "training.steps" and "at most 10" in str(err.value)
 
 

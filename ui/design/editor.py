@@ -72,7 +72,7 @@ class EditorTargets:
         # While any field is wrong the shared spec is None: Preview keeps its last scores and
         # Train refuses to start, instead of silently using an older reward.
         updates: Updates = {
-            self.spec_state: check.spec.to_dict() if check.ok else None,
+            self.spec_state: check.spec if check.ok else None,
             self.status: check.summary(),
         }
         if check.ok:
@@ -268,10 +268,22 @@ def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets, version: in
 
     every_input = {out.layout, out.export_format, *parts.inputs.values()}
 
+    def current_values(raw: Values) -> FormValues:
+        """The values an add or remove applies to. A click on a drawing that a redraw has
+        replaced (a second click before the first one's redraw reached the page, on a busy
+        machine) carries that old drawing's inputs: it applies to the newest drawing's values
+        instead (the layout state, read when the event runs), so no earlier add or remove is
+        undone by it."""
+        layout = raw[out.layout]
+        if layout.get("version") != version:
+            return dict(layout["values"])
+        return parts.read(raw)
+
     def on_add(raw: Values) -> Updates:
-        values = parts.read(raw)
+        values = current_values(raw)
+        shown = [slot.key for slot in form.slots_in(values)]
         try:
-            slot = form.slot_to_add(raw[parts.add_name], list(parts.accordions))
+            slot = form.slot_to_add(raw[parts.add_name], shown)
         except SpecDoesNotFit as exc:
             return {out.message: warn(f"Not added: {escape(exc)}")}
         values.update(form.slot_values(slot))
@@ -281,7 +293,10 @@ def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets, version: in
 
     def remover(slot: Slot) -> Callable[[Values], Updates]:
         def on_remove(raw: Values) -> Updates:
-            values = form.without_slot(parts.read(raw), slot.key)
+            values = current_values(raw)
+            if f"{slot.key}.enabled" not in values:  # a second click on it, before the redraw
+                return {out.message: warn(f"{escape(slot.label)} was removed already.")}
+            values = form.without_slot(values, slot.key)
             message = f"Removed **{escape(slot.label)}** from the reward."
             return out.redraw(form, values, raw[out.layout], raw[out.export_format], message)
 

@@ -52,20 +52,19 @@ def build_spec_io(initial_spec: RewardSpec) -> SpecIoParts:
 def wire_spec_io(io: SpecIoParts, spec_state: gr.State) -> None:
     """Show the spec in the chosen format; build the download files."""
 
-    def on_format(spec_dict: dict | None, fmt_name: str):
-        if spec_dict is None:
+    def on_format(spec: RewardSpec | None, fmt_name: str):
+        if spec is None:
             return gr.Code(language=fmt_name)
-        spec = RewardSpec.from_dict(spec_dict)
         return gr.Code(value=spec_io.spec_text(spec, fmt_name), language=fmt_name)
 
     io.export_format.change(
         on_format, inputs=[spec_state, io.export_format], outputs=io.code, api_visibility="private"
     )
 
-    def on_export(spec_dict: dict | None):
-        if spec_dict is None:
+    def on_export(spec: RewardSpec | None):
+        if spec is None:
             return gr.File(visible=False), warn("Fix the marked fields first.")
-        paths = spec_io.export_files(RewardSpec.from_dict(spec_dict))
+        paths = spec_io.export_files(spec)
         return gr.File(value=list(paths), visible=True), ""
 
     io.export.click(

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from rewards.errors import RewardSpecError
-from rewards.params import MAX_NESTING, too_deep
-from rewards.spec import RewardSpec
+from rewards.spec import MAX_SPEC_CHARS, RewardSpec
+from rewards.structured_text import TextFormatError, load_structured
 from ui.shared.downloads import write_download
 
 FORMATS = ("json", "yaml")
-MAX_IMPORT_BYTES = 1_000_000
 
 
 def spec_text(spec: RewardSpec, fmt: str = "json") -> str:
@@ -22,34 +17,17 @@ def spec_text(spec: RewardSpec, fmt: str = "json") -> str:
     return spec.to_yaml() if fmt == "yaml" else spec.to_json()
 
 
-def load_text(text: str) -> Any:
-    """JSON or YAML text as data; JSON is tried first, since a YAML 1.1 parser reads the JSON
-    number ``1e-06`` as a string. Raises ``yaml.YAMLError`` when neither parses."""
-    if too_deep(text):
-        raise yaml.YAMLError(f"the text nests lists or mappings deeper than {MAX_NESTING} levels")
-    try:
-        try:
-            return json.loads(text)
-        except ValueError:
-            return yaml.safe_load(text)
-    except RecursionError:  # "[" * 100000: deeper than either parser can follow
-        raise yaml.YAMLError("the text nests lists or mappings too deeply") from None
-    except ValueError:  # YAML's reading of an integer over Python's 4,300-digit limit
-        raise yaml.YAMLError("the text holds a number with too many digits") from None
-
-
 def parse_spec(text: str) -> RewardSpec:
-    """A spec from JSON or YAML text (see :func:`load_text`).
+    """A spec from JSON or YAML text (:func:`rewards.structured_text.load_structured`); a
+    whole run config gives its ``reward`` section.
 
     Raises:
         RewardSpecError: the text is not a mapping, or a field is invalid (named in the error).
     """
-    if len(text.encode("utf-8", errors="replace")) > MAX_IMPORT_BYTES:
-        raise RewardSpecError("", f"the spec is over {MAX_IMPORT_BYTES:,} bytes; is it a spec?")
     try:
-        data = load_text(text)
-    except yaml.YAMLError as exc:
-        raise RewardSpecError("", f"not valid JSON or YAML: {exc}") from None
+        data = load_structured(text, MAX_SPEC_CHARS)
+    except TextFormatError as exc:
+        raise RewardSpecError("", str(exc)) from None
     if isinstance(data, dict) and "reward" in data and "components" not in data:
         data = data["reward"]  # a whole run config: take its reward section
     if not isinstance(data, dict):

@@ -45,7 +45,7 @@ class DesignHandles:
 def build_design(ctx: AppContext) -> DesignHandles:
     form = SpecForm()
     initial_spec = PRESETS.get(DEFAULT_PRESET) or next(iter(PRESETS.values()))
-    spec_state = gr.State(initial_spec.to_dict())
+    spec_state = gr.State(initial_spec)
     layout = gr.State(layout_of(form.values_from_spec(initial_spec)))
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):

@@ -65,10 +65,10 @@ def build_try(initial_spec: RewardSpec) -> TryParts:
 def wire_try(parts: TryParts, spec_state: gr.State) -> None:
     """Score the hand-written completion again whenever it or the spec changes."""
 
-    def on_try(spec_dict: dict | None, prompt: str, completion: str, answer: str):
-        if spec_dict is None:
+    def on_try(spec: RewardSpec | None, prompt: str, completion: str, answer: str):
+        if spec is None:
             return gr.skip(), warn("Fix the marked fields to score again.")
-        return trace_rows(RewardSpec.from_dict(spec_dict), prompt, completion, answer)
+        return trace_rows(spec, prompt, completion, answer)
 
     gr.on(
         [spec_state.change, parts.prompt.input, parts.completion.input, parts.answer.input],

@@ -32,9 +32,9 @@ from engine.run.devices import bounded_threads
 from engine.run.layout import CONFIG_FILE
 from engine.run.saved_models import RunModelError, load_run_model, run_models
 from rewards.composer import ScoredSample, score
-from rewards.deadline import call_deadline
-from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.spec import RewardSpec
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from storage import runs as run_store
 from ui.design.tab import TRACE_HEADERS
 from ui.playground.reads import RunReadCache, RunReads

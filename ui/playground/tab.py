@@ -120,7 +120,7 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
         new,
         n,
         s,
-        spec_dict,
+        spec: RewardSpec | None,
         request: gr.Request,
         profile: gr.OAuthProfile | None = None,
     ):
@@ -133,7 +133,6 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
                 num_samples=_whole(n),
                 seed=_whole(s),
             )
-            spec = RewardSpec.from_dict(spec_dict) if spec_dict else None
             sides = (Side(a or BASE, a_custom or ""), Side(b or FINAL, b_custom or ""))
             for left_html, right_html in compare_stream(
                 ctx, cache, viewer, run_id, sides, text, gold, settings, spec

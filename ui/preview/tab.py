@@ -16,10 +16,10 @@ from typing import Any
 import gradio as gr
 
 from engine.config.fields import ConfigError, field_help
-from rewards.deadline import call_deadline
-from rewards.mathpool import INTERACTIVE_DEADLINE_S
 from rewards.probes import run_probes
 from rewards.spec import RewardSpec
+from rewards.verification.deadline import call_deadline
+from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from ui.design.tab import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
 from ui.preview.cache import PreviewCache, PreviewScores
 from ui.preview.generate import (
@@ -323,10 +323,9 @@ def _wire_scores(
             rows = probe_rows(spec, cache, index, ctx.cached_tokenizer(cache.model))
         return sample_trace(scores, index), rows
 
-    def on_spec(cache: PreviewCache, spec_dict: dict | None, index: Any):
-        if spec_dict is None:  # the Design tab has fields to fix: keep the last scores
+    def on_spec(cache: PreviewCache, spec: RewardSpec | None, index: Any):
+        if spec is None:  # the Design tab has fields to fix: keep the last scores
             return (gr.skip(),) * (len(shown) + len(sample))
-        spec = RewardSpec.from_dict(spec_dict)
         with call_deadline(INTERACTIVE_DEADLINE_S):  # math-verify on hostile answers
             scores = cache.rescore(spec)
         index = _selected_index(cache, index)
@@ -362,11 +361,10 @@ def _wire_scores(
             **_show_error(errors, None),
         }
 
-    def on_select(cache: PreviewCache, spec_dict: dict | None, evt: gr.SelectData):
-        if cache.empty or spec_dict is None:
+    def on_select(cache: PreviewCache, spec: RewardSpec | None, evt: gr.SelectData):
+        if cache.empty or spec is None:
             return gr.skip(), gr.skip(), gr.skip()
         index = int(evt.index[0])
-        spec = RewardSpec.from_dict(spec_dict)
         with call_deadline(INTERACTIVE_DEADLINE_S):
             scores = cache.rescore(spec)
         return (*sample_views(spec, cache, scores, index), index)

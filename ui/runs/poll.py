@@ -19,7 +19,7 @@ from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.runs import RunInfo
-from storage.schema import RunStatus
+from storage.schema import RunPhase, RunStatus
 from ui.runs import progress as run_progress
 from ui.runs.state import RunsSnapshot, RunView
 from ui.shared import charts, hints, messages
@@ -230,14 +230,10 @@ def poll(
             update.logs = "\n".join(view.log_lines)
     if run is not None or got:
         run = run or run_store.get_run(db, view.run_id, owner=owner)
-        if run is not None:
-            view.see_attempt(run.attempt)
         if run is not None and run.is_terminal and view.stop_asked == run.id:
             view.stop_asked = None  # the stop happened; a resumed attempt is not stopping
         asked = view.stop_asked == view.run_id
         update.progress_html = run_progress.progress_html(run, view, asked)
-        stopping = run is not None and (
-            asked or run_progress.phase(run, view.attempt_log_lines) == run_progress.STOPPING
-        )
+        stopping = run is not None and (asked or view.phase == RunPhase.STOPPING)
         update.status_md = status_markdown(run, stopping)
     return update

@@ -1,68 +1,48 @@
 """Progress you can read on the run view: a bar with step N of M and an ETA, what the worker is
 doing now, and a summary card once a run has ended (no Gradio here).
 
-The phase comes from the worker's own log lines (``engine.run.worker``, ``engine.trainers``), which
-the view already reads by cursor: each marker below is the start of a message the worker logs when
-it enters that phase, so no extra table or query is needed.
+The phase is data: the worker records each phase it enters (``storage.phases``), and the view's
+one progress query per tick reads the newest; rewording a log line changes nothing here.
 """
 
 from __future__ import annotations
 
 import html
 import time
-from collections.abc import Sequence
 
 from engine.tracking import metric_names as m
 from storage.runs import RunInfo
-from storage.schema import RunStatus
+from storage.schema import RunPhase, RunStatus
 from ui.runs.state import RunView, Series
 
-TRAINING = "Training: generating completions and updating the policy"
-STOPPING = "Stopping: finishing the step and saving a checkpoint"
-SAVING = "Saving checkpoint"
-# (start of a worker log message, the phase it begins), checked newest line first.
-PHASE_MARKERS: tuple[tuple[str, str], ...] = (
-    ("Loading model", "Loading the model"),
-    ("Resuming from", "Resuming from the last checkpoint"),
-    ("training prompts,", "Generating the first completions"),
-    ("Evaluating", "Evaluating on held-out prompts"),
-    ("Held-out at step", TRAINING),
-    ("Saving a checkpoint", SAVING),
-    ("Checkpoint saved at step", TRAINING),
-    ("Stop requested", STOPPING),
-    ("Time budget reached", "Time budget reached: saving a checkpoint"),
-    ("Every step is trained", "Finishing from the last checkpoint"),
-    ("Saved the final model", "Saving the final model"),
-)
+# What each phase the worker records (storage.schema.RunPhase) reads as under the bar.
+PHASE_TEXT: dict[RunPhase, str] = {
+    RunPhase.STARTING: "Starting the worker",
+    RunPhase.LOADING_MODEL: "Loading the model",
+    RunPhase.RESUMING: "Resuming from the last checkpoint",
+    RunPhase.FIRST_GENERATION: "Generating the first completions",
+    RunPhase.TRAINING: "Training: generating completions and updating the policy",
+    RunPhase.EVALUATING: "Evaluating on held-out prompts",
+    RunPhase.SAVING_CHECKPOINT: "Saving checkpoint",
+    RunPhase.STOPPING: "Stopping: finishing the step and saving a checkpoint",
+    RunPhase.TIME_BUDGET: "Time budget reached: saving a checkpoint",
+    RunPhase.FINISHING: "Finishing from the last checkpoint",
+    RunPhase.SAVING_FINAL: "Saving the final model",
+}
 ETA_WINDOW = 10  # steps whose mean time predicts the rest
 
 
-def phase(run: RunInfo, log_lines: Sequence[str], stop_asked: bool = False) -> str:
-    """What an active run is doing now, in words ("" for a run that is not active)."""
+def phase(run: RunInfo, recorded: str | None, stop_asked: bool = False) -> str:
+    """What an active run is doing now, in words ("" for a run that is not active), from the
+    phase its worker ``recorded`` last (none, as for a run from before phases were recorded:
+    training)."""
     if run.status == RunStatus.QUEUED:
         return "Queued: waiting for a free training slot"
     if run.status != RunStatus.RUNNING:
         return ""
-    found = ""
-    for line in reversed(log_lines):
-        found = next((text for marker, text in PHASE_MARKERS if f" {marker}" in line), "")
-        if found:
-            break
-    if stop_asked and found != STOPPING:
-        return STOPPING
-    return found or ("Starting the worker" if run.last_step == 0 else TRAINING)
-
-
-def phases_walked(run: RunInfo, log_lines: Sequence[str]) -> list[str]:
-    """The phases the run view shows an active ``run`` going through as its log lines arrive
-    one by one, each change once (for checking a finished run's log)."""
-    running = run.model_copy(update={"status": RunStatus.RUNNING})
-    walked: list[str] = []
-    for end in range(1, len(log_lines) + 1):
-        now = phase(running, log_lines[:end])
-        if not walked or walked[-1] != now:
-            walked.append(now)
-    return walked
+    if stop_asked:
+        return PHASE_TEXT[RunPhase.STOPPING]
+    return PHASE_TEXT[RunPhase(recorded or RunPhase.TRAINING)]
 
 
 def eta_seconds(run: RunInfo, series: dict[str, Series]) -> float | None:
@@ -92,7 +72,7 @@ def progress_html(run: RunInfo | None, view: RunView, stop_asked: bool = False) 
     parts = [f"step {run.last_step} of {total}" if total else f"step {run.last_step}"]
     if eta is not None:
         parts.append(f"about {clock(eta)} left")
-    doing = phase(run, view.attempt_log_lines, stop_asked)
+    doing = phase(run, view.phase, stop_asked)
     return (
         '<div id="run-progress-box">'
         f'<div class="run-progress-text">{html.escape(" · ".join(parts))}</div>'

@@ -90,19 +90,7 @@ class RunView:
     max_log_lines: int = 500
     newest_sample_step: int | None = None
     stop_asked: str | None = None  # the run this session asked to stop, until it has stopped
-    attempt: int | None = None  # the run's attempt last seen
-    attempt_lines_from: int = 0  # index in log_lines where that attempt's lines begin
-
-    def see_attempt(self, attempt: int) -> None:
-        """Note the run's attempt; when it changes under the view (a resume), the lines read so
-        far belong to earlier attempts and no longer say what the worker is doing."""
-        if self.attempt is not None and attempt != self.attempt:
-            self.attempt_lines_from = len(self.log_lines)
-        self.attempt = attempt
-
-    @property
-    def attempt_log_lines(self) -> list[str]:
-        return self.log_lines[self.attempt_lines_from :]
+    phase: str | None = None  # the worker's phase last shown
 
     def select(self, run_id: str | None) -> None:
         """Show another run: forget the points and cursors of the previous one."""
@@ -114,8 +102,7 @@ class RunView:
         self.status = None
         self.last_step = -1
         self.newest_sample_step = None
-        self.attempt = None
-        self.attempt_lines_from = 0
+        self.phase = None
 
     def sample_step_to_show(self, steps: list[int], current: Any) -> int | None:
         """The step the samples picker shows among ``steps``: the one the user picked if it is
@@ -131,14 +118,20 @@ class RunView:
         return progress is not None and progress.metric_cursor > self.cursor
 
     def progress_changed(self, progress: RunProgress | None) -> bool:
-        """True when status or step moved since last shown (the status line needs a redraw)."""
+        """True when status, step or phase moved since last shown (the status line and the
+        progress bar need a redraw)."""
         if progress is None:
             return self.status is not None
-        return str(progress.status) != self.status or progress.last_step != self.last_step
+        return (str(progress.status), progress.last_step, progress.phase) != (
+            self.status,
+            self.last_step,
+            self.phase,
+        )
 
     def mark_shown(self, progress: RunProgress | None) -> None:
         self.status = None if progress is None else str(progress.status)
         self.last_step = -1 if progress is None else progress.last_step
+        self.phase = None if progress is None else progress.phase
 
     def absorb(self, points: Iterable[Any], next_cursor: int) -> set[str]:
         """Add metric rows (``MetricPoint``-like: ``.step``, ``.name``, ``.value``) read up to
@@ -158,7 +151,6 @@ class RunView:
         self.log_lines.extend(new)
         dropped = max(0, len(self.log_lines) - self.max_log_lines)
         del self.log_lines[:dropped]
-        self.attempt_lines_from = max(0, self.attempt_lines_from - dropped)
         self.log_cursor = max(self.log_cursor, next_cursor)
         return bool(new)
 

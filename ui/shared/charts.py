@@ -92,20 +92,21 @@ PANELS: tuple[Panel, ...] = (
     Panel(
         "kl",
         "KL to the reference policy",
-        names=(m.POLICY_KL, m.PPO_KL_TO_REF, m.PPO_APPROX_KL),
+        names=(m.POLICY_KL, m.PPO_APPROX_KL, m.PPO_KL_TO_REF),
+        right_axis=(m.PPO_KL_TO_REF,),  # per completion: tens of times the per-token KL
         y_title="KL",
         note="Logged only with a KL penalty (beta > 0); beta = 0 loads no reference model.",
     ),
     Panel(
         "entropy",
         "Policy entropy",
-        names=(m.POLICY_ENTROPY, m.PPO_ENTROPY),
+        names=(m.POLICY_ENTROPY,),
         y_title="nats per token",
     ),
     Panel(
         "clip",
         "Clip ratios",
-        names=(m.PPO_CLIP_FRACTION, m.PPO_VALUE_CLIP_FRACTION),
+        names=(m.POLICY_CLIP_RATIO, m.PPO_VALUE_CLIP_FRACTION),
         prefixes=("policy/clip_ratio",),
         y_title="share of tokens",
     ),
@@ -218,7 +219,9 @@ def ema(values: Sequence[float | None], weight: float) -> list[float | None]:
             continue
         last = weight * last + (1.0 - weight) * v
         n += 1
-        out.append(last / (1.0 - weight**n))
+        # 12 significant digits: a constant series stays constant instead of a zigzag of
+        # rounding noise that the axis would stretch to full height.
+        out.append(float(f"{last / (1.0 - weight**n):.12g}"))
     return out
 
 
@@ -232,6 +235,7 @@ def _layout(title: str, y_title: str, x_title: str = "step", height: int = 280) 
         "plot_bgcolor": "white",
         "font": {"family": "sans-serif", "size": 11},
         "legend": {"orientation": "h", "y": -0.18, "font": {"size": 10}},
+        "hovermode": "x unified",  # every series at the step under the cursor
         "xaxis": {**axis, "title": {"text": x_title}} if x_title else axis,
         "yaxis": {**axis, "title": {"text": y_title}},
         "uirevision": "keep",  # zoom and hidden traces survive redraws
@@ -311,13 +315,42 @@ def _lines(
         return [line]
     smoothed = ema(s.values, options.smoothing)
     faint = {**line, "opacity": 0.25, "showlegend": False, "hoverinfo": "skip", "mode": "lines"}
-    return [faint, {**line, "y": [smoothed[i] for i in keep], "mode": "lines"}]
+    return [faint, {**line, "y": [smoothed[i] for i in keep]}]  # one point still shows as one
 
 
 def _x_axis(options: ChartOptions, series: Iterable[Series]) -> dict:
     if options.x == "time":
         return {"title": {"text": "minutes since the first point"}}
     return step_axis(_last_step(series))
+
+
+def _fit_layout(layout: dict, data: list[dict], options: ChartOptions) -> None:
+    """Axes a reader can trust: a near-constant series on a range around its value (Plotly
+    spans a flat line over -1..1, where a learning rate of 5e-5 reads as 0), the legend clear
+    of the time axis's title, and a log scale with nothing above 0 saying so."""
+    values = [
+        y
+        for trace in data
+        if trace.get("yaxis", "y") == "y"
+        for y in trace["y"]
+        if y is not None and math.isfinite(y)
+    ]
+    if values and not options.log_y:
+        low, high = min(values), max(values)
+        if high - low <= 1e-9 * max(abs(low), abs(high)):
+            pad = abs(high) * 0.5 or 1.0
+            layout["yaxis"]["range"] = [low - pad, high + pad]
+    if options.x == "time":
+        layout["legend"]["y"] = -0.35
+        layout["margin"]["b"] = 70
+    if (
+        options.log_y
+        and data
+        and not any(y is not None and y > 0 for trace in data for y in trace["y"])
+    ):
+        layout.setdefault("annotations", []).append(
+            _empty_note("log scale: no value above 0 to draw (turn log scale off to see them)")
+        )
 
 
 def _label(name: str) -> str:
@@ -359,6 +392,7 @@ def panel_figure(
         for axis in ("yaxis", "yaxis2"):
             if axis in layout:
                 layout[axis]["type"] = "log"
+    _fit_layout(layout, data, options)
     if not data:
         layout["annotations"] = [_empty_note("no points yet")]
     return {"data": data, "layout": layout}
@@ -387,6 +421,7 @@ def overlay_figure(
     layout["xaxis"].update(_x_axis(options, runs.values()))
     if options.log_y:
         layout["yaxis"]["type"] = "log"
+    _fit_layout(layout, data, options)
     if not data:
         layout["annotations"] = [_empty_note("pick runs and a metric")]
     return {"data": data, "layout": layout}

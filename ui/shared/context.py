@@ -149,7 +149,7 @@ class AppContext:
             TooManyActiveRunsError: over ``caps`` (``storage.run_caps.ActiveRunCaps``), the caps on
                 queued and running runs.
         """
-        self.demo.check_config(config)
+        config = self.demo.within_caps(config)
         self.input_policy.check_model(config.model)  # before its size is read from a path
         self.check_model_size(config.model)
         self.check_reward_model_sizes(config.reward)

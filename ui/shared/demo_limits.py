@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ui.shared.settings import is_public, positive_int_setting
@@ -114,33 +114,36 @@ class DemoLimits:
     def active(self) -> bool:
         return self.max_model_params is not None or bool(self.sizes)
 
-    def check_config(self, config: Any) -> None:
-        """Refuse a ``RunConfig`` over any size cap or under any minimum; an unset field of
-        ``FILLED_WHEN_UNSET`` takes its cap (a missing section, such as no LoRA, has none).
+    def within_caps(self, config: Any) -> Any:
+        """``config`` (a ``RunConfig``, left as it is) checked against every size cap and
+        minimum, as the demo runs it: an unset field of ``FILLED_WHEN_UNSET`` takes its cap on
+        the copy returned (a missing section, such as no LoRA, has none to check).
 
         Raises:
             ConfigError: on the field, naming its cap.
         """
         from engine.config.fields import ConfigError
 
+        filled = {}
         for path, cap in self.sizes.items():
-            holder, name = _holder(config, path)
-            value = None if holder is None else getattr(holder, name)
-            if holder is not None and value is None and path in FILLED_WHEN_UNSET:
-                setattr(holder, name, cap)  # e.g. the demo reads at most the first `cap` rows
+            value = _value(config, path)
+            if value is None and path in FILLED_WHEN_UNSET and _holder(config, path)[0]:
+                filled[path] = cap  # e.g. the demo reads at most the first `cap` rows
             elif value is not None and value > cap:
                 raise ConfigError(
                     path, f"this demo allows at most {cap:,} {_CAP_NOUNS[path]}, got {value:,}"
                 )
         for path, least in self.minimums.items():
-            holder, name = _holder(config, path)
-            value = None if holder is None else getattr(holder, name)
+            value = _value(config, path)
             if value is not None and 0 < value < least:
                 raise ConfigError(
                     path,
                     f"this demo evaluates at most every {least:,} steps (or 0: before and "
                     f"after training only), got {value:,}",
                 )
+        for path, cap in filled.items():
+            config = _replaced(config, path.split("."), cap)
+        return config
 
     def call_deadline(self) -> float | None:
         """The ``time.monotonic()`` at which a preview or Playground call starting now stops
@@ -178,6 +181,18 @@ _CAP_NOUNS = {
     "ppo.ppo_epochs": "passes over each rollout",
     "model.lora.r": "LoRA rank",
 }
+
+
+def _value(config: Any, path: str) -> Any:
+    holder, name = _holder(config, path)
+    return None if holder is None else getattr(holder, name)
+
+
+def _replaced(obj: Any, names: list[str], value: Any) -> Any:
+    """A copy of the dataclass ``obj`` with the field at ``names`` set to ``value``."""
+    if len(names) == 1:
+        return replace(obj, **{names[0]: value})
+    return replace(obj, **{names[0]: _replaced(getattr(obj, names[0]), names[1:], value)})
 
 
 def _holder(config: Any, path: str) -> tuple[Any, str]:

@@ -7,8 +7,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from rewards.answers import extract_answer, find_answer
 from rewards.text import MAX_COMPLETION_CHARS
+from rewards.verification.answers import extract_answer, find_answer
 
 TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9_-]{0,30}>")
 TAG_STYLE = "color:#7c3aed;font-weight:600"
@@ -52,7 +52,7 @@ WHOLE_TEXT = "(no answer tag or box: the whole text was checked)"
 
 def extracted_text(completion: str) -> str:
     """What correctness compared with the gold: the extracted answer, else a note that it read
-    the whole completion (its fallback, see ``rewards.answers``)."""
+    the whole completion (its fallback, see ``rewards.verification.answers``)."""
     return extract_answer(completion) or WHOLE_TEXT
 
 

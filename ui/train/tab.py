@@ -102,10 +102,9 @@ def _fits(ctx: AppContext, spec: ModelSpec) -> bool:
     return True
 
 
-def reward_summary(spec_dict: dict | None) -> str:
-    if spec_dict is None:
+def reward_summary(spec: RewardSpec | None) -> str:
+    if spec is None:
         return warn("**Reward**: the Design tab has fields to fix.")
-    spec = RewardSpec.from_dict(spec_dict)
     parts = [f"{name} × {c.weight:g}" for name, c in spec.enabled_components()]
     return "**Reward** (from the Design tab): " + " + ".join(parts)
 
@@ -301,14 +300,14 @@ def _build_config_column() -> ConfigParts:
 def collect(
     ctx: AppContext,
     parts: TrainParts,
-    spec_dict: dict | None,
+    spec: RewardSpec | None,
     raw: Values,
     viewer: Viewer = LOCAL_VIEWER,
 ) -> RunConfig:
     """The run config of the form; ``raw`` is what Gradio passes for a set of inputs
     (component -> value); an uploaded file is stored among ``viewer``'s uploads. Raises
     ``ConfigError`` naming the field."""
-    if spec_dict is None:
+    if spec is None:
         raise ConfigError("reward", "the reward in the Design tab has fields to fix")
     inputs = TrainInputs(
         name=raw[parts.name] or "",
@@ -317,12 +316,11 @@ def collect(
         data=data_spec(
             *(raw[c] for c in parts.data.all), policy=ctx.policy_for(viewer.owner, viewer.is_admin)
         ),
-        reward=spec_dict,
+        reward=spec,
     )
     values = {path: raw[comp] for path, comp in parts.hyper.items()}
-    return train_form.build_config(
-        inputs, list(parts.fields.values()), values, max_steps=ctx.demo.max_steps
-    )
+    config = train_form.build_config(inputs, list(parts.fields.values()), values)
+    return ctx.demo.within_caps(config)  # every demo cap shows on its field as the form is filled
 
 
 def _input_value(field: FormField, value: Any) -> Any:

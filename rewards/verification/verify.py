@@ -5,21 +5,21 @@
 parse makes the sample unscorable; otherwise parse the prediction and return
 ``math_verify.verify(gold, pred)``. Where we depart, and why:
 
-- The prediction is the extracted answer (:mod:`rewards.answers`) when one is marked; only
-  unmarked completions are parsed whole (math-verify reads the first number of a tagged
+- The prediction is the extracted answer (:mod:`rewards.verification.answers`) when one is marked;
+  only unmarked completions are parsed whole (math-verify reads the first number of a tagged
   completion otherwise).
 - An integer gold (``-?[1-9]\\d{0,14}`` or ``0``) is compared as an integer, without sympy, with a
   prediction that is an integer or whose first math-verify candidate is a plain integer
-  (:func:`rewards.mathcheck.first_integer_candidate` walks math-verify's own candidate order).
-  math-verify parses such strings to sympy Integers of the same values and ``verify`` compares
-  integers exactly, so both give the same verdict; the tests check the two agree on random
+  (:func:`rewards.verification.mathcheck.first_integer_candidate` walks math-verify's own candidate
+  order). math-verify parses such strings to sympy Integers of the same values and ``verify``
+  compares integers exactly, so both give the same verdict; the tests check the two agree on random
   integers and random texts.
 - math-verify runs with ``parsing_timeout=None`` and ``timeout_seconds=None`` (its timeouts use
   ``signal.alarm``, which raises outside the main thread) inside supervised worker processes
-  with a hard deadline (:mod:`rewards.mathpool`): short inputs such as ``$10^{10^{10}}$`` can
-  otherwise run forever. Inputs are bounded too: a gold or extracted answer longer than
-  :data:`MAX_ANSWER_CHARS` is not verified, and an unmarked completion is parsed only in its
-  last :data:`MAX_UNMARKED_CHARS` characters.
+  with a hard deadline (:mod:`rewards.verification.mathpool`): short inputs such as
+  ``$10^{10^{10}}$`` can otherwise run forever. Inputs are bounded too: a gold or extracted answer
+  longer than :data:`MAX_ANSWER_CHARS` is not verified, and an unmarked completion is parsed only
+  in its last :data:`MAX_UNMARKED_CHARS` characters.
 - Verdicts are cached per (gold, prediction) string pair: a group shares one gold and answers
   repeat.
 - With ``answer_source="tag_or_boxed"`` an answer outside the answer tag and ``\\boxed{}`` is
@@ -36,14 +36,15 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from rewards.answers import find_answer, gold_answer
-from rewards.mathcheck import CheckResult, first_integer_candidate, plain_integer
-from rewards.mathpool import get_checker
+from rewards.verification.answers import find_answer, gold_answer
+from rewards.verification.mathcheck import CheckResult, first_integer_candidate, plain_integer
+from rewards.verification.mathpool import get_checker
 
 CorrectnessMode = Literal["math", "numeric", "exact", "choice"]
 MODES: tuple[str, ...] = ("math", "numeric", "exact", "choice")
 #: Which answers can be paid: ``any`` (tag, ``\\boxed{}``, ``####``, else the whole text) or
-#: only ``tag_or_boxed``, by the :class:`~rewards.answers.AnswerSpan` sources each pays.
+#: only ``tag_or_boxed``, by the :class:`~rewards.verification.answers.AnswerSpan` sources each
+#: pays.
 ANSWER_SOURCES: dict[str, tuple[str, ...] | None] = {
     "any": None,
     "tag_or_boxed": ("answer_tag", "boxed"),
@@ -72,7 +73,7 @@ def check_math(pairs: list[tuple[str, str]]) -> list[CheckResult]:
 
     Decided here, exactly, without sympy: an integer gold (canonical, at most 15 digits) against a
     prediction that is one or whose first math-verify candidate is one
-    (:func:`rewards.mathcheck.first_integer_candidate`; scanned here up to
+    (:func:`rewards.verification.mathcheck.first_integer_candidate`; scanned here up to
     :data:`MAX_INLINE_SCAN_CHARS` characters, in the workers beyond).
     """
     out: list[CheckResult | None] = [None] * len(pairs)

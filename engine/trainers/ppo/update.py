@@ -1,7 +1,7 @@
 """PPO's update: ``ppo.ppo_epochs`` passes over shuffled minibatches, each split into
 micro-batches whose token-weighted losses add up to the minibatch's token mean (Schulman et al.
-2017; cleanrl ``ppo.py``'s epoch and minibatch loop). :class:`UpdatePhase` holds the trainer's
-update method; :class:`~engine.trainers.ppo.PPOTrainer` supplies the attributes it reads.
+2017; cleanrl ``ppo.py``'s epoch and minibatch loop), over the policy it is given
+(:class:`~engine.trainers.ppo.policy.PolicyParts`).
 """
 
 from __future__ import annotations
@@ -11,28 +11,30 @@ import logging
 from typing import Any
 
 import torch
-from accelerate import Accelerator
 
-from engine.config.run_config import PPOSettings, RunConfig
-from engine.trainers.ppo_math import ppo_loss
-from engine.trainers.ppo_rollout import Forward, Rollout, completion_forward
+from engine.config.run_config import RunConfig
+from engine.trainers.ppo.formulas import ppo_loss
+from engine.trainers.ppo.policy import PolicyParts
+from engine.trainers.ppo.rollout import (
+    Forward,
+    Rollout,
+    completion_forward,
+    entropy_mode,
+    micro_size,
+)
 
 logger = logging.getLogger(__name__)
 
 
-class UpdatePhase:
-    """The trainer's update method.
+class PolicyUpdate:
+    """The optimisation of each step: the policy and critic in ``parts`` by ``optimizer``."""
 
-    :class:`~engine.trainers.ppo.PPOTrainer` supplies the attributes below, ``_micro_size`` and
-    ``_mean_across``; ``_entropy_mode`` comes from
-    :class:`~engine.trainers.ppo_rollout.RolloutPhase`.
-    """
-
-    config: RunConfig
-    settings: PPOSettings
-    accelerator: Accelerator
-    model: Any
-    optimizer: Any
+    def __init__(self, config: RunConfig, parts: PolicyParts, optimizer: Any) -> None:
+        self.config = config
+        self.settings = config.ppo
+        self.parts = parts
+        self.accelerator = parts.accelerator
+        self.optimizer = optimizer
 
     def update(
         self,
@@ -43,9 +45,11 @@ class UpdatePhase:
     ) -> dict[str, float]:
         """``ppo_epochs`` passes of shuffled minibatch updates; returns mean diagnostics.
 
-        ``forward`` is the single-pass step's forward from :meth:`evaluate_rollout`.
+        ``forward`` is the single-pass step's forward from
+        :meth:`~engine.trainers.ppo.rollout.Rollouts.evaluate_rollout`.
         """
         s, t = self.settings, self.config.training
+        model, mean_across = self.parts.model, self.parts.mean_across
         mask = rollout.response_mask
         n = mask.shape[0]
         seed = (t.seed * 7_919 + step * 31 + self.accelerator.process_index) % 2**31
@@ -58,25 +62,23 @@ class UpdatePhase:
             order = torch.randperm(n, generator=gen) if forward is None else torch.arange(n)
             for minibatch in order.tensor_split(s.num_minibatches):
                 tokens = mask[minibatch].sum().clamp(min=1)
-                micro_batches = minibatch.split(self._micro_size(len(minibatch)))
+                micro_batches = minibatch.split(micro_size(self.config, len(minibatch)))
                 self.optimizer.zero_grad(set_to_none=True)
                 mb_stats: dict[str, float] = {}
                 for k, rows in enumerate(micro_batches):
                     sync = k == len(micro_batches) - 1
-                    context = (
-                        contextlib.nullcontext() if sync else self.accelerator.no_sync(self.model)
-                    )
+                    context = contextlib.nullcontext() if sync else self.accelerator.no_sync(model)
                     with context:
                         if forward is not None:
                             (logprobs, values, entropy), forward = forward, None
                         else:
                             logprobs, values, entropy = completion_forward(
-                                self.model,
+                                model,
                                 rollout.input_ids[rows],
                                 rollout.attention_mask[rows],
                                 rollout.context_length,
                                 self.config.generation.temperature,
-                                self._entropy_mode,
+                                entropy_mode(s),
                             )
                         loss, stats = ppo_loss(
                             logprobs,
@@ -97,15 +99,13 @@ class UpdatePhase:
                         self.accelerator.backward(loss * weight)
                     for key, value in stats.items():
                         mb_stats[key] = mb_stats.get(key, 0.0) + float(value * weight)
-                grad_norm = self.accelerator.clip_grad_norm_(
-                    self.model.parameters(), t.max_grad_norm
-                )
+                grad_norm = self.accelerator.clip_grad_norm_(model.parameters(), t.max_grad_norm)
                 grad_norms.append(float(grad_norm))
                 self.optimizer.step()
                 updates += 1
                 for key, value in mb_stats.items():
                     sums[key] = sums.get(key, 0.0) + value
-                kl_now = self._mean_across(mb_stats["approx_kl"])
+                kl_now = mean_across(mb_stats["approx_kl"])
                 if s.max_approx_kl is not None and kl_now > s.max_approx_kl:
                     stop_early = True
                     break
@@ -114,7 +114,7 @@ class UpdatePhase:
                     "approx KL %.4f > %.4f: ending this step's updates", kl_now, s.max_approx_kl
                 )
                 break
-        means = {key: self._mean_across(value / updates) for key, value in sums.items()}
-        means["grad_norm"] = self._mean_across(sum(grad_norms) / len(grad_norms))
+        means = {key: mean_across(value / updates) for key, value in sums.items()}
+        means["grad_norm"] = mean_across(sum(grad_norms) / len(grad_norms))
         means["epochs"] = updates / s.num_minibatches
         return means

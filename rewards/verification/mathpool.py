@@ -3,13 +3,13 @@
 math-verify can spend unbounded time on short inputs (``$10^{10^{10}}$`` makes sympy build a
 ten-billion-digit integer), and its own timeouts rely on ``signal.alarm``, which works only in
 the main thread and cannot interrupt a long C-level computation. So the slow path runs in
-worker processes (``python -m rewards._math_worker``, started without a shell, no
+worker processes (``python -m rewards.verification.math_worker``, started without a shell, no
 ``multiprocessing`` re-import of the caller's ``__main__``). A request that gets no answer within
 ``timeout_s`` has its worker killed and restarted; the request counts as "not verifiable".
 Workers also split a batch between them, which is where the throughput on two cores comes from.
 
-A whole call can be bounded too: inside ``rewards.deadline.call_deadline(seconds)`` (the web
-app's scoring), ``check_many`` returns by then, and requests still unanswered count as "not
+A whole call can be bounded too: inside ``rewards.verification.deadline.call_deadline(seconds)``
+(the web app's scoring), ``check_many`` returns by then, and requests still unanswered count as "not
 verifiable" (their workers are restarted). Without it, only each request is bounded, which a
 batch of slow answers multiplies (20 of ``$10^{10^{N}}$`` held the pool for 72 s).
 
@@ -31,8 +31,8 @@ import threading
 import time
 from collections import deque
 
-from rewards.deadline import deadline_at
-from rewards.mathcheck import CheckResult, check
+from rewards.verification.deadline import deadline_at
+from rewards.verification.mathcheck import CheckResult, check
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class _Worker:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rewards._math_worker"],
+            [sys.executable, "-m", "rewards.verification.math_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -219,7 +219,7 @@ class MathPool:
             pending.extendleft(reversed(worker.queue))
         if not worker.ready:
             raise RuntimeError(
-                "math-verify worker failed to start (python -m rewards._math_worker)"
+                "math-verify worker failed to start (python -m rewards.verification.math_worker)"
             )
         fresh = _Worker()
         self._workers[self._workers.index(worker)] = fresh

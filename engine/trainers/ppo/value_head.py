@@ -23,8 +23,8 @@ import torch
 from torch import nn
 
 from engine.config.run_config import PPO_VALUE_MODELS
-from engine.trainers.fused_head import head_logprobs, plain_head
-from engine.trainers.ppo_math import chunked_logprobs_entropy
+from engine.trainers.ppo.formulas import chunked_logprobs_entropy
+from engine.trainers.ppo.fused_head import head_logprobs, plain_head
 
 
 class ValueHead(nn.Module):
@@ -98,7 +98,7 @@ class PolicyWithValue(nn.Module):
         With ``targets`` (B, K - 1), the tokens that positions ``-keep .. -2`` predict, it
         returns ``(logprobs, values, entropies)`` instead, (B, K - 1), (B, K), (B, K - 1): the
         log-probabilities at ``temperature`` come from the fused LM head
-        (:mod:`~engine.trainers.fused_head`) where the model allows, so no logits are built.
+        (:mod:`~engine.trainers.ppo.fused_head`) where the model allows, so no logits are built.
         """
         common = {
             "input_ids": input_ids,
@@ -165,10 +165,10 @@ def completion_logprobs(
     """Log-probabilities at ``temperature`` and entropies of ``targets`` (B, K - 1), the tokens
     that positions ``-keep .. -2`` predict, under the causal LM ``model``.
 
-    Through the fused LM head (:mod:`~engine.trainers.fused_head`: no logits over the
+    Through the fused LM head (:mod:`~engine.trainers.ppo.fused_head`: no logits over the
     vocabulary) when ``fused`` and the model's logits are the head's plain product; else from
     the last ``keep`` positions' logits with a chunked float32 log-softmax
-    (:func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`). FSDP gathers the LM head's
+    (:func:`~engine.trainers.ppo.formulas.chunked_logprobs_entropy`). FSDP gathers the LM head's
     weight only inside the model's own forward, so a sharded model passes ``fused=False``.
     ``entropy`` as there (``grad``, ``detached`` or ``skip``).
 

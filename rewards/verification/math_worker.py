@@ -1,4 +1,4 @@
-"""Worker process for math-verify checks (started by :mod:`rewards.mathpool`).
+"""Worker process for math-verify checks (started by :mod:`rewards.verification.mathpool`).
 
 Reads JSON lines ``[id, gold, pred]`` on stdin and writes ``[id, gold_ok, shown, equal]`` on
 stdout, one line per request, flushing after each so the parent can tell which request hangs.
@@ -11,7 +11,7 @@ import json
 import logging
 import sys
 
-from rewards.mathcheck import check
+from rewards.verification.mathcheck import check
 
 MEMORY_LIMIT_BYTES = 2 << 30
 

@@ -3,8 +3,8 @@ and the no-grad forwards that give the rollout's log-probabilities, values and t
 
 The logits at position ``P + t - 1`` predict completion token t, and the value of the state before
 token t is read there too (Huang et al. 2024, "The N Implementation Details of RLHF with PPO").
-:class:`RolloutPhase` holds the trainer's rollout methods; :class:`~engine.trainers.ppo.PPOTrainer`
-supplies the attributes it reads.
+:class:`Rollouts` does this for the trainer, over the policy it is given
+(:class:`~engine.trainers.ppo.policy.PolicyParts`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from accelerate import Accelerator
 from accelerate.utils import gather_object
 
 from engine.config.run_config import PPOSettings, RunConfig
@@ -25,12 +24,26 @@ from engine.generation.sampling import encode_prompts, sample_completions
 from engine.tracking import metric_names
 from engine.tracking.samples import sample_rows
 from engine.trainers.capture import GenerationBatch
-from engine.trainers.ppo_math import RunningMoments
-from engine.trainers.value_head import completion_logprobs
+from engine.trainers.ppo.controllers import RunningMoments
+from engine.trainers.ppo.policy import PolicyParts
+from engine.trainers.ppo.value_head import completion_logprobs
 from rewards.composer import ScoredSample, score
 from rewards.text import prompt_text
 
 Forward = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # logprobs, values, entropy: (B, T)
+# Logits elements of one no-grad forward (the rollout's and the reference's): 2^31 is 4 GiB in
+# bf16, 64 completions of 220 tokens at a 151,936-token vocabulary.
+INFERENCE_LOGITS_ELEMENTS = 1 << 31
+
+
+def micro_size(config: RunConfig, n: int) -> int:
+    """Completions per forward with gradients, of a batch of ``n``."""
+    return min(n, config.training.micro_batch_size or n)
+
+
+def entropy_mode(settings: PPOSettings) -> str:
+    """Backpropagate through the entropy only when its bonus is in the loss."""
+    return "grad" if settings.entropy_coef > 0 else "detached"
 
 
 # ---- data and rollout tensors ----------------------------------------------------------------
@@ -87,12 +100,12 @@ def completion_forward(
     """Log-probabilities, values and entropies of the completion tokens.
 
     ``entropy``: ``grad``, ``detached`` (a metric only) or ``skip`` (zeros); see
-    :func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`.
+    :func:`~engine.trainers.ppo.formulas.chunked_logprobs_entropy`.
 
     Memory: the LM head and the log-softmax run fused over tiles
-    (:mod:`~engine.trainers.fused_head`), so no logits over the vocabulary are built; a model
+    (:mod:`~engine.trainers.ppo.fused_head`), so no logits over the vocabulary are built; a model
     that scales its logits falls back to a float32 log-softmax over chunks of positions
-    (:func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`). The logits at position
+    (:func:`~engine.trainers.ppo.formulas.chunked_logprobs_entropy`). The logits at position
     ``P + t - 1`` predict completion token t, and the value of the state before token t is read
     there too.
 
@@ -135,25 +148,37 @@ class Rollout:
     returns: torch.Tensor | None = None  # (B, T)
 
 
-class RolloutPhase:
-    """The trainer's rollout methods: sample, score, evaluate, summarise.
+class Rollouts:
+    """Each step's rollout: sample, score, the no-grad forwards, and its metrics and samples."""
 
-    :class:`~engine.trainers.ppo.PPOTrainer` supplies the attributes below and the helpers
-    ``policy``, ``unwrapped``, ``_micro_size`` and ``_inference_size``.
-    """
+    def __init__(
+        self,
+        config: RunConfig,
+        tokenizer: Any,
+        train_rows: list[dict[str, Any]],
+        parts: PolicyParts,
+        runner: Any,
+    ) -> None:
+        self.config = config
+        self.settings = config.ppo
+        self.tokenizer = tokenizer
+        self.train_rows = train_rows
+        self.parts = parts
+        self.accelerator = parts.accelerator
+        self.runner = runner
+        self.pad_id = tokenizer.pad_token_id
+        if self.pad_id is None:
+            self.pad_id = tokenizer.eos_token_id
+        self.reward_moments = RunningMoments()  # reward normalisation "running"; checkpointed
 
-    config: RunConfig
-    settings: PPOSettings
-    accelerator: Accelerator
-    tokenizer: Any
-    train_rows: list[dict[str, Any]]
-    pad_id: int
-    runner: Any
-    model: Any
-    ref_policy: Any
-    uses_reference: bool
-    fsdp: bool
-    reward_moments: RunningMoments
+    def _inference_size(self, rollout: Rollout) -> int:
+        """Rows per no-grad forward: the micro-batch, fewer when their logits would pass
+        ``INFERENCE_LOGITS_ELEMENTS`` (no activations are kept there, the logits dominate)."""
+        n, T = rollout.response_mask.shape
+        vocab = self.parts.policy.get_output_embeddings().weight.shape[0]
+        return max(
+            1, min(micro_size(self.config, n), INFERENCE_LOGITS_ELEMENTS // ((T + 1) * vocab))
+        )
 
     # ---- one step ---------------------------------------------------------------------------
     def _local_jobs(self, step: int) -> list[dict[str, Any]]:
@@ -173,7 +198,7 @@ class RolloutPhase:
         seed = (t.seed * 1_000_003 + step * 1_009 + self.accelerator.process_index) % 2**31
         started = time.monotonic()
         samples = sample_completions(
-            self.policy,
+            self.parts.policy,
             self.tokenizer,
             prompts,
             num_samples=1,
@@ -244,22 +269,17 @@ class RolloutPhase:
             scores = scores.clamp(-s.reward_clip, s.reward_clip)
         return scores
 
-    @property
-    def _entropy_mode(self) -> str:
-        """Backpropagate through the entropy only when its bonus is in the loss."""
-        return "grad" if self.settings.entropy_coef > 0 else "detached"
-
     def single_pass(self, n: int) -> bool:
         """True when a step makes one update over all its ``n`` completions in one forward."""
         s = self.settings
-        return s.ppo_epochs == 1 and s.num_minibatches == 1 and self._micro_size(n) >= n
+        return s.ppo_epochs == 1 and s.num_minibatches == 1 and micro_size(self.config, n) >= n
 
     def evaluate_rollout(self, rollout: Rollout) -> tuple[torch.Tensor, Forward | None]:
         """Fill in the rollout's log-probabilities and values; return the reference's.
 
         In a single-pass step the update's own forward (with gradients) supplies them, since its
         ratio is exactly 1 at that point: one forward pass fewer per step. It is returned for
-        :meth:`update` to reuse.
+        :meth:`~engine.trainers.ppo.update.PolicyUpdate.update` to reuse.
         """
         T = self.config.generation.temperature
         P = rollout.context_length
@@ -267,7 +287,12 @@ class RolloutPhase:
         forward = None
         if self.single_pass(n):
             forward = completion_forward(
-                self.model, rollout.input_ids, rollout.attention_mask, P, T, self._entropy_mode
+                self.parts.model,
+                rollout.input_ids,
+                rollout.attention_mask,
+                P,
+                T,
+                entropy_mode(self.settings),
             )
             rollout.logprobs, rollout.values = forward[0].detach(), forward[1].detach()
         else:
@@ -275,11 +300,11 @@ class RolloutPhase:
             with torch.no_grad():
                 for rows in torch.arange(n).split(self._inference_size(rollout)):
                     ids, mask = rollout.input_ids[rows], rollout.attention_mask[rows]
-                    lp, v, _ = completion_forward(self.unwrapped, ids, mask, P, T, "skip")
+                    lp, v, _ = completion_forward(self.parts.unwrapped, ids, mask, P, T, "skip")
                     logprobs.append(lp)
                     values.append(v)
             rollout.logprobs, rollout.values = torch.cat(logprobs), torch.cat(values)
-        if not self.uses_reference:
+        if not self.parts.uses_reference:
             return rollout.logprobs.clone(), forward
         with torch.no_grad():
             ref_logprobs = [
@@ -294,19 +319,18 @@ class RolloutPhase:
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, P: int, temperature: float
     ) -> torch.Tensor:
         response = input_ids[:, P:]  # (B, T)
-        reference = self.ref_policy if self.ref_policy is not None else self.policy
-        adapters_off = (
-            self.policy.disable_adapter() if self.ref_policy is None else contextlib.nullcontext()
-        )
+        ref_policy, policy = self.parts.ref_policy, self.parts.policy
+        reference = ref_policy if ref_policy is not None else policy
+        adapters_off = policy.disable_adapter() if ref_policy is None else contextlib.nullcontext()
         # The policy under FSDP gathers its LM head only in its own forward: the logits path.
-        fused = not (self.fsdp and self.ref_policy is None)
+        fused = not (self.parts.fsdp and ref_policy is None)
         with adapters_off:
             keep = response.shape[1] + 1  # positions P - 1 .. P + T - 1
             return completion_logprobs(
                 reference, input_ids, attention_mask, keep, response, temperature, fused=fused
             )[0]
 
-    def _rollout_metrics(self, rollout: Rollout) -> dict[str, float]:
+    def metrics(self, rollout: Rollout) -> dict[str, float]:
         """Reward, per-component and length statistics over the whole step (all processes)."""
         g = self.config.generation.num_generations
         totals = gather_object([s.total for s in rollout.scored])

@@ -21,7 +21,7 @@ Details follow "The N Implementation Details of RLHF with PPO" (Huang et al. 202
 divided by the sampling temperature before log-probabilities are taken, dropout is off (the
 model stays in eval mode, so rollout and update log-probabilities agree), the value of token t
 is read at the hidden state that predicts it, Adam uses eps 1e-5. Where we depart: the value
-head starts at zero (see :mod:`engine.trainers.value_head`), and GAE uses ``gamma = lam = 1`` by
+head starts at zero (see :mod:`engine.trainers.ppo.value_head`), and GAE uses ``gamma = lam = 1`` by
 default, as Open-Reasoner-Zero (Hu et al. 2025) found best for reasoning rewards given once at
 the end: with ``lam = 0.95`` a 90-token completion passes ``0.95^90 = 1%`` of the final reward
 back to its first token, leaving the working in ``<think>`` to an untrained critic.
@@ -39,6 +39,11 @@ The trainer drives the worker's objects directly: metrics and samples go to the
 ``evaluate``, checkpoints to ``run_dir/checkpoint-<step>/`` and the final model to
 ``run_dir/final``. Under ``accelerate launch`` every process samples its share of the step,
 gradients are averaged by DDP, and only the main process writes.
+
+The parts, composed here: :class:`~engine.trainers.ppo.policy.PolicyParts` (the policy and
+critic, the reference, the accelerator), :class:`~engine.trainers.ppo.rollout.Rollouts` (steps 1
+to 3's sampling, scoring and forwards), :class:`~engine.trainers.ppo.update.PolicyUpdate` (step 5)
+and the formulas of :mod:`engine.trainers.ppo.formulas`; this module is the loop.
 """
 
 from __future__ import annotations
@@ -63,47 +68,39 @@ from engine.run.layout import checkpoint_dir, final_model_dir
 from engine.run.stop_request import StopRequest
 from engine.tracking import metric_names
 from engine.tracking.recorder import RunRecorder
-from engine.trainers.callbacks import log_checkpoint_saved, log_checkpoint_start
+from engine.trainers.callbacks import checkpoint_saved, checkpoint_started
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
-from engine.trainers.ppo_checkpoint import (
+from engine.trainers.ppo.checkpoint import (
     is_peft_model,
     read_checkpoint,
     rotate_checkpoints,
     write_checkpoint,
 )
-from engine.trainers.ppo_math import (
+from engine.trainers.ppo.controllers import (
     AdaptiveKLController,
     FixedKLController,
     RunningMoments,
+)
+from engine.trainers.ppo.formulas import (
     explained_variance,
     gae,
     masked_mean,
     masked_whiten,
-    ppo_loss,
     token_rewards,
 )
-from engine.trainers.ppo_rollout import (
-    Rollout,
-    RolloutPhase,
-    completion_forward,
-    prompt_indices,
-    rollout_tensors,
-)
-from engine.trainers.ppo_update import UpdatePhase
-from engine.trainers.value_head import PolicyWithValue
-from storage.schema import RunStatus
+from engine.trainers.ppo.policy import PolicyParts
+from engine.trainers.ppo.rollout import Rollout, Rollouts
+from engine.trainers.ppo.update import PolicyUpdate
+from engine.trainers.ppo.value_head import PolicyWithValue
+from storage.schema import RunPhase, RunStatus
 
 logger = logging.getLogger(__name__)
 
 
 Evaluate = Callable[[Any, int], dict[str, float]]
-# Logits elements of one no-grad forward (the rollout's and the reference's): 2^31 is 4 GiB in
-# bf16, 64 completions of 220 tokens at a 151,936-token vocabulary.
-INFERENCE_LOGITS_ELEMENTS = 1 << 31
 
 
-# ---- the trainer ------------------------------------------------------------------------------
-class PPOTrainer(RolloutPhase, UpdatePhase):
+class PPOTrainer:
     """Runs ``config`` with PPO through the worker's recorder, stop request and evaluation."""
 
     def __init__(
@@ -131,21 +128,18 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
         self.evaluate_fn = evaluate
         self.show_progress = show_progress
         self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
-        self.pad_id = tokenizer.pad_token_id
-        if self.pad_id is None:
-            self.pad_id = tokenizer.eos_token_id
 
         s, t = self.settings, config.training
         torch.manual_seed(t.seed)
         model = model.to(self.accelerator.device)
         self.is_peft = is_peft_model(model)
-        self.uses_reference = s.kl_coef > 0 or s.kl_mode == "adaptive"
+        uses_reference = s.kl_coef > 0 or s.kl_mode == "adaptive"
         # The reference is the starting policy, frozen: under LoRA the base with adapters off.
-        self.ref_policy = None
-        if self.uses_reference and not self.is_peft:
-            self.ref_policy = copy.deepcopy(model).eval().requires_grad_(False)
-        self.fsdp = self.accelerator.distributed_type == DistributedType.FSDP
-        module = PolicyWithValue(model, s.value_model, fused_head=not self.fsdp)
+        ref_policy = None
+        if uses_reference and not self.is_peft:
+            ref_policy = copy.deepcopy(model).eval().requires_grad_(False)
+        fsdp = self.accelerator.distributed_type == DistributedType.FSDP
+        module = PolicyWithValue(model, s.value_model, fused_head=not fsdp)
         module.eval()  # no dropout: rollout and update log-probabilities must agree
         critic = [p for n, p in module.named_parameters() if n.startswith("value_")]
         actor = [
@@ -159,66 +153,40 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
         self.scheduler = get_scheduler(
             t.lr_scheduler, optimizer, num_warmup_steps=t.warmup_steps, num_training_steps=t.steps
         )
-        self.model, self.optimizer = self.accelerator.prepare(module, optimizer)
+        prepared, self.optimizer = self.accelerator.prepare(module, optimizer)
+        self.parts = PolicyParts(self.accelerator, prepared, ref_policy, uses_reference, fsdp)
         self.kl_ctl = (
             AdaptiveKLController(s.kl_coef, s.target_kl, s.kl_horizon)
             if s.kl_mode == "adaptive"
             else FixedKLController(s.kl_coef)
         )
-        self.reward_moments = RunningMoments()
         self.num_tokens = 0.0
         self._last_eval_step: int | None = None
         self.runner = make_runner(
             self.policy, config.generation.backend, config.generation.max_completion_length
         )
+        self.rollouts = Rollouts(config, tokenizer, train_rows, self.parts, self.runner)
+        self.updater = PolicyUpdate(config, self.parts, self.optimizer)
         # Under DDP this loop ran 2.5x slower with compiled layers (two H100s: 4.47 s a step
         # against 1.79 s eager, bench/RESULTS.md), where TRL's GRPO gained: one process only.
         processes = self.accelerator.num_processes
-        if compiles_on(self.accelerator.device, self.fsdp, processes, under_ddp=False):
-            for policy in (self.policy, self.ref_policy):
+        if compiles_on(self.accelerator.device, fsdp, processes, under_ddp=False):
+            for policy in (self.policy, ref_policy):
                 if policy is not None:
                     compile_decoder_layers(policy)
 
-    # ---- helpers --------------------------------------------------------------------------
-    @property
-    def unwrapped(self) -> PolicyWithValue:
-        return self.accelerator.unwrap_model(self.model)
-
     @property
     def policy(self) -> Any:
-        return self.unwrapped.policy
-
-    def _agree(self, flag: bool) -> bool:
-        """True on every process when ``flag`` is true on any (stops must happen together)."""
-        if self.accelerator.num_processes == 1:
-            return flag
-        value = torch.tensor([1.0 if flag else 0.0], device=self.accelerator.device)
-        return bool(self.accelerator.reduce(value, "sum").item() > 0)
-
-    def _mean_across(self, value: float) -> float:
-        if self.accelerator.num_processes == 1:
-            return value
-        tensor = torch.tensor([value], device=self.accelerator.device, dtype=torch.float64)
-        return float(self.accelerator.reduce(tensor, "mean").item())
-
-    def _micro_size(self, n: int) -> int:
-        return min(n, self.config.training.micro_batch_size or n)
-
-    def _inference_size(self, rollout: Rollout) -> int:
-        """Rows per no-grad forward: the micro-batch, fewer when their logits would pass
-        ``INFERENCE_LOGITS_ELEMENTS`` (no activations are kept there, the logits dominate)."""
-        n, T = rollout.response_mask.shape
-        vocab = self.policy.get_output_embeddings().weight.shape[0]
-        return max(1, min(self._micro_size(n), INFERENCE_LOGITS_ELEMENTS // ((T + 1) * vocab)))
+        return self.parts.policy
 
     def train_step(self, step: int) -> tuple[dict[str, float], Rollout]:
         """Roll out, score, estimate advantages and update; returns the step's metrics."""
-        s = self.settings
+        s, mean_across = self.settings, self.parts.mean_across
         started = time.monotonic()
-        rollout = self.generate(step)
-        raw_scores = self.score(rollout)
-        scores = self.shape_scores(raw_scores)
-        ref_logprobs, forward = self.evaluate_rollout(rollout)
+        rollout = self.rollouts.generate(step)
+        raw_scores = self.rollouts.score(rollout)
+        scores = self.rollouts.shape_scores(raw_scores)
+        ref_logprobs, forward = self.rollouts.evaluate_rollout(rollout)
         mask = rollout.response_mask
         rewards, kl = token_rewards(scores, rollout.logprobs, ref_logprobs, mask, self.kl_ctl.value)
         advantages, returns = gae(rewards, rollout.values, mask, s.gamma, s.lam)
@@ -226,45 +194,44 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
         if s.whiten_advantages:
             advantages = masked_whiten(advantages, mask)
         kl_coef, learning_rate = self.kl_ctl.value, self.scheduler.get_last_lr()[0]
-        update_stats = self.update(rollout, advantages, step, forward)
+        update_stats = self.updater.update(rollout, advantages, step, forward)
 
         # KL to the reference per completion, sum_t (logp_t - logp_ref_t): the quantity the
         # adaptive controller steers (Ziegler et al. 2019 §2.2); a sampled estimate, so a single
         # step's mean can dip below 0.
         kl_per_sequence = gather_object(kl.sum(dim=1).tolist())
         kl_to_ref = float(np.mean(kl_per_sequence))
-        if self.uses_reference:
+        if self.parts.uses_reference:
             self.kl_ctl.update(kl_to_ref, len(kl_per_sequence))
         self.scheduler.step()
 
-        metrics = self._rollout_metrics(rollout)
+        metrics = self.rollouts.metrics(rollout)
         metrics.update(
             {
                 metric_names.LOSS_POLICY: update_stats["policy_loss"],
                 metric_names.LOSS_VALUE: update_stats["value_loss"],
                 metric_names.PPO_APPROX_KL: update_stats["approx_kl"],
-                metric_names.PPO_CLIP_FRACTION: update_stats["clipfrac"],
+                metric_names.POLICY_CLIP_RATIO: update_stats["clipfrac"],
                 metric_names.PPO_VALUE_CLIP_FRACTION: update_stats["vf_clipfrac"],
-                metric_names.PPO_ENTROPY: update_stats["entropy"],
+                metric_names.POLICY_ENTROPY: update_stats["entropy"],
                 metric_names.PPO_EPOCHS: update_stats["epochs"],
-                metric_names.PPO_EXPLAINED_VARIANCE: self._mean_across(
+                metric_names.PPO_EXPLAINED_VARIANCE: mean_across(
                     explained_variance(rollout.values, returns, mask)
                 ),
-                metric_names.PPO_VALUE_MEAN: self._mean_across(
-                    masked_mean(rollout.values, mask).item()
-                ),
-                metric_names.PPO_RETURN_MEAN: self._mean_across(masked_mean(returns, mask).item()),
+                metric_names.PPO_VALUE_MEAN: mean_across(masked_mean(rollout.values, mask).item()),
+                metric_names.PPO_RETURN_MEAN: mean_across(masked_mean(returns, mask).item()),
                 metric_names.PPO_KL_COEF: kl_coef,
                 metric_names.GRAD_NORM: update_stats["grad_norm"],
                 metric_names.LEARNING_RATE: learning_rate,
             }
         )
-        if self.uses_reference:
+        if self.parts.uses_reference:
             metrics[metric_names.PPO_KL_TO_REF] = kl_to_ref
+            metrics[metric_names.POLICY_KL] = mean_across(masked_mean(kl, mask).item())
         if rollout.sampler_logprobs is not None:
             gap = masked_mean((rollout.logprobs - rollout.sampler_logprobs).abs(), mask)
-            metrics[metric_names.GEN_LOGPROB_GAP] = self._mean_across(gap.item())
-        metrics[metric_names.GENERATION_TIME] = self._mean_across(rollout.generation_s)
+            metrics[metric_names.GEN_LOGPROB_GAP] = mean_across(gap.item())
+        metrics[metric_names.GENERATION_TIME] = mean_across(rollout.generation_s)
         if torch.cuda.is_available():
             metrics[metric_names.PEAK_MEMORY] = torch.cuda.max_memory_allocated() / 2**30
         step_time = time.monotonic() - started
@@ -276,12 +243,16 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
         return metrics, rollout
 
     # ---- evaluation, checkpoints, the loop --------------------------------------------------
-    def evaluate(self, step: int) -> None:
+    def evaluate(self, step: int, then: RunPhase | None = None) -> None:
+        """Evaluate at ``step`` (once a step), then record the phase ``then`` (None: the
+        caller records what comes next)."""
         if self.evaluate_fn is None or self._last_eval_step == step:
             return
         self._last_eval_step = step
         if self.accelerator.is_main_process:
             self.recorder.metrics(step, self.evaluate_fn(self.policy, step))
+        if then is not None:
+            self.recorder.phase(then, step)
 
     def save_checkpoint(self, step: int) -> Path:
         """Write ``checkpoint-<step>/`` (see ``ppo_checkpoint``); rotate out old ones."""
@@ -294,13 +265,13 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
                 before_publish=self.recorder.flush,  # the step's metrics are stored first
                 policy=self.policy,
                 tokenizer=self.tokenizer,
-                critic=self.unwrapped.critic_state_dict(),
+                critic=self.parts.unwrapped.critic_state_dict(),
                 optimizer=self.optimizer,
                 scheduler=self.scheduler,
                 state={
                     "step": step,
                     "kl_coef": self.kl_ctl.value,
-                    "reward_moments": self.reward_moments.state_dict(),
+                    "reward_moments": self.rollouts.reward_moments.state_dict(),
                     "num_tokens": self.num_tokens,
                 },
             )
@@ -314,12 +285,12 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
         state = read_checkpoint(
             path,
             policy=self.policy,
-            critic=self.unwrapped,
+            critic=self.parts.unwrapped,
             optimizer=self.optimizer,
             scheduler=self.scheduler,
         )
         self.kl_ctl.value = float(state["kl_coef"])
-        self.reward_moments = RunningMoments(**state["reward_moments"])
+        self.rollouts.reward_moments = RunningMoments(**state["reward_moments"])
         self.num_tokens = float(state["num_tokens"])
         return int(state["step"])
 
@@ -331,7 +302,7 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
             step = self.load_checkpoint(resume_from)
             logger.info("Resumed PPO at step %d", step)
         else:
-            self.evaluate(0)
+            self.evaluate(0, then=RunPhase.FIRST_GENERATION)
         bar = None
         if self.show_progress and self.accelerator.is_main_process:
             from tqdm.auto import tqdm
@@ -346,29 +317,31 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
             if step % t.logging_steps == 0:
                 if self.accelerator.is_main_process:
                     self.recorder.metrics(step, metrics)
-                rows = self.sample_rows(rollout)
+                rows = self.rollouts.sample_rows(rollout)
                 if rows:
                     self.recorder.samples(step, rows)
             self.recorder.progress(step)
+            self.recorder.phase(RunPhase.TRAINING, step)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(reward=f"{metrics[metric_names.REWARD_TOTAL]:.3f}")
-            stopped = self._agree(self.stop.is_set())
-            out_of_time = self._agree(
+            stopped = self.parts.agree(self.stop.is_set())
+            out_of_time = self.parts.agree(
                 budget_s is not None and time.monotonic() - started > budget_s
             )
             if stopped:
                 logger.info("Stop requested: saving a checkpoint at step %d", step)
+                self.recorder.phase(RunPhase.STOPPING, step)
                 self.save_checkpoint(step)
                 break
             if t.eval_steps and step % t.eval_steps == 0 and step < t.steps:
-                self.evaluate(step)
+                self.evaluate(step, then=RunPhase.TRAINING)
             last = step == t.steps or out_of_time
             if t.save_steps and (step % t.save_steps == 0 or last):
-                log_checkpoint_start(step)  # a phase of the run view, as for TRL runs
+                checkpoint_started(self.recorder, step)
                 self.save_checkpoint(step)
                 if not last:
-                    log_checkpoint_saved(step)
+                    checkpoint_saved(self.recorder, step)
             if out_of_time:
                 logger.info("Time budget reached at step %d", step)
                 break
@@ -377,6 +350,7 @@ class PPOTrainer(RolloutPhase, UpdatePhase):
         if stopped:
             return RunStatus.STOPPED
         self.evaluate(step)
+        self.recorder.phase(RunPhase.SAVING_FINAL, step)
         if self.accelerator.is_main_process:
             save_plain_weights(self.policy, self.tokenizer, final_model_dir(self.run_dir))
             logger.info("Saved the final model to %s", final_model_dir(self.run_dir))
@@ -410,14 +384,3 @@ def train_ppo(
         show_progress=show_progress,
     )
     return trainer.train(resume_from)
-
-
-__all__ = [
-    "PPOTrainer",
-    "Rollout",
-    "completion_forward",
-    "ppo_loss",
-    "prompt_indices",
-    "rollout_tensors",
-    "train_ppo",
-]

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from trl.kernels import ChunkedLogProbFunction
 
-from engine.trainers.ppo_math import ENTROPY_MODES
+from engine.trainers.ppo.formulas import ENTROPY_MODES
 
 # Vocabulary columns per tile (TRL's own choice for its GRPO loss).
 VOCAB_CHUNK = 32768
@@ -51,7 +51,7 @@ def head_logprobs(
 
     hidden (B, T, d) are the states that predict targets (B, T). ``entropy``: ``grad``,
     ``detached`` (a metric only) or ``skip`` (zeros, not computed), as
-    :func:`~engine.trainers.ppo_math.chunked_logprobs_entropy`. Returns float32 (B, T) tensors.
+    :func:`~engine.trainers.ppo.formulas.chunked_logprobs_entropy`. Returns float32 (B, T) tensors.
     """
     if entropy not in ENTROPY_MODES:
         raise ValueError(f"entropy must be one of {ENTROPY_MODES}, got {entropy!r}")

@@ -1,0 +1,59 @@
+"""The held-out evaluation a run does at step 0, every ``eval_steps`` and at its end."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from engine.config.run_config import RunConfig
+from engine.tracking import metric_names
+from engine.tracking.evaluation import evaluate
+from engine.tracking.heldout_rewards import heldout_reward_metrics
+from engine.tracking.recorder import RunRecorder
+from storage.schema import RunPhase
+
+logger = logging.getLogger("engine.run.worker")
+
+
+class HeldoutEvaluation:
+    """``evaluation(policy, step)`` samples the held-out rows and returns their metrics: the
+    run's own reward on them, and for the built-in task its answer and format checks."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        tokenizer: Any,
+        rows: list[dict[str, Any]],
+        recorder: RunRecorder,
+    ) -> None:
+        self.config = config
+        self.tokenizer = tokenizer
+        self.rows = rows
+        self.recorder = recorder
+
+    def __call__(self, policy: Any, step: int) -> dict[str, float]:
+        logger.info("Evaluating %d held-out prompts at step %d", len(self.rows), step)
+        self.recorder.phase(RunPhase.EVALUATING, step)  # the caller records what comes next
+        config = self.config
+        report = evaluate(
+            policy,
+            self.tokenizer,
+            self.rows,
+            temperature=config.generation.temperature,
+            max_new_tokens=config.generation.max_completion_length,
+            seed=config.training.seed,
+        )
+        logger.info(
+            "Held-out at step %d: accuracy %.3f, format %.3f",
+            step,
+            report.accuracy,
+            report.format_rate,
+        )
+        metrics = heldout_reward_metrics(config.reward, self.rows, report.samples)
+        if config.data.source == "builtin":  # the task's own answer and format checks
+            metrics |= {
+                metric_names.EVAL_ACCURACY: report.accuracy,
+                metric_names.EVAL_STRICT_ACCURACY: report.strict_accuracy,
+                metric_names.EVAL_FORMAT_RATE: report.format_rate,
+            }
+        return metrics

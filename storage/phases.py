@@ -1,0 +1,28 @@
+"""The phases a run's worker goes through (:class:`storage.schema.RunPhase`), as rows."""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import select
+from sqlmodel import Session
+
+from storage.db import Database
+from storage.queries import insert_rows
+from storage.schema import PhaseEntry, RunPhase
+
+
+def record_phase(db: Database, run_id: str, phase: RunPhase | str, step: int | None = None) -> None:
+    """Store that the run's worker enters ``phase`` now, at ``step`` (None: before any step)."""
+    row = {"run_id": run_id, "phase": RunPhase(phase), "step": step, "time": time.time()}
+    insert_rows(db, PhaseEntry, run_id, [row])
+
+
+def phases(db: Database, run_id: str) -> list[tuple[RunPhase, int | None]]:
+    """Every phase the run's workers entered, oldest first, with its step."""
+
+    def read(session: Session) -> list[tuple[RunPhase, int | None]]:
+        query = select(PhaseEntry.phase, PhaseEntry.step).where(PhaseEntry.run_id == run_id)
+        return [(phase, step) for phase, step in session.execute(query.order_by(PhaseEntry.id))]
+
+    return db.read(read)
