@@ -218,12 +218,8 @@ def requeue_run(
             raise ValueError(f"run {run_id} is {row.status.value}; only {names} runs can resume")
         if caps is not None:
             check_caps(session, row.owner, caps)
-        row.status = RunStatus.QUEUED
-        row.queued_at = time.time()
-        row.error_message = row.error_traceback = row.ended_at = None
-        session.add(row)
-        session.flush()
-        return row
+        # The status rules of set_status: a new attempt, the old error is history.
+        return _apply(session, run_id, {"status": RunStatus.QUEUED, "queued_at": time.time()})
 
     return db.write(requeue)
 

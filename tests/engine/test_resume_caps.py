@@ -64,10 +64,11 @@ def test_resume_keeps_the_caps_and_queues_at_the_back(data_dir, record_property)
                 run_actions.resume_run(db, launcher, carol, "carol-old")
             refused += 1
             statuses = {r.id: r.status for r in run_store.list_runs(db)}
+            attempt = run_store.get_run(db, "alice-old").attempt
     finally:
         sleeper.kill()
         sleeper.wait()
     record_property("probes_tried", 2)
     record_property("probes_passed", refused)
-    assert statuses["alice-old"] == RunStatus.QUEUED
+    assert statuses["alice-old"] == RunStatus.QUEUED and attempt == 2  # a new attempt
     assert statuses["carol-old"] == RunStatus.STOPPED
