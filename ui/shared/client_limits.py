@@ -36,8 +36,10 @@ from ui.shared.visitor_cookie import ASGIApp, Message, Receive, Scope, Send, ans
 MAX_SESSION_HASH = 64
 MAX_EVENT_BYTES = 8 * 2**20  # a config or spec of 1,000,000 characters, JSON-escaped, fits
 EVENTS_PER_S_ENV = "STUDIO_CLIENT_EVENTS_PER_S"
-DEFAULT_EVENTS_PER_S = 10.0
-DEFAULT_BURST = 40
+# A page fires many events on its own (each step of a .then() chain is one, every input's
+# change, the 1 s poll): the event budget is generous; new sessions are what a flood costs.
+DEFAULT_EVENTS_PER_S = 20.0
+DEFAULT_BURST = 200
 DEFAULT_MAX_STREAMS = 24  # a heartbeat and an event stream per tab: a dozen tabs
 REFUSAL_DELAY_S = 1.0
 NEW_SESSIONS_PER_S = 0.5  # a page load or an API client opens one
