@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     from rewards.components.python_code import enforce_code_policy, restrict_code_paths
     from rewards.components.reward_model import restrict_models
     from storage.paths import resolve_data_dir
+    from ui.access.identity import run_caps
+    from ui.access.login import LoginGuard
     from ui.factory import build_app, launch_kwargs
     from ui.shared.context import (
         PUBLIC_ENV,
@@ -60,8 +62,6 @@ def main(argv: list[str] | None = None) -> int:
         auth_from_env,
         is_public,
     )
-    from ui.shared.identity import run_caps
-    from ui.shared.login import LoginGuard
 
     if args.share:  # a gradio.live link is as public as a Space: caps, identities, no code
         os.environ[PUBLIC_ENV] = "1"

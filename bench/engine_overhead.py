@@ -40,7 +40,7 @@ from trl import GRPOTrainer
 
 config = RunConfig.load(sys.argv[1])
 model, tokenizer = load_model_and_tokenizer(config.model)
-funcs, weights = to_trl(config.reward)
+funcs, _ = to_trl(config.reward)
 ends = []
 
 class StepClock(TrainerCallback):
@@ -48,7 +48,7 @@ class StepClock(TrainerCallback):
         ends.append(time.perf_counter())
 
 trainer = GRPOTrainer(model=model, reward_funcs=funcs,
-                      args=build_trl_args(config, sys.argv[2], weights),
+                      args=build_trl_args(config, sys.argv[2]),
                       train_dataset=Dataset.from_list(load_rows(config.data)),
                       processing_class=tokenizer, callbacks=[StepClock()])
 trainer.train()

@@ -49,13 +49,9 @@ from gpu_throughput import write_problems  # noqa: E402
 from qwen_model import QWEN_05B, build_qwen  # noqa: E402
 
 from engine.config.run_config import RunConfig  # noqa: E402
-from engine.models.memory import (  # noqa: E402
-    CARD_BUDGET,
-    GIB,
-    estimate,
-    fitting_micro_batch,
-    model_shape,
-)
+from engine.models.memory import CARD_BUDGET, GIB, estimate  # noqa: E402
+from engine.models.micro_batch import fitting_micro_batch  # noqa: E402
+from engine.models.shape import model_shape  # noqa: E402
 from engine.tracking import metric_names  # noqa: E402
 
 logger = logging.getLogger("fsdp_check")

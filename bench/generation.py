@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from engine.generation.sampling import sample_completions
-from engine.models.loading import ModelSpec, load_model_and_tokenizer
+from engine.models.loading import load_model_and_tokenizer
+from engine.models.specs import ModelSpec
 from engine.tasks import builtin_task
 
 PROMPTS, SAMPLES, MAX_NEW_TOKENS = 8, 8, 64

@@ -63,7 +63,7 @@ from trl import GRPOTrainer
 
 config = RunConfig.load(sys.argv[1])
 model, tokenizer = load_model_and_tokenizer(config.model)
-funcs, weights = to_trl(config.reward)
+funcs, _ = to_trl(config.reward)
 ends, generation_s = [], []
 
 class TimedGeneration(GRPOTrainer):  # bare TRL; only the generation call is timed
@@ -81,7 +81,7 @@ class StepClock(TrainerCallback):
 
 started = time.perf_counter()
 trainer = TimedGeneration(model=model, reward_funcs=funcs,
-                          args=build_trl_args(config, sys.argv[2], weights),
+                          args=build_trl_args(config, sys.argv[2]),
                           train_dataset=Dataset.from_list(load_rows(config.data)),
                           processing_class=tokenizer, callbacks=[StepClock()])
 trainer.train()
@@ -154,13 +154,9 @@ def run_config(variant: str, args: argparse.Namespace, model_dir: Path, data: Pa
 def estimated(config: RunConfig) -> dict[str, float]:
     """The micro-batch the worker will run (the config's, else picked for this card) and the
     estimate's peak GiB for it (engine/models/memory.py), to set against the measured peak."""
-    from engine.models.memory import (
-        GIB,
-        estimate,
-        local_card_bytes,
-        model_shape,
-        with_default_micro_batch,
-    )
+    from engine.models.memory import GIB, estimate
+    from engine.models.micro_batch import local_card_bytes, with_default_micro_batch
+    from engine.models.shape import model_shape
 
     card, shape = local_card_bytes(), model_shape(config.model)
     if shape is None:

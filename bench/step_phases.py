@@ -30,6 +30,8 @@ from typing import Any
 import torch
 from gpu_throughput import build_model, run_config, write_problems
 
+from engine.config.run_config import RunConfig
+
 PHASES: dict[str, list[tuple[str, str]]] = {
     "grpo": [
         ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_generate_single_turn"),
@@ -164,6 +166,10 @@ def main() -> None:
     parser.add_argument("--micro-batch", type=int, default=64)
     parser.add_argument("--profile-dir", type=Path, default=None)
     parser.add_argument(
+        "--model", default=None, help="a real model (e.g. smollm2-135m-instruct) instead of 0.5B"
+    )
+    parser.add_argument("--lora", type=int, default=0, help="LoRA rank on --model (0: none)")
+    parser.add_argument(
         "--cprofile", type=Path, default=None, help="write a cProfile of the steps after the first"
     )
     parser.set_defaults(gpus=1)  # run_config's field: this script runs in one process
@@ -174,7 +180,7 @@ def main() -> None:
 
     from engine.data.datasets import load_rows
     from engine.models.loading import load_model_and_tokenizer
-    from engine.models.memory import local_card_bytes, with_default_micro_batch
+    from engine.models.micro_batch import local_card_bytes, with_default_micro_batch
 
     clock = PhaseClock()
     install(clock, args.algorithm)
@@ -186,11 +192,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="studio-phases-") as tmp:
         work = Path(tmp)
         model_dir, data = work / "model", work / "problems.jsonl"
-        build_model(model_dir, args.layers)
+        if args.model is None:
+            build_model(model_dir, args.layers)
         write_problems(data, 4 * args.prompts)
         config = run_config(
             "ppo_compiled" if args.algorithm == "ppo" else "grpo_compiled", args, model_dir, data
         )
+        if args.model is not None:
+            lora = {"r": args.lora, "alpha": 2 * args.lora, "dropout": 0.0} if args.lora else None
+            model_spec = {"name_or_path": args.model, "lora": lora}
+            config = RunConfig.from_dict({**config.to_dict(), "model": model_spec})
         card = local_card_bytes()
         if card is not None:  # as the worker does: an empty micro-batch is sized to the card
             config = with_default_micro_batch(config, card)
@@ -214,6 +225,7 @@ def main() -> None:
     report: dict[str, Any] = {
         "card": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
         "algorithm": args.algorithm,
+        "model": args.model or "0.5B shape",
         "micro_batch": config.training.micro_batch_size,
         "steps_measured": len(measured),
         "peak_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2)

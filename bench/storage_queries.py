@@ -31,7 +31,8 @@ from sqlalchemy import insert, text
 
 from storage.db import Database
 from storage.metrics import metric_names, metric_series, metrics_since
-from storage.runs import create_run, get_run, heartbeat, latest_steps, list_runs, run_progress
+from storage.progress import latest_steps, run_progress
+from storage.runs import create_run, get_run, heartbeat, list_runs
 from storage.schema import Metric
 
 NAMES = [f"group{g}/metric{m}" for g in range(5) for m in range(10)]  # 50 names

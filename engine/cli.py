@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from engine.config.fields import ConfigError
+from engine.lab_commands import add_commands as add_lab_commands
 
 #: ``export --format`` choices (engine.exports.run_export.FORMATS, without importing torch).
 EXPORT_FORMATS = ("hf", "merged", "gguf", "ollama")
@@ -43,7 +44,7 @@ def _load_config(path: str):
 
 def cmd_train(args: argparse.Namespace) -> int:
     config = _load_config(args.config)  # a config it cannot use fails before torch is imported
-    from engine.models.memory import describe, local_card_bytes
+    from engine.models.micro_batch import describe, local_card_bytes
     from engine.run.devices import Assignment
     from engine.run.launcher import Launcher, run_command
     from engine.run.layout import config_path
@@ -88,7 +89,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from engine.models.memory import GIB, describe, local_card_bytes
+    from engine.models.memory import GIB
+    from engine.models.micro_batch import describe, local_card_bytes
 
     config = _load_config(args.config)
     card = local_card_bytes() if args.card_gib is None else int(args.card_gib * GIB)
@@ -302,9 +304,11 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def cmd_export_config(args: argparse.Namespace) -> int:
-    from engine.config.run_config import documented_yaml, suggested_config
+    from engine.config.pretrained import suggested_config
+    from engine.config.run_config import documented_yaml
 
-    text = documented_yaml(suggested_config(args.model))
+    on_gpu = {"auto": None, "gpu": True, "cpu": False}[args.device]
+    text = documented_yaml(suggested_config(args.model, on_gpu))
     if args.output == "-":
         sys.stdout.write(text)
     else:
@@ -411,6 +415,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="default",
         help="model to start from; any model but the default gets LoRA and pretrained settings",
     )
+    p.add_argument(
+        "--device",
+        choices=("auto", "gpu", "cpu"),
+        default="auto",
+        help="the device the pretrained settings are for (auto: a GPU if this machine has one)",
+    )
+    add_lab_commands(add)
     return parser
 
 

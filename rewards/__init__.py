@@ -7,5 +7,6 @@ Public entry points:
 - :class:`rewards.spec.RewardSpec` — a weighted choice of components, validated;
 - :func:`rewards.composer.score` — per-sample totals with per-component traces;
 - :func:`rewards.trl_adapter.to_trl` / :func:`rewards.trl_adapter.export_module` — for TRL;
-- :func:`rewards.diagnostics.group_diagnostics`, :func:`rewards.probes.run_probes`.
+- :func:`rewards.analysis.diagnostics.group_diagnostics`,
+:func:`rewards.analysis.probes.run_probes`.
 """

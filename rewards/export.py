@@ -18,6 +18,7 @@ user's own code going to the user's own script; nothing runs while the module is
 from __future__ import annotations
 
 import ast
+import inspect
 import json
 import pprint
 import re
@@ -25,9 +26,12 @@ from pathlib import Path
 
 from rewards.components.python_code import read_path as _read_user_code
 from rewards.errors import RewardSpecError
+from rewards.schedule import scheduled_weight
 from rewards.spec import RewardSpec
 
 _ROOT = Path(__file__).resolve().parent
+# The schedule formula, carried verbatim (it needs only ``math``).
+_SCHEDULE_SOURCE = inspect.getsource(scheduled_weight)
 
 #: Sources included, in dependency order.
 _MODULES = (
@@ -240,13 +244,21 @@ def export_module(spec: RewardSpec, module_name: str = "reward_studio_reward") -
     """The source of a standalone module computing ``spec``'s reward for TRL.
 
     The module defines ``reward_funcs`` and ``reward_weights`` (pass them to ``GRPOTrainer`` /
-    ``RLOOTrainer``), ``SPEC`` (the spec as a dict) and ``score(completions, **columns)`` (the
-    weighted totals, ``None`` where no component scored).
+    ``RLOOTrainer``), ``SPEC`` (the spec as a dict), ``score(completions, step=None,
+    **columns)`` (the weighted totals, ``None`` where no component scored; ``step``: with the
+    weights in force at that training step), ``weights_at(step)`` and
+    ``schedule_callback(trainer)`` (a TRL callback that applies the weight schedules).
     """
     if not module_name.isidentifier():
         raise ValueError(f"module_name must be a Python identifier, got {module_name!r}")
     enabled = [
-        {"name": name, "component": comp.name, "weight": comp.weight, "params": comp.params}
+        {
+            "name": name,
+            "component": comp.name,
+            "weight": comp.weight,
+            "params": comp.params,
+            "schedule": comp.schedule.to_dict() if comp.schedule else None,
+        }
         for name, comp in spec.enabled_components()
     ]
     for entry in enabled:
@@ -276,9 +288,15 @@ What it rewards is in ``DESCRIPTION``; its components, weights and parameters ar
 
 Use it in a TRL (1.16) script:
 
-    from {module_name} import reward_funcs, reward_weights
+    from {module_name} import reward_funcs, reward_weights, schedule_callback
     trainer = GRPOTrainer(model=..., train_dataset=..., reward_funcs=reward_funcs,
                           args=GRPOConfig(..., reward_weights=reward_weights))
+    trainer.add_callback(schedule_callback(trainer))  # only where SPEC has weight schedules
+
+``weights_at(step)`` gives the weights in force at a training step (the first step is 1);
+``schedule_callback`` sets ``trainer.reward_weights`` to them before each step, so TRL's
+advantages and its logged ``reward`` use them. ``score(completions, step=s, **columns)``
+totals with the weights of step ``s``.
 
 The dataset needs the gold-answer column the components read (``answer`` by default).
 Requires: math-verify, py3langid, google-re2, numpy (and jieba for Chinese repetition;
@@ -305,19 +323,42 @@ _CLASSES = {{
 
 
 def build_reward_funcs():
-    """One reward function per enabled component, and their weights."""
+    """One reward function per enabled component, and their weights at the first step."""
     funcs = [_CLASSES[e["component"]](e["name"], **e["params"]) for e in _ENABLED]
-    return funcs, [e["weight"] for e in _ENABLED]
+    return funcs, weights_at(1)
+
+
+{_SCHEDULE_SOURCE}
+
+def weights_at(step):
+    """The components' weights in force at training step ``step`` (the first step is 1)."""
+    return [scheduled_weight(e["weight"], e["schedule"], step) for e in _ENABLED]
+
+
+def schedule_callback(trainer):
+    """A TRL callback that sets ``trainer.reward_weights`` to ``weights_at(step)`` before each
+    step (``step = state.global_step + 1``)."""
+    import torch
+    from transformers import TrainerCallback
+
+    class WeightSchedule(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            values = torch.tensor(weights_at(state.global_step + 1), dtype=torch.float32)
+            trainer.reward_weights.copy_(values.to(trainer.reward_weights.dtype))
+
+    return WeightSchedule()
 
 
 reward_funcs, reward_weights = build_reward_funcs()
 
 
-def score(completions, **kwargs):
-    """Weighted totals as TRL aggregates them: None components skipped; all None gives None."""
+def score(completions, step=None, **kwargs):
+    """Weighted totals as TRL aggregates them: None components skipped; all None gives None.
+    ``step``: use the weights in force at that training step."""
     totals = [0.0] * len(completions)
     scored = [False] * len(completions)
-    for fn, weight in zip(reward_funcs, reward_weights, strict=True):
+    weights = reward_weights if step is None else weights_at(step)
+    for fn, weight in zip(reward_funcs, weights, strict=True):
         for i, value in enumerate(fn(completions, **kwargs)):
             if value is not None:
                 totals[i] += weight * value

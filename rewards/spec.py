@@ -30,7 +30,9 @@ from rewards.params import (
     refuse_unknown_keys,
     text_problem,
 )
+from rewards.presets import PRESET_DATA
 from rewards.registry import REGISTRY
+from rewards.schedule import WeightSchedule
 from rewards.structured_text import TextFormatError, load_structured
 
 __all__ = [
@@ -49,8 +51,12 @@ MAX_ABS_WEIGHT = 100.0
 #: The range of a component's weight.
 WEIGHT_BOUNDS = Bounds(-MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
 _LABEL_RE = re.compile(r"[a-z][a-z0-9_]{0,39}")
-_COMPONENT_FIELDS = ("name", "weight", "params", "enabled", "label")
-_SPEC_FIELDS = ("version", "components", "description")
+_COMPONENT_FIELDS = ("name", "weight", "params", "enabled", "label", "schedule")
+_SPEC_FIELDS = ("version", "components", "description", "aggregation")
+#: How TRL combines the weighted components into the advantage (GRPOConfig's
+#: ``multi_objective_aggregation``): a weighted sum normalised per group (the default), or each
+#: component normalised in its group, then weighted and summed (GDPO).
+AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
 # Bounds the work one spec can ask of a scoring call (the web form holds at most 70: 20 of each
 # component that may repeat, one of each other).
 MAX_COMPONENTS = 100
@@ -68,6 +74,8 @@ class ComponentSpec:
         params: the component's parameters; missing ones take their registry defaults.
         enabled: a disabled component is kept in the spec but neither scored nor exported.
         label: optional metric name (lower-case letters, digits, ``_``; 1-40 characters).
+        schedule: how the weight moves over training steps, from ``weight`` (None: constant);
+            see :mod:`rewards.schedule`.
     """
 
     name: str
@@ -75,6 +83,11 @@ class ComponentSpec:
     params: dict[str, Any] = field(default_factory=dict)
     enabled: bool = True
     label: str | None = None
+    schedule: WeightSchedule | None = None
+
+    def weight_at(self, step: int) -> float:
+        """The weight in force at training step ``step``."""
+        return self.weight if self.schedule is None else self.schedule.value(self.weight, step)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -85,6 +98,8 @@ class ComponentSpec:
         }
         if self.label is not None:
             out["label"] = self.label
+        if self.schedule is not None:
+            out["schedule"] = self.schedule.to_dict()
         return out
 
 
@@ -92,12 +107,15 @@ class ComponentSpec:
 class RewardSpec:
     """A weighted reward: a list of components (see the module docstring for metric names).
 
+    ``aggregation`` is TRL's ``multi_objective_aggregation`` (see :data:`AGGREGATIONS`).
+
     Validation (on construction): at least one enabled component, known component names, valid
     parameters, finite weights, not all enabled weights zero, unique metric names.
     """
 
     components: list[ComponentSpec]
     description: str = ""
+    aggregation: str = "sum_then_normalize"
 
     def __post_init__(self) -> None:
         self.validate()
@@ -120,6 +138,11 @@ class RewardSpec:
         problem = text_problem(self.description)
         if problem:
             raise RewardSpecError("description", problem)
+        if self.aggregation not in AGGREGATIONS:
+            raise RewardSpecError(
+                "aggregation",
+                f"must be one of {', '.join(AGGREGATIONS)}, got {describe_value(self.aggregation)}",
+            )
         seen: dict[str, int] = {}
         for i, comp in enumerate(self.components):
             where = f"components[{i}]"
@@ -147,6 +170,9 @@ class RewardSpec:
             if problem:
                 raise RewardSpecError(f"{where}.weight", problem)
             comp.weight = float(comp.weight)
+            if comp.schedule is not None:
+                comp.schedule = WeightSchedule.from_dict(comp.schedule, f"{where}.schedule")
+                comp.schedule.check(WEIGHT_BOUNDS, f"{where}.schedule")
             if not isinstance(comp.enabled, bool):
                 raise RewardSpecError(
                     f"{where}.enabled", f"must be true or false, got {describe_value(comp.enabled)}"
@@ -166,7 +192,7 @@ class RewardSpec:
         enabled = [c for c in self.components if c.enabled]
         if not enabled:
             raise RewardSpecError("components", "at least one component must be enabled")
-        if all(c.weight == 0.0 for c in enabled):
+        if not any(c.weight != 0.0 or (c.schedule and c.schedule.end) for c in enabled):
             raise RewardSpecError(
                 "components", "all enabled weights are zero: the reward would be constant"
             )
@@ -200,6 +226,26 @@ class RewardSpec:
         names = self.metric_names(all_components=True)
         return [(n, c) for n, c in zip(names, self.components, strict=True) if c.enabled]
 
+    @property
+    def has_schedules(self) -> bool:
+        """Whether any enabled component's weight changes over training."""
+        return any(c.schedule is not None for _, c in self.enabled_components())
+
+    def weights_at(self, step: int) -> list[float]:
+        """The enabled components' weights in force at training step ``step``."""
+        return [c.weight_at(step) for _, c in self.enabled_components()]
+
+    def at_step(self, step: int) -> RewardSpec:
+        """This spec as it scores at ``step``: each weight the one in force, no schedules."""
+        if not self.has_schedules:
+            return self
+        # A copy, not a new validation: every weight may be 0 at some step (a fade-out), which
+        # a spec written by hand may not be; interpolated weights stay within the bounds.
+        out = copy.deepcopy(self)
+        for comp in out.components:
+            comp.weight, comp.schedule = comp.weight_at(step), None
+        return out
+
     def build(self) -> list[tuple[Any, float]]:
         """The reward functions of the enabled components, each with its weight."""
         return [
@@ -215,6 +261,8 @@ class RewardSpec:
         }
         if self.description:
             out["description"] = self.description
+        if self.aggregation != AGGREGATIONS[0]:  # the default stays implicit, as in TRL
+            out["aggregation"] = self.aggregation
         return out
 
     @classmethod
@@ -231,7 +279,11 @@ class RewardSpec:
         if not isinstance(components, list):
             raise RewardSpecError("components", f"must be a list, got {type(components).__name__}")
         comps = [_component_from_dict(c, f"components[{i}]") for i, c in enumerate(components)]
-        return cls(comps, description=data.get("description", ""))
+        return cls(
+            comps,
+            description=data.get("description", ""),
+            aggregation=data.get("aggregation", AGGREGATIONS[0]),
+        )
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
@@ -267,75 +319,14 @@ def _component_from_dict(data: Any, where: str) -> ComponentSpec:
         params=dict(params),
         enabled=data.get("enabled", True),
         label=data.get("label"),
+        schedule=data.get("schedule"),
     )
 
 
-def _presets() -> dict[str, RewardSpec]:
-    return {
-        "R1-style math": RewardSpec(
-            [
-                ComponentSpec("correctness", 1.0),
-                ComponentSpec("format", 0.5, {"mode": "strict"}),
-            ],
-            description=(
-                "DeepSeek-R1's rule-based reward: answer correctness plus the strict "
-                "<think>…</think><answer>…</answer> format."
-            ),
-        ),
-        "concise answers": RewardSpec(
-            [
-                ComponentSpec("correctness", 1.0),
-                ComponentSpec("format", 0.5, {"mode": "strict"}),
-                ComponentSpec(
-                    "conciseness", 0.5, {"mode": "cosine", "unit": "characters", "max_len": 400}
-                ),
-                ComponentSpec("repetition", 0.5),
-            ],
-            description=(
-                "Correct, well-formatted and short: the cosine length reward (Kimi 1.5) pays "
-                "short right answers most; repeated trigrams are penalised."
-            ),
-        ),
-        "summaries (reference)": RewardSpec(
-            [
-                ComponentSpec("similarity", 1.0, {"metric": "rouge_l"}),
-                ComponentSpec("similarity", 0.5, {"metric": "chrf"}, label="chrf"),
-                ComponentSpec(
-                    "conciseness",
-                    0.5,
-                    {"mode": "overlong", "unit": "words", "max_len": 60, "cache": 30},
-                ),
-            ],
-            description=(
-                "Summaries scored against the reference column: ROUGE-L (word overlap) and chrF "
-                "(character overlap, any language), and a penalty past 30 words reaching -1 at "
-                "60. See docs/any_task.md."
-            ),
-        ),
-        "format only": RewardSpec(
-            [ComponentSpec("format", 1.0, {"mode": "strict"})],
-            description="Only the tag structure; useful to teach a format before accuracy.",
-        ),
-        "hand-tuned GRPO script": RewardSpec(
-            [
-                ComponentSpec("correctness", 1.0, {"wrong_value": -0.5}),
-                ComponentSpec("format", 0.5, {"mode": "pairs"}),
-                ComponentSpec("reasoning_steps", 0.3, {"target": 10}),
-                ComponentSpec("repetition", 0.1, {"max_penalty": -1.0}),
-                ComponentSpec("conciseness", 0.05, {"mode": "cosine"}),
-                ComponentSpec("language", 1.0, {"language": "en"}),
-            ],
-            description=(
-                "The weighting users bring from earlier GRPO scripts: a wrong answer costs 0.5, "
-                "0.5 per well-formed tag pair, 0.1 per step marker (capped at 1), repetition "
-                "-0.1 at worst, a small length term and language consistency."
-            ),
-        ),
-    }
-
-
 #: Ready-made specs, by display name. Use :func:`preset` for a copy you may edit.
-PRESETS: dict[str, RewardSpec] = _presets()
+PRESETS: dict[str, RewardSpec] = {
+    name: RewardSpec.from_dict(data) for name, data in PRESET_DATA.items()
+}
 #: The preset a new reward starts from.
 DEFAULT_PRESET = "R1-style math"
 

@@ -27,6 +27,7 @@ __all__ = ["export_module", "to_trl"]
 
 
 def to_trl(spec: RewardSpec) -> tuple[list[Callable], list[float]]:
-    """``(reward_funcs, reward_weights)`` for TRL, one pair per enabled component."""
+    """``(reward_funcs, reward_weights)`` for TRL, one pair per enabled component; a scheduled
+    weight is its starting value (``engine.trainers.weight_schedule`` moves it each step)."""
     built = spec.build()
     return [fn for fn, _ in built], [float(w) for _, w in built]

@@ -2,7 +2,7 @@
 
 Writes: :class:`MetricWriter` buffers ``log(step, {name: value})`` calls and writes them in one
 transaction per batch, together with the run's ``last_step`` and ``heartbeat_at``, so the UI's
-:func:`storage.runs.latest_steps` moves exactly when new points are readable. A batch is written
+:func:`storage.progress.latest_steps` moves exactly when new points are readable. A batch is written
 when ``flush_every`` rows are pending, or ``flush_seconds`` after its first row (a timer thread,
 so a quiet trainer still shows up within that delay), or on :meth:`MetricWriter.flush` and
 :meth:`MetricWriter.close`. A batch that cannot be written stays pending and is retried; rows

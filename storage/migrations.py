@@ -30,8 +30,10 @@ def _v1_to_v2(conn: Connection) -> None:
 
 
 def _v2_to_v3(conn: Connection) -> None:
-    """Workers record the phases they enter (older runs have none and read as training), and
-    metrics of one quantity share one name."""
+    """Workers record the phases they enter (older runs have none and read as training),
+    metrics of one quantity share one name, runs record when they last joined the queue (older
+    runs queue by their creation), and runs get notes: warnings and retries as typed rows
+    (``storage.schema.RunNote``)."""
     conn.exec_driver_sql(  # the text a new file gets, so both read the same in sqlite_master
         "CREATE TABLE run_phase (\n\tid INTEGER NOT NULL, \n\trun_id VARCHAR NOT NULL, \n\t"
         "phase VARCHAR NOT NULL, \n\tstep INTEGER, \n\ttime FLOAT NOT NULL, \n\tPRIMARY KEY "
@@ -45,14 +47,17 @@ def _v2_to_v3(conn: Connection) -> None:
         ("ppo/clip_fraction", "policy/clip_ratio/region_mean"),
     ):
         conn.exec_driver_sql("UPDATE metric SET name = ? WHERE name = ?", (new, old))
-
-
-def _v3_to_v4(conn: Connection) -> None:
-    """Runs record when they last joined the queue; older runs queue by their creation."""
     conn.exec_driver_sql("ALTER TABLE run ADD COLUMN queued_at FLOAT")
+    conn.exec_driver_sql(
+        "CREATE TABLE run_note (\n\tid INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, \n\trun_id "
+        "VARCHAR NOT NULL, \n\tstep INTEGER NOT NULL, \n\tkind VARCHAR NOT NULL, \n\tmessage "
+        "TEXT NOT NULL, \n\tdetail_json TEXT NOT NULL, \n\ttime FLOAT NOT NULL, \n\tFOREIGN "
+        "KEY(run_id) REFERENCES run (id) ON DELETE CASCADE\n)"
+    )
+    conn.exec_driver_sql("CREATE INDEX ix_run_note_run_id ON run_note (run_id, id)")
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(conn: Connection, current: int, target: int) -> None:

@@ -13,7 +13,7 @@ import re
 import secrets
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -30,6 +30,7 @@ from storage.schema import (
     Metric,
     PhaseEntry,
     Run,
+    RunNote,
     RunStatus,
     Sample,
 )
@@ -51,16 +52,6 @@ class InvalidTransitionError(ValueError):
 # A run as the UI and the engine see it: the table model itself (``config`` decoded, ``status``
 # a RunStatus, ``is_terminal``); the name stays for the callers that type with it.
 RunInfo = Run
-
-
-class RunProgress(NamedTuple):
-    """What the UI's timer needs to decide whether anything of a run changed."""
-
-    status: RunStatus
-    last_step: int
-    metric_cursor: int  # id of the run's newest metric row, 0 if none
-    heartbeat_at: float | None
-    phase: str | None = None  # the RunPhase value its worker recorded last
 
 
 def _status(value: Any, field: str = "status") -> RunStatus:
@@ -93,7 +84,7 @@ def create_run(
     """Record a new run (``queued`` unless told otherwise) and return it.
 
     ``run_id`` defaults to :func:`new_run_id`; an id already taken is an error. ``owner`` is
-    the key of the user it belongs to (``ui.shared.identity``), ``local`` for the command line. Over
+    the key of the user it belongs to (``ui.access.identity``), ``local`` for the command line. Over
     one of ``caps`` the run is refused (:class:`TooManyActiveRunsError`, naming the cap); the
     counts and the insert are one transaction.
     """
@@ -331,13 +322,13 @@ def heartbeat(db: Database, run_id: str, step: int | None = None) -> None:
 
 
 def delete_run(db: Database, run_id: str) -> bool:
-    """Delete a run with all its metrics, samples and log lines; False if there was none.
+    """Delete a run with all its metrics, samples, log lines and notes; False if there was none.
 
     Stopping a running worker first is the caller's job (its writes would fail afterwards).
     """
 
     def write(session: Session) -> bool:
-        for table in (Metric, Sample, LogLine, PhaseEntry):
+        for table in (Metric, Sample, LogLine, PhaseEntry, RunNote):
             session.execute(delete(table).where(table.run_id == run_id))
         return session.execute(delete(Run).where(Run.id == run_id)).rowcount > 0
 
@@ -384,39 +375,3 @@ def truncate_run(
         return deleted
 
     return db.write(write)
-
-
-def latest_steps(db: Database) -> dict[str, int]:
-    """``{run_id: last_step}`` for every run: one query over the run table, whose cost does not
-    grow with the number of stored metrics. Metric flushes and heartbeats keep it current."""
-    query = select(Run.id, Run.last_step)
-    return db.read(lambda session: {rid: step for rid, step in session.execute(query)})
-
-
-def run_progress(db: Database, *, owner: str | None = None) -> dict[str, RunProgress]:
-    """Status, last step, newest metric id, heartbeat and phase of every run (of ``owner`` when
-    given), in one query.
-
-    The newest metric id and phase come from their ``(run_id, id)`` indexes, one lookup each
-    per run, so this stays flat as metrics grow; a changed ``metric_cursor`` means new points to
-    fetch.
-    """
-    newest = select(func.max(Metric.id)).where(Metric.run_id == Run.id).scalar_subquery()
-    phase = (  # of the current attempt only: a resumed run is not still "stopping"
-        select(PhaseEntry.phase)
-        .where(PhaseEntry.run_id == Run.id, PhaseEntry.time >= func.coalesce(Run.started_at, 0))
-        .order_by(PhaseEntry.id.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
-    query = select(Run.id, Run.status, Run.last_step, newest, Run.heartbeat_at, phase)
-    if owner is not None:
-        query = query.where(Run.owner == owner)
-
-    def read(session: Session) -> dict[str, RunProgress]:
-        return {
-            rid: RunProgress(status, last_step, cursor or 0, beat, phase and str(phase))
-            for rid, status, last_step, cursor, beat, phase in session.execute(query)
-        }
-
-    return db.read(read)

@@ -31,7 +31,7 @@ from sqlmodel import Field, SQLModel
 
 from storage.encoding import json_text
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 3
 
 # The owner of runs started from the command line, and of every run made before owners existed.
 LOCAL_OWNER = "local"
@@ -176,10 +176,11 @@ class Run(SQLModel, table=True):
     output_dir: str | None = None
     attempt: int = 1  # 1 for the first start, +1 each time a finished run is started again
     # When the run last joined the queue (made, or resumed): the queue's order, so a resumed
-    # run waits behind the runs queued before it. None on runs from before schema v4.
+    # run waits behind the runs queued before it. None on runs from before schema v3.
     queued_at: float | None = None
     # Who may see and act on the run: "local", "user:<login>", "hf:<username>" or
-    # "anon:<visitor key>" (see ui.shared.identity); set by the server, never by the client.
+    # "anon:<visitor key>" (see ui.access.identity); set by the server, never by the client.
+    # "anon:<browser session>" (see ui.access.identity); set by the server, never by the client.
     owner: str = Field(default=LOCAL_OWNER, nullable=False)
 
     @property
@@ -266,6 +267,31 @@ class LogLine(SQLModel, table=True):
     message: str = Field(sa_column=Column(Text, nullable=False))
 
 
+class NoteKind(str, Enum):
+    """What a run note says (the Runs view picks its wording and colour by kind)."""
+
+    CONSTANT_COMPONENT = "constant_component"  # a reward component pays the same on every sample
+    OUT_OF_MEMORY_RETRY = "out_of_memory_retry"  # retried at a smaller micro-batch
+
+
+class RunNote(SQLModel, table=True):
+    """Something a run found that its view shows beside it: a warning or a retry, as a typed
+    row (never a log line the UI pattern-matches). ``detail`` holds the kind's fields."""
+
+    __tablename__ = "run_note"
+    __table_args__ = (Index("ix_run_note_run_id", "run_id", "id"), {"sqlite_autoincrement": True})
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="run.id", ondelete="CASCADE")
+    step: int
+    kind: str
+    message: str = Field(sa_column=Column(Text, nullable=False))
+    detail: dict[str, Any] = Field(
+        default_factory=dict, sa_column=Column("detail_json", JSONText, nullable=False)
+    )
+    time: float
+
+
 class SchemaVersion(SQLModel, table=True):
     """A single row: the schema version the file is at."""
 
@@ -283,5 +309,6 @@ TABLES = (
     Sample.__table__,
     PhaseEntry.__table__,
     LogLine.__table__,
+    RunNote.__table__,
     SchemaVersion.__table__,
 )

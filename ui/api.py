@@ -7,12 +7,13 @@
 - ``/list_runs``: every run of the caller with its status;
 - ``/stop_run``, ``/resume_run``, ``/delete_run``: the Runs tab's actions;
 - ``/generate``: replies of one of a run's models to a prompt, scored, as the Playground makes;
-- ``/export_model``: a zip of a run's model as hf, merged, gguf or ollama.
+- ``/export_model``: a zip of a run's model as hf, merged, gguf or ollama;
+- ``/compare_specs``, ``/rescore_run``: the reward lab's (:mod:`ui.lab_api`, on these checks).
 
 Each endpoint is a plain function of ``AppContext`` and JSON-able arguments (tested without
 Gradio); :func:`build_api` registers them with ``gr.api``. Errors come back as ``gr.Error``
 with the field named, never as a stack trace. The run endpoints take the caller's
-:class:`~ui.shared.identity.Viewer`, worked out from the request on the server, and serve only the
+:class:`~ui.access.identity.Viewer`, worked out from the request on the server, and serve only the
 caller's runs (an admin's: all); another user's run reads exactly like a missing one.
 """
 
@@ -36,12 +37,12 @@ from storage import metrics as metric_store
 from storage import runs as run_store
 from storage.run_caps import TooManyActiveRunsError
 from storage.runs import RunInfo
+from ui.access.identity import IdentityError, Viewer, viewer_for
 from ui.design.spec_io import parse_spec
 from ui.playground.replies import PlaygroundCache, PlaygroundError, generate_once
 from ui.runs import actions as run_actions
 from ui.runs.model_export import model_export_archive
 from ui.shared.context import AppContext
-from ui.shared.identity import IdentityError, Viewer, viewer_for
 
 MAX_API_COMPLETIONS = 1000
 #: Longest completion (and prompt, and answer) one scoring call accepts, in characters.
@@ -74,7 +75,7 @@ class ApiError(ValueError):
     """A request the API cannot serve; the message names the argument."""
 
 
-def _spec(spec: dict | str) -> RewardSpec:
+def reward_spec(spec: dict | str) -> RewardSpec:
     try:
         return parse_spec(spec) if isinstance(spec, str) else RewardSpec.from_dict(spec)
     except RewardSpecError as exc:
@@ -89,8 +90,8 @@ def score_preview(
     answers: list[str | None] | None = None,
 ) -> dict[str, Any]:
     """Totals and traces of ``completions`` under ``spec``."""
-    reward = _spec(spec)
-    _check_texts(
+    reward = reward_spec(spec)
+    check_texts(
         "completions", completions, len(completions) if isinstance(completions, list) else 0
     )
     if len(completions) > MAX_API_COMPLETIONS:
@@ -98,7 +99,7 @@ def score_preview(
     total = sum(map(len, completions))
     for name, values in (("prompts", prompts), ("answers", answers)):
         if values is not None:
-            _check_texts(name, values, len(completions), allow_none=name == "answers")
+            check_texts(name, values, len(completions), allow_none=name == "answers")
             total += sum(len(v) for v in values if v is not None)
     if total > MAX_API_TOTAL_CHARS:
         raise ApiError(
@@ -114,7 +115,7 @@ def score_preview(
     }
 
 
-def _check_texts(name: str, values: Any, count: int, allow_none: bool = False) -> None:
+def check_texts(name: str, values: Any, count: int, allow_none: bool = False) -> None:
     """``values`` is a list of ``count`` strings (or None, where allowed), each within the
     per-text cap and storable as text."""
     kind = "strings or nulls" if allow_none else "strings"
@@ -308,7 +309,7 @@ def export_model(
     return str(path), command
 
 
-def _as_gradio_error(fn):
+def as_gradio_error(fn):
     """Report ``ApiError`` to the client as a ``gr.Error`` (its message, no traceback)."""
 
     @functools.wraps(fn)
@@ -346,7 +347,7 @@ def _file_endpoint(fn, name: str) -> None:
 def build_api(ctx: AppContext) -> None:
     """Register the endpoints on the Blocks being built."""
 
-    @_as_gradio_error
+    @as_gradio_error
     def score_preview_endpoint(
         spec: str,
         completions: list[str],
@@ -357,21 +358,21 @@ def build_api(ctx: AppContext) -> None:
         return score_preview(ctx, spec, completions, prompts, answers)
 
     # Each run endpoint works out its caller from the request (never from an argument).
-    @_as_gradio_error
+    @as_gradio_error
     def start_run_endpoint(
         config: str, request: gr.Request, profile: gr.OAuthProfile | None = None
     ) -> dict:
         """Start a run from a config (YAML or JSON text); returns its run_id."""
         return start_run(ctx, config, viewer=viewer_for(request, profile))
 
-    @_as_gradio_error
+    @as_gradio_error
     def run_status_endpoint(
         run_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None
     ) -> dict:
         """Status, step and error of one of your runs."""
         return run_status(ctx, run_id, viewer=viewer_for(request, profile))
 
-    @_as_gradio_error
+    @as_gradio_error
     def run_metrics_endpoint(
         run_id: str,
         cursor: int = 0,
@@ -382,13 +383,13 @@ def build_api(ctx: AppContext) -> None:
         """Metric rows [step, name, value] after a cursor; poll again with the returned cursor."""
         return run_metrics(ctx, run_id, cursor, names, viewer=viewer_for(request, profile))
 
-    @_as_gradio_error
+    @as_gradio_error
     def list_runs_endpoint(request: gr.Request, profile: gr.OAuthProfile | None = None) -> list:
         """Your runs with their status, newest first."""
         return list_runs(ctx, viewer=viewer_for(request, profile))
 
     def action_endpoint(action: str):
-        @_as_gradio_error
+        @as_gradio_error
         def endpoint(
             run_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None
         ) -> dict:
@@ -399,7 +400,7 @@ def build_api(ctx: AppContext) -> None:
 
     playground = PlaygroundCache()
 
-    @_as_gradio_error
+    @as_gradio_error
     def generate_endpoint(
         run_id: str,
         prompt: str,
@@ -414,7 +415,7 @@ def build_api(ctx: AppContext) -> None:
         viewer = viewer_for(request, profile)
         return generate(ctx, playground, run_id, prompt, model, settings, viewer=viewer)
 
-    @_as_gradio_error
+    @as_gradio_error
     def export_model_endpoint(
         run_id: str,
         format: str = "merged",

@@ -15,19 +15,20 @@ from pathlib import Path
 import gradio as gr
 
 from storage.paths import persistence_note
+from ui.access.client_limits import ClientLimits, events_per_s
+from ui.access.identity import ownership_note, viewer_for
+from ui.access.upload_budget import UploadBudget, budget_caps
+from ui.access.visitor_cookie import VisitorCookies, server_secret
 from ui.api import build_api
 from ui.compare.tab import build_compare
 from ui.design.tab import build_design
+from ui.lab_api import build_lab_api
 from ui.playground.tab import build_playground
 from ui.preview.tab import build_preview
 from ui.runs.tab import build_runs, initial_selection
-from ui.shared.client_limits import ClientLimits, events_per_s
 from ui.shared.context import AppContext, is_public, positive_int_setting
-from ui.shared.identity import ownership_note, viewer_for
 from ui.shared.messages import escape
 from ui.shared.settings import sign_in_available
-from ui.shared.upload_budget import UploadBudget, budget_caps
-from ui.shared.visitor_cookie import VisitorCookies, server_secret
 from ui.train.tab import build_train
 
 TITLE = "Reward Studio"
@@ -77,7 +78,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab("Train", id="train", elem_id="tab-train"):
                 train = build_train(ctx, design)
             with gr.Tab("Runs", id="runs", elem_id="tab-runs"):
-                runs = build_runs(ctx)
+                runs = build_runs(ctx, design.spec_state)
             with gr.Tab("Compare", id="compare", elem_id="tab-compare") as compare_tab:
                 compare = build_compare(ctx, compare_tab)
             with gr.Tab("Playground", id="playground", elem_id="tab-playground") as playground:
@@ -95,7 +96,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             api_visibility="private",
         )
 
-        # An anonymous visitor is known by the server's cookie (ui.shared.visitor_cookie), which the
+        # An anonymous visitor is known by the server's cookie (ui.access.visitor_cookie), which the
         # page never sees: nothing the page holds or a link restores names the visitor.
         def on_load(request: gr.Request, profile: gr.OAuthProfile | None = None):
             requested = request.query_params.get("run") if request is not None else None
@@ -114,6 +115,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             api_visibility="private",
         )
         build_api(ctx)
+        build_lab_api(ctx)
     return demo
 
 
@@ -124,7 +126,7 @@ def launch_kwargs(ctx: AppContext) -> dict:
     it is in no allowed path, and blocked even where Gradio would otherwise serve a file
     (the working directory, the temp dir). Downloads are copies made per request for the
     run's owner (``ui.runs.actions``), which Gradio serves from its own cache. Every request
-    passes :class:`~ui.shared.visitor_cookie.VisitorCookies`, which issues and checks the visitor
+    passes :class:`~ui.access.visitor_cookie.VisitorCookies`, which issues and checks the visitor
     cookie and turns deep links off.
     """
     return {

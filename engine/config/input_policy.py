@@ -38,7 +38,7 @@ from pathlib import Path
 from engine.config.fields import ConfigError
 from engine.data.datasets import DataSpec
 from engine.data.files import FILE_TYPES
-from engine.models.loading import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
+from engine.models.specs import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
 from engine.run.layout import CONFIG_FILE, NO_HUB_TOKEN_MARKER
 from rewards.hub_ids import is_hub_id
 from rewards.spec import RewardSpec

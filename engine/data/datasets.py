@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config.fields import POSITIVE, SEED, ConfigError, check_fields, from_dict, knob
-from engine.data.errors import DatasetError, MissingColumnError
+from engine.data.files import DatasetError as DatasetError  # where callers import it
 from engine.data.files import FileLimits, read_file
 
 logger = logging.getLogger(__name__)
@@ -44,6 +44,19 @@ MAX_PROMPT_CHARS = 1_000_000
 #: Most rows a dataset may be cut to (a cap, not a size: larger datasets are read in full).
 MAX_ROWS = 10**9
 _GSM8K_GOLD = re.compile(r"####\s*(.+?)\s*$", re.S)
+
+
+class MissingColumnError(DatasetError):
+    """A mapped column is not in the data; ``columns`` are the ones it has (names only)."""
+
+    def __init__(self, column: str, field: str, columns: list[str]) -> None:
+        super().__init__(
+            f"column {column!r} ({field}) not found; the dataset's columns are {columns}. "
+            f"Set {field} to one of them.",
+            field,
+        )
+        self.column = column
+        self.columns = columns
 
 
 @dataclass

@@ -7,7 +7,7 @@ first row past the cap, not after loading. ``stop_at`` ends the reading early wh
 needs only the first rows (``split: all`` with ``max_rows``, a preflight's look at the head).
 A JSON value nested deeper than the parser's recursion limit is refused naming the line.
 
-Every problem raises :class:`~engine.data.errors.DatasetError` naming the ``DataSpec`` field.
+Every problem raises :class:`~engine.data.datasets.DatasetError` naming the ``DataSpec`` field.
 """
 
 from __future__ import annotations
@@ -18,7 +18,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from engine.data.errors import DatasetError
+
+class DatasetError(ValueError):
+    """A dataset cannot be used as given; the message names the problem and the fix.
+
+    ``field`` is the :class:`~engine.data.datasets.DataSpec` field to change (``path``,
+    ``prompt_column``...), or "" when no single field is at fault.
+    """
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.reason = message
+
 
 FILE_TYPES = (".jsonl", ".json", ".csv", ".parquet")
 PARQUET_BATCH_ROWS = 1024

@@ -23,7 +23,8 @@ from engine.config.fields import ConfigError
 from engine.config.input_policy import InputPolicy
 from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
-from engine.models.loading import ModelLoadError, ModelSpec, model_offline, resolve_spec
+from engine.models.loading import ModelLoadError, model_offline, resolve_spec
+from engine.models.specs import ModelSpec
 from rewards.hub_ids import is_hub_id
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config.run_config import RunConfig
-from engine.models.loading import ModelSpec
+from engine.models.specs import ModelSpec
 from engine.run.checkpoints import checkpoints
 from engine.run.layout import POLICY_DIR, config_path, final_model_dir
 

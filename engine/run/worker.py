@@ -22,7 +22,7 @@ from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec, load_rows
 from engine.data.prompts import for_trainer, prompt_format
 from engine.models.loading import ModelLoadError, load_model_and_tokenizer
-from engine.models.memory import (
+from engine.models.micro_batch import (
     describe,
     local_card_bytes,
     longest_prompt,
@@ -37,17 +37,19 @@ from engine.run.checkpoints import (
 from engine.run.devices import apply_cpu_share
 from engine.run.distributed import save_final_model
 from engine.run.layout import final_model_dir, run_dir
+from engine.run.oom_retry import Attempt, free_device_memory, is_out_of_memory, retry_config
 from engine.run.stop_request import StopRequest, install_stop_handlers
 from engine.tracking import metric_names
 from engine.tracking.heldout import HeldoutEvaluation
 from engine.tracking.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
+from engine.tracking.reward_watch import ConstantRewardWatch
 from engine.tracking.samples import sample_rows
 from engine.tracking.trackers import point_trackers_at
 from engine.trainers.callbacks import StudioCallback
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path
-from storage.schema import RunPhase, RunStatus
+from storage.schema import NoteKind, RunPhase, RunStatus
 
 logger = logging.getLogger("engine.run.worker")
 
@@ -128,21 +130,15 @@ def run(
     recorder: RunRecorder = NullRecorder()
     status = RunStatus.FAILED
     try:
+        config = config or RunConfig.load(config_path)
         if db is not None:
             run_store.set_status(db, run_id, RunStatus.RUNNING, pid=os.getpid())
-            recorder = StorageRecorder(db, run_id)
+            recorder = ConstantRewardWatch(StorageRecorder(db, run_id), config.reward)
             recorder.phase(RunPhase.STARTING)
             log_handler = StorageLogHandler(db, run_id)
             log_handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
             logging.getLogger().addHandler(log_handler)
-        status = _train(
-            config or RunConfig.load(config_path),
-            run_id,
-            data_dir,
-            recorder,
-            stop,
-            show_progress=show_progress,
-        )
+        status = _train_with_retry(config, run_id, data_dir, recorder, stop, show_progress)
     except Exception as exc:  # the run fails; the process and the database stay healthy
         if isinstance(exc, USER_ERRORS):  # the message says what to fix; the trace is stored
             logger.error("Run %s failed: %s", run_id, exc)
@@ -194,8 +190,15 @@ class PreparedRun:
     resume_from: Path | None
 
 
-def prepare(config: RunConfig, run_id: str, data_dir: Path, recorder: RunRecorder) -> PreparedRun:
-    """Load the model and the data, size the micro-batch, and find the checkpoint to resume."""
+def prepare(
+    config: RunConfig,
+    run_id: str,
+    data_dir: Path,
+    recorder: RunRecorder,
+    attempt: Attempt | None = None,
+) -> PreparedRun:
+    """Load the model and the data, size the micro-batch (noted in ``attempt``), and find the
+    checkpoint to resume."""
     folder = run_dir(data_dir, run_id)
     folder.mkdir(parents=True, exist_ok=True)
     logger.info("Loading model %s", config.model.name_or_path)
@@ -214,6 +217,8 @@ def prepare(config: RunConfig, run_id: str, data_dir: Path, recorder: RunRecorde
         prompt_tokens = longest_prompt(tokenizer, train_rows)
         config = with_default_micro_batch(config, card, prompt_tokens)
     logger.info("%s", describe(config, card, prompt_tokens))
+    if attempt is not None:
+        attempt.micro_batch = config.per_device_batch_size()
     # Every process must take the same steps; only the main one evaluates (its results are the
     # ones recorded) while the others wait for it at the next gradient sync. Under FSDP the main
     # process cannot run the model alone (each layer's forward gathers its weights from every
@@ -228,6 +233,34 @@ def prepare(config: RunConfig, run_id: str, data_dir: Path, recorder: RunRecorde
     return PreparedRun(config, folder, model, tokenizer, train_rows, evaluation, resume_from)
 
 
+def _train_with_retry(
+    config: RunConfig,
+    run_id: str,
+    data_dir: Path,
+    recorder: RunRecorder,
+    stop: StopRequest,
+    show_progress: bool,
+) -> str:
+    """:func:`_train`, once more at half the micro-batch if it runs out of GPU memory
+    (:mod:`engine.run.oom_retry`)."""
+    attempt = Attempt()
+    try:
+        return _train(
+            config, run_id, data_dir, recorder, stop, show_progress=show_progress, attempt=attempt
+        )
+    except Exception as exc:
+        retry = retry_config(config, attempt.micro_batch) if is_out_of_memory(exc) else None
+        if retry is None:
+            raise
+    # Outside the handler: the exception and its frames (the failed trainer) are gone by now.
+    free_device_memory()
+    ran, now = attempt.micro_batch, retry.training.micro_batch_size
+    message = f"Out of GPU memory at micro-batch {ran}; retrying once at micro-batch {now}"
+    logger.warning(message)
+    recorder.note(0, NoteKind.OUT_OF_MEMORY_RETRY, message, {"from": ran, "to": now})
+    return _train(retry, run_id, data_dir, recorder, stop, show_progress=show_progress)
+
+
 def _train(
     config: RunConfig,
     run_id: str,
@@ -236,9 +269,10 @@ def _train(
     stop: StopRequest,
     *,
     show_progress: bool,
+    attempt: Attempt | None = None,
 ) -> str:
     point_trackers_at(config, run_dir(data_dir, run_id))  # before TRL imports trackio
-    run = prepare(config, run_id, data_dir, recorder)
+    run = prepare(config, run_id, data_dir, recorder, attempt)
     if stop.is_set():  # asked to stop while the model loaded: nothing trained, nothing to save
         logger.info("Stop requested before the first step")
         return RunStatus.STOPPED
@@ -296,6 +330,7 @@ def _train_trl(
         [callback],
         show_progress=show_progress,
         before_checkpoint_publish=recorder.flush,  # a checkpoint's metrics are stored first
+        record_metrics=recorder.metrics,
     )
     samples.trainer = trainer
     resume_from = run.resume_from
@@ -326,7 +361,7 @@ class SampleStore:
         batch = self.trainer.pop_generation_batch() if self.trainer is not None else None
         if batch is not None and self.config.training.samples_per_log:
             rows = sample_rows(
-                self.config.reward,
+                self.config.reward.at_step(step),  # the weights in force at this step
                 batch,
                 self.config.generation.num_generations,
                 self.config.training.samples_per_log,

@@ -28,6 +28,17 @@ from engine.tasks.arithmetic import (
 from engine.tasks.phrasings import BUILTIN, FAMILIES, HELD_OUT_FAMILIES, Family, add_noise, render
 
 SYSTEM_PROMPT = "Put your steps in <think></think> and the result in <answer></answer>."
+# For a pretrained instruct model, which follows an example better than an instruction: one
+# worked problem from seed 0's train split (13+5; tests check it is not held out) in the
+# column method's own words and the reward's exact format: nothing before <think>, nothing
+# after </answer>.
+WORKED_EXAMPLE_SYSTEM_PROMPT = (
+    "Solve the problem. Write your steps inside <think></think>, then only the final number "
+    "inside <answer></answer>, and nothing else.\n"
+    "Example question: Mia has 13 pens and gets 5 more. How many pens does Mia have now?\n"
+    "The whole reply to it:\n"
+    "<think>13+5: 3+5=8; 1+0=1; so 18</think>\n<answer>18</answer>"
+)
 SPLITS = ("train", "heldout")
 DEFAULT_TRAIN_ROWS = 4000
 DEFAULT_EVAL_ROWS = 400
@@ -37,6 +48,7 @@ __all__ = [
     "DEFAULT_TRAIN_ROWS",
     "LEVEL_NAMES",
     "SYSTEM_PROMPT",
+    "WORKED_EXAMPLE_SYSTEM_PROMPT",
     "ArithmeticTask",
     "Problem",
     "builtin_task",

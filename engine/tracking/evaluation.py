@@ -142,17 +142,25 @@ def evaluate(
     """
     if not rows:
         raise ValueError("rows must not be empty")
-    samples = sample_completions(
-        model,
-        tokenizer,
-        [r["prompt"] for r in rows],
-        num_samples=num_samples,
-        temperature=temperature,
-        top_p=top_p,
-        max_new_tokens=max_new_tokens,
-        seed=seed,
-        batch_size=batch_size,
-    )
+    import torch
+
+    # Eager, never compiled: on a GPU the run's decoder layers are compiled for training
+    # (engine.trainers.compiled_layers), and transformers' generate calls them with a KV cache,
+    # whose per-layer index dynamo specialises on: an evaluation before the first step filled
+    # the layers' compile cache (torch._dynamo's recompile_limit, 8) so that training then ran
+    # partly eager, slower and 4.6-18 GiB above the memory estimate on SmolLM2 (issue 22).
+    with torch.compiler.set_stance("force_eager"):
+        samples = sample_completions(
+            model,
+            tokenizer,
+            [r["prompt"] for r in rows],
+            num_samples=num_samples,
+            temperature=temperature,
+            top_p=top_p,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            batch_size=batch_size,
+        )
     golds = [rows[s.prompt_index].get("answer") for s in samples]
     correct, strict = score_texts([s.text for s in samples], golds)
     records = []

@@ -49,7 +49,8 @@ class HeldoutEvaluation:
             report.accuracy,
             report.format_rate,
         )
-        metrics = heldout_reward_metrics(config.reward, self.rows, report.samples)
+        # The reward as it scores at this step (weight schedules applied).
+        metrics = heldout_reward_metrics(config.reward.at_step(step), self.rows, report.samples)
         if config.data.source == "builtin":  # the task's own answer and format checks
             metrics |= {
                 metric_names.EVAL_ACCURACY: report.accuracy,

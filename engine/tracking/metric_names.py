@@ -85,3 +85,8 @@ def from_trl(key: str) -> str:
     if "/" in key:
         return key
     return f"train/{key}"
+
+
+def weight_metric(component: str) -> str:
+    """The weight in force of a reward component at a step (weight schedules)."""
+    return f"reward/weight/{component}"

@@ -14,12 +14,13 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from storage import logs as log_store
+from storage import notes as note_store
 from storage import phases as phase_store
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.metrics import MetricWriter
-from storage.schema import RunPhase
+from storage.schema import NoteKind, RunPhase
 
 HEARTBEAT_SECONDS = 5.0
 
@@ -29,6 +30,9 @@ class RunRecorder(Protocol):
     def samples(self, step: int, rows: list[dict[str, Any]]) -> None: ...
     def progress(self, step: int) -> None: ...
     def phase(self, phase: RunPhase, step: int | None = None) -> None: ...
+    def note(
+        self, step: int, kind: NoteKind, message: str, detail: dict[str, Any] | None = None
+    ) -> None: ...
     def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
@@ -47,6 +51,11 @@ class NullRecorder:
         pass
 
     def phase(self, phase: RunPhase, step: int | None = None) -> None:
+        pass
+
+    def note(
+        self, step: int, kind: NoteKind, message: str, detail: dict[str, Any] | None = None
+    ) -> None:
         pass
 
     def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None:
@@ -93,6 +102,12 @@ class StorageRecorder:
         if phase != self._phase:
             self._phase = phase
             phase_store.record_phase(self.db, self.run_id, phase, step)
+
+    def note(
+        self, step: int, kind: NoteKind, message: str, detail: dict[str, Any] | None = None
+    ) -> None:
+        """A warning or retry the Runs view shows beside the run (a typed row, not a log)."""
+        note_store.add_note(self.db, self.run_id, step, kind, message, detail)
 
     def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None:
         """Drop the rows a resume from ``step`` records again (``None``: from scratch, all);

@@ -20,6 +20,7 @@ from engine.tracking.trackers import tracker_args
 from engine.trainers.capture import BatchCaptureMixin
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
 from engine.trainers.staged_checkpoints import StagedCheckpointMixin
+from engine.trainers.weight_schedule import WeightScheduleCallback
 from rewards.trl_adapter import to_trl
 
 
@@ -73,19 +74,17 @@ def _common_args(config: RunConfig, output_dir: str, *, show_progress: bool) -> 
     }
 
 
-def build_trl_args(
-    config: RunConfig,
-    output_dir: str,
-    reward_weights: list[float],
-    *,
-    show_progress: bool = False,
-):
-    """The TRL ``GRPOConfig`` or ``RLOOConfig`` for ``config``, with the weights of the reward
-    functions (:func:`rewards.trl_adapter.to_trl`)."""
+def build_trl_args(config: RunConfig, output_dir: str, *, show_progress: bool = False):
+    """The TRL ``GRPOConfig`` or ``RLOOConfig`` for ``config``."""
     args = _common_args(config, output_dir, show_progress=show_progress)
-    args["reward_weights"] = reward_weights
+    # The weights of the first step; a schedule moves them before each step (weight_schedule).
+    args["reward_weights"] = config.reward.weights_at(1)
     if config.algorithm == "grpo":
-        return GRPOConfig(**args, **config.grpo.trl_args())
+        return GRPOConfig(
+            **args,
+            **config.grpo.trl_args(),
+            multi_objective_aggregation=config.reward.aggregation,
+        )
     if config.algorithm == "rloo":
         return RLOOConfig(**args, **config.rloo.trl_args())
     raise ValueError(f"algorithm {config.algorithm!r} is not trained through TRL")
@@ -101,20 +100,25 @@ def build_trl_trainer(
     *,
     show_progress: bool = False,
     before_checkpoint_publish: Callable[[], None] | None = None,
+    record_metrics: Callable[[int, dict[str, float]], None] | None = None,
 ):
     """A ready GRPO/RLOO trainer whose reward functions come from ``config.reward``;
-    ``before_checkpoint_publish`` runs before each checkpoint becomes visible."""
-    reward_funcs, weights = to_trl(config.reward)
+    ``before_checkpoint_publish`` runs before each checkpoint becomes visible;
+    ``record_metrics(step, metrics)`` gets the scheduled reward weights of each step."""
+    reward_funcs, _ = to_trl(config.reward)  # the weights: per step, from the spec's schedules
     trainer_cls = StudioGRPOTrainer if config.algorithm == "grpo" else StudioRLOOTrainer
     trainer = trainer_cls(
         model=model,
         reward_funcs=reward_funcs,
-        args=build_trl_args(config, output_dir, weights, show_progress=show_progress),
+        args=build_trl_args(config, output_dir, show_progress=show_progress),
         train_dataset=train_dataset,
         processing_class=tokenizer,
         callbacks=callbacks,
     )
     trainer.before_publish = before_checkpoint_publish
+    if config.reward.has_schedules:
+        record = record_metrics or (lambda step, metrics: None)
+        trainer.add_callback(WeightScheduleCallback(config.reward, trainer.reward_weights, record))
     sharded = trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled
     if compiles_on(trainer.accelerator.device, sharded):
         compile_decoder_layers(trainer.accelerator.unwrap_model(trainer.model))

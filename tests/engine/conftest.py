@@ -6,12 +6,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, Qwen2Config
 
-from engine.models.loading import (
-    ENGLISH_MODEL_ALIAS,
-    ModelSpec,
-    english_model_spec,
-    load_model_and_tokenizer,
-)
+from engine.models.loading import load_model_and_tokenizer
+from engine.models.specs import ENGLISH_MODEL_ALIAS, ModelSpec, english_model_spec
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,8 @@ import torch
 from transformers import AutoTokenizer
 
 from engine.models.batch_decode import _decode_rows, use_batch_decode_in_rust
-from engine.models.loading import ModelSpec, load_tokenizer
+from engine.models.loading import load_tokenizer
+from engine.models.specs import ModelSpec
 
 
 def _rows(vocab_size: int, specials: list[int], seed: int = 0) -> list[list[int]]:

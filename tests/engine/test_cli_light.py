@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from engine.config.run_config import RunConfig
 from engine.run import layout as run_layout
 from storage import runs as run_store
 from storage.db import Database
@@ -86,6 +87,24 @@ def test_export_config_writes_the_default_config_without_torch(tmp_path):
     output, report = run_cli("export-config", out)
     assert report == {"code": 0, "heavy": []} and f"wrote {out}" in output
     assert "algorithm:" in out.read_text(encoding="utf-8")
+
+
+def test_export_config_for_a_pretrained_model_follows_the_device_without_torch(tmp_path):
+    configs = {}
+    for device in ("gpu", "cpu"):
+        out = tmp_path / f"{device}.yaml"
+        _, report = run_cli(
+            "export-config", out, "--model", "smollm2-135m-instruct", "--device", device
+        )
+        assert report == {"code": 0, "heavy": []}
+        configs[device] = RunConfig.load(out)
+    gpu, cpu = configs["gpu"], configs["cpu"]
+    assert gpu.training.prompts_per_step == 32 and gpu.training.micro_batch_size is None
+    assert cpu.training.prompts_per_step == 4 and cpu.training.micro_batch_size == 16
+    for config in (gpu, cpu):
+        assert config.model.lora is not None
+        assert config.reward.components[1].params["mode"] == "soft"
+        assert "<think>" in config.data.system_prompt
 
 
 def test_train_refuses_a_config_it_cannot_use_before_importing_torch(data_dir, tmp_path):

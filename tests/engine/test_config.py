@@ -97,13 +97,22 @@ def test_the_cli_reports_an_unwritable_output_without_a_traceback(tmp_path, engi
     assert "Traceback" not in result.stderr
 
 
-def test_a_pretrained_model_starts_from_lora_and_gentler_settings():
-    from engine.config.run_config import PRETRAINED_SETTINGS, suggested_config
+def test_a_pretrained_model_starts_from_lora_and_settings_for_its_device():
+    from engine.config.pretrained import pretrained_settings, suggested_config
+    from engine.tasks import WORKED_EXAMPLE_SYSTEM_PROMPT
+    from rewards.presets import INSTRUCT_PRESET
+    from rewards.spec import preset
 
-    assert suggested_config() == RunConfig()
-    config = suggested_config("Qwen/Qwen2.5-0.5B-Instruct")
-    assert config.model.name_or_path == "Qwen/Qwen2.5-0.5B-Instruct"
-    assert config.model.lora is not None and config.model.lora.r == 16
-    for path, value in PRETRAINED_SETTINGS.items():
-        section, name = path.split(".")
-        assert getattr(getattr(config, section), name) == value
+    assert suggested_config(on_gpu=True) == RunConfig()
+    for on_gpu in (True, False):
+        config = suggested_config("Qwen/Qwen2.5-0.5B-Instruct", on_gpu)
+        assert config.model.name_or_path == "Qwen/Qwen2.5-0.5B-Instruct"
+        assert config.model.lora is not None and config.model.lora.r == 16
+        for path, value in pretrained_settings(on_gpu).items():
+            section, name = path.split(".")
+            assert getattr(getattr(config, section), name) == value
+        assert config.reward == preset(INSTRUCT_PRESET)
+        assert config.data.system_prompt == WORKED_EXAMPLE_SYSTEM_PROMPT
+    gpu, cpu = (suggested_config("Qwen/Qwen2.5-0.5B-Instruct", g) for g in (True, False))
+    assert gpu.completions_per_step > cpu.completions_per_step
+    assert gpu.training.micro_batch_size is None and gpu.model.lora.dropout == 0

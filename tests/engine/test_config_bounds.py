@@ -14,7 +14,7 @@ import pytest
 from engine.config.fields import ConfigError, field_help, from_dict
 from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec
-from engine.models.loading import LoraSpec
+from engine.models.specs import LoraSpec
 from rewards.params import Bounds, exact_number
 from rewards.spec import RewardSpec
 from ui.train import form as train_form
@@ -26,7 +26,7 @@ def _sections() -> dict[str, type]:
         f.name: hints[f.name]
         for f in dataclasses.fields(RunConfig)
         if dataclasses.is_dataclass(hints[f.name])
-        and hints[f.name].__module__ == "engine.config.run_config"
+        and hints[f.name].__module__ in ("engine.config.run_config", "engine.config.algorithms")
     }
 
 

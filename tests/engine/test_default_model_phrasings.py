@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from engine.generation.sampling import sample_completions
-from engine.models.loading import ModelSpec, load_model_and_tokenizer
+from engine.models.loading import load_model_and_tokenizer
+from engine.models.specs import ModelSpec
 from engine.tasks import builtin_task
 from engine.tracking.evaluation import evaluate
 

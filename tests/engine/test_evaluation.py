@@ -9,7 +9,8 @@ from transformers import LlamaForCausalLM
 
 from engine.models.build_default_model import BuildConfig, model_config
 from engine.models.char_tokenizer import build_char_tokenizer
-from engine.models.loading import DEFAULT_MODEL_DIR, ModelSpec, load_model_and_tokenizer
+from engine.models.loading import load_model_and_tokenizer
+from engine.models.specs import DEFAULT_MODEL_DIR, ModelSpec
 from engine.tasks import builtin_task
 from engine.tracking.evaluation import evaluate, score_texts
 
@@ -96,3 +97,25 @@ def test_several_samples_per_prompt(default_model):
     json.dumps(report.to_dict(include_samples=True))
     with pytest.raises(ValueError, match="rows must not be empty"):
         evaluate(model, tok, [])
+
+
+def test_evaluating_a_model_with_compiled_layers_compiles_nothing():
+    """Training compiles the decoder layers; generate's cached calls must not fill their compile
+    cache before the first training step (issue 22). Dynamo alone (backend "eager") counts."""
+    import copy
+
+    import torch
+    from torch._dynamo.utils import counters
+
+    from engine.trainers.compiled_layers import compile_decoder_layers
+
+    model, tok = load_model_and_tokenizer(ModelSpec(), device="cpu")
+    model = copy.deepcopy(model)
+    assert compile_decoder_layers(model, backend="eager") > 0
+    torch._dynamo.reset()
+    counters.clear()
+    evaluate(model, tok, builtin_task().eval_rows(4), max_new_tokens=8)
+    assert counters["stats"]["unique_graphs"] == 0
+    # the same layers do compile when called outside the evaluation
+    model(torch.tensor([[1, 2, 3]]))
+    assert counters["stats"]["unique_graphs"] > 0

@@ -16,7 +16,8 @@ from engine.generation.backend import resolve_backend, vllm_installed
 from engine.generation.runner import GenerationRunner, distinct_prompts
 from engine.generation.sampler import nucleus_filter, sample_tokens
 from engine.generation.sampling import encode_prompts, sample_completions
-from engine.models.loading import ModelSpec, load_model_and_tokenizer
+from engine.models.loading import load_model_and_tokenizer
+from engine.models.specs import ModelSpec
 from engine.tasks import builtin_task
 from engine.trainers.ppo.formulas import logprobs_from_logits
 from tests.tiny_models import TINY_SHAPE

@@ -9,7 +9,8 @@ from datasets import Dataset
 from transformers import TrainerCallback
 
 from engine.config.run_config import RunConfig
-from engine.models.loading import ModelSpec, load_model_and_tokenizer
+from engine.models.loading import load_model_and_tokenizer
+from engine.models.specs import ModelSpec
 from engine.run.stop_request import StopRequest
 from engine.tasks import builtin_task
 from engine.tracking import metric_names

@@ -9,7 +9,8 @@ from datasets import Dataset
 
 from engine.config.run_config import RunConfig
 from engine.data.prompts import for_trainer
-from engine.models.loading import ENGLISH_MODEL_ALIAS, apply_lora
+from engine.models.loading import apply_lora
+from engine.models.specs import ENGLISH_MODEL_ALIAS
 from engine.tasks import builtin_task
 from engine.trainers.trl_trainers import build_trl_trainer
 

@@ -19,10 +19,10 @@ from engine.run.launcher import Launcher
 from engine.run.preflight import check_inputs
 from storage import runs as run_store
 from ui import api
+from ui.access.identity import LOCAL_VIEWER, Viewer
 from ui.api import ApiError
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import data_spec
-from ui.shared.identity import LOCAL_VIEWER, Viewer
 
 SECRET = "hunter2-secret-value"
 
@@ -227,7 +227,8 @@ def test_visitor_runs_get_no_server_hub_token_unless_the_operator_allows_it(data
 
 
 def test_the_web_process_reads_models_without_the_server_token(data_dir, monkeypatch):
-    from engine.models.loading import ModelSpec, parameter_count
+    from engine.models.loading import parameter_count
+    from engine.models.specs import ModelSpec
 
     monkeypatch.delenv("STUDIO_VISITOR_HUB_TOKEN", raising=False)
     ctx = AppContext(data_dir)

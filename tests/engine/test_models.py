@@ -8,17 +8,19 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from engine.generation.sampling import sample_completions
 from engine.models.loading import (
-    DEFAULT_MODEL_DIR,
-    ENGLISH_MODEL_ALIAS,
-    LoraSpec,
     ModelLoadError,
-    ModelSpec,
     ModelUnavailableError,
-    available_models,
     load_model_and_tokenizer,
     pick_dtype,
     resolve_spec,
     save_plain_weights,
+)
+from engine.models.specs import (
+    DEFAULT_MODEL_DIR,
+    ENGLISH_MODEL_ALIAS,
+    LoraSpec,
+    ModelSpec,
+    available_models,
 )
 
 

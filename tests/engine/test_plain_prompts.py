@@ -8,7 +8,8 @@ from engine.config.run_config import RunConfig
 from engine.data.prompts import for_trainer, plain_prompt, prompt_format, render_prompt
 from engine.generation.sampling import encode_prompts
 from engine.models.char_tokenizer import build_char_tokenizer
-from engine.models.loading import ModelSpec, load_model_and_tokenizer
+from engine.models.loading import load_model_and_tokenizer
+from engine.models.specs import ModelSpec
 from storage import runs as run_store
 from storage.db import Database
 from storage.metrics import metric_names

@@ -11,7 +11,8 @@ from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
 from engine.generation.sampling import encode_prompts
 from engine.models.char_tokenizer import build_char_tokenizer
-from engine.models.loading import LoraSpec, ModelSpec, load_model_and_tokenizer
+from engine.models.loading import load_model_and_tokenizer
+from engine.models.specs import LoraSpec, ModelSpec
 from engine.run.stop_request import StopRequest
 from engine.tasks import builtin_task
 from engine.trainers.ppo.checkpoint import (
@@ -37,6 +38,7 @@ class ListRecorder:
         self.sample_points: list[tuple[int, list[dict[str, Any]]]] = []
         self.steps: list[int] = []
         self.phases: list[tuple[Any, int | None]] = []
+        self.notes: list[tuple[int, Any, str]] = []
 
     def metrics(self, step: int, values: dict[str, float]) -> None:
         self.metric_points.append((step, dict(values)))
@@ -49,6 +51,9 @@ class ListRecorder:
 
     def phase(self, phase: Any, step: int | None = None) -> None:
         self.phases.append((phase, step))
+
+    def note(self, step: int, kind: Any, message: str, detail: Any = None) -> None:
+        self.notes.append((step, kind, message))
 
     def rewind(self, step: int | None, redone_at_step=()) -> None:
         pass

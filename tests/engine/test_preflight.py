@@ -17,9 +17,9 @@ from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path
 from ui import api
+from ui.access.identity import LOCAL_VIEWER
 from ui.api import ApiError
 from ui.shared.context import AppContext
-from ui.shared.identity import LOCAL_VIEWER
 
 
 def config(**sections) -> RunConfig:

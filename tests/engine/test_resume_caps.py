@@ -15,8 +15,8 @@ from storage.db import Database
 from storage.paths import db_path
 from storage.run_caps import ActiveRunCaps
 from storage.schema import RunStatus
+from ui.access.identity import Viewer
 from ui.runs import actions as run_actions
-from ui.shared.identity import Viewer
 
 pytestmark = pytest.mark.reliability
 

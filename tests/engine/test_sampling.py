@@ -6,7 +6,8 @@ import pytest
 
 from engine.data.prompts import render_prompt
 from engine.generation.sampling import sample_completions
-from engine.models.loading import ModelSpec, load_model_and_tokenizer
+from engine.models.loading import load_model_and_tokenizer
+from engine.models.specs import ModelSpec
 from engine.tasks import builtin_task
 
 pytestmark = pytest.mark.slow

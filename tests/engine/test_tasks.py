@@ -213,3 +213,17 @@ def test_unseen_phrasing_rows_are_held_out_problems_in_held_out_families():
         assert str(eval(r["key"])) == r["answer"]
         text = r["prompt"][-1]["content"]
         assert all(n in text for n in r["key"].replace("-", "+").split("+")), text
+
+
+def test_the_worked_example_is_a_training_problem_in_the_format_the_rewards_pay_for():
+    from engine.tasks import WORKED_EXAMPLE_SYSTEM_PROMPT
+    from engine.tasks.arithmetic import Problem, is_held_out
+    from rewards.registry import REGISTRY
+
+    problem = Problem(numbers=(13, 5), ops=("+",), level=2)
+    assert not is_held_out(problem.key, 0, ArithmeticTask().held_out_share)
+    reply = WORKED_EXAMPLE_SYSTEM_PROMPT.rsplit("\n", 2)[-2:]
+    text = "\n".join(reply)
+    assert text == f"<think>{problem.think()}</think>\n<answer>{problem.answer}</answer>"
+    for mode in ("strict", "soft"):
+        assert REGISTRY["format"].build({"mode": mode}, name="f")(completions=[text]) == [1.0]

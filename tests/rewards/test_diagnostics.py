@@ -3,8 +3,8 @@ import math
 
 import pytest
 
+from rewards.analysis.diagnostics import group_diagnostics
 from rewards.composer import ComponentTrace, ScoredSample, score
-from rewards.diagnostics import group_diagnostics
 from rewards.spec import PRESETS
 
 
@@ -61,7 +61,8 @@ def test_warnings_in_plain_language():
     d = group_diagnostics(scored, [0] * 4 + [1] * 4 + [2] * 4)
     assert "67% of groups score identically: GRPO gets no signal from them" in d.warnings[0]
     assert "format explains 100% of reward variance" in d.warnings
-    assert "language is 1 on every scored sample: it adds no signal" in d.warnings
+    assert "language paid 1 on all 12 samples: it adds no learning signal" in "\n".join(d.warnings)
+    assert any(w.startswith("correctness paid 0 on all 12 samples") for w in d.warnings)
 
 
 def test_missing_scores_are_reported():

@@ -1,6 +1,6 @@
 import json
 
-from rewards.probes import perturbations, run_probes
+from rewards.analysis.probes import perturbations, run_probes
 from rewards.spec import PRESETS, ComponentSpec, RewardSpec
 
 TASK = "<think>86-62: 6-2=4; 8-6=2; so 24. That settles it.</think><answer>24</answer>"

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from engine.models.char_tokenizer import build_char_tokenizer
+from rewards.analysis.probes import run_probes
 from rewards.composer import score
-from rewards.probes import run_probes
 from rewards.registry import REGISTRY
 from rewards.spec import ComponentSpec, RewardSpec, RewardSpecError
 from tests.tiny_models import save_tiny_reward_model

@@ -19,7 +19,8 @@ from sqlalchemy import text
 
 from storage.db import Database
 from storage.metrics import metrics_since
-from storage.runs import create_run, get_run, latest_steps
+from storage.progress import latest_steps
+from storage.runs import create_run, get_run
 from storage.samples import sample_steps, samples_at
 from storage.schema import RunStatus
 

@@ -13,7 +13,8 @@ from sqlalchemy import text
 from storage import migrations, schema
 from storage.db import Database, DatabaseLockedError, SchemaVersionError, StorageError
 from storage.metrics import MetricWriter, metrics_since
-from storage.runs import create_run, get_run, latest_steps
+from storage.progress import latest_steps
+from storage.runs import create_run, get_run
 
 
 def pragma(db: Database, name: str):

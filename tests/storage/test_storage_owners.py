@@ -8,14 +8,9 @@ import pytest
 
 from storage.db import Database
 from storage.paths import db_path
+from storage.progress import run_progress
 from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError, count_active
-from storage.runs import (
-    create_run,
-    get_run,
-    list_runs,
-    run_progress,
-    set_status,
-)
+from storage.runs import create_run, get_run, list_runs, set_status
 from storage.schema import LOCAL_OWNER, SCHEMA_VERSION, RunStatus
 
 
@@ -49,9 +44,10 @@ def test_a_database_from_before_owners_is_migrated_and_keeps_its_runs(data_dir):
     # Turn the file back into a version 1 database: the run table as it was, without owners.
     with sqlite3.connect(path) as conn:
         conn.execute("DROP TABLE run_phase")  # version 3's
+        conn.execute("DROP TABLE run_note")  # version 3's
         conn.execute("DROP INDEX ix_run_owner_created")
         conn.execute("ALTER TABLE run DROP COLUMN owner")
-        conn.execute("ALTER TABLE run DROP COLUMN queued_at")  # added in version 4
+        conn.execute("ALTER TABLE run DROP COLUMN queued_at")  # added in version 3
         conn.execute("UPDATE schema_version SET version = 1")
     with Database(path) as db:
         assert db.schema_version == SCHEMA_VERSION

@@ -21,15 +21,16 @@ from storage.runs import create_run, get_run, list_runs, set_status, update_run
 from storage.samples import add_samples, sample_steps, samples_at
 from storage.schema import SCHEMA_VERSION, Metric, Run, RunStatus, Sample
 
-# The tables and indexes of a schema version 2 file, as SQLite stores them (sqlite_master.sql).
-V2_SCHEMA = {
+# The tables and indexes of a schema version 3 file, as SQLite stores them (sqlite_master.sql).
+V3_SCHEMA = {
     "run": (
         "CREATE TABLE run (\n\tid VARCHAR NOT NULL, \n\tname VARCHAR NOT NULL, \n\talgorithm "
         "VARCHAR NOT NULL, \n\tstatus VARCHAR NOT NULL, \n\tconfig_json TEXT NOT NULL, \n\t"
         "created_at FLOAT NOT NULL, \n\tstarted_at FLOAT, \n\tended_at FLOAT, \n\tpid INTEGER, "
         "\n\theartbeat_at FLOAT, \n\tlast_step INTEGER NOT NULL, \n\ttotal_steps INTEGER, \n\t"
         "error_message TEXT, \n\terror_traceback TEXT, \n\toutput_dir VARCHAR, \n\tattempt "
-        "INTEGER NOT NULL, \n\towner VARCHAR NOT NULL, \n\tPRIMARY KEY (id)\n)"
+        "INTEGER NOT NULL, \n\tqueued_at FLOAT, \n\towner VARCHAR NOT NULL, \n\tPRIMARY KEY "
+        "(id)\n)"
     ),
     "metric": (
         "CREATE TABLE metric (\n\tid INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, \n\trun_id "
@@ -62,21 +63,28 @@ V2_SCHEMA = {
     "ix_sample_run_step": "CREATE INDEX ix_sample_run_step ON sample (run_id, step)",
     "ix_log_line_run_id": "CREATE INDEX ix_log_line_run_id ON log_line (run_id, id)",
 }
-# Version 3 adds the phases a run's worker records.
-V3_SCHEMA = V2_SCHEMA | {
+# Version 3 also adds the phases a run's worker records.
+V3_SCHEMA |= {
     "run_phase": (
         "CREATE TABLE run_phase (\n\tid INTEGER NOT NULL, \n\trun_id VARCHAR NOT NULL, \n\t"
         "phase VARCHAR NOT NULL, \n\tstep INTEGER, \n\ttime FLOAT NOT NULL, \n\tPRIMARY KEY "
         "(id), \n\tFOREIGN KEY(run_id) REFERENCES run (id) ON DELETE CASCADE\n)"
     ),
     "ix_run_phase_run_id": "CREATE INDEX ix_run_phase_run_id ON run_phase (run_id, id)",
-}
-# Version 4 adds when a run last joined the queue (a resumed run queues from its resume).
-V4_SCHEMA = {
-    **V3_SCHEMA,
-    "run": V3_SCHEMA["run"].replace(
-        "\n\towner VARCHAR NOT NULL, ", "\n\tqueued_at FLOAT, \n\towner VARCHAR NOT NULL, "
+    "run_note": (
+        "CREATE TABLE run_note (\n\tid INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, \n\trun_id "
+        "VARCHAR NOT NULL, \n\tstep INTEGER NOT NULL, \n\tkind VARCHAR NOT NULL, \n\tmessage "
+        "TEXT NOT NULL, \n\tdetail_json TEXT NOT NULL, \n\ttime FLOAT NOT NULL, \n\tFOREIGN "
+        "KEY(run_id) REFERENCES run (id) ON DELETE CASCADE\n)"
     ),
+    "ix_run_note_run_id": "CREATE INDEX ix_run_note_run_id ON run_note (run_id, id)",
+}
+
+# Version 2 had no queued_at (version 3 adds it: a resumed run queues from its resume).
+NEW_IN_V3 = {"phase", "note"}  # the tables (and their indexes) version 3 added
+V2_SCHEMA = {
+    **{name: sql for name, sql in V3_SCHEMA.items() if not NEW_IN_V3 & set(name.split("_"))},
+    "run": V3_SCHEMA["run"].replace("\n\tqueued_at FLOAT, ", ""),
 }
 
 
@@ -92,10 +100,10 @@ def stored_schema(path) -> dict[str, str]:
     return {name: sql for name, sql in rows if name != "sqlite_sequence"}
 
 
-def test_a_new_file_has_exactly_the_v4_tables_and_indexes(data_dir):
+def test_a_new_file_has_exactly_the_v3_tables_and_indexes(data_dir):
     Database(db_path(data_dir)).close()
-    assert SCHEMA_VERSION == 4
-    assert stored_schema(db_path(data_dir)) == V4_SCHEMA
+    assert SCHEMA_VERSION == 3
+    assert stored_schema(db_path(data_dir)) == V3_SCHEMA
 
 
 def test_the_table_models_are_the_row_types(db):
@@ -165,11 +173,7 @@ def test_a_v2_file_written_by_earlier_code_reads_and_writes(data_dir):
             "VALUES ('old', 3, 'loss', 0.5, 2.0), ('old', 3, 'ppo/entropy', 1.5, 2.0)"
         )
     with Database(path) as db:
-        migrated = stored_schema(path)  # what a new file holds, queued_at added by ALTER TABLE
-        assert "owner VARCHAR NOT NULL, queued_at FLOAT" in migrated.pop("run")
-        assert migrated == {k: v for k, v in V4_SCHEMA.items() if k != "run"}
         run = get_run(db, "old")
-        assert run.queued_at is None  # it queues by its creation time
         assert phases(db, "old") == []
         assert (run.status, run.config, run.owner, run.last_step) == (
             RunStatus.FAILED,
@@ -183,6 +187,10 @@ def test_a_v2_file_written_by_earlier_code_reads_and_writes(data_dir):
         assert sample_steps(db, "old") == [3]
         again = set_status(db, "old", RunStatus.QUEUED, config={"a": 2})
         assert (again.attempt, again.config) == (2, {"a": 2})
+        assert run.queued_at is None  # migrated: it queues by its creation time
+    migrated = stored_schema(path)
+    assert "owner VARCHAR NOT NULL, queued_at FLOAT" in migrated.pop("run")  # ALTER TABLE's
+    assert migrated == {k: v for k, v in V3_SCHEMA.items() if k != "run"}
 
 
 def test_distinct_values_of_a_run_ascending(db):

@@ -9,6 +9,7 @@ import pytest
 
 from storage.logs import append_logs, logs_since
 from storage.metrics import MetricWriter, metrics_since
+from storage.progress import latest_steps, run_progress
 from storage.runs import (
     InvalidTransitionError,
     RunNotFoundError,
@@ -16,10 +17,8 @@ from storage.runs import (
     delete_run,
     get_run,
     heartbeat,
-    latest_steps,
     list_runs,
     next_queued,
-    run_progress,
     set_status,
     truncate_run,
     update_run,

@@ -7,9 +7,9 @@ from storage import runs as run_store
 from storage.metrics import MetricWriter
 from storage.schema import RunStatus
 from ui import api
+from ui.access.identity import LOCAL_VIEWER
 from ui.api import ApiError
 from ui.shared.context import AppContext, DemoLimits
-from ui.shared.identity import LOCAL_VIEWER
 
 SPEC = {"components": [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}]}
 
@@ -74,7 +74,7 @@ def test_json_numbers_in_exponent_form_stay_numbers(ctx):
 def test_a_model_size_cap_is_checked_from_the_config_before_any_download(
     data_dir, tmp_path, monkeypatch
 ):
-    from engine.models.loading import DEFAULT_MODEL_DIR
+    from engine.models.specs import DEFAULT_MODEL_DIR
 
     monkeypatch.setenv("STUDIO_MODEL_ROOTS", str(tmp_path))  # where the web may load folders
 
@@ -188,7 +188,7 @@ def test_demo_caps_every_size_field_of_a_run(data_dir):
 def test_a_private_app_has_no_size_caps():
     assert DemoLimits.from_env({}).sizes == {}
     assert DemoLimits.from_env({"SPACE_ID": "alice/studio"}).max_steps == 200
-    # A public app off Spaces (anonymous visitors, as ui.shared.identity treats it) is capped too.
+    # A public app off Spaces (anonymous visitors, as ui.access.identity treats it) is capped too.
     public = DemoLimits.from_env({"STUDIO_PUBLIC": "1"})
     assert public.max_steps == 200 and public.sizes["generation.num_generations"] == 16
 

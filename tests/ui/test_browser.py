@@ -652,5 +652,5 @@ def test_an_uploaded_file_is_stored_in_the_data_dir_and_read_from_there(
     expect(page.locator("#train-message")).to_contain_text("Not started")
     # The app read the stored copy (an upload: its column names may be shown), not refused it.
     expect(page.locator("#train-error-data")).to_contain_text("['question', 'solution']")
-    stored = list((live_app.data_dir / "uploads").rglob("*.jsonl"))  # uploads/<owner>/
+    stored = list((live_app.data_dir / "uploads").rglob("*.jsonl"))  # under the uploader's folder
     assert [p.read_text() for p in stored] == [upload.read_text()]

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
+from ui.plots import charts, panels
 from ui.runs.state import Series
-from ui.shared import charts
 
 
 def test_reward_panel_draws_total_first_then_each_component():
@@ -13,20 +13,20 @@ def test_reward_panel_draws_total_first_then_each_component():
         "rewards/correctness": Series([1, 2], [0.2, 0.4]),
         "loss/policy": Series([1, 2], [0.0, 0.0]),
     }
-    reward = next(p for p in charts.PANELS if p.key == "reward")
+    reward = next(p for p in panels.PANELS if p.key == "reward")
     fig = charts.panel_figure(reward, series)
     assert [t["name"] for t in fig["data"]] == ["reward/total", "correctness", "format"]
     assert fig["data"][0]["y"] == [0.7, 0.9]
 
 
 def test_changed_panels_follow_metric_names():
-    assert charts.changed_panels(["rewards/format"]) == {"reward"}
-    assert charts.changed_panels(["completions/clipped_ratio", "eval/accuracy"]) == {
+    assert panels.changed_panels(["rewards/format"]) == {"reward"}
+    assert panels.changed_panels(["completions/clipped_ratio", "eval/accuracy"]) == {
         "signal",
         "eval",
     }
-    assert charts.changed_panels(["train/epoch"]) == set()
-    assert charts.changed_panels(["rewards/format/std"]) == set()  # a spread, not a level
+    assert panels.changed_panels(["train/epoch"]) == set()
+    assert panels.changed_panels(["rewards/format/std"]) == set()  # a spread, not a level
 
 
 def test_every_chart_metric_of_the_issue_has_a_panel():
@@ -49,11 +49,11 @@ def test_every_chart_metric_of_the_issue_has_a_panel():
         "ppo/explained_variance",
         "loss/value",
     ]:
-        assert charts.changed_panels([name]), name
+        assert panels.changed_panels([name]), name
 
 
 def test_empty_panel_says_it_waits_and_long_series_are_thinned():
-    loss = next(p for p in charts.PANELS if p.key == "loss")
+    loss = next(p for p in panels.PANELS if p.key == "loss")
     empty = charts.panel_figure(loss, {})
     assert empty["data"] == []
     assert empty["layout"]["annotations"][0]["text"] == "no points yet"
@@ -79,7 +79,7 @@ def test_contributions_stack_relative_with_totals():
 
 
 def test_step_ticks_are_whole_steps():
-    loss = next(p for p in charts.PANELS if p.key == "loss")
+    loss = next(p for p in panels.PANELS if p.key == "loss")
     few = charts.panel_figure(loss, {"loss/policy": Series([1, 2, 3], [0.1, 0.2, 0.3])})
     assert few["layout"]["xaxis"]["dtick"] == 1 and few["layout"]["xaxis"]["tickformat"] == "d"
     many = charts.panel_figure(loss, {"loss/policy": Series(list(range(1, 101)), [0.0] * 100)})
@@ -87,7 +87,7 @@ def test_step_ticks_are_whole_steps():
 
 
 def test_grad_norm_and_learning_rate_have_panels():
-    assert charts.changed_panels(["train/grad_norm", "train/learning_rate"]) == {
+    assert panels.changed_panels(["train/grad_norm", "train/learning_rate"]) == {
         "grad_norm",
         "learning_rate",
     }
@@ -101,7 +101,7 @@ def test_ema_is_debiased_like_tensorboard_and_skips_gaps():
 
 
 def test_smoothing_draws_the_raw_line_faint_behind_the_smoothed_one():
-    reward = next(p for p in charts.PANELS if p.key == "reward")
+    reward = next(p for p in panels.PANELS if p.key == "reward")
     series = {"reward/total": Series([1, 2, 3], [0.0, 1.0, 0.0], [100.0, 160.0, 220.0])}
     fig = charts.panel_figure(reward, series, charts.ChartOptions(smoothing=0.6))
     raw, smooth = fig["data"]
@@ -121,8 +121,8 @@ def test_chart_options_from_the_page_fall_back_on_bad_values():
         assert charts.ChartOptions.from_inputs(bad, "bogus", "yes") == charts.ChartOptions()
 
 
-def _panel(key: str) -> charts.Panel:
-    return next(p for p in charts.PANELS if p.key == key)
+def _panel(key: str) -> panels.Panel:
+    return next(p for p in panels.PANELS if p.key == key)
 
 
 def test_a_constant_series_is_drawn_on_a_range_around_its_value_even_smoothed():
@@ -158,3 +158,10 @@ def test_log_scale_says_why_a_panel_is_empty_and_the_time_axis_leaves_the_legend
         < charts.panel_figure(_panel("loss"), loss)["layout"]["legend"]["y"]
     )
     assert timed["layout"]["hovermode"] == "x unified"
+
+
+def test_scheduled_weights_have_their_own_panel():
+    assert panels.changed_panels(["reward/weight/format"]) == {"weights"}
+    assert panels.panels_for(["reward/weight/format", "reward/total"])["weights"] == [
+        "reward/weight/format"
+    ]

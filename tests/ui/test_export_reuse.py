@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from ui.access.identity import LOCAL_VIEWER
 from ui.runs.model_export import model_export_archive
 from ui.shared.context import AppContext
-from ui.shared.identity import LOCAL_VIEWER
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from ui.access.login import LoginGuard
 from ui.shared.context import SettingsError
-from ui.shared.login import LoginGuard
 
 
 class Clock:

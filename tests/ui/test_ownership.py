@@ -11,6 +11,14 @@ from storage.metrics import MetricWriter
 from storage.run_caps import ActiveRunCaps
 from storage.schema import RunStatus
 from ui import api
+from ui.access.identity import (
+    LOCAL_VIEWER,
+    IdentityError,
+    Viewer,
+    run_caps,
+    viewer_for,
+)
+from ui.access.visitor_cookie import OWNER_HEADER, issue, owner_key, verify, vouch
 from ui.api import ApiError
 from ui.compare.tab import comparison
 from ui.runs import actions as run_actions
@@ -18,14 +26,6 @@ from ui.runs.poll import poll
 from ui.runs.state import RunView
 from ui.runs.tab import initial_selection
 from ui.shared.context import SettingsError
-from ui.shared.identity import (
-    LOCAL_VIEWER,
-    IdentityError,
-    Viewer,
-    run_caps,
-    viewer_for,
-)
-from ui.shared.visitor_cookie import OWNER_HEADER, issue, owner_key, verify, vouch
 
 ALICE = Viewer("user:alice", "alice")
 BOB = Viewer("user:bob", "bob")

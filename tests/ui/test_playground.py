@@ -12,6 +12,7 @@ from engine.generation.playground import SamplingSettings
 from engine.run.devices import bounded_threads
 from engine.run.saved_models import BASE, FINAL
 from ui import api
+from ui.access.identity import LOCAL_VIEWER, Viewer
 from ui.api import ApiError
 from ui.playground.replies import (
     PlaygroundCache,
@@ -23,7 +24,6 @@ from ui.playground.replies import (
 from ui.runs.actions import RunActionError
 from ui.runs.model_export import model_export_archive
 from ui.shared.context import AppContext, DemoLimits
-from ui.shared.identity import LOCAL_VIEWER, Viewer
 
 SPEC = {"components": [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}]}
 STRANGER = Viewer("hf:mallory", "mallory")

@@ -12,9 +12,9 @@ from engine.config.run_config import RunConfig
 from engine.data.datasets import DataSpec
 from engine.run.layout import config_path
 from storage import runs as run_store
+from ui.access.identity import LOCAL_VIEWER, Viewer
 from ui.playground.reads import RunReadCache
 from ui.playground.replies import PlaygroundCache, PlaygroundError, run_reads
-from ui.shared.identity import LOCAL_VIEWER, Viewer
 
 STRANGER = Viewer("hf:mallory", "mallory")
 

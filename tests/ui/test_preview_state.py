@@ -114,3 +114,36 @@ def test_a_completion_longer_than_the_reward_reads_says_where_it_was_cut():
     _, total = trace_rows(spec(), "q", long, "5")
     assert "is not seen by the reward" in total
     assert "not seen" not in trace_rows(spec(), "q", RIGHT, "5")[1]
+
+
+def test_the_default_models_preview_flags_a_format_it_never_writes(ctx):
+    """Real completions of the shipped model: it writes <think>, never <scratchpad>."""
+    from engine.models.specs import DEFAULT_MODEL_ALIAS
+    from ui.preview.generate import PreviewRequest, generate_preview
+
+    request = PreviewRequest(
+        model_key=DEFAULT_MODEL_ALIAS,
+        custom_model="",
+        data={"source": "builtin"},
+        num_prompts=4,
+        samples_per_prompt=4,
+        max_new_tokens=24,
+    )
+    cache = generate_preview(ctx, request)
+    spec = RewardSpec(
+        [
+            ComponentSpec("correctness", 1.0),
+            ComponentSpec("format", 0.5, {"mode": "strict", "think_tag": "scratchpad"}),
+        ]
+    )
+    warnings = cache.rescore(spec).diagnostics().warnings
+    flagged = [w for w in warnings if w.startswith("format paid 0 on all 16 samples")]
+    assert flagged == [
+        "format paid 0 on all 16 samples: the model never writes `<scratchpad>`; try soft "
+        "format, a system prompt that shows the format, or a prefilled `<scratchpad>`"
+    ]
+    # the tags it does write vary in the soft score: nothing to flag there
+    soft = RewardSpec(
+        [ComponentSpec("correctness", 1.0), ComponentSpec("format", 0.5, {"mode": "soft"})]
+    )
+    assert not any(w.startswith("format paid") for w in cache.rescore(soft).diagnostics().warnings)

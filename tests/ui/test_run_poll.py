@@ -8,9 +8,9 @@ from storage.db import Database
 from storage.metrics import MetricWriter
 from storage.paths import db_path
 from storage.schema import RunPhase, RunStatus
+from ui.plots.panels import PANELS
 from ui.runs.poll import RunsUpdate, poll, runs_table
 from ui.runs.state import RunView
-from ui.shared.charts import PANELS
 
 
 @pytest.fixture
@@ -228,3 +228,18 @@ def test_a_run_asked_to_stop_reads_stopping_with_its_phase_until_it_stops(db):
     phase_store.record_phase(db, rid, RunPhase.LOADING_MODEL)
     update = poll(db, view, rid)
     assert "**running**" in update.status_md and "Loading the model" in update.progress_html
+
+
+def test_the_runs_notes_show_as_warnings_beside_its_hints(db):
+    from storage.notes import add_note
+    from storage.schema import NoteKind
+
+    rid = make_run(db)
+    add_note(db, rid, 3, NoteKind.CONSTANT_COMPONENT, "format paid 0 on all 24 samples: <try>")
+    add_note(db, rid, 0, NoteKind.OUT_OF_MEMORY_RETRY, "retrying once at micro-batch 2")
+    log_step(db, rid, 3, {"loss/policy": 0.0})
+    update = poll(db, RunView(), rid)
+    first, second, *rest = update.hints_md.split("\n\n")
+    assert "Reward gives no signal (step 3): format paid 0 on all 24 samples: &lt;try&gt;" in first
+    assert "Retried after running out of memory (step 0): retrying once at micro-batch 2" in second
+    assert rest and "normal in GRPO" in rest[0]  # the metric hints follow

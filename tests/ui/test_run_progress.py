@@ -1,6 +1,7 @@
 import pytest
 
 from storage import phases as phase_store
+from storage import progress as progress_store
 from storage import runs as run_store
 from storage.db import Database
 from storage.paths import db_path
@@ -34,7 +35,7 @@ def test_the_phase_is_the_one_the_worker_recorded_last(db):
     run = create_run(db, algorithm="grpo", config={})
     run_store.set_status(db, run.id, RunStatus.RUNNING)
     run = run_store.get_run(db, run.id)
-    assert run_store.run_progress(db)[run.id].phase is None
+    assert progress_store.run_progress(db)[run.id].phase is None
     assert run_progress.phase(run, None) == run_progress.PHASE_TEXT[RunPhase.TRAINING]  # older runs
     for recorded, step in [
         (RunPhase.LOADING_MODEL, None),
@@ -44,7 +45,7 @@ def test_the_phase_is_the_one_the_worker_recorded_last(db):
         (RunPhase.TRAINING, 5),
     ]:
         phase_store.record_phase(db, run.id, recorded, step)
-        newest = run_store.run_progress(db)[run.id].phase
+        newest = progress_store.run_progress(db)[run.id].phase
         assert newest == recorded
         assert run_progress.phase(run, newest) == run_progress.PHASE_TEXT[recorded]
     assert run_progress.PHASE_TEXT[RunPhase.SAVING_CHECKPOINT] == "Saving checkpoint"

@@ -1,6 +1,6 @@
 from types import SimpleNamespace
 
-from storage.runs import RunProgress
+from storage.progress import RunProgress
 from storage.schema import RunStatus
 from ui.runs.state import RunsSnapshot, RunView, Series
 

@@ -35,7 +35,7 @@ from storage.paths import db_path
 from storage.run_caps import count_active
 from storage.schema import RunStatus
 from tests.ui.http_session import Browser, EventRefused
-from ui.shared.visitor_cookie import COOKIE_NAME, owner_key
+from ui.access.visitor_cookie import COOKIE_NAME, owner_key
 
 pytestmark = pytest.mark.reliability
 

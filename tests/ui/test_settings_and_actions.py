@@ -7,10 +7,10 @@ from engine.config.run_config import RunConfig
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.schema import RunStatus
+from ui.access.identity import LOCAL_VIEWER
 from ui.runs import actions as run_actions
 from ui.runs.actions import RunActionError
 from ui.shared.context import DemoLimits, SettingsError, auth_from_env
-from ui.shared.identity import LOCAL_VIEWER
 
 
 def test_auth_from_env_pairs_and_single_user():

@@ -6,15 +6,8 @@ import pytest
 from rewards.errors import RewardSpecError
 from rewards.registry import REGISTRY
 from rewards.spec import ComponentSpec, RewardSpec
-from ui.design.spec_form import (
-    DESCRIPTION,
-    GENERAL,
-    MAX_INSTANCES,
-    SpecDoesNotFit,
-    SpecForm,
-    param_from_form,
-    param_to_form,
-)
+from ui.design.form_values import param_from_form, param_to_form
+from ui.design.spec_form import DESCRIPTION, GENERAL, MAX_INSTANCES, SpecDoesNotFit, SpecForm
 
 
 @pytest.fixture(scope="module")

@@ -107,7 +107,7 @@ def test_compare_draws_several_metrics_and_summarises_each_run(data_dir):
 
 
 def test_compare_by_relative_time_starts_each_run_at_its_own_zero(data_dir):
-    from ui.shared.charts import ChartOptions
+    from ui.plots.charts import ChartOptions
 
     start = 1_800_000_000.0
     with Database(db_path(data_dir)) as db:

@@ -132,17 +132,20 @@ def test_cli_command_quotes_paths():
     assert train_form.cli_command("my config.yaml") == "python -m engine train 'my config.yaml'"
 
 
-def test_suggestions_follow_the_model(fields):
-    pretrained = train_form.suggested_values(fields, pretrained=True)
-    assert pretrained["training.learning_rate"] == 1e-5
-    tiny = train_form.suggested_values(fields, pretrained=False)
+def test_suggestions_follow_the_model_and_the_device(fields):
+    on_gpu = train_form.suggested_values(fields, pretrained=True, on_gpu=True)
+    assert on_gpu["training.prompts_per_step"] == 32
+    assert on_gpu["training.micro_batch_size"] is None  # picked for the card at launch
+    pretrained = train_form.suggested_values(fields, pretrained=True, on_gpu=False)
+    assert pretrained["training.micro_batch_size"] == 16
+    tiny = train_form.suggested_values(fields, pretrained=False, on_gpu=True)
     assert tiny["training.learning_rate"] == RunConfig().training.learning_rate
     assert tiny["training.micro_batch_size"] is None
     values = defaults(fields)
     for path, value in pretrained.items():
         values[path] = value
     config = build_config(inputs(), fields, values)  # the suggestions form a valid config
-    assert config.generation.max_completion_length == 256
+    assert config.generation.max_completion_length == 160
 
 
 def test_summary_shows_the_memory_estimate_and_follows_the_micro_batch(fields):

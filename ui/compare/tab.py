@@ -14,14 +14,14 @@ from storage import metrics as metric_store
 from storage import runs as run_store
 from storage.db import Database
 from storage.runs import RunInfo
+from ui.access.identity import viewer_for
+from ui.plots import chart_controls, charts
+from ui.plots.plot_output import plot_value
 from ui.runs import progress as run_progress
 from ui.runs.poll import run_choices
 from ui.runs.state import Series
-from ui.shared import chart_controls, charts
 from ui.shared.context import AppContext
-from ui.shared.identity import viewer_for
 from ui.shared.messages import escape
-from ui.shared.plot_output import plot_value
 
 DEFAULT_METRIC = "reward/total"
 

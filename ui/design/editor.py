@@ -19,6 +19,7 @@ import gradio as gr
 
 from rewards.params import ParamSpec
 from ui.design import spec_io
+from ui.design.schedule_inputs import AGGREGATION, AGGREGATION_CHOICES, KINDS, schedule_keys
 from ui.design.spec_form import (
     DESCRIPTION,
     GENERAL,
@@ -40,8 +41,9 @@ FORM_QUEUE: dict[str, Any] = {"concurrency_id": "design-form", "concurrency_limi
 
 
 def elem_key(key: str) -> str:
-    """An input key as a DOM-friendly id fragment (``rule#2.weight`` -> ``rule-2-weight``)."""
-    return key.replace("#", "-").replace(".", "-").replace("_", "-")
+    """An input key as a DOM-friendly id fragment (``rule#2.weight`` -> ``rule-2-weight``,
+    ``format.schedule:end`` -> ``format-schedule-end``)."""
+    return key.replace("#", "-").replace(".", "-").replace("_", "-").replace(":", "-")
 
 
 def header_label(slot: Slot, enabled: bool) -> str:
@@ -193,6 +195,7 @@ def _build_slot(parts: FormParts, slot: Slot, values: FormValues, notes: dict[st
                     interactive=True,
                 )
                 _error_md(parts, at + "label", notes)
+        _schedule_row(parts, slot, values, notes)
         params = slot.info.params
         for start in range(0, len(params), 3):
             with gr.Row():
@@ -201,6 +204,29 @@ def _build_slot(parts: FormParts, slot: Slot, values: FormValues, notes: dict[st
                         parts.inputs[at + p.name] = _param_input(slot, p, values[at + p.name])
                         _error_md(parts, at + p.name, notes)
         gr.Markdown(f"<small>Source: {escape(slot.info.source)}</small>", padding=True)
+
+
+def _schedule_row(parts: FormParts, slot: Slot, values: FormValues, notes: dict[str, str]) -> None:
+    """The weight's schedule: kind, the weight it reaches and the steps where it moves."""
+    keys = schedule_keys(slot.key)
+    kind, end, start_step, end_step = (values[k] for k in keys)
+    with gr.Row():
+        common = [{"elem_id": elem_key(k), "interactive": True} for k in keys]
+        widgets = (
+            gr.Dropdown(
+                list(KINDS),
+                value=kind or "constant",
+                label="weight schedule",
+                info="how the weight moves over training steps",
+                **common[0],
+            ),
+            gr.Number(end, label="to weight", info="the weight it reaches", **common[1]),
+            gr.Number(start_step, precision=0, label="from step", **common[2]),
+            gr.Number(end_step, precision=0, label="until step (linear, cosine)", **common[3]),
+        )
+        parts.inputs.update(zip(keys, widgets, strict=True))
+    for key in keys:
+        _error_md(parts, key, notes)
 
 
 def draw_form(form: SpecForm, values: FormValues, adding: str | None = None) -> FormParts:
@@ -220,6 +246,15 @@ def draw_form(form: SpecForm, values: FormValues, adding: str | None = None) -> 
         interactive=True,
     )
     _error_md(parts, DESCRIPTION, notes)
+    parts.inputs[AGGREGATION] = gr.Dropdown(
+        AGGREGATION_CHOICES,
+        value=values[AGGREGATION],
+        label="Aggregation (GRPO's multi_objective_aggregation)",
+        info="sum then normalise per group (default), or normalise each component, then sum",
+        elem_id=elem_key(AGGREGATION),
+        interactive=True,
+    )
+    _error_md(parts, AGGREGATION, notes)
     for slot in form.slots_in(values):
         _build_slot(parts, slot, values, notes)
     with gr.Row(equal_height=True):

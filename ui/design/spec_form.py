@@ -28,11 +28,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from rewards.composer import score
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec
 from rewards.registry import REGISTRY
 from rewards.spec import WEIGHT_BOUNDS, ComponentSpec, RewardSpec
+from ui.design.form_values import label_error, label_from_form, param_from_form, param_to_form
+from ui.design.schedule_inputs import (
+    AGGREGATION,
+    input_key_of,
+    is_schedule_input,
+    schedule_from_values,
+    schedule_keys,
+    schedule_values,
+)
+from ui.design.spec_advice import negative_weight_warnings
 from ui.shared.messages import escape, ok, warn
 
 # Instances of one component the form shows at most (``rule#1`` to ``rule#20``): every slot is
@@ -83,44 +92,7 @@ class SlotValues(NamedTuple):
     weight: Any
     label: str | None  # None: the default metric name
     params: dict[str, Any]
-
-
-def param_to_form(param: ParamSpec, value: Any) -> Any:
-    """A parameter value as its input shows it (lists as one item per line)."""
-    if param.type == "list":
-        return "\n".join(str(v) for v in (value or ()))
-    return value
-
-
-def param_from_form(param: ParamSpec, raw: Any) -> Any:
-    """An input's value as the parameter takes it (before the registry validates it)."""
-    if param.type == "list":
-        if isinstance(raw, (list, tuple)):
-            return list(raw)
-        return [line.strip() for line in str(raw or "").splitlines() if line.strip()]
-    if param.type == "int" and isinstance(raw, float) and raw.is_integer():
-        return int(raw)
-    if param.type == "str" and raw is None:
-        return ""
-    return raw
-
-
-def label_from_form(raw: Any) -> str | None:
-    """The metric-name input as a label: ``None`` when empty (the default name)."""
-    text = str(raw or "").strip()
-    return text or None
-
-
-def label_error(slot: Slot, label: str | None) -> str | None:
-    """Why ``label`` cannot be a metric name (the spec's own rule), or ``None`` when it can."""
-    if label is None:
-        return None
-    try:
-        RewardSpec([ComponentSpec(slot.info.name, 1.0, {}, label=label)])
-    except RewardSpecError as exc:
-        if exc.field.endswith(".label"):
-            return exc.reason
-    return None
+    schedule: dict[str, Any] | None = None  # the weight's schedule, None: constant
 
 
 @dataclass
@@ -197,16 +169,15 @@ class SpecForm:
         """The key of every input of a form showing ``slots``, in value order
         (``"description"``, ``"format.enabled"``, ``"format.weight"``, ``"format.label"``,
         ``"format.mode"``, ...)."""
-        keys = [DESCRIPTION]
+        keys = [DESCRIPTION, AGGREGATION]
         for slot in slots:
             keys += self.slot_keys(slot)
         return keys
 
     def slot_keys(self, slot: Slot) -> list[str]:
         """The input keys of one slot: its spec fields, then one per parameter."""
-        return [
-            f"{slot.key}.{name}" for name in (*SLOT_FIELDS, *(p.name for p in slot.info.params))
-        ]
+        fields = [f"{slot.key}.{name}" for name in SLOT_FIELDS] + schedule_keys(slot.key)
+        return fields + [f"{slot.key}.{p.name}" for p in slot.info.params]
 
     def target(self, key: str) -> tuple[Slot | None, str, ParamSpec | None]:
         """What input ``key`` sets: ``(slot, field, param)``; ``slot`` is None for the spec's
@@ -215,12 +186,14 @@ class SpecForm:
         Raises:
             KeyError: ``key`` is no input of this form.
         """
-        if key == DESCRIPTION:
-            return None, DESCRIPTION, None
+        if key in (DESCRIPTION, AGGREGATION):
+            return None, key, None
         slot_key, _, name = key.rpartition(".")
         slot = self.slot(slot_key)
         if name in SLOT_FIELDS:
             return slot, name, None
+        if is_schedule_input(name):
+            return slot, "schedule", None
         for p in slot.info.params:
             if p.name == name:
                 return slot, name, p
@@ -241,9 +214,9 @@ class SpecForm:
             at = f"{slot.key}."
             params = {p.name: param_from_form(p, values[at + p.name]) for p in slot.info.params}
             label = label_from_form(values[at + "label"])
-            out.append(
-                SlotValues(slot, bool(values[at + "enabled"]), values[at + "weight"], label, params)
-            )
+            enabled, weight = bool(values[at + "enabled"]), values[at + "weight"]
+            schedule = schedule_from_values(values, slot.key)
+            out.append(SlotValues(slot, enabled, weight, label, params, schedule))
         return description, out
 
     def check(self, values: Mapping[str, Any]) -> FormCheck:
@@ -253,7 +226,7 @@ class SpecForm:
         origins: list[Slot] = []
         ticked: dict[str, int] = {}  # enabled slots so far, per component
         description, slots = self.split(values)
-        for slot, enabled, weight, label, params in slots:
+        for slot, enabled, weight, label, params, schedule in slots:
             for p in slot.info.params:
                 try:
                     p.validate(params[p.name])
@@ -280,7 +253,10 @@ class SpecForm:
                 # An earlier slot of this component is unticked or removed: keep this slot's
                 # own name rather than take the next free number (which would rename its metric).
                 label = slot.default_metric_name
-            components.append(component_dict(slot, weight if weight_ok else 0.0, params, label))
+            entry = component_dict(slot, weight if weight_ok else 0.0, params, label)
+            if schedule is not None:
+                entry["schedule"] = schedule
+            components.append(entry)
             origins.append(slot)
         if not components:
             errors[GENERAL] = "enable at least one component"
@@ -289,6 +265,7 @@ class SpecForm:
         data: dict[str, Any] = {"components": components}
         if description:
             data["description"] = description
+        data[AGGREGATION] = values[AGGREGATION] or "sum_then_normalize"
         try:
             spec = RewardSpec.from_dict(data)
         except RewardSpecError as exc:
@@ -301,14 +278,14 @@ class SpecForm:
 
     def _locate(self, spec_field: str, origins: Sequence[Slot]) -> str:
         """Map a spec error field (``components[1].params.max_len``) to an input key."""
-        if spec_field == DESCRIPTION:
-            return DESCRIPTION
+        if spec_field in (DESCRIPTION, AGGREGATION):
+            return spec_field
         if spec_field.startswith("components["):
             index_text, _, rest = spec_field[len("components[") :].partition("]")
             if index_text.isdigit() and int(index_text) < len(origins):
                 slot = origins[int(index_text)]
                 rest = rest.lstrip(".").removeprefix("params.")
-                return f"{slot.key}.{rest}" if rest else slot.key
+                return input_key_of(slot.key, rest) if rest else slot.key
         return GENERAL
 
     def _slotted(self, spec: RewardSpec) -> list[tuple[Slot, ComponentSpec]]:
@@ -343,6 +320,7 @@ class SpecForm:
             at + "enabled": comp.enabled if comp is not None else True,
             at + "weight": float(comp.weight) if comp is not None else 1.0,
             at + "label": (comp.label or "") if comp is not None else "",
+            **schedule_values(slot.key, comp.schedule if comp is not None else None),
         }
         for p in slot.info.params:
             values[at + p.name] = param_to_form(p, params[p.name])
@@ -354,7 +332,7 @@ class SpecForm:
         Raises:
             SpecDoesNotFit: a component has more than :data:`MAX_INSTANCES` instances.
         """
-        values: FormValues = {DESCRIPTION: spec.description}
+        values: FormValues = {DESCRIPTION: spec.description, AGGREGATION: spec.aggregation}
         for slot, comp in self._slotted(spec):
             values.update(self.slot_values(slot, comp))
         return values
@@ -401,40 +379,6 @@ class SpecForm:
             f"({', '.join(disabled)}); {'they stay' if n != 1 else 'it stays'} out of the spec "
             "until ticked."
         ]
-
-
-# Completions a penalty component scores below zero (a repeated phrase, a long ramble) next to a
-# plain correct one: enough to tell a penalty (never above 0) from a reward.
-PENALTY_PROBES = (
-    "the same words again " * 40,
-    "<think>" + "and then " * 400 + "</think><answer>2</answer>",
-    "<think>1 + 1 = 2</think><answer>2</answer>",
-)
-
-
-def is_penalty(component: ComponentSpec) -> bool:
-    """True when the component scores the probe completions at or below 0 and some below:
-    its score is a penalty, so a negative weight would pay for the failure it measures."""
-    one = RewardSpec([ComponentSpec(component.name, 1.0, params=dict(component.params))])
-    n = len(PENALTY_PROBES)
-    try:
-        scored = score(one, ["What is 1 + 1?"] * n, list(PENALTY_PROBES), answers=["2"] * n)
-    except Exception:  # a component that cannot score the probes gives no advice
-        return False
-    raws = [t.raw for s in scored for t in s.trace if t.raw is not None]
-    return bool(raws) and max(raws) <= 0 and min(raws) < 0
-
-
-def negative_weight_warnings(spec: RewardSpec, origins: Sequence[Slot]) -> dict[str, str]:
-    """A warning on the weight of each penalty component given a negative weight."""
-    return {
-        f"{slot.key}.weight": (
-            f"{slot.label} scores the failure it measures below 0 (a penalty); a negative weight "
-            "turns that into a reward for it. Use a positive weight."
-        )
-        for comp, slot in zip(spec.components, origins, strict=True)
-        if comp.weight < 0 and is_penalty(comp)
-    }
 
 
 def component_dict(

@@ -21,16 +21,18 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from rewards.spec import DEFAULT_PRESET, PRESETS
+from rewards.spec import DEFAULT_PRESET, PRESETS, RewardSpec
 from ui.design.editor import EditorTargets, build_editor, layout_of
 from ui.design.editor import elem_key as elem_key
 from ui.design.files import build_spec_io, wire_spec_io
 from ui.design.presets import build_presets, wire_loaders
+from ui.design.schedule_inputs import schedule_curves
 from ui.design.spec_form import FormCheck, SpecForm
 from ui.design.try_it import TRACE_HEADERS as TRACE_HEADERS
 from ui.design.try_it import TRACE_WIDTHS as TRACE_WIDTHS
 from ui.design.try_it import build_try, wire_try
 from ui.design.try_it import trace_rows as trace_rows
+from ui.plots.plot_output import plot_value
 from ui.shared.context import AppContext
 
 
@@ -40,6 +42,14 @@ class DesignHandles:
 
     spec_state: gr.State
     form: SpecForm
+
+
+def _schedule_plot(spec: RewardSpec | None) -> gr.Plot:
+    """Each weight schedule of the spec as a small curve (hidden while there is none)."""
+    if spec is None:
+        return gr.skip()
+    figure = schedule_curves(spec)
+    return gr.Plot(value=plot_value(figure), visible=figure is not None)
 
 
 def build_design(ctx: AppContext) -> DesignHandles:
@@ -52,6 +62,9 @@ def build_design(ctx: AppContext) -> DesignHandles:
             preset, load_preset = build_presets()
             status = gr.Markdown(FormCheck(initial_spec).summary(), elem_id="spec-status")
             editor = gr.Column()
+            schedules = gr.Plot(
+                show_label=False, visible=initial_spec.has_schedules, elem_id="design-schedules"
+            )
         with gr.Column(scale=2):
             try_parts = build_try(initial_spec)
             io = build_spec_io(initial_spec)
@@ -61,4 +74,7 @@ def build_design(ctx: AppContext) -> DesignHandles:
     wire_loaders(form, out, io, preset, load_preset)
     wire_spec_io(io, spec_state)
     wire_try(try_parts, spec_state)
+    spec_state.change(
+        _schedule_plot, spec_state, schedules, show_progress="hidden", api_visibility="private"
+    )
     return DesignHandles(spec_state=spec_state, form=form)

@@ -36,12 +36,12 @@ from rewards.spec import RewardSpec
 from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from storage import runs as run_store
+from ui.access.identity import Viewer
 from ui.design.tab import TRACE_HEADERS
 from ui.playground.reads import RunReadCache, RunReads
 from ui.preview.generate import CUSTOM, PreviewError, preview_thread_count, resolve_model
 from ui.runs.actions import RunActionError, owned_run
 from ui.shared.context import AppContext
-from ui.shared.identity import Viewer
 from ui.shared.trace_view import completion_html, fmt
 
 logger = logging.getLogger(__name__)

@@ -16,6 +16,7 @@ from engine.generation.playground import GenerateError, SamplingSettings
 from engine.run.saved_models import BASE, FINAL
 from rewards.spec import RewardSpec
 from rewards.text import question_text
+from ui.access.identity import viewer_for
 from ui.design.tab import DesignHandles
 from ui.playground.replies import (
     PlaygroundCache,
@@ -28,7 +29,6 @@ from ui.playground.replies import (
     run_reads,
 )
 from ui.shared.context import AppContext
-from ui.shared.identity import viewer_for
 from ui.shared.messages import escape, warn
 
 

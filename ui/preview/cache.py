@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewards.analysis.diagnostics import group_diagnostics
 from rewards.composer import score
-from rewards.diagnostics import group_diagnostics
+from rewards.lab.advantages import grpo_advantages
+from rewards.lab.matrix import ScoreMatrix
 from rewards.spec import RewardSpec
 from ui.shared.trace_view import completion_html, cut_note, extracted_text
 
@@ -68,7 +70,7 @@ class PreviewCache:
             answers=self.answers,
             completion_ids=self.completion_ids,
         )
-        return PreviewScores(scored, self.groups, spec.metric_names(), self)
+        return PreviewScores(scored, self.groups, spec.metric_names(), self, spec.aggregation, spec)
 
     @classmethod
     def from_samples(
@@ -101,6 +103,8 @@ class PreviewScores:
     groups: list[int]
     components: list[str]
     cache: PreviewCache | None = None
+    aggregation: str = "sum_then_normalize"
+    spec: RewardSpec | None = None  # the reward that scored them
 
     @property
     def totals(self) -> list[float | None]:
@@ -151,6 +155,21 @@ class PreviewScores:
         values = [t for t in self.totals if t is not None]
         return sum(values) / len(values) if values else None
 
+    def advantage_line(self) -> str:
+        """GRPO's advantages of these scores under the spec's aggregation (TRL's formulas,
+        ``scale_rewards="group"``), in one Markdown line."""
+        if not self.scored:
+            return ""
+        matrix = ScoreMatrix.from_scored(self.scored, self.groups)
+        adv = grpo_advantages(
+            matrix.raw, matrix.weights, matrix.groups, aggregation=self.aggregation
+        )
+        top = float(abs(adv.advantages).max())
+        return (
+            f"- GRPO advantages ({self.aggregation.replace('_', ' ')}): largest |A| {top:.2f}, "
+            f"groups with no signal {float(adv.zero_std_fraction[0]):.0%}"
+        )
+
     def diagnostics(self) -> Any:
         """The reward library's group diagnostics of these scores."""
-        return group_diagnostics(self.scored, self.groups)
+        return group_diagnostics(self.scored, self.groups, self.spec)

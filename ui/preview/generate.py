@@ -21,7 +21,8 @@ from engine.config.run_config import GenerationSettings
 from engine.data.datasets import DatasetError, DataSpec
 from engine.data.prompts import PLAIN_TEXT, prompt_format
 from engine.generation.sampling import sample_completions
-from engine.models.loading import ModelLoadError, ModelSpec, available_models
+from engine.models.loading import ModelLoadError
+from engine.models.specs import ModelSpec, available_models
 from engine.run.checkpoints import latest_model_dir
 from engine.run.devices import bounded_threads, preview_threads
 from engine.run.preflight import check_data

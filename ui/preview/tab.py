@@ -16,11 +16,14 @@ from typing import Any
 import gradio as gr
 
 from engine.config.fields import ConfigError, field_help
-from rewards.probes import run_probes
+from rewards.analysis.probes import run_probes
 from rewards.spec import RewardSpec
 from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
+from ui.access.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.design.tab import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
+from ui.plots import charts
+from ui.plots.plot_output import plot_value
 from ui.preview.cache import PreviewCache, PreviewScores
 from ui.preview.generate import (
     CUSTOM,
@@ -30,13 +33,12 @@ from ui.preview.generate import (
     model_choices,
     unavailable_models_note,
 )
-from ui.shared import charts, hints
+from ui.preview.lab import build_lab
+from ui.shared import hints
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
-from ui.shared.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.shared.messages import escape, warn
 from ui.shared.named_values import Updates, Values, error_line, show_error_at
-from ui.shared.plot_output import plot_value
 from ui.shared.trace_view import fmt
 
 logger = logging.getLogger(__name__)
@@ -61,6 +63,7 @@ def diagnostics_markdown(scores: PreviewScores) -> str:
     lines = [
         "#### Group diagnostics",
         f"- groups with identical rewards (no GRPO signal): **{diag.zero_std_fraction:.0%}**",
+        scores.advantage_line(),
     ]
     shares = [f"{k} {v:.0%}" for k, v in diag.variance_share.items() if v is not None]
     if shares:
@@ -232,6 +235,7 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
             controls = build_preview_controls(ctx)
         with gr.Column(scale=3, min_width=500):
             results = _build_results()
+            build_lab(ctx, design.spec_state, cache_state)
     _wire_model_picker(ctx, controls)
     _wire_scores(ctx, design, controls, results, cache_state)
 

@@ -1,7 +1,7 @@
 """Actions on a run from the Runs view: stop, resume, delete, downloads, push to the Hub.
 
 Each returns a short message for the page (or raises :class:`RunActionError` with one), so the
-Gradio layer only shows what comes back. Each takes the :class:`~ui.shared.identity.Viewer` behind
+Gradio layer only shows what comes back. Each takes the :class:`~ui.access.identity.Viewer` behind
 the event and acts only on that viewer's runs (an admin's: any run); another user's run reads like
 a missing one. Downloads are built per request into a fresh temporary folder, never served from
 the data dir.
@@ -22,8 +22,8 @@ from storage import samples as sample_store
 from storage.db import Database
 from storage.export import export_run
 from storage.runs import RunInfo, RunNotFoundError
+from ui.access.identity import Viewer
 from ui.shared.downloads import download_dir
-from ui.shared.identity import Viewer
 from ui.shared.trace_view import completion_html, fmt, trace_columns
 
 logger = logging.getLogger(__name__)

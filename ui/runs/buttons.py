@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from ui.access.identity import viewer_for
 from ui.runs import actions as run_actions
 from ui.runs.deletes import PendingDeletes
 from ui.runs.state import RunView
 from ui.shared.context import AppContext
-from ui.shared.identity import viewer_for
 from ui.shared.messages import escape, ok, warn
 
 if TYPE_CHECKING:

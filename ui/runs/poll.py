@@ -1,8 +1,8 @@
 """What the Runs view does each timer tick and on each action, without Gradio.
 
-:func:`poll` runs the one cheap query (``storage.runs.run_progress``: status, last step and newest
-metric id of every run), and only when something moved reads more: the run list when a status or
-step changed, new metric rows by cursor when the selected run has any, log lines when it
+:func:`poll` runs the one cheap query (``storage.progress.run_progress``: status, last step and
+newest metric id of every run), and only when something moved reads more: the run list when a
+status or step changed, new metric rows by cursor when the selected run has any, log lines when it
 progressed. It returns a :class:`RunsUpdate` whose ``None`` fields mean "unchanged: do not redraw".
 """
 
@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from storage import logs as log_store
 from storage import metrics as metric_store
+from storage import notes as note_store
+from storage import progress as progress_store
 from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.runs import RunInfo
-from storage.schema import RunPhase, RunStatus
+from storage.schema import NoteKind, RunNote, RunPhase, RunStatus
+from ui.plots import charts, panels
 from ui.runs import progress as run_progress
 from ui.runs.state import RunsSnapshot, RunView
-from ui.shared import charts, hints, messages
+from ui.shared import hints, messages
 
 # "created" never moves; a resume starts a new attempt, so the time shown is that attempt's.
 RUN_COLUMNS = ["run", "name", "status", "step", "created", "last attempt"]
@@ -137,17 +141,35 @@ def error_text(run: RunInfo | None) -> str:
     return "\n\n".join(x for x in (run.error_message, run.error_traceback) if x)
 
 
-def hints_markdown(run: RunInfo | None, view: RunView) -> str:
+def notes_markdown(notes: Sequence[RunNote]) -> list[str]:
+    """The run's notes (what the worker found: a constant reward component, a retry), each a
+    warning with the step it was written at."""
+    return [
+        messages.warn(
+            f"{_NOTE_TITLES.get(n.kind, 'Note')} (step {n.step}): {messages.escape(n.message)}"
+        )
+        for n in notes
+    ]
+
+
+_NOTE_TITLES = {
+    NoteKind.CONSTANT_COMPONENT: "Reward gives no signal",
+    NoteKind.OUT_OF_MEMORY_RETRY: "Retried after running out of memory",
+}
+
+
+def hints_markdown(run: RunInfo | None, view: RunView, notes: Sequence[RunNote] = ()) -> str:
     if run is None:
         return ""
     found = hints.run_hints(run.algorithm, view.latest())
-    return "\n\n".join(messages.hint(messages.escape(h)) for h in found)
+    lines = notes_markdown(notes) + [messages.hint(messages.escape(h)) for h in found]
+    return "\n\n".join(lines)
 
 
 def all_figures(
     view: RunView, options: charts.ChartOptions | None = None
 ) -> dict[str, charts.Figure]:
-    return {p.key: charts.panel_figure(p, view.series, options) for p in charts.PANELS}
+    return {p.key: charts.panel_figure(p, view.series, options) for p in panels.PANELS}
 
 
 def poll(
@@ -162,11 +184,11 @@ def poll(
     """One tick of the Runs view for the run ``selected`` (``force``: redraw everything), its
     charts drawn as ``options`` say.
 
-    With ``owner`` (a viewer's :attr:`~ui.shared.identity.Viewer.scope`), only that owner's runs are
+    With ``owner`` (a viewer's :attr:`~ui.access.identity.Viewer.scope`), only that owner's runs are
     listed and read; a selected run of someone else shows as no run at all.
     """
     update = RunsUpdate()
-    snapshot = RunsSnapshot(run_store.run_progress(db, owner=owner))
+    snapshot = RunsSnapshot(progress_store.run_progress(db, owner=owner))
     list_key = snapshot.list_key()
     runs: list[RunInfo] | None = None
     if force or list_key != view.list_key:
@@ -208,14 +230,14 @@ def poll(
         if force and run is not None:
             update.algorithm = run.algorithm
         update.error = error_text(run)
-        update.hints_md = hints_markdown(run, view)
+        update.hints_md = hints_markdown(run, view, note_store.notes_of_run(db, view.run_id))
         if force:
             update.figures = all_figures(view, options)
         else:
-            keys = charts.changed_panels(changed)
+            keys = panels.changed_panels(changed)
             update.figures = {
                 p.key: charts.panel_figure(p, view.series, options)
-                for p in charts.PANELS
+                for p in panels.PANELS
                 if p.key in keys
             }
         update.sample_steps = sample_store.sample_steps(db, view.run_id)

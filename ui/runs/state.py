@@ -1,6 +1,6 @@
 """The state of the Runs view of one browser session, as plain dataclasses (no Gradio).
 
-:class:`RunsSnapshot` is what the 1 s timer's one cheap query (``storage.runs.run_progress``)
+:class:`RunsSnapshot` is what the 1 s timer's one cheap query (``storage.progress.run_progress``)
 returned; comparing two snapshots says whether the run list must be redrawn.
 :class:`RunView` holds the points of the selected run read so far and the cursor of the next
 incremental read, so each tick fetches only new rows, and says which series changed.
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.runs import RunProgress
+from storage.progress import RunProgress
 from storage.schema import TERMINAL_STATUSES, RunStatus
 
 

@@ -5,7 +5,7 @@ rows by cursor only when something moved; outputs that did not change are skippe
 browser redraws nothing on a quiet tick. The selection is the run dropdown's value, so a page
 reload (or a second browser tab) re-attaches to the same runs from the database.
 
-Every handler works out the viewer from the request (``ui.shared.identity``) and lists, reads and
+Every handler works out the viewer from the request (``ui.access.identity``) and lists, reads and
 acts on that viewer's runs only, so a queue call replayed from another session is refused too.
 """
 
@@ -18,20 +18,22 @@ import gradio as gr
 
 from engine.run.launcher import RESUMABLE
 from storage import runs as run_store
+from ui.access.identity import Viewer, viewer_for
+from ui.plots import chart_controls, charts
+from ui.plots.panels import PANELS
+from ui.plots.plot_output import plot_value
 from ui.runs import actions as run_actions
 from ui.runs.buttons import wire_actions
 from ui.runs.model_export import build_model_export
 from ui.runs.poll import RUN_COLUMNS, RunsUpdate, default_selection, poll, run_choices
+from ui.runs.rescore import build_rescore
 from ui.runs.state import RunView
-from ui.shared import chart_controls, charts
 from ui.shared.context import AppContext
-from ui.shared.identity import Viewer, viewer_for
 from ui.shared.named_values import Updates, Values
-from ui.shared.plot_output import plot_value
 
 POLL_SECONDS = 1.0
 POLL_CONCURRENCY = 8  # polls of all sessions served at once (Gradio runs them in threads)
-_PANELS = {p.key: p for p in charts.PANELS}
+_PANELS = {p.key: p for p in PANELS}
 
 
 @dataclass
@@ -233,7 +235,7 @@ def _build_charts() -> tuple[dict[str, gr.Plot], dict[str, gr.Column], dict[str,
     plots: dict[str, gr.Plot] = {}
     columns: dict[str, gr.Column] = {}
     notes: dict[str, gr.Markdown] = {}
-    panels = list(charts.PANELS)
+    panels = list(PANELS)
     for start in range(0, len(panels), 3):
         with gr.Row():
             for panel in panels[start : start + 3]:
@@ -405,13 +407,14 @@ def _wire_samples(ctx: AppContext, parts: RunsParts) -> None:
     )
 
 
-def build_runs(ctx: AppContext) -> RunsHandles:
+def build_runs(ctx: AppContext, design_spec: gr.State | None = None) -> RunsHandles:
     timer = gr.Timer(POLL_SECONDS)
     parts = build_runs_parts()
     _wire_poll(ctx, parts, timer)
     _wire_samples(ctx, parts)
     wire_actions(ctx, parts)
     build_model_export(ctx, parts.run_select)
+    build_rescore(ctx, parts.run_select, design_spec)  # the reward lab's "Re-score with…"
     return RunsHandles(run_select=parts.run_select, view=parts.view, timer=timer)
 
 

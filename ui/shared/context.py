@@ -159,7 +159,7 @@ class AppContext:
     def check_reward_model(self, name: str) -> None:
         """Raise ``ConfigError`` (a ``ValueError``) for a reward or judge model this app's
         visitors may not load: the input policy's model rule, then the demo's size cap."""
-        from engine.models.loading import ModelSpec
+        from engine.models.specs import ModelSpec
 
         spec = ModelSpec(name_or_path=name)
         self.input_policy.check_model(spec)
@@ -169,7 +169,7 @@ class AppContext:
         """The demo's model-size cap for the models a reward loads (a reward model, a local
         judge), raised on that component's ``model`` field."""
         from engine.config.fields import ConfigError
-        from engine.models.loading import ModelSpec
+        from engine.models.specs import ModelSpec
         from rewards.components.reward_model import loaded_models
 
         self.input_policy.check_reward(reward)  # before a size is read from a path

@@ -19,6 +19,7 @@ from typing import Any
 
 from engine.config import run_config
 from engine.config.fields import field_help
+from engine.config.pretrained import pretrained_settings
 from engine.config.run_config import RunConfig
 from rewards.spec import RewardSpec
 
@@ -204,13 +205,14 @@ def values_from_config(config: RunConfig, fields: Sequence[FormField]) -> FormVa
     return out
 
 
-def suggested_values(fields: Sequence[FormField], pretrained: bool) -> dict[str, Any]:
-    """Values to put in the form when the model changes: ``PRETRAINED_SETTINGS`` for a
-    pretrained model, the config defaults for the default model."""
+def suggested_values(fields: Sequence[FormField], pretrained: bool, on_gpu: bool) -> dict[str, Any]:
+    """Values to put in the form when the model changes: the pretrained settings for the device
+    (:func:`engine.config.pretrained.pretrained_settings`) for a pretrained model, the config
+    defaults for the default model."""
     by_path = {f.path: f for f in fields}
     return {
         path: value if pretrained else by_path[path].default
-        for path, value in run_config.PRETRAINED_SETTINGS.items()
+        for path, value in pretrained_settings(on_gpu).items()
         if path in by_path
     }
 

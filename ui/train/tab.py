@@ -14,21 +14,22 @@ from typing import Any
 import gradio as gr
 
 from engine.config.fields import ConfigError
-from engine.config.run_config import RunConfig, documented_yaml, pretrained_summary
-from engine.models.loading import (
+from engine.config.pretrained import local_gpu, pretrained_summary
+from engine.config.run_config import RunConfig, documented_yaml
+from engine.models.micro_batch import describe, local_card_bytes
+from engine.models.specs import (
     DEFAULT_MODEL_ALIAS,
     ENGLISH_MODEL_ALIAS,
     ModelSpec,
     available_models,
 )
-from engine.models.memory import describe, local_card_bytes
 from rewards.spec import RewardSpec
+from ui.access.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.design.tab import DesignHandles, elem_key
 from ui.preview.generate import CUSTOM, PreviewError, resolve_model
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
 from ui.shared.downloads import DownloadTooLarge, write_download
-from ui.shared.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.shared.messages import escape, ok, warn
 from ui.shared.named_values import Updates, Values, error_line, show_error_at
 from ui.train import form as train_form
@@ -381,22 +382,23 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
     parts.algorithm.change(
         on_algorithm, parts.algorithm, list(algo_groups.values()), api_visibility="private"
     )
+    on_gpu = local_gpu()  # the runs this form starts train on this machine
     suggested = {
         path: parts.hyper[path]
-        for path in train_form.suggested_values(list(parts.fields.values()), True)
+        for path in train_form.suggested_values(list(parts.fields.values()), True, on_gpu)
     }
 
     def on_model(key: str) -> Updates:
         pretrained = key != DEFAULT_MODEL_ALIAS
-        values = train_form.suggested_values(list(parts.fields.values()), pretrained)
+        values = train_form.suggested_values(list(parts.fields.values()), pretrained, on_gpu)
         updates: Updates = {
             comp: _input_value(parts.fields[path], values[path]) for path, comp in suggested.items()
         }
         updates[parts.model.custom] = gr.Textbox(visible=key == CUSTOM)
         updates[parts.model.lora] = pretrained
         updates[parts.model.note] = (
-            f"Suggested for a pretrained model: {pretrained_summary()}. Adjust to your memory "
-            "and time."
+            f"Suggested for a pretrained model {pretrained_summary(on_gpu)} (load the preset in "
+            "the Design tab). Adjust to your memory and time."
             if pretrained
             else ""
         )

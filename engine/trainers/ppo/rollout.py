@@ -19,7 +19,8 @@ import numpy as np
 import torch
 from accelerate.utils import gather_object
 
-from engine.config.run_config import PPOSettings, RunConfig
+from engine.config.algorithms import PPOSettings
+from engine.config.run_config import RunConfig
 from engine.generation.sampling import encode_prompts, sample_completions
 from engine.tracking import metric_names
 from engine.tracking.samples import sample_rows
@@ -242,10 +243,11 @@ class Rollouts:
             generation_s=generation_s,
         )
 
-    def score(self, rollout: Rollout) -> torch.Tensor:
-        """Sequence rewards (B,) from the RewardSpec; unscorable completions get 0."""
+    def score(self, rollout: Rollout, step: int) -> torch.Tensor:
+        """Sequence rewards (B,) from the RewardSpec with the weights in force at ``step``;
+        unscorable completions get 0."""
         rollout.scored = score(
-            self.config.reward,
+            self.config.reward.at_step(step),
             [prompt_text(p) for p in rollout.prompts],
             rollout.completions,
             answers=rollout.answers,

@@ -65,6 +65,7 @@ from engine.config.run_config import RunConfig
 from engine.generation import make_runner
 from engine.models.loading import save_plain_weights
 from engine.run.layout import checkpoint_dir, final_model_dir
+from engine.run.oom_retry import inject_fault
 from engine.run.stop_request import StopRequest
 from engine.tracking import metric_names
 from engine.tracking.recorder import RunRecorder
@@ -92,6 +93,7 @@ from engine.trainers.ppo.policy import PolicyParts
 from engine.trainers.ppo.rollout import Rollout, Rollouts
 from engine.trainers.ppo.update import PolicyUpdate
 from engine.trainers.ppo.value_head import PolicyWithValue
+from engine.trainers.weight_schedule import scheduled_weights
 from storage.schema import RunPhase, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -184,7 +186,7 @@ class PPOTrainer:
         s, mean_across = self.settings, self.parts.mean_across
         started = time.monotonic()
         rollout = self.rollouts.generate(step)
-        raw_scores = self.rollouts.score(rollout)
+        raw_scores = self.rollouts.score(rollout, step)
         scores = self.rollouts.shape_scores(raw_scores)
         ref_logprobs, forward = self.rollouts.evaluate_rollout(rollout)
         mask = rollout.response_mask
@@ -206,6 +208,7 @@ class PPOTrainer:
         self.scheduler.step()
 
         metrics = self.rollouts.metrics(rollout)
+        metrics.update(scheduled_weights(self.config.reward, step))  # reward/weight/<name>
         metrics.update(
             {
                 metric_names.LOSS_POLICY: update_stats["policy_loss"],
@@ -314,6 +317,7 @@ class PPOTrainer:
         while step < t.steps:
             step += 1
             metrics, rollout = self.train_step(step)
+            inject_fault()  # STUDIO_INJECT_OOM's test hook: out of memory once, at the first step
             if step % t.logging_steps == 0:
                 if self.accelerator.is_main_process:
                     self.recorder.metrics(step, metrics)

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from engine.config.run_config import PPO_VALUE_MODELS
+from engine.config.algorithms import PPO_VALUE_MODELS
 from engine.trainers.ppo.formulas import chunked_logprobs_entropy
 from engine.trainers.ppo.fused_head import head_logprobs, plain_head
 

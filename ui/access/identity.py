@@ -8,7 +8,7 @@ sends, in this order:
 3. a public app (on a Space, ``SPACE_ID`` set, or ``STUDIO_PUBLIC=1``) without either: an
    anonymous identity per browser, ``anon:<key>``, with the demo caps. The key is a hash of a
    random token in a cookie the server signs and the page cannot read or write
-   (:mod:`ui.shared.visitor_cookie`), so a reload keeps the visitor's runs and no link, query
+   (:mod:`ui.access.visitor_cookie`), so a reload keeps the visitor's runs and no link, query
    parameter or component value can hand a browser someone else's identity. An API client
    keeps the cookie of its first answer (``gradio_client`` does) and presents it again; one
    that presents none gets a new identity per request, and may not start runs
@@ -32,9 +32,9 @@ import gradio as gr
 
 from storage.run_caps import ActiveRunCaps
 from storage.schema import ANONYMOUS_PREFIX, LOCAL_OWNER
+from ui.access.visitor_cookie import COOKIE_NAME, vouched_key
 from ui.shared.context import is_public, positive_int_setting
 from ui.shared.settings import sign_in_available
-from ui.shared.visitor_cookie import COOKIE_NAME, vouched_key
 
 ADMINS_ENV = "STUDIO_ADMINS"
 MAX_ACTIVE_RUNS_ENV = "STUDIO_DEMO_MAX_QUEUED_RUNS"

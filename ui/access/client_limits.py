@@ -1,6 +1,6 @@
 """Per-client limits on Gradio's event routes, so one client cannot starve the others.
 
-An ASGI middleware (inside :class:`~ui.shared.visitor_cookie.VisitorCookies`, which says who a
+An ASGI middleware (inside :class:`~ui.access.visitor_cookie.VisitorCookies`, which says who a
 client is) that, before Gradio sees a request:
 
 - refuses a session hash that is empty or longer than :data:`MAX_SESSION_HASH` characters, or
@@ -16,7 +16,7 @@ client is) that, before Gradio sees a request:
   retries at once cannot turn refusals into a flood of its own.
 
 A client is its visitor cookie, or its address when it presents none
-(:func:`~ui.shared.visitor_cookie.client_key`), so a client opening a new session per request
+(:func:`~ui.access.visitor_cookie.client_key`), so a client opening a new session per request
 is still one client. Refusals are HTTP 400, 413 or 429 with the reason.
 """
 
@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from urllib.parse import parse_qs
 
-from ui.shared.visitor_cookie import ASGIApp, Message, Receive, Scope, Send, answer, client_key
+from ui.access.visitor_cookie import ASGIApp, Message, Receive, Scope, Send, answer, client_key
 
 MAX_SESSION_HASH = 64
 MAX_EVENT_BYTES = 8 * 2**20  # a config or spec of 1,000,000 characters, JSON-escaped, fits

@@ -91,7 +91,8 @@ class ProbeResult:
         }
 
 
-def _answer_tag(spec: RewardSpec) -> str:
+def answer_tag_of(spec: RewardSpec) -> str:
+    """The answer tag the spec's components read (``answer`` unless one sets another)."""
     for _, comp in spec.enabled_components():
         tag = comp.params.get("answer_tag")
         if tag:
@@ -161,7 +162,7 @@ def run_probes(
             count tokens report "not scored" for the original and every edit alike.
     """
     text = completion_text(completion)
-    probes = perturbations(text, _answer_tag(spec))
+    probes = perturbations(text, answer_tag_of(spec))
     edits = [edited for _, _, edited in probes if edited is not None]
     texts = [text, *edits]
     ids: list[Sequence[int]] | None = None

@@ -5,7 +5,7 @@ but nothing bounds how much one client uploads in between, or the cache as a who
 middleware refuses an upload, before its body is read, when its ``Content-Length`` would take
 the client's uploads within the sweep window over ``per_client`` bytes, or Gradio's upload
 folder over ``total`` bytes (HTTP 413, the reason in the body). A client is its visitor cookie
-(:func:`ui.shared.visitor_cookie.client_key`), or its address when it presents none.
+(:func:`ui.access.visitor_cookie.client_key`), or its address when it presents none.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections import OrderedDict, deque
 from collections.abc import Mapping
 from pathlib import Path
 
-from ui.shared.visitor_cookie import ASGIApp, Receive, Scope, Send, answer, client_key
+from ui.access.visitor_cookie import ASGIApp, Receive, Scope, Send, answer, client_key
 
 PER_CLIENT_ENV = "STUDIO_MAX_CLIENT_UPLOADS_MB"
 TOTAL_ENV = "STUDIO_MAX_GRADIO_UPLOADS_MB"

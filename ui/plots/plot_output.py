@@ -1,10 +1,10 @@
-"""Handing :mod:`ui.shared.charts` figures (plain plotly.js JSON) to ``gr.Plot``."""
+"""Handing :mod:`ui.plots.charts` figures (plain plotly.js JSON) to ``gr.Plot``."""
 
 from __future__ import annotations
 
 from gradio.components.plot import PlotData
 
-from ui.shared.charts import Figure, to_json
+from ui.plots.charts import Figure, to_json
 
 
 def plot_value(figure: Figure | None) -> PlotData | None:

@@ -14,7 +14,8 @@ there is and which component it comes from:
   ``share_k = cov(c_k, t) / var(t)``. The shares sum to 1; a negative share means the
   component pulls against the rest;
 - Pearson correlations between components' raw scores (where both scored);
-- warnings in plain language.
+- warnings in plain language, with advice for a component that pays the same on every sample
+  (:mod:`rewards.analysis.constant_components`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewards.analysis.constant_components import constant_components
 from rewards.composer import ScoredSample
+from rewards.spec import RewardSpec
 
 #: A group std at or below this counts as zero (``torch.isclose(std, 0)``'s default atol).
 ZERO_STD = 1e-8
@@ -91,8 +94,11 @@ def _pearson(xs: list[float], ys: list[float]) -> float | None:
     return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
 
 
-def group_diagnostics(scored: list[ScoredSample], group_ids: list[int]) -> GroupDiagnostics:
-    """Diagnostics for ``scored`` completions, ``group_ids[i]`` naming the prompt of sample i."""
+def group_diagnostics(
+    scored: list[ScoredSample], group_ids: list[int], spec: RewardSpec | None = None
+) -> GroupDiagnostics:
+    """Diagnostics for ``scored`` completions, ``group_ids[i]`` naming the prompt of sample i;
+    ``spec`` (the reward that scored them) lets the advice name components' parameters."""
     if len(scored) != len(group_ids):
         raise ValueError(f"group_ids: {len(group_ids)} ids for {len(scored)} samples")
     names = [t.name for t in scored[0].trace] if scored else []
@@ -140,7 +146,7 @@ def group_diagnostics(scored: list[ScoredSample], group_ids: list[int]) -> Group
             correlations[names[b]][names[a]] = r
 
     zero = sum(g.zero_std for g in groups) / len(groups) if groups else 0.0
-    warnings = _warnings(scored, names, groups, zero, share, correlations)
+    warnings = _warnings(scored, names, groups, zero, share, correlations, spec)
     return GroupDiagnostics(groups, zero, share, correlations, warnings)
 
 
@@ -151,6 +157,7 @@ def _warnings(
     zero: float,
     share: dict[str, float | None],
     correlations: dict[str, dict[str, float | None]],
+    spec: RewardSpec | None,
 ) -> list[str]:
     out = []
     if not scored:
@@ -179,8 +186,8 @@ def _warnings(
             why = Counter(s.trace[k].explanation for s in scored if s.trace[k].raw is None)
             reason = why.most_common(1)[0][0]
             out.append(f"{name} could not score {missing / len(raws):.0%} of samples ({reason})")
-        if len(values) >= 2 and max(values) - min(values) <= 1e-12:
-            out.append(f"{name} is {values[0]:g} on every scored sample: it adds no signal")
+    traces = [[t.to_dict() for t in s.trace] for s in scored]
+    out.extend(c.message for c in constant_components(traces, min_samples=2, spec=spec))
     seen = set()
     for a in names:
         for b, r in correlations[a].items():

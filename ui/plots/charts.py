@@ -17,148 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.tracking import metric_names as m
+from ui.plots.panels import PALETTE, Panel
 from ui.runs.state import Series
-
-PALETTE = (
-    "#2563eb",
-    "#dc2626",
-    "#16a34a",
-    "#9333ea",
-    "#ea580c",
-    "#0891b2",
-    "#ca8a04",
-    "#db2777",
-    "#4b5563",
-    "#65a30d",
-)
-
-
-@dataclass(frozen=True)
-class Panel:
-    """One chart: a title, the metrics it draws, and a plain-language note under it."""
-
-    key: str
-    title: str
-    names: tuple[str, ...] = ()
-    prefixes: tuple[str, ...] = ()
-    y_title: str = ""
-    note: str = ""
-    exclude_suffixes: tuple[str, ...] = ()
-    only_for: tuple[str, ...] = ()  # algorithms that log it; empty: every algorithm
-    note_for: tuple[str, ...] = ()  # algorithms the note is about; empty: every algorithm
-    right_axis: tuple[str, ...] = ()  # metrics drawn against a second y axis on the right
-
-    def note_shown_for(self, algorithm: str | None) -> bool:
-        return bool(self.note) and (not self.note_for or algorithm in self.note_for)
-
-    def matches(self, name: str) -> bool:
-        if name in self.names:
-            return True
-        if any(name.endswith(suffix) for suffix in self.exclude_suffixes):
-            return False
-        return any(name.startswith(prefix) for prefix in self.prefixes)
-
-    def select(self, names: Iterable[str]) -> list[str]:
-        """The metric names this panel draws, exact names first, in a stable order."""
-        names = list(names)
-        exact = [n for n in self.names if n in names]
-        rest = sorted(n for n in names if n not in self.names and self.matches(n))
-        return exact + rest
-
-
-PANELS: tuple[Panel, ...] = (
-    Panel(
-        "reward",
-        "Reward: total and each component (raw mean)",
-        names=(m.REWARD_TOTAL,),
-        prefixes=("rewards/",),
-        exclude_suffixes=("/std",),  # the spread within groups is not a reward level
-        y_title="reward",
-    ),
-    Panel(
-        "loss",
-        "Loss",
-        names=(m.LOSS_POLICY, m.LOSS_VALUE),
-        y_title="loss",
-        note="A policy loss near 0 is normal in GRPO/RLOO: advantages are centred within each "
-        "group, so the loss averages out. Watch the reward, not the loss.",
-        note_for=("grpo", "rloo"),
-        # PPO's value loss is often 100x its policy loss: one axis draws the policy loss flat.
-        right_axis=(m.LOSS_VALUE,),
-    ),
-    Panel("grad_norm", "Gradient norm", names=(m.GRAD_NORM,), y_title="L2 norm"),
-    Panel("learning_rate", "Learning rate", names=(m.LEARNING_RATE,), y_title="learning rate"),
-    Panel(
-        "kl",
-        "KL to the reference policy",
-        names=(m.POLICY_KL, m.PPO_APPROX_KL, m.PPO_KL_TO_REF),
-        right_axis=(m.PPO_KL_TO_REF,),  # per completion: tens of times the per-token KL
-        y_title="KL",
-        note="Logged only with a KL penalty (beta > 0); beta = 0 loads no reference model.",
-    ),
-    Panel(
-        "entropy",
-        "Policy entropy",
-        names=(m.POLICY_ENTROPY,),
-        y_title="nats per token",
-    ),
-    Panel(
-        "clip",
-        "Clip ratios",
-        names=(m.POLICY_CLIP_RATIO, m.PPO_VALUE_CLIP_FRACTION),
-        prefixes=("policy/clip_ratio",),
-        y_title="share of tokens",
-    ),
-    Panel(
-        "length",
-        "Completion length",
-        names=(
-            m.COMPLETION_MEAN_LENGTH,
-            "completions/mean_terminated_length",
-            "completions/max_length",
-        ),
-        y_title="tokens",
-    ),
-    Panel(
-        "signal",
-        "Truncated completions and zero-std groups",
-        names=(m.COMPLETION_CLIPPED_RATIO, m.REWARD_ZERO_STD_FRACTION),
-        y_title="share",
-        note="Truncated completions usually score 0 on correctness. Groups whose completions "
-        "all score the same give GRPO no learning signal.",
-    ),
-    Panel(
-        "eval",
-        "Held-out evaluation",
-        names=(m.EVAL_ACCURACY, m.EVAL_STRICT_ACCURACY, m.EVAL_FORMAT_RATE),
-        prefixes=("eval/",),
-        y_title="rate",
-    ),
-    Panel("perf", "Throughput", names=(m.TOKENS_PER_S,), y_title="tokens/s"),
-    Panel(
-        "value",
-        "Value head (PPO)",
-        names=(m.PPO_EXPLAINED_VARIANCE, m.PPO_VALUE_MEAN, m.PPO_RETURN_MEAN),
-        y_title="value",
-        only_for=("ppo",),
-        note="Explained variance near 1: the critic predicts returns well; near 0 or "
-        "below: its advantages are mostly noise.",
-    ),
-)
-
-
-def panels_for(names: Iterable[str]) -> dict[str, list[str]]:
-    """``{panel key: metric names it draws}`` for the given series names."""
-    names = list(names)
-    return {p.key: p.select(names) for p in PANELS}
-
-
-def changed_panels(changed: Iterable[str]) -> set[str]:
-    """Keys of the panels that draw any of the changed series."""
-    changed = list(changed)
-    return {p.key for p in PANELS if any(p.matches(n) for n in changed)}
-
 
 SINGLE_STEP_TICKS = 12  # up to this many steps, a tick on every step
 MAX_POINTS = 2000  # longer series are thinned for drawing (every k-th point, plus the last)
@@ -225,7 +85,8 @@ def ema(values: Sequence[float | None], weight: float) -> list[float | None]:
     return out
 
 
-def _layout(title: str, y_title: str, x_title: str = "step", height: int = 280) -> dict:
+def base_layout(title: str, y_title: str, x_title: str = "step", height: int = 280) -> dict:
+    """The house layout of a figure: title, axes, white background, legend below."""
     axis = {"gridcolor": "#e5e7eb", "zerolinecolor": "#d1d5db", "automargin": True}
     return {
         "title": {"text": title, "font": {"size": 14}},
@@ -377,7 +238,7 @@ def panel_figure(
                 trace["yaxis"] = "y2"
         data.extend(traces)
     by = "by time" if options.x == "time" else "by step"
-    layout = _layout(f"{panel.title} ({by})", panel.y_title, x_title="")
+    layout = base_layout(f"{panel.title} ({by})", panel.y_title, x_title="")
     layout["xaxis"].update(_x_axis(options, (series[n] for n in names)))
     if two_axes:
         layout["yaxis"]["title"] = {"text": _label(names[0])}
@@ -417,7 +278,7 @@ def overlay_figure(
             labels.get(run_id, run_id), s, PALETTE[i % len(PALETTE)], 2, options, t0.get(run_id)
         )
     ]
-    layout = _layout(metric, _label(metric), height=height)
+    layout = base_layout(metric, _label(metric), height=height)
     layout["xaxis"].update(_x_axis(options, runs.values()))
     if options.log_y:
         layout["yaxis"]["type"] = "log"
@@ -445,7 +306,7 @@ def metrics_figure(
     t0 = run_starts(by_metric)
     colors = {rid: PALETTE[i % len(PALETTE)] for i, rid in enumerate(run_ids)}
     k = len(metrics)
-    layout = _layout(", ".join(_label(m) for m in metrics), "", height=260 * k)
+    layout = base_layout(", ".join(_label(m) for m in metrics), "", height=260 * k)
     layout["annotations"] = []
     data: list[dict] = []
     gap = 0.06
@@ -500,7 +361,7 @@ def contribution_figure(
             "marker": {"color": "black", "symbol": "diamond", "size": 8},
         }
     )
-    layout = _layout(
+    layout = base_layout(
         "Weighted contribution of each component per sample", "reward", "sample", height=320
     )
     layout["barmode"] = "relative"

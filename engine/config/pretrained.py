@@ -1,0 +1,96 @@
+"""Starting settings for a pretrained model, by the device it will train on.
+
+The config's own defaults are tuned for the tiny shipped model. A pretrained model (hundreds of
+millions of parameters and up) starts from LoRA (Hu et al. 2021) and these settings instead;
+they depend on the device, since what learns in ten minutes on a CPU is not what learns in five
+on a GPU:
+
+- **CPU**: 4 prompts x 8 completions a step in micro-batches of 16: small steps a CPU finishes
+  in seconds, with the GPU's learning rate (at 1e-5 a ten-minute CPU run of SmolLM2 takes too
+  few steps to move).
+- **GPU**: 32 prompts x 8 completions a step, the micro-batch left empty so the worker picks the
+  largest that fits the card (:func:`engine.models.micro_batch.with_default_micro_batch`), and a
+  learning rate of 2e-4. LoRA's best learning rate is about ten times full fine-tuning's ("LoRA
+  Without Regret", Schulman et al. 2025, Thinking Machines), and on SmolLM2-135M-Instruct with the
+  built-in task 5e-5 was measured learning, but slowly (8.5% -> 28.5% held-out accuracy in 4
+  minutes on one H100, issue 22). No adapter dropout: the sampler runs the model without it, so
+  dropout would only add noise and a copy of each adapted layer's input to the update.
+
+Either way the reward starts from :data:`INSTRUCT_PRESET` and the built-in task's system prompt
+shows one worked example in the format the reward pays for
+(:data:`engine.tasks.WORKED_EXAMPLE_SYSTEM_PROMPT`): an instruct model that never writes
+``<think>`` earns nothing from a strict format reward (issue 22: format 0 on every sample), so
+the preset scores the tags softly (a share per tag) and the example shows them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.config.run_config import RunConfig
+from engine.models.specs import DEFAULT_MODEL_ALIAS
+from engine.tasks import WORKED_EXAMPLE_SYSTEM_PROMPT
+from rewards.presets import INSTRUCT_PRESET
+from rewards.spec import preset
+
+CPU_SETTINGS: dict[str, Any] = {
+    "training.learning_rate": 2e-4,
+    "training.prompts_per_step": 4,
+    "training.micro_batch_size": 16,
+    "generation.max_completion_length": 160,
+}
+GPU_SETTINGS: dict[str, Any] = {
+    "training.learning_rate": 2e-4,
+    "training.prompts_per_step": 32,
+    "training.micro_batch_size": None,  # picked from the memory estimate for the card
+    "generation.max_completion_length": 160,
+}
+LORA: dict[str, Any] = {"r": 16, "alpha": 32, "dropout": 0.0}
+
+
+def pretrained_settings(on_gpu: bool) -> dict[str, Any]:
+    """Form and config values (by dotted field path) for a pretrained model on a GPU or CPU."""
+    return dict(GPU_SETTINGS if on_gpu else CPU_SETTINGS)
+
+
+def pretrained_lora() -> dict[str, Any]:
+    """The LoRA adapter suggested for a pretrained model."""
+    return dict(LORA)
+
+
+def local_gpu() -> bool:
+    """Whether this machine has an NVIDIA GPU (asked of nvidia-smi: no CUDA in this process)."""
+    from engine.run.devices import list_gpus
+
+    return bool(list_gpus())
+
+
+def pretrained_summary(on_gpu: bool) -> str:
+    """The pretrained-model suggestions in words, for the form and the CLI."""
+    s, lora = pretrained_settings(on_gpu), pretrained_lora()
+    micro = s["training.micro_batch_size"]
+    micro_text = f"micro-batches of {micro}" if micro else "the micro-batch picked to fit the card"
+    return (
+        f"on {'a GPU' if on_gpu else 'the CPU'}: LoRA (r {lora['r']}), learning rate "
+        f"{s['training.learning_rate']:g}, {s['training.prompts_per_step']} prompts per step, "
+        f"{micro_text}, up to {s['generation.max_completion_length']} new tokens; the reward "
+        f"preset {INSTRUCT_PRESET!r} and a system prompt with one worked example"
+    )
+
+
+def suggested_config(model: str = DEFAULT_MODEL_ALIAS, on_gpu: bool | None = None) -> RunConfig:
+    """A starting config for ``model``: the defaults for the shipped default model; for any
+    other model LoRA, :func:`pretrained_settings` for the device (``None``: this machine's),
+    the instruct preset and the worked-example system prompt on top of them."""
+    data = RunConfig().to_dict()
+    data["model"]["name_or_path"] = model
+    if model == DEFAULT_MODEL_ALIAS:
+        return RunConfig.from_dict(data)
+    gpu = local_gpu() if on_gpu is None else on_gpu
+    data["model"]["lora"] = pretrained_lora()
+    for path, value in pretrained_settings(gpu).items():
+        section, name = path.split(".")
+        data[section][name] = value
+    data["reward"] = preset(INSTRUCT_PRESET).to_dict()
+    data["data"]["system_prompt"] = WORKED_EXAMPLE_SYSTEM_PROMPT
+    return RunConfig.from_dict(data)
