@@ -28,9 +28,9 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], evals: dict[str, Any]) -
     command = (
         f"python -m engine.models.build_default_model --seed {cfg.seed} --steps {stats['steps']}"
     )
-    if cfg.batch_size != BuildConfig.batch_size:
+    if cfg.batch_size != type(cfg).batch_size:
         command += f" --batch-size {cfg.batch_size}"
-    if cfg.threads != BuildConfig.threads:
+    if cfg.threads != type(cfg).threads:
         command += f" --threads {cfg.threads}"
     load = stats.get("load_average")
     lines = [
