@@ -207,7 +207,7 @@ def test_a_pretrained_model_gets_suggested_settings(page: Page):
     page.get_by_role("option", name=re.compile("Hugging Face id")).click()
     expect(page.locator("#train-model-note")).to_contain_text("Suggested for a pretrained model")
     expect(page.locator("#train-lora input")).to_be_checked()
-    expect(page.locator("#train-generation-max-completion-length input")).to_have_value("256")
+    expect(page.locator("#train-generation-max-completion-length input")).to_have_value("160")
 
 
 def test_a_model_that_is_not_there_is_refused_on_its_field(page: Page, live_app):
