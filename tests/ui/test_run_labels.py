@@ -103,6 +103,6 @@ def test_compare_shows_tags_and_note_escaped(runs):
     summary = summary_markdown(db, read_runs(db, ["grpo-1", "ppo-2"]))
     first, second = summary.split("\n")
     assert "*&lt;i&gt;x&lt;/i&gt;*" in first
-    assert r"\[link\]\(javascript:0\)" in first
+    assert r"\[link\]\(javascript\:0\)" in first
     assert r"note: line one \# not a heading" in first
     assert "tags" not in second and "note" not in second

@@ -22,7 +22,7 @@ from ui.runs import progress as run_progress
 from ui.runs.poll import run_choices
 from ui.runs.state import Series
 from ui.shared.context import AppContext
-from ui.shared.messages import escape, escape_markdown
+from ui.shared.messages import escape
 
 DEFAULT_METRIC = "reward/total"
 
@@ -106,9 +106,9 @@ def summary_markdown(db: Database, runs: Sequence[RunInfo]) -> str:
         line = f"- **{escape(r.name)}**: {escape(run_progress.summary_line(r, accuracy.get(r.id)))}"
         label = labels.get(r.id)
         if label is not None and label.tags:
-            line += " · tags: " + ", ".join(f"*{escape_markdown(t)}*" for t in label.tags)
+            line += " · tags: " + ", ".join(f"*{escape(t)}*" for t in label.tags)
         if label is not None and label.note:  # one line under the run's, however it was typed
-            line += f"<br>note: {escape_markdown(' '.join(label.note.split()))}"
+            line += f"<br>note: {escape(' '.join(label.note.split()))}"
         lines.append(line)
     return "\n".join(lines)
 
