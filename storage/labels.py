@@ -20,6 +20,7 @@ from storage.schema import Run, RunLabel
 MAX_TAGS = 10
 MAX_TAG_CHARS = 32
 MAX_NOTE_CHARS = 2000
+ID_BATCH = 500  # run ids per query when reading many runs' labels
 
 
 class LabelError(ValueError):
@@ -97,10 +98,15 @@ def set_label(
 def labels_of(db: Database, run_ids: Iterable[str]) -> dict[str, RunLabel]:
     """``{run id: label}`` of the runs among ``run_ids`` that have one."""
     wanted = [r for r in dict.fromkeys(run_ids) if isinstance(r, str)]
-    if not wanted:
-        return {}
-    query = select(RunLabel).where(RunLabel.run_id.in_(wanted))
-    return db.read(lambda session: {row.run_id: row for row in session.scalars(query)})
+
+    def read(session: Session) -> dict[str, RunLabel]:
+        found: dict[str, RunLabel] = {}
+        for start in range(0, len(wanted), ID_BATCH):  # under SQLite's bound on parameters
+            query = select(RunLabel).where(RunLabel.run_id.in_(wanted[start : start + ID_BATCH]))
+            found.update((row.run_id, row) for row in session.scalars(query))
+        return found
+
+    return db.read(read) if wanted else {}
 
 
 def label_of(db: Database, run_id: str) -> RunLabel | None:

@@ -42,6 +42,8 @@ def test_a_label_is_stored_replaced_and_deleted_with_its_run(db):
     assert (label_of(db, "r1").tags, label_of(db, "r1").note) == ([], "")
     set_label(db, "r2", tags="c", note=None)
     assert sorted(labels_of(db, ["r1", "r2", "nope"])) == ["r1", "r2"]
+    many = [f"x{i}" for i in range(1200)] + ["r2"]  # read in batches of ids
+    assert list(labels_of(db, many)) == ["r2"] and labels_of(db, []) == {}
     assert delete_run(db, "r1") and label_of(db, "r1") is None
 
 
