@@ -24,6 +24,7 @@ from ui.compare.tab import build_compare
 from ui.design.tab import build_design
 from ui.lab_api import build_lab_api
 from ui.playground.tab import build_playground
+from ui.plots.chart_script import chart_head
 from ui.preview.tab import build_preview
 from ui.runs.tab import build_runs, initial_selection
 from ui.shared.context import AppContext, is_public, positive_int_setting
@@ -149,6 +150,7 @@ def launch_kwargs(ctx: AppContext) -> dict:
     return {
         "theme": THEME,
         "css": CSS,
+        "head": chart_head(),  # charts keep their zoom and hidden series across live redraws
         "blocked_paths": [str(ctx.data_dir)],
         # Uploads land on the server's disk (and a dataset is copied once more into uploads/).
         "max_file_size": upload_limit_bytes(),

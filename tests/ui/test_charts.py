@@ -165,3 +165,34 @@ def test_scheduled_weights_have_their_own_panel():
     assert panels.panels_for(["reward/weight/format", "reward/total"])["weights"] == [
         "reward/weight/format"
     ]
+
+
+def test_a_zoom_belongs_to_its_run_panel_and_axis_mode_not_to_the_smoothing():
+    series = {"reward/total": Series([1, 2], [0.1, 0.2], [0.0, 60.0])}
+
+    def revision(run: str, panel: str = "reward", **options) -> str:
+        fig = charts.panel_figure(_panel(panel), series, charts.ChartOptions(**options), run)
+        return fig["layout"]["uirevision"]
+
+    assert revision("a") == revision("a", smoothing=0.9)  # a new smoothing keeps the zoom
+    assert len({revision("a"), revision("b"), revision("a", "loss")}) == 3
+    assert len({revision("a"), revision("a", x="time"), revision("a", log_y=True)}) == 3
+
+
+def test_every_line_names_its_series_for_the_csv_download():
+    series = {"reward/total": Series([1, 2], [0.1, 0.2]), "rewards/format": Series([1], [1.0])}
+    fig = charts.panel_figure(_panel("reward"), series, charts.ChartOptions(smoothing=0.5))
+    assert [t["meta"]["series"] for t in fig["data"]] == [
+        "reward/total",
+        "reward/total (smoothed)",
+        "format",
+        "format (smoothed)",
+    ]
+    assert fig["layout"]["meta"] == {"x_name": "step"}
+    timed = charts.metrics_figure(
+        {"a/x": {"r": Series([1], [1.0], [0.0])}, "a/y": {"r": Series([1], [2.0], [0.0])}},
+        {"r": "run one"},
+        charts.ChartOptions(x="time"),
+    )
+    assert [t["meta"]["series"] for t in timed["data"]] == ["run one · a/x", "run one · a/y"]
+    assert timed["layout"]["meta"] == {"x_name": "minutes"}

@@ -13,6 +13,7 @@ from storage.metrics import MetricWriter
 from storage.paths import db_path
 from ui.compare.tab import comparison, config_diff, flatten, read_runs, summary_markdown
 from ui.design import spec_io
+from ui.plots import charts
 
 
 def test_spec_text_round_trips_in_both_formats():
@@ -133,7 +134,7 @@ def test_compare_by_relative_time_starts_each_run_at_its_own_zero(data_dir):
 def test_compare_reads_each_run_once(data_dir, monkeypatch):
     with Database(db_path(data_dir)) as db:
         ids = [run_store.create_run(db, algorithm="grpo", name=n, config={}).id for n in "ab"]
-        expected_summary = summary_markdown(db, read_runs(db, ids))
+        expected_summary = summary_markdown(db, read_runs(db, ids), charts.run_colors(ids))
         reads: list[str] = []
         real_get_run = run_store.get_run
 
@@ -146,3 +147,32 @@ def test_compare_reads_each_run_once(data_dir, monkeypatch):
     assert sorted(reads) == sorted([*ids, "missing"])  # once each, a repeat not read again
     assert result.summary == expected_summary
     assert result.headers == ["field", *ids]
+
+
+def test_compare_gives_each_run_one_colour_in_every_panel_and_its_summary_line(data_dir):
+    with Database(db_path(data_dir)) as db:
+        ids = []
+        for name in ("first", "second"):
+            run = run_store.create_run(db, algorithm="grpo", name=name, config={})
+            with MetricWriter(db, run.id) as writer:
+                writer.log(1, {"reward/total": 0.1, "loss/policy": 0.2})
+            ids.append(run.id)
+        # The second run alone has a metric: it keeps its colour, not the first one's.
+        with MetricWriter(db, ids[1]) as writer:
+            writer.log(1, {"policy/kl": 0.01})
+        both = comparison(db, ids, ["policy/kl", "reward/total"])
+        smoothed = comparison(
+            db, ids, ["policy/kl", "reward/total"], options=charts.ChartOptions(smoothing=0.5)
+        )
+    colors = charts.run_colors(ids)
+    kl = [t for t in both.figure["data"] if t["yaxis"] == "y" and t["x"]]
+    assert [t["line"]["color"] for t in kl] == [colors[ids[1]]]
+    assert [t["line"]["color"] for t in both.figure["data"] if t["yaxis"] == "y2"] == [
+        colors[ids[0]],
+        colors[ids[1]],
+    ]
+    lines = both.summary.split("\n")
+    assert all(f'color:{colors[rid]}">●' in line for rid, line in zip(ids, lines, strict=True))
+    # Smoothing in Compare too, and a smoothing change keeps the zoom (same uirevision).
+    assert [t.get("opacity") for t in smoothed.figure["data"][:2]] == [0.25, None]
+    assert smoothed.figure["layout"]["uirevision"] == both.figure["layout"]["uirevision"]

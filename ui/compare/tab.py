@@ -96,14 +96,20 @@ def read_runs(
     return [r for r in runs if r is not None]
 
 
-def summary_markdown(db: Database, runs: Sequence[RunInfo]) -> str:
-    """One line per run (Markdown): held-out accuracy before -> after (best), steps, duration,
-    then the user's tags and note (escaped: their own text, shown as typed)."""
+def summary_markdown(
+    db: Database, runs: Sequence[RunInfo], colors: Mapping[str, str] | None = None
+) -> str:
+    """One line per run (Markdown): the run's colour in the chart, held-out accuracy before ->
+    after (best), steps, duration, then the user's tags and note (escaped: their own text, shown
+    as typed)."""
+    colors = colors or {}
     accuracy = _series(db, [r.id for r in runs], metric_names.EVAL_ACCURACY)
     labels = label_store.labels_of(db, [r.id for r in runs])
     lines = []
     for r in runs:
-        line = f"- **{escape(r.name)}**: {escape(run_progress.summary_line(r, accuracy.get(r.id)))}"
+        swatch = f'<span style="color:{colors[r.id]}">●</span> ' if r.id in colors else ""
+        line = f"- {swatch}**{escape(r.name)}**: "
+        line += escape(run_progress.summary_line(r, accuracy.get(r.id)))
         label = labels.get(r.id)
         if label is not None and label.tags:
             line += " · tags: " + ", ".join(f"*{escape(t)}*" for t in label.tags)
@@ -133,9 +139,10 @@ def comparison(
         chosen = [default] if default else []
     by_metric = {metric: _series(db, list(runs), metric) for metric in chosen}
     labels = {rid: r.name for rid, r in runs.items()}
-    figure = charts.metrics_figure(by_metric, labels, options)
+    colors = charts.run_colors(runs)  # by pick order: a run keeps its colour in every panel
+    figure = charts.metrics_figure(by_metric, labels, options, colors)
     headers, rows = config_diff({rid: r.config for rid, r in runs.items()})
-    summary = summary_markdown(db, list(runs.values()))
+    summary = summary_markdown(db, list(runs.values()), colors)
     return Comparison(figure, names, chosen, headers, rows, summary)
 
 
@@ -162,7 +169,10 @@ def build_compare(ctx: AppContext, tab: gr.Tab | None = None) -> CompareHandles:
             scale=2,
         )
         refresh = gr.Button("Refresh", size="sm", scale=0)
-    x_axis = chart_controls.x_axis_radio("compare-x")
+    with gr.Row(equal_height=True):
+        smoothing = chart_controls.smoothing_slider("compare-smoothing", scale=3)
+        x_axis = chart_controls.x_axis_radio("compare-x", scale=2)
+        log_y = gr.Checkbox(label="log scale", value=False, elem_id="compare-log", scale=1)
     gr.Markdown(
         "<small>The run list is read when this tab opens; Refresh reads it again.</small>",
         elem_id="compare-hint",
@@ -174,9 +184,17 @@ def build_compare(ctx: AppContext, tab: gr.Tab | None = None) -> CompareHandles:
         headers=["field"], value=[], interactive=False, wrap=True, elem_id="compare-diff"
     )
 
-    def update(run_ids, metrics, x, request: gr.Request, profile: gr.OAuthProfile | None = None):
+    def update(
+        run_ids,
+        metrics,
+        smooth,
+        x,
+        log,
+        request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
+    ):
         owner = viewer_for(request, profile).scope
-        options = charts.ChartOptions.from_inputs(0.0, x, False)
+        options = charts.ChartOptions.from_inputs(smooth, x, log)
         c = comparison(ctx.db, run_ids, metrics, owner=owner, options=options)
         return (
             plot_value(c.figure),
@@ -191,16 +209,25 @@ def build_compare(ctx: AppContext, tab: gr.Tab | None = None) -> CompareHandles:
         keep = [r for r in selected or [] if r in ids]
         return gr.Dropdown(choices=run_choices(runs), value=keep)
 
-    for trigger in (runs_box.change, metric_box.input, x_axis.change):
+    inputs = [runs_box, metric_box, smoothing, x_axis, log_y]
+    for trigger in (runs_box.change, metric_box.input, x_axis.change, log_y.change):
         trigger(
             update,
-            inputs=[runs_box, metric_box, x_axis],
+            inputs=inputs,
             outputs=[plot, metric_box, diff, summary],
             api_visibility="private",
         )
+    smoothing.change(  # a dragged slider redraws for where it stops
+        update,
+        inputs=inputs,
+        outputs=[plot, metric_box, diff, summary],
+        api_visibility="private",
+        trigger_mode="always_last",
+        show_progress="hidden",
+    )
     refresh.click(refresh_runs, inputs=runs_box, outputs=runs_box, api_visibility="private").then(
         update,
-        inputs=[runs_box, metric_box, x_axis],
+        inputs=inputs,
         outputs=[plot, metric_box, diff, summary],
         api_visibility="private",
     )

@@ -11,3 +11,16 @@ X_AXIS_CHOICES = [("step", "step"), ("relative time", "time")]
 def x_axis_radio(elem_id: str, scale: int | None = None) -> gr.Radio:
     """The "x axis" switch: by step, or by minutes since each run's first point."""
     return gr.Radio(X_AXIS_CHOICES, value="step", label="x axis", elem_id=elem_id, scale=scale)
+
+
+def smoothing_slider(elem_id: str, scale: int | None = None) -> gr.Slider:
+    """The EMA smoothing weight (0: raw lines only), as TensorBoard and W&B offer it."""
+    return gr.Slider(
+        0.0,
+        0.99,
+        value=0.0,
+        step=0.01,
+        label="Smoothing (EMA; the raw line stays faint behind)",
+        elem_id=elem_id,
+        scale=scale,
+    )

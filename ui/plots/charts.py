@@ -85,8 +85,15 @@ def ema(values: Sequence[float | None], weight: float) -> list[float | None]:
     return out
 
 
-def base_layout(title: str, y_title: str, x_title: str = "step", height: int = 280) -> dict:
-    """The house layout of a figure: title, axes, white background, legend below."""
+def base_layout(
+    title: str, y_title: str, x_title: str = "step", height: int = 280, revision: str = "keep"
+) -> dict:
+    """The house layout of a figure: title, axes, white background, legend below.
+
+    ``revision`` is Plotly's ``uirevision``: while it stays the same, the user's zoom and the
+    series they hid survive a redraw (the page's ``chart_memory.js`` keeps them, since Gradio
+    draws each new figure on a new element); a new one (another run, another axis) resets them.
+    """
     axis = {"gridcolor": "#e5e7eb", "zerolinecolor": "#d1d5db", "automargin": True}
     return {
         "title": {"text": title, "font": {"size": 14}},
@@ -99,7 +106,7 @@ def base_layout(title: str, y_title: str, x_title: str = "step", height: int = 2
         "hovermode": "x unified",  # every series at the step under the cursor
         "xaxis": {**axis, "title": {"text": x_title}} if x_title else axis,
         "yaxis": {**axis, "title": {"text": y_title}},
-        "uirevision": "keep",  # zoom and hidden traces survive redraws
+        "uirevision": revision,
     }
 
 
@@ -164,6 +171,7 @@ def _lines(
     raw = [s.values[i] for i in keep]
     line = {
         "type": "scatter",
+        "meta": {"series": name},  # the CSV download's series column
         "x": x,
         "y": raw,
         "name": name,
@@ -176,7 +184,18 @@ def _lines(
         return [line]
     smoothed = ema(s.values, options.smoothing)
     faint = {**line, "opacity": 0.25, "showlegend": False, "hoverinfo": "skip", "mode": "lines"}
-    return [faint, {**line, "y": [smoothed[i] for i in keep]}]  # one point still shows as one
+    smooth = {**line, "y": [smoothed[i] for i in keep], "meta": {"series": f"{name} (smoothed)"}}
+    return [faint, smooth]  # one point still shows as one
+
+
+def _revision(options: ChartOptions, *keys: object) -> str:
+    """What a zoom belongs to: the chart's subject and axis mode (not the smoothing: a new
+    smoothing keeps the zoom)."""
+    return "|".join(map(str, (*keys, options.x, options.log_y)))
+
+
+def _x_meta(options: ChartOptions) -> dict:
+    return {"x_name": "minutes" if options.x == "time" else "step"}
 
 
 def _x_axis(options: ChartOptions, series: Iterable[Series]) -> dict:
@@ -219,10 +238,13 @@ def _label(name: str) -> str:
 
 
 def panel_figure(
-    panel: Panel, series: Mapping[str, Series], options: ChartOptions | None = None
+    panel: Panel,
+    series: Mapping[str, Series],
+    options: ChartOptions | None = None,
+    run_id: str | None = None,
 ) -> Figure:
-    """The figure of one panel, drawn as ``options`` say; an empty panel says what it is
-    waiting for."""
+    """The figure of one panel of run ``run_id``, drawn as ``options`` say; an empty panel says
+    what it is waiting for."""
     names = panel.select(series)
     options = options or ChartOptions()
     t0 = _first_time(series.values())
@@ -238,7 +260,9 @@ def panel_figure(
                 trace["yaxis"] = "y2"
         data.extend(traces)
     by = "by time" if options.x == "time" else "by step"
-    layout = base_layout(f"{panel.title} ({by})", panel.y_title, x_title="")
+    revision = _revision(options, panel.key, run_id)
+    layout = base_layout(f"{panel.title} ({by})", panel.y_title, x_title="", revision=revision)
+    layout["meta"] = _x_meta(options)
     layout["xaxis"].update(_x_axis(options, (series[n] for n in names)))
     if two_axes:
         layout["yaxis"]["title"] = {"text": _label(names[0])}
@@ -259,26 +283,36 @@ def panel_figure(
     return {"data": data, "layout": layout}
 
 
+def run_colors(run_ids: Iterable[str]) -> dict[str, str]:
+    """One colour per run, in the order the runs were picked (the Compare chart's lines and the
+    swatch before each run's summary line)."""
+    return {rid: PALETTE[i % len(PALETTE)] for i, rid in enumerate(dict.fromkeys(run_ids))}
+
+
 def overlay_figure(
     metric: str,
     runs: Mapping[str, Series],
     labels: Mapping[str, str] | None = None,
     options: ChartOptions | None = None,
     height: int = 420,
+    colors: Mapping[str, str] | None = None,
 ) -> Figure:
     """One metric of several runs on shared axes, by step or by each run's relative time
     (the Compare view)."""
     labels = labels or {}
     options = options or ChartOptions()
     t0 = run_starts({metric: runs})
+    colors = {**run_colors(runs), **(colors or {})}
     data = [
         trace
-        for i, (run_id, s) in enumerate(runs.items())
+        for run_id, s in runs.items()
         for trace in _lines(
-            labels.get(run_id, run_id), s, PALETTE[i % len(PALETTE)], 2, options, t0.get(run_id)
+            labels.get(run_id, run_id), s, colors[run_id], 2, options, t0.get(run_id)
         )
     ]
-    layout = base_layout(metric, _label(metric), height=height)
+    revision = _revision(options, metric, *runs)
+    layout = base_layout(metric, _label(metric), height=height, revision=revision)
+    layout["meta"] = _x_meta(options)
     layout["xaxis"].update(_x_axis(options, runs.values()))
     if options.log_y:
         layout["yaxis"]["type"] = "log"
@@ -292,6 +326,7 @@ def metrics_figure(
     by_metric: Mapping[str, Mapping[str, Series]],
     labels: Mapping[str, str] | None = None,
     options: ChartOptions | None = None,
+    colors: Mapping[str, str] | None = None,
 ) -> Figure:
     """Several metrics of several runs (the Compare view): one panel per metric stacked on a
     shared step (or relative time) axis, one colour per run in every panel, one legend entry per
@@ -299,14 +334,18 @@ def metrics_figure(
     metrics = list(by_metric)
     if len(metrics) <= 1:
         metric = metrics[0] if metrics else "no metric"
-        return overlay_figure(metric, by_metric.get(metric, {}), labels, options)
+        return overlay_figure(metric, by_metric.get(metric, {}), labels, options, colors=colors)
     labels = labels or {}
     options = options or ChartOptions()
     run_ids = list(dict.fromkeys(rid for runs in by_metric.values() for rid in runs))
     t0 = run_starts(by_metric)
-    colors = {rid: PALETTE[i % len(PALETTE)] for i, rid in enumerate(run_ids)}
+    colors = {**run_colors(run_ids), **(colors or {})}
     k = len(metrics)
-    layout = base_layout(", ".join(_label(m) for m in metrics), "", height=260 * k)
+    revision = _revision(options, *metrics, *run_ids)
+    layout = base_layout(
+        ", ".join(_label(m) for m in metrics), "", height=260 * k, revision=revision
+    )
+    layout["meta"] = _x_meta(options)
     layout["annotations"] = []
     data: list[dict] = []
     gap = 0.06
@@ -322,7 +361,10 @@ def metrics_figure(
         for rid, s in by_metric[metric].items():
             for trace in _lines(labels.get(rid, rid), s, colors[rid], 2, options, t0.get(rid)):
                 trace.update(
-                    yaxis=axis, legendgroup=rid, showlegend=i == 0 and trace.get("showlegend", True)
+                    yaxis=axis,
+                    legendgroup=rid,
+                    showlegend=i == 0 and trace.get("showlegend", True),
+                    meta={"series": f"{trace['meta']['series']} · {metric}"},
                 )
                 data.append(trace)
     layout["xaxis"].update(_x_axis(options, (s for r in by_metric.values() for s in r.values())))

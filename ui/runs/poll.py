@@ -179,7 +179,7 @@ def hints_markdown(run: RunInfo | None, view: RunView, notes: Sequence[RunNote] 
 def all_figures(
     view: RunView, options: charts.ChartOptions | None = None
 ) -> dict[str, charts.Figure]:
-    return {p.key: charts.panel_figure(p, view.series, options) for p in panels.PANELS}
+    return {p.key: charts.panel_figure(p, view.series, options, view.run_id) for p in panels.PANELS}
 
 
 def poll(
@@ -250,7 +250,7 @@ def poll(
         else:
             keys = panels.changed_panels(changed)
             update.figures = {
-                p.key: charts.panel_figure(p, view.series, options)
+                p.key: charts.panel_figure(p, view.series, options, view.run_id)
                 for p in panels.PANELS
                 if p.key in keys
             }

@@ -262,15 +262,7 @@ def build_runs_parts() -> RunsParts:
     view = gr.State(RunView())
     header = _build_header()
     with gr.Row(equal_height=True):
-        smoothing = gr.Slider(
-            0.0,
-            0.99,
-            value=0.0,
-            step=0.01,
-            label="Smoothing (EMA; the raw line stays faint behind)",
-            elem_id="chart-smoothing",
-            scale=3,
-        )
+        smoothing = chart_controls.smoothing_slider("chart-smoothing", scale=3)
         x_axis = chart_controls.x_axis_radio("chart-x", scale=2)
         log_y = gr.Checkbox(label="log scale", value=False, elem_id="chart-log", scale=1)
     plots, panel_columns, panel_notes = _build_charts()

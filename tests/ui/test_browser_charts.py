@@ -1,0 +1,99 @@
+"""Charts that can be lived in, in a real browser: a drag-zoom and a series hidden by a legend
+click survive the live redraws of a running run, and each chart downloads its data as CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from playwright.sync_api import Page
+
+from tests.ui.test_browser import pick_run, plot_has
+
+pytestmark = pytest.mark.browser
+
+
+def running_run(data_dir, name: str, steps: int) -> str:
+    """A run still running, with ``steps`` logged steps of two reward series."""
+    from storage import runs as run_store
+    from storage.db import Database
+    from storage.paths import db_path
+    from storage.schema import RunStatus
+
+    with Database(db_path(data_dir)) as db:
+        run = run_store.create_run(
+            db, algorithm="grpo", name=name, config={}, total_steps=50, status=RunStatus.RUNNING
+        )
+    log_steps(data_dir, run.id, range(1, steps + 1))
+    return run.id
+
+
+def log_steps(data_dir, run_id: str, steps) -> None:
+    from storage.db import Database
+    from storage.metrics import MetricWriter
+    from storage.paths import db_path
+
+    with Database(db_path(data_dir)) as db, MetricWriter(db, run_id) as writer:
+        for step in steps:
+            writer.log(step, {"reward/total": step / 10, "rewards/format": 1 - step / 20})
+
+
+CHART = "document.querySelector('#chart-reward .js-plotly-plot')"
+
+
+def x_range(page: Page) -> list[float]:
+    return page.evaluate(f"() => {CHART}._fullLayout.xaxis.range")
+
+
+def test_zoom_and_hidden_series_survive_live_redraws_and_a_chart_downloads_csv(
+    page: Page, live_app
+):
+    run_id = running_run(live_app.data_dir, "live zoom", steps=10)
+    page.goto(f"{live_app.url}?run={run_id}")
+    page.wait_for_selector("#main-tabs")
+    plot_has(page, "chart-reward", "el.data.length === 2 && el.data[0].x.length === 10")
+    full = x_range(page)
+
+    # A real drag over the middle of the plot area zooms the x axis in.
+    drag = page.locator("#chart-reward .nsewdrag").first
+    drag.scroll_into_view_if_needed()
+    box = drag.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.3, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.5, y + 5, steps=8)
+    page.mouse.move(box["x"] + box["width"] * 0.6, y + 5, steps=8)
+    page.mouse.up()
+    page.wait_for_function(f"() => {CHART}.layout.xaxis.autorange === false")
+    zoomed = x_range(page)
+    assert full[0] < zoomed[0] < zoomed[1] < full[1]
+
+    # A legend click hides the format series.
+    page.locator("#chart-reward g.traces", has_text="format").locator(".legendtoggle").click()
+    page.wait_for_function(f"() => {CHART}.data[1].visible === 'legendonly'")
+
+    # The run goes on: a new figure (a new plot element) keeps the zoom and the hidden series.
+    log_steps(live_app.data_dir, run_id, [11, 12])
+    plot_has(page, "chart-reward", "el.data[0].x.length === 12")
+    assert x_range(page) == pytest.approx(zoomed)
+    assert page.evaluate(f"() => {CHART}.data.map(t => t.visible ?? true)") == [
+        True,
+        "legendonly",
+    ]
+
+    # Each chart downloads its series as CSV from its toolbar.
+    page.locator("#chart-reward .js-plotly-plot").hover()
+    with page.expect_download() as download:
+        page.locator("#chart-reward .modebar-btn[data-title='Download data as CSV']").click()
+    assert download.value.suggested_filename == "chart-reward.csv"
+    rows = list(csv.reader(io.StringIO(download.value.path().read_text())))
+    assert rows[0] == ["series", "step", "value"]
+    assert rows[1] == ["reward/total", "1", "0.1"]
+    assert len(rows) == 1 + 2 * 12
+
+    # Another run's chart starts from the whole series, not the previous run's zoom.
+    running_run(live_app.data_dir, "another run", steps=10)
+    pick_run(page, "another run")
+    plot_has(page, "chart-reward", "el.data[0].x.length === 10")
+    assert page.evaluate(f"() => {CHART}.layout.xaxis.autorange") is not False

@@ -1,0 +1,141 @@
+// Reward Studio's charts, kept as the user left them (loaded once in the page's <head>).
+//
+// Gradio mounts a new plot element for every new figure value (a keyed block), so Plotly's own
+// `uirevision` cannot keep a zoom or a hidden series across the Runs view's live redraws. This
+// wraps `Plotly.react` once the plotly bundle sets `window.Plotly`: per chart (its elem_id) and
+// per `layout.uirevision` (the run, the panel, the axis mode) it remembers the user's axis
+// ranges and the series hidden by a legend click, and draws each new figure with them. It also
+// adds a "Download data as CSV" button to every chart and draws charts dark in the dark theme.
+(() => {
+  const memory = new Map(); // chart id -> { rev, axes: { xaxis: [a, b], ... }, hidden: Set }
+  const AXIS = /^([xy]axis\d*)\.(range\[[01]\]|range|autorange)$/;
+
+  const chartId = (gd) => gd.closest(".block[id]")?.id || gd.closest("[id]")?.id;
+  const seriesOf = (trace) => trace.legendgroup ?? trace.name;
+
+  function entry(id, rev) {
+    let m = memory.get(id);
+    if (!m || m.rev !== rev) {
+      m = { rev, axes: {}, hidden: new Set() };
+      memory.set(id, m);
+    }
+    return m;
+  }
+
+  function restore(m, data, layout) {
+    for (const [axis, range] of Object.entries(m.axes)) {
+      if (range.length === 2 && range.every((v) => v !== null && v !== undefined)) {
+        layout[axis] = { ...(layout[axis] || {}), range: [...range], autorange: false };
+      }
+    }
+    for (const trace of data) {
+      if (m.hidden.has(seriesOf(trace))) trace.visible = "legendonly";
+    }
+  }
+
+  function rememberRelayout(m, event) {
+    for (const [key, value] of Object.entries(event || {})) {
+      const match = AXIS.exec(key);
+      if (!match) continue;
+      const [, axis, part] = match;
+      if (part === "autorange") {
+        if (value) delete m.axes[axis]; // a double click: back to the whole series
+      } else if (part === "range") {
+        m.axes[axis] = [...value];
+      } else {
+        const range = m.axes[axis] || [null, null];
+        range[part === "range[0]" ? 0 : 1] = value;
+        m.axes[axis] = range;
+      }
+    }
+  }
+
+  const dark = () => document.body.classList.contains("dark");
+
+  function followTheme(layout) {
+    if (!dark()) return;
+    layout.paper_bgcolor = "rgba(0,0,0,0)";
+    layout.plot_bgcolor = "rgba(0,0,0,0)";
+    layout.font = { ...(layout.font || {}), color: "#e5e7eb" };
+    for (const key of Object.keys(layout)) {
+      if (/^[xy]axis\d*$/.test(key)) {
+        layout[key] = { ...layout[key], gridcolor: "#374151", zerolinecolor: "#4b5563" };
+      }
+    }
+  }
+
+  function cell(value) {
+    const text = value === null || value === undefined ? "" : String(value);
+    return /[",\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  }
+
+  // The chart's series as drawn: one row per point (the raw values and, with smoothing, the
+  // smoothed ones); traces without `meta.series` (markers of totals, bars) are left out.
+  function csvOf(gd) {
+    const x = gd.layout?.meta?.x_name || "x";
+    const rows = [["series", x, "value"]];
+    for (const trace of gd.data || []) {
+      const series = trace.meta?.series;
+      if (!series) continue;
+      (trace.x || []).forEach((xv, i) => rows.push([series, xv, trace.y?.[i]]));
+    }
+    return rows.map((row) => row.map(cell).join(",")).join("\n") + "\n";
+  }
+
+  function download(gd, id) {
+    const blob = new Blob([csvOf(gd)], { type: "text/csv" });
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = `${id || "chart"}.csv`;
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(() => {
+      URL.revokeObjectURL(a.href);
+      a.remove();
+    }, 1000);
+  }
+
+  function wrap(Plotly) {
+    if (!Plotly || Plotly.__studioWrapped) return Plotly;
+    const react = Plotly.react;
+    Plotly.react = function (gd, data, layout, config) {
+      const id = chartId(gd);
+      if (!id || !Array.isArray(data) || !layout) return react.call(this, gd, data, layout, config);
+      const m = entry(id, String(layout.uirevision ?? ""));
+      restore(m, data, layout);
+      followTheme(layout);
+      const csvButton = {
+        name: "csv",
+        title: "Download data as CSV",
+        icon: Plotly.Icons?.disk || { width: 1000, height: 1000, path: "M0 0h1000v1000H0z" },
+        click: (div) => download(div, id),
+      };
+      config = { ...(config || {}), displaylogo: false, modeBarButtonsToAdd: [csvButton] };
+      const drawn = react.call(this, gd, data, layout, config);
+      Promise.resolve(drawn).then(() => {
+        if (gd.__studioListening || typeof gd.on !== "function") return;
+        gd.__studioListening = true;
+        const rev = () => String(gd.layout?.uirevision ?? "");
+        gd.on("plotly_relayout", (event) => rememberRelayout(entry(id, rev()), event));
+        gd.on("plotly_restyle", () => {
+          entry(id, rev()).hidden = new Set(
+            (gd.data || []).filter((t) => t.visible === "legendonly").map(seriesOf),
+          );
+        });
+      });
+      return drawn;
+    };
+    Plotly.__studioWrapped = true;
+    return Plotly;
+  }
+
+  let plotly = window.Plotly;
+  if (plotly) wrap(plotly);
+  Object.defineProperty(window, "Plotly", {
+    configurable: true,
+    get: () => plotly,
+    set: (value) => {
+      plotly = wrap(value);
+    },
+  });
+})();
