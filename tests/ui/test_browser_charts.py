@@ -7,7 +7,7 @@ import csv
 import io
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from tests.ui.test_browser import pick_run, plot_has
 
@@ -97,3 +97,23 @@ def test_zoom_and_hidden_series_survive_live_redraws_and_a_chart_downloads_csv(
     pick_run(page, "another run")
     plot_has(page, "chart-reward", "el.data[0].x.length === 10")
     assert page.evaluate(f"() => {CHART}.layout.xaxis.autorange") is not False
+
+
+def test_any_logged_metric_gets_a_panel_that_follows_the_run(page: Page, live_app):
+    run_id = running_run(live_app.data_dir, "extra panel", steps=3)
+    page.goto(f"{live_app.url}?run={run_id}")
+    page.wait_for_selector("#main-tabs")
+    plot_has(page, "chart-reward", "el.data[0].x.length === 3")
+    expect(page.locator("#chart-extra")).to_be_hidden()
+    page.locator("#chart-extra-metrics input").click()
+    page.get_by_role("option", name="rewards/format", exact=True).click()
+    page.keyboard.press("Escape")
+    plot_has(page, "chart-extra", "el.data.length === 1 && el.data[0].x.length === 3")
+    log_steps(live_app.data_dir, run_id, [4])
+    plot_has(page, "chart-extra", "el.data[0].x.length === 4")
+    assert (
+        page.evaluate(
+            "() => document.querySelector('#chart-extra .js-plotly-plot').layout.yaxis.title.text"
+        )
+        == "format"
+    )

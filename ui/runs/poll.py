@@ -52,6 +52,8 @@ class RunsUpdate:
     logs: str | None = None
     sample_steps: list[int] | None = None
     progress_html: str | None = None  # bar, ETA and phase, or the summary of an ended run
+    metric_names: list[str] | None = None  # every metric of the run, when that set changed
+    changed_metrics: set[str] = field(default_factory=set)  # series with new points
 
     @property
     def empty(self) -> bool:
@@ -227,15 +229,20 @@ def poll(
             update.logs = ""
             update.sample_steps = []
             update.progress_html = ""
+            update.metric_names = []
         return update
 
     changed: set[str] = set()
+    known = set(view.series)
     while view.needs_metrics(progress):
         points, cursor = metric_store.metrics_since(db, view.run_id, view.cursor, limit=METRIC_PAGE)
         changed |= view.absorb(points, cursor)
         if len(points) < METRIC_PAGE:
             break
     progressed = view.progress_changed(progress)
+    update.changed_metrics = changed
+    if force or set(view.series) != known:
+        update.metric_names = sorted(view.series)
     run: RunInfo | None = None
     if force or progressed or changed:
         run = run_store.get_run(db, view.run_id, owner=owner)

@@ -24,6 +24,7 @@ from ui.plots.panels import PANELS
 from ui.plots.plot_output import plot_value
 from ui.runs import actions as run_actions
 from ui.runs.buttons import wire_actions
+from ui.runs.extra_chart import ExtraChart, build_extra_chart, draw, extra_updates
 from ui.runs.labels_view import (
     FilterControls,
     LabelEditor,
@@ -87,6 +88,7 @@ class RunsParts:
     plots: dict[str, gr.Plot]  # panel key -> chart
     panel_columns: dict[str, gr.Column]  # panel key -> column, shown once it has points
     panel_notes: dict[str, gr.Markdown]  # panel key -> note, shown for the algorithms it is about
+    extra: ExtraChart  # any logged metric, picked by name
     step_select: gr.Dropdown
     samples: gr.Dataframe
     logs: gr.Code
@@ -110,6 +112,7 @@ class RunsParts:
             self.delete,
             *self.panel_columns.values(),
             *self.panel_notes.values(),
+            *self.extra.outputs,
         ]
 
 
@@ -266,6 +269,7 @@ def build_runs_parts() -> RunsParts:
         x_axis = chart_controls.x_axis_radio("chart-x", scale=2)
         log_y = gr.Checkbox(label="log scale", value=False, elem_id="chart-log", scale=1)
     plots, panel_columns, panel_notes = _build_charts()
+    extra = build_extra_chart()
     with gr.Accordion("Samples by step, with each component's score", open=True):
         # A tick or a change event may still carry the previous run's step after the choices
         # moved on: the handlers take any value (and show nothing for a step that is not there)
@@ -297,6 +301,7 @@ def build_runs_parts() -> RunsParts:
         plots=plots,
         panel_columns=panel_columns,
         panel_notes=panel_notes,
+        extra=extra,
         step_select=step_select,
         samples=samples,
         logs=logs,
@@ -323,7 +328,9 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
             options=options,
             run_filter=shown,
         )
-        return poll_updates(parts, state, update, raw[parts.step_select])
+        out = poll_updates(parts, state, update, raw[parts.step_select])
+        picked = raw[parts.extra.metrics]
+        return {**out, **extra_updates(parts.extra, state, update, picked, options, force)}
 
     def tick(raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Updates:
         return refresh(raw, request, profile, False)
@@ -340,6 +347,7 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         parts.smoothing,
         parts.x_axis,
         parts.log_y,
+        parts.extra.metrics,
         *parts.finder.inputs,
     }
     timer.tick(
@@ -375,6 +383,21 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         tick,
         inputs=inputs,
         outputs=parts.poll_outputs,
+        show_progress="hidden",
+        api_visibility="private",
+        trigger_mode="always_last",
+    )
+
+    def on_pick(raw: Values) -> Updates:
+        options = charts.ChartOptions.from_inputs(
+            raw[parts.smoothing], raw[parts.x_axis], raw[parts.log_y]
+        )
+        return draw(raw[parts.view], raw[parts.extra.metrics], options, parts.extra)
+
+    parts.extra.metrics.input(  # the user's pick: only the extra chart is drawn again
+        on_pick,
+        inputs={parts.view, parts.smoothing, parts.x_axis, parts.log_y, parts.extra.metrics},
+        outputs=[parts.extra.column, parts.extra.plot],
         show_progress="hidden",
         api_visibility="private",
         trigger_mode="always_last",
