@@ -23,6 +23,7 @@ from ui.api import build_api
 from ui.compare.tab import build_compare
 from ui.design.tab import build_design
 from ui.lab_api import build_lab_api
+from ui.memory import wiring as memory
 from ui.playground.tab import build_playground
 from ui.plots.chart_script import chart_head
 from ui.preview.tab import build_preview
@@ -93,6 +94,24 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 show_progress="hidden",
                 api_visibility="private",
             )
+
+        # A reload keeps the work: the design, the Train form, chart settings, the open tab.
+        tabs = {
+            "Design": design_tab,
+            "Preview": preview_tab,
+            "Train": train_tab,
+            "Runs": runs_tab,
+            "Compare": compare_tab,
+            "Playground": playground,
+        }
+        for label, tab in tabs.items():
+            tab.select(None, js=memory.save_tab_js(label))
+        demo.load(None, js=memory.restore_tab_js(list(tabs)))
+        memory.wire_design_memory(demo, design)
+        memory.wire_train_memory(demo, train.parts)
+        memory.wire_chart_memory(
+            demo, [("runs", runs.chart_controls), ("compare", compare.chart_controls)]
+        )
 
         # "Start training" takes the user to the new run.
         def to_new_run(run_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None):

@@ -17,6 +17,7 @@ from storage.db import Database
 from storage.runs import RunInfo
 from ui.access.identity import viewer_for
 from ui.plots import chart_controls, charts
+from ui.plots.chart_controls import ChartControls
 from ui.plots.plot_output import plot_value
 from ui.runs import progress as run_progress
 from ui.runs.poll import run_choices
@@ -151,6 +152,7 @@ class CompareHandles:
     """The run picker, filled with the run list when a page loads (see :mod:`ui.factory`)."""
 
     runs_box: gr.Dropdown
+    chart_controls: ChartControls  # smoothing, x axis, log scale (kept by the browser)
 
 
 def build_compare(ctx: AppContext, tab: gr.Tab | None = None) -> CompareHandles:
@@ -233,4 +235,4 @@ def build_compare(ctx: AppContext, tab: gr.Tab | None = None) -> CompareHandles:
     )
     if tab is not None:
         tab.select(refresh_runs, inputs=runs_box, outputs=runs_box, api_visibility="private")
-    return CompareHandles(runs_box=runs_box)
+    return CompareHandles(runs_box=runs_box, chart_controls=ChartControls(smoothing, x_axis, log_y))

@@ -42,6 +42,7 @@ class DesignHandles:
 
     spec_state: gr.State
     form: SpecForm
+    editor: EditorTargets  # what a loaded spec redraws (the browser's saved design, on reload)
 
 
 def _schedule_plot(spec: RewardSpec | None) -> gr.Plot:
@@ -77,4 +78,4 @@ def build_design(ctx: AppContext) -> DesignHandles:
     spec_state.change(
         _schedule_plot, spec_state, schedules, show_progress="hidden", api_visibility="private"
     )
-    return DesignHandles(spec_state=spec_state, form=form)
+    return DesignHandles(spec_state=spec_state, form=form, editor=out)

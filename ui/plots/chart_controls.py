@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import gradio as gr
 
 #: (label, value) of the x-axis choices; the values are what ``charts.ChartOptions.x`` takes.
@@ -24,3 +26,16 @@ def smoothing_slider(elem_id: str, scale: int | None = None) -> gr.Slider:
         elem_id=elem_id,
         scale=scale,
     )
+
+
+@dataclass(frozen=True)
+class ChartControls:
+    """A tab's chart settings: what ``charts.ChartOptions.from_inputs`` reads."""
+
+    smoothing: gr.Slider
+    x_axis: gr.Radio
+    log_y: gr.Checkbox
+
+    @property
+    def all(self) -> list[gr.components.Component]:
+        return [self.smoothing, self.x_axis, self.log_y]

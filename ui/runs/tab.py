@@ -20,6 +20,7 @@ from engine.run.launcher import RESUMABLE
 from storage import runs as run_store
 from ui.access.identity import Viewer, viewer_for
 from ui.plots import chart_controls, charts
+from ui.plots.chart_controls import ChartControls
 from ui.plots.panels import PANELS
 from ui.plots.plot_output import plot_value
 from ui.runs import actions as run_actions
@@ -51,6 +52,7 @@ class RunsHandles:
     run_select: gr.Dropdown
     view: gr.State
     timer: gr.Timer
+    chart_controls: ChartControls  # smoothing, x axis, log scale (kept by the browser)
 
 
 @dataclass
@@ -457,7 +459,10 @@ def build_runs(ctx: AppContext, design_spec: gr.State | None = None) -> RunsHand
     wire_label_editor(ctx, parts.labels, parts.run_select, parts.view)
     build_model_export(ctx, parts.run_select)
     build_rescore(ctx, parts.run_select, design_spec)  # the reward lab's "Re-score with…"
-    return RunsHandles(run_select=parts.run_select, view=parts.view, timer=timer)
+    controls = ChartControls(parts.smoothing, parts.x_axis, parts.log_y)
+    return RunsHandles(
+        run_select=parts.run_select, view=parts.view, timer=timer, chart_controls=controls
+    )
 
 
 def initial_selection(

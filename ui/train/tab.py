@@ -42,9 +42,11 @@ MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
 
 @dataclass
 class TrainHandles:
-    """What the app factory wires across tabs: the id of the run just started (hidden)."""
+    """What the app factory wires across tabs: the id of the run just started (hidden), and
+    the form (kept by the browser across a reload)."""
 
     run_id: gr.Textbox
+    parts: TrainParts
 
 
 def _field_input(field: FormField) -> gr.components.Component:
@@ -400,7 +402,8 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
         return updates
 
     m = parts.model
-    m.key.change(
+    # On the user's pick only: a form restored after a reload keeps its own values.
+    m.key.input(
         on_model,
         m.key,
         [m.custom, m.lora, m.note, *suggested.values()],
@@ -459,4 +462,4 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
     _wire_config_view(ctx, parts, view, summary, design.spec_state)
     _wire_choices(parts, design.spec_state)
     _wire_start(ctx, parts, design.spec_state, start, start_msg, run_id)
-    return TrainHandles(run_id=run_id)
+    return TrainHandles(run_id=run_id, parts=parts)

@@ -1,0 +1,61 @@
+"""A reload keeps the work, in a real browser: the reward design, the Train form, the chart
+settings and the open tab come back from the browser's storage (issue 25 item 6)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.ui.test_browser import open_tab, set_number
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_reload_restores_the_design_the_train_form_chart_settings_and_the_tab(page: Page):
+    set_number(page, "format-weight", 2)
+    expect(page.locator("#spec-status")).to_contain_text("format × 2")
+    open_tab(page, "Train")
+    page.locator("#train-name input, #train-name textarea").first.fill("kept run")
+    page.locator("#train-algorithm").get_by_text("RLOO", exact=True).click()
+    set_number(page, "train-training-steps", 7)
+    page.locator("#train-model input").click()
+    page.get_by_role("option", name=re.compile("Hugging Face id")).click()
+    custom = page.locator("#train-custom-model input, #train-custom-model textarea").first
+    custom.fill("Qwen/Qwen2.5-0.5B-Instruct")
+    custom.press("Tab")
+    expect(page.locator("#train-summary")).to_contain_text("7 steps")
+    open_tab(page, "Runs")
+    page.locator("#chart-log input").check()
+    box = page.locator("#chart-smoothing input[type=number]")
+    box.fill("0.5")
+    box.press("Enter")
+    page.wait_for_timeout(3000)  # the browser writes its storage after each change's event
+
+    page.reload()
+    page.wait_for_selector("#main-tabs")
+    expect(page.get_by_role("tab", name="Runs", exact=True)).to_have_attribute(
+        "aria-selected", "true"
+    )
+    expect(page.locator("#chart-smoothing input[type=number]")).to_have_value("0.5")
+    expect(page.locator("#chart-log input")).to_be_checked()
+    open_tab(page, "Design")
+    expect(page.locator("#spec-status")).to_contain_text("format × 2")
+    expect(page.locator("#format-weight input").first).to_have_value("2")
+    expect(page.locator("#import-message")).to_contain_text("Restored the design")
+    open_tab(page, "Train")
+    expect(page.locator("#train-name input, #train-name textarea").first).to_have_value("kept run")
+    expect(page.locator("#train-training-steps input").first).to_have_value("7")
+    expect(page.locator("#train-algorithm input[value=rloo]")).to_be_checked()
+    expect(custom).to_be_visible()
+    expect(custom).to_have_value("Qwen/Qwen2.5-0.5B-Instruct")
+    # The pretrained model's suggestions did not overwrite the restored values.
+    expect(page.locator("#train-summary")).to_contain_text("7 steps")
+    stored = page.evaluate("() => Object.keys(localStorage).filter(k => k.startsWith('reward'))")
+    assert sorted(stored) == [
+        "reward-studio-charts",
+        "reward-studio-design",
+        "reward-studio-tab",
+        "reward-studio-train",
+    ]

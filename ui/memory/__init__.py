@@ -1,0 +1,4 @@
+"""Work kept across a reload, per browser: the reward design, the Train form, chart settings
+and the open tab, in the browser's own storage. Only the user's form values are kept, never
+anything that names the visitor (they are known by the server's HttpOnly cookie), and every
+stored value is validated again on restore like any input."""

@@ -1,0 +1,172 @@
+"""The browser's memory wired into the page: what is saved as the user works, and restored,
+checked again (:mod:`ui.memory.saved`), when the page loads.
+
+Design, Train and chart settings are ``gr.BrowserState`` values (the browser's localStorage,
+written when they change); the open tab is the label of its button, saved in localStorage by
+the tab's own select event and clicked again on load (the page opens tabs by a click, never by
+a server update: see ``ui.factory``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gradio as gr
+
+from rewards.errors import RewardSpecError
+from rewards.spec import RewardSpec
+from ui.design.presets import show_spec
+from ui.design.tab import DesignHandles
+from ui.memory import saved
+from ui.plots.chart_controls import ChartControls
+from ui.preview.generate import CUSTOM
+from ui.shared.messages import escape, warn
+from ui.shared.named_values import Updates, Values
+from ui.train import form as train_form
+from ui.train.tab import TrainParts
+
+KEY = "reward-studio-"  # prefix of every localStorage key the page writes
+TAB_KEY = KEY + "tab"
+NOT_RESTORED = "The design kept in this browser was not restored"
+PRIVATE = {"api_visibility": "private", "show_progress": "hidden"}
+
+
+def _or_skip(updates: Updates, anyone: gr.components.Component) -> Updates:
+    """``updates``, or one skip when empty (Gradio reads an empty dict as one output value)."""
+    return updates or {anyone: gr.skip()}
+
+
+def wire_design_memory(demo: gr.Blocks, design: DesignHandles) -> None:
+    """The last valid reward design is kept; a reload draws it again (or says why not)."""
+    store = gr.BrowserState(None, storage_key=KEY + "design")
+    out = design.editor
+
+    def save(spec: RewardSpec | None) -> Any:
+        return gr.skip() if spec is None else spec.to_json(indent=None)
+
+    design.spec_state.change(save, design.spec_state, store, **PRIVATE)
+
+    def restore(raw: Values) -> Updates:
+        text = raw[store]
+        if not text:
+            return _or_skip({}, store)
+        try:
+            spec = saved.saved_spec(text)
+        except RewardSpecError as exc:
+            return {out.message: warn(f"{NOT_RESTORED}: {escape(exc)}"), store: None}
+        if spec == raw[out.spec_state]:
+            return _or_skip({}, store)  # the page opened with it already: nothing to draw
+        return show_spec(
+            design.form, out, spec, raw, "Restored the design of your last visit.", NOT_RESTORED
+        )
+
+    demo.load(
+        restore,
+        inputs={store, out.layout, out.export_format, out.spec_state},
+        outputs=[*out.redraw_outputs, store],
+        **PRIVATE,
+    )
+
+
+def _model_keys(parts: TrainParts) -> list[str]:
+    return [value for _, value in parts.model.key.choices]
+
+
+def wire_train_memory(demo: gr.Blocks, parts: TrainParts) -> None:
+    """The Train form's name, algorithm, model and hyperparameters are kept (not the data
+    inputs: an uploaded file lives on the server); a reload puts back each value its input
+    takes, and names those it dropped."""
+    store = gr.BrowserState(None, storage_key=KEY + "train")
+    m = parts.model
+    model_inputs = dict(zip(saved.MODEL_KEYS, m.all, strict=True))
+    inputs = [parts.name, parts.algorithm, *m.all, *parts.hyper.values()]
+
+    def save(raw: Values) -> dict[str, Any]:
+        return {
+            "name": raw[parts.name],
+            "algorithm": raw[parts.algorithm],
+            "model": {key: raw[comp] for key, comp in model_inputs.items()},
+            "hyper": {path: raw[comp] for path, comp in parts.hyper.items()},
+        }
+
+    gr.on(
+        [c.change for c in inputs],
+        save,
+        inputs=set(inputs),
+        outputs=store,
+        trigger_mode="always_last",
+        **PRIVATE,
+    )
+
+    def restore(value: Any) -> Updates:
+        got = saved.train_values(value, parts.fields, train_form.algorithms(), _model_keys(parts))
+        updates: Updates = {parts.hyper[path]: v for path, v in got.hyper.items()}
+        updates.update({model_inputs[key]: v for key, v in got.model.items()})
+        if got.name is not None:
+            updates[parts.name] = got.name
+        if got.algorithm is not None:
+            updates[parts.algorithm] = got.algorithm
+        if "key" in got.model:
+            updates[m.custom] = gr.Textbox(
+                value=got.model.get("custom", ""), visible=got.model["key"] == CUSTOM
+            )
+        if got.dropped:
+            gr.Warning(
+                "Not restored from your last visit (not a value these fields take): "
+                + ", ".join(escape(name) for name in got.dropped[:10])
+            )
+        return _or_skip(updates, parts.name)
+
+    demo.load(restore, inputs=store, outputs=inputs, **PRIVATE)
+
+
+def wire_chart_memory(demo: gr.Blocks, controls: Sequence[tuple[str, ChartControls]]) -> None:
+    """Each tab's chart settings (smoothing, x axis, log scale) are kept and restored."""
+    store = gr.BrowserState({}, storage_key=KEY + "charts")
+    for name, c in controls:
+
+        def save(stored: Any, smoothing: Any, x: Any, log_y: Any, name: str = name) -> dict:
+            options = saved.chart_settings({"smoothing": smoothing, "x": x, "log_y": log_y})
+            kept = dict(stored) if isinstance(stored, dict) else {}
+            return {**kept, name: saved.chart_record(options)}
+
+        gr.on(
+            [comp.change for comp in c.all],
+            save,
+            inputs=[store, *c.all],
+            outputs=store,
+            trigger_mode="always_last",
+            **PRIVATE,
+        )
+
+    def restore(stored: Any) -> Updates:
+        updates: Updates = {}
+        for name, c in controls:
+            options = saved.chart_settings(stored.get(name) if isinstance(stored, dict) else None)
+            if options is not None:
+                updates.update(
+                    {c.smoothing: options.smoothing, c.x_axis: options.x, c.log_y: options.log_y}
+                )
+        return _or_skip(updates, controls[0][1].smoothing)
+
+    demo.load(
+        restore, inputs=store, outputs=[comp for _, c in controls for comp in c.all], **PRIVATE
+    )
+
+
+def save_tab_js(label: str) -> str:
+    """The select event's JS: the open tab's label into localStorage."""
+    return f"() => {{ localStorage.setItem({TAB_KEY!r}, {label!r}); }}"
+
+
+def restore_tab_js(labels: Sequence[str]) -> str:
+    """The load event's JS: click the tab open at the last visit (one of ``labels``), unless a
+    run link (``?run=``) opens the Runs tab."""
+    return (
+        "() => { if (new URLSearchParams(location.search).get('run')) return;"
+        f" const label = localStorage.getItem({TAB_KEY!r});"
+        f" if (!{list(labels)!r}.includes(label)) return;"
+        " [...document.querySelectorAll('#main-tabs [role=tab]')]"
+        ".find((b) => b.textContent.trim() === label)?.click(); }"
+    )
