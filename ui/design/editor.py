@@ -19,6 +19,7 @@ import gradio as gr
 
 from rewards.params import ParamSpec
 from ui.design import spec_io
+from ui.design.form_values import label_from_form
 from ui.design.schedule_inputs import AGGREGATION, AGGREGATION_CHOICES, KINDS, schedule_keys
 from ui.design.spec_form import (
     DESCRIPTION,
@@ -60,9 +61,18 @@ def section_of(key: str) -> str:
     return key.rpartition(".")[0]
 
 
-def header_label(slot: Slot, enabled: bool) -> str:
-    """A component's accordion header: its name, with an "on" badge while it is enabled."""
-    return f"{slot.label}   {ON_BADGE}" if enabled else slot.label
+def section_title(slot: Slot, label: Any = None) -> str:
+    """A component's section title: its name, and the metric name it logs under when that is
+    another (``conciseness · conciseness_4``); the slot's number alone may not be it (after a
+    remove, the third section can log as ``conciseness_4``)."""
+    metric = label_from_form(label) or slot.default_metric_name
+    return slot.info.name if metric == slot.info.name else f"{slot.info.name} · {metric}"
+
+
+def header_label(slot: Slot, enabled: bool, label: Any = None) -> str:
+    """A component's accordion header: its title, with an "on" badge while it is enabled."""
+    title = section_title(slot, label)
+    return f"{title}   {ON_BADGE}" if enabled else title
 
 
 def layout_of(values: FormValues, version: int = 0, adding: str | None = None) -> dict[str, Any]:
@@ -195,8 +205,12 @@ def _build_slot(parts: FormParts, slot: Slot, values: FormValues, notes: dict[st
     at = f"{slot.key}."
     block = elem_key(slot.key)  # key prefix of this slot's blocks
     enabled = bool(values[at + "enabled"])
+    label = values.get(at + "label")
     accordion = gr.Accordion(
-        header_label(slot, enabled), open=enabled, elem_id=f"slot-{block}", **drawn(f"slot-{block}")
+        header_label(slot, enabled, label),
+        open=enabled,
+        elem_id=f"slot-{block}",
+        **drawn(f"slot-{block}"),
     )
     parts.accordions[slot.key] = (slot, accordion)
     with accordion, gr.Group(**drawn(f"{block}-group")):
@@ -210,7 +224,7 @@ def _build_slot(parts: FormParts, slot: Slot, values: FormValues, notes: dict[st
         with gr.Row(**drawn(f"{block}-fields")):
             parts.inputs[at + "enabled"] = gr.Checkbox(
                 value=enabled,
-                label=f"use {slot.label}",
+                label=f"use {section_title(slot, label)}",
                 elem_id=elem_key(at + "enabled"),
                 interactive=True,
                 scale=1,
@@ -354,8 +368,10 @@ def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets, version: in
     # The "on" badge follows the component's own switch (one small update, not a redraw).
     for key, (slot, accordion) in parts.accordions.items():
         parts.inputs[f"{key}.enabled"].input(
-            lambda enabled, slot=slot: gr.Accordion(label=header_label(slot, bool(enabled))),
-            inputs=parts.inputs[f"{key}.enabled"],
+            lambda enabled, label, slot=slot: gr.Accordion(
+                label=header_label(slot, bool(enabled), label)
+            ),
+            inputs=[parts.inputs[f"{key}.enabled"], parts.inputs[f"{key}.label"]],
             outputs=accordion,
             show_progress="hidden",
             api_visibility="private",
