@@ -68,6 +68,13 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             + f"\n\n<small>{escape(storage_note)} {ownership_note()}</small>",
             elem_id="app-header",
         )
+        with gr.Row():
+            theme = gr.Button(
+                "Dark / light", size="sm", scale=0, min_width=110, elem_id="theme-toggle"
+            )
+        # In the page only (ui/plots/chart_memory.js): the charts drawn change theme too.
+        theme.click(None, js="() => window.studioTheme?.toggle()")
+        demo.load(None, js="() => window.studioTheme?.restore()")
         if sign_in_available():
             # Hugging Face sign-in (the Space's README sets hf_oauth: true); signed-in users
             # own their runs as hf:<username>, visitors get a per-session identity.

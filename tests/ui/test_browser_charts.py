@@ -117,3 +117,30 @@ def test_any_logged_metric_gets_a_panel_that_follows_the_run(page: Page, live_ap
         )
         == "format"
     )
+
+
+# Plotly writes the colour back spaced out: "rgba(0, 0, 0, 0)".
+DARK = "el.layout.paper_bgcolor.replaceAll(' ', '') === 'rgba(0,0,0,0)'"
+
+
+def test_charts_follow_the_dark_theme_and_the_choice_is_kept(page: Page, live_app):
+    run_id = running_run(live_app.data_dir, "dark charts", steps=3)
+    page.goto(f"{live_app.url}?run={run_id}")
+    page.wait_for_selector("#main-tabs")
+    plot_has(page, "chart-reward", "el.layout.paper_bgcolor === 'white'")
+    page.locator("#theme-toggle").click()
+    assert page.evaluate("() => document.body.classList.contains('dark')")
+    # The chart already drawn turns dark at once, and so does the next one drawn.
+    plot_has(page, "chart-reward", DARK)
+    log_steps(live_app.data_dir, run_id, [4])
+    plot_has(
+        page,
+        "chart-reward",
+        f"el.data[0].x.length === 4 && {DARK} && el.layout.font.color === '#e5e7eb'",
+    )
+    page.reload()
+    page.wait_for_selector("#main-tabs")
+    page.wait_for_function("() => document.body.classList.contains('dark')")
+    plot_has(page, "chart-reward", DARK)
+    page.locator("#theme-toggle").click()
+    plot_has(page, "chart-reward", "el.layout.paper_bgcolor === 'white'")

@@ -51,18 +51,60 @@
   }
 
   const dark = () => document.body.classList.contains("dark");
+  const THEME_KEY = "reward-studio-theme";
+  // The figures' own (light) colours, and the dark theme's.
+  const COLORS = {
+    light: { bg: "white", font: "#444", grid: "#e5e7eb", zero: "#d1d5db" },
+    dark: { bg: "rgba(0,0,0,0)", font: "#e5e7eb", grid: "#374151", zero: "#4b5563" },
+  };
+
+  // The layout keys to set for a theme, as Plotly.relayout takes them.
+  function themeUpdate(layout, isDark) {
+    const c = COLORS[isDark ? "dark" : "light"];
+    const update = { paper_bgcolor: c.bg, plot_bgcolor: c.bg, "font.color": c.font };
+    for (const key of Object.keys(layout)) {
+      if (/^[xy]axis\d*$/.test(key)) {
+        update[`${key}.gridcolor`] = c.grid;
+        update[`${key}.zerolinecolor`] = c.zero;
+      }
+    }
+    return update;
+  }
 
   function followTheme(layout) {
     if (!dark()) return;
-    layout.paper_bgcolor = "rgba(0,0,0,0)";
-    layout.plot_bgcolor = "rgba(0,0,0,0)";
-    layout.font = { ...(layout.font || {}), color: "#e5e7eb" };
-    for (const key of Object.keys(layout)) {
-      if (/^[xy]axis\d*$/.test(key)) {
-        layout[key] = { ...layout[key], gridcolor: "#374151", zerolinecolor: "#4b5563" };
+    for (const [path, value] of Object.entries(themeUpdate(layout, true))) {
+      const [head, tail] = path.split(".");
+      if (tail) layout[head] = { ...(layout[head] || {}), [tail]: value };
+      else layout[head] = value;
+    }
+  }
+
+  // The header's switch: the page and every chart drawn in it change theme at once, and the
+  // choice is kept in this browser (a ?__theme= in the address still decides first).
+  function setTheme(isDark) {
+    document.body.classList.toggle("dark", isDark);
+    localStorage.setItem(THEME_KEY, isDark ? "dark" : "light");
+    for (const gd of document.querySelectorAll(".js-plotly-plot")) {
+      if (!gd.layout || !window.Plotly) continue;
+      try {
+        // A chart in a hidden column may refuse: the others still change.
+        Promise.resolve(window.Plotly.relayout(gd, themeUpdate(gd.layout, isDark))).catch(() => {});
+      } catch (error) {
+        console.warn("chart theme", error);
       }
     }
   }
+
+  window.studioTheme = {
+    toggle: () => setTheme(!dark()),
+    restore: () => {
+      const saved = localStorage.getItem(THEME_KEY);
+      if (!new URLSearchParams(location.search).get("__theme") && saved) {
+        setTheme(saved === "dark");
+      }
+    },
+  };
 
   function cell(value) {
     const text = value === null || value === undefined ? "" : String(value);
