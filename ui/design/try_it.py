@@ -16,7 +16,7 @@ TRY_PROMPT = "What is 17 + 25?"
 TRY_COMPLETION = "<think>17 + 25: 7+5=12, carry 1; 1+2+1=4; so 42</think><answer>42</answer>"
 TRY_ANSWER = "42"
 TRACE_HEADERS = ["component", "raw score", "weight", "contribution", "why"]
-TRACE_WIDTHS = ["19%", "14%", "12%", "17%", "38%"]  # headers fit on one line
+TRACE_WIDTHS = ["19%", "14%", "14%", "25%", "28%"]  # each header whole beside its menu button
 
 
 def trace_rows(spec: RewardSpec, prompt: str, completion: str, answer: str) -> tuple[list, str]:
