@@ -35,11 +35,12 @@ class ToolCall:
     number: int
     name: str
     arguments: Any
-    result: str | None  # None: no result came back (the rollout ended first)
+    result: str | None  # None: no result came back (TRL dropped it past the length limit)
     error: str | None
 
     def describe(self) -> str:
-        """``call 2: calculator('17*3') -> 51`` (or ``-> error: ...``), cut to stay one line."""
+        """``call 2: calculator('17*3') -> 51`` (or ``-> error: ...``, or ``-> no result`` when
+        the trainer dropped a result past ``max_completion_length``), cut to stay one line."""
         args = self.arguments
         if isinstance(args, dict):
             shown = ", ".join(_shown(repr(v)) for v in args.values())
@@ -48,7 +49,9 @@ class ToolCall:
         head = f"call {self.number}: {self.name}({shown})"
         if self.error is not None:
             return f"{head} -> error: {_shown(self.error)}"
-        return head if self.result is None else f"{head} -> {_shown(self.result)}"
+        if self.result is None:  # TRL drops a result that would pass max_completion_length
+            return f"{head} -> no result (out of completion length)"
+        return f"{head} -> {_shown(self.result)}"
 
 
 def is_conversation(completion: Any) -> bool:

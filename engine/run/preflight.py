@@ -23,7 +23,7 @@ from engine.config.fields import ConfigError
 from engine.config.input_policy import InputPolicy
 from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
-from engine.models.loading import ModelLoadError, model_offline, resolve_spec
+from engine.models.loading import ModelLoadError, load_tokenizer, model_offline, resolve_spec
 from engine.models.specs import ModelSpec
 from rewards.hub_ids import is_hub_id
 
@@ -48,6 +48,8 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
     check_gpu_ids(config.training.gpu_list)
     check_trackers(config.training.report_to, config.algorithm)
     check_model(config.model)
+    if config.tools.enabled:
+        check_tool_template(config)
     if config.data.source == "hub":
         check_hub_dataset_id(str(config.data.path))
     if config.data.source == "file" or (config.data.source == "hub" and hub_offline()):
@@ -174,6 +176,21 @@ def check_model(spec: ModelSpec) -> None:
             f"access first (`huggingface-cli download {name}`).",
         )
     check_hub_model(name)
+
+
+def check_tool_template(config: RunConfig) -> None:
+    """A run with tools needs a chat template that renders tool calls: checked here for a local
+    model (its tokenizer files only); a hub model is checked by the worker before training."""
+    from engine.tools.template import prepare_tool_tokenizer  # imports TRL: only for tool runs
+
+    resolved = resolve_spec(config.model)
+    if not Path(resolved.name_or_path).expanduser().is_dir():
+        return
+    try:
+        tokenizer = load_tokenizer(resolved)
+    except ModelLoadError:
+        return  # check_model has said what it could; the worker reports the rest
+    prepare_tool_tokenizer(tokenizer, config.model.name_or_path)
 
 
 def check_hub_model(repo_id: str) -> None:
