@@ -114,6 +114,20 @@ def test_trl_parses_the_shipped_models_calls_and_keeps_malformed_ones_as_text(to
     assert broken == {"role": "assistant", "content": '<tool_call>{"name": calc</tool_call>'}
 
 
+def test_a_call_nested_thousands_deep_is_lost_alone_not_the_run(tokenizer):
+    prepare_tool_tokenizer(tokenizer, "default")
+    prepare_tool_tokenizer(tokenizer, "default")  # twice (a retried run): wrapped once
+    prefix = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "q"}], tokenize=True, add_generation_prompt=True
+    )
+    nested = "[" * 5000 + "]" * 5000
+    text = (
+        f'<tool_call>{{"name": "calculator", "arguments": {{"expression": {nested}}}}}</tool_call>'
+    )
+    ids = tokenizer(text + "<|end|>", add_special_tokens=False)["input_ids"]
+    assert parse_response(tokenizer, ids, prefix=prefix) == {"role": "assistant", "content": text}
+
+
 def test_a_qwen25_template_gets_trls_response_template(tokenizer):
     tokenizer.chat_template = qwen2_5_chat_template
     prepare_tool_tokenizer(tokenizer, "Qwen/Qwen2.5-0.5B-Instruct")

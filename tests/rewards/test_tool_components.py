@@ -82,6 +82,9 @@ def test_calls_are_numbered_with_their_results_and_errors():
     (unknown,) = tool_calls(UNKNOWN)
     assert unknown.error == "Tool calc not found." and unknown.result is None
     assert tool_calls("plain text") == [] and tool_calls(NO_CALL) == []
+    # TRL drops a result that would pass max_completion_length: the call stays, without one.
+    (cut,) = tool_calls([turn("", call("calculator", expression="3**8**3"))])
+    assert cut.describe() == "call 1: calculator('3**8**3') -> no result (out of completion length)"
 
 
 def test_tool_format_pays_parsed_calls_and_names_them():
