@@ -21,7 +21,7 @@ def teach_calculator_calls(out: Path, steps: int = 150, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     rng = random.Random(seed)
     model, tokenizer = load_model_and_tokenizer(ModelSpec(), device="cpu")
-    tools = [toolbox_class(["calculator"], 4, "context")().calculator]
+    tools = [toolbox_class(["calculator"], 4)().calculator]
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     model.train()
     for _ in range(steps):

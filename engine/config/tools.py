@@ -36,7 +36,11 @@ class ToolSettings:
         hi=32,
     )
     context_column: str = knob(
-        "context", help="The dataset column the lookup tool reads, row by row."
+        "context",
+        help=(
+            "The data file's column the lookup tool reads, row by row (a mapping, or lines "
+            "of key: value)."
+        ),
     )
     python_module: str = knob(
         "", help="A Python module of your own tool functions (not available yet: leave empty)."
@@ -55,6 +59,11 @@ class ToolSettings:
                 "your own tool modules are not available yet (only built-in tools: "
                 f"{', '.join(TOOL_NAMES)}); leave it empty",
             )
+
+    @property
+    def lookup_column(self) -> str | None:
+        """The column each row must carry as its ``context`` (when the lookup tool is on)."""
+        return self.context_column if "lookup" in self.builtin else None
 
     @property
     def enabled(self) -> bool:

@@ -57,11 +57,14 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
         if policy is not None:  # the web process: the file's head only (split "all")
             head = min(data.max_rows or HEAD_ROWS, HEAD_ROWS)
             data = dataclasses.replace(data, split="all", max_rows=head)
-        check_data(data, policy)
+        check_data(data, policy, config.tools.lookup_column)
 
 
-def check_data(spec: DataSpec, policy: InputPolicy | None = None) -> list[dict[str, Any]]:
-    """The data's rows, loaded as mapped; else ``ConfigError`` naming the ``data`` field.
+def check_data(
+    spec: DataSpec, policy: InputPolicy | None = None, context_column: str | None = None
+) -> list[dict[str, Any]]:
+    """The data's rows, loaded as mapped; else ``ConfigError`` naming the ``data`` field (or
+    ``tools.context_column``, a column the lookup tool reads).
 
     From the web (``policy`` given), at most the policy's ``max_file_rows`` rows are read, and a
     mapping error lists the file's column names only when the user uploaded the file; errors
@@ -70,13 +73,14 @@ def check_data(spec: DataSpec, policy: InputPolicy | None = None) -> list[dict[s
     if policy is not None:
         spec = policy.bounded(spec)
     try:
-        return load_rows(spec)
+        return load_rows(spec, context_column)
     except MissingColumnError as exc:
+        field = exc.field if "." in exc.field else f"data.{exc.field}"
         if policy is not None and not policy.is_upload(str(spec.path)):
             raise ConfigError(
-                f"data.{exc.field}", f"column {exc.column!r} ({exc.field}) not found in the data"
+                field, f"column {exc.column!r} ({exc.field}) not found in the data"
             ) from None
-        raise ConfigError(f"data.{exc.field}", exc.reason) from None
+        raise ConfigError(field, exc.reason) from None
     except DatasetError as exc:
         raise ConfigError(f"data.{exc.field}" if exc.field else "data", exc.reason) from None
 

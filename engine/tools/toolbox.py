@@ -30,16 +30,16 @@ class Toolbox:
     """Per-rollout state of the built-in tools; subclasses add the enabled tools as methods."""
 
     max_calls: int = 4
-    context_column: str = "context"
 
     def __init__(self) -> None:
         self.calls = 0
         self._entries: dict[str, str] = {}
 
     def reset(self, **row: Any) -> None:
-        """A new rollout of ``row``: its context, and a fresh call budget."""
+        """A new rollout of ``row``: its context (the column the data loader carried as
+        ``context``), and a fresh call budget."""
         self.calls = 0
-        self._entries = context_entries(row.get(self.context_column))
+        self._entries = context_entries(row.get("context"))
 
     def _call(self, tool: Callable[..., str], **arguments: Any) -> str:
         self.calls += 1
@@ -91,11 +91,11 @@ BUILTIN_TOOLS: dict[str, Callable[..., str]] = {
 }
 
 
-def toolbox_class(names: list[str], max_calls: int, context_column: str) -> type[Toolbox]:
+def toolbox_class(names: list[str], max_calls: int) -> type[Toolbox]:
     """A :class:`Toolbox` subclass offering exactly the tools ``names`` (its factory for TRL)."""
     unknown = [n for n in names if n not in BUILTIN_TOOLS]
     if unknown:
         raise ValueError(f"unknown tools {unknown}; built-in: {', '.join(BUILTIN_TOOLS)}")
     attrs: dict[str, Any] = {n: BUILTIN_TOOLS[n] for n in names}
-    attrs |= {"max_calls": max_calls, "context_column": context_column}
+    attrs["max_calls"] = max_calls
     return type("Toolbox", (Toolbox,), attrs)

@@ -143,7 +143,7 @@ def tool_args(config: RunConfig, tokenizer: Any) -> dict[str, Any]:
     if not tools.enabled:
         return {}
     prepare_tool_tokenizer(tokenizer, config.model.name_or_path)
-    factory = toolbox_class(tools.builtin, tools.max_tool_calls, tools.context_column)
+    factory = toolbox_class(tools.builtin, tools.max_tool_calls)
     return {"environment_factory": factory}
 
 

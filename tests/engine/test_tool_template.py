@@ -38,7 +38,7 @@ def tokenizer():
 
 
 def tools():
-    return [toolbox_class(["calculator"], 2, "context")().calculator]
+    return [toolbox_class(["calculator"], 2)().calculator]
 
 
 @pytest.mark.parametrize(

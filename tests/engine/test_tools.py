@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
 from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.data.datasets import DataSpec, load_rows
+from engine.run.preflight import check_inputs
 from engine.tools.calculator import MAX_EXPRESSION_CHARS, calculator
 from engine.tools.errors import ToolError
 from engine.tools.lookup import context_entries, lookup_in
@@ -89,19 +92,19 @@ def test_lookup_reads_only_the_rows_own_context():
 
 
 def test_the_toolbox_offers_only_the_configured_tools_and_counts_calls_per_rollout():
-    box = toolbox_class(["calculator", "lookup"], max_calls=2, context_column="facts")()
+    box = toolbox_class(["calculator", "lookup"], max_calls=2)()
     assert not hasattr(box, "convert_units")
-    box.reset(prompt=[], facts="speed: 12")
+    box.reset(prompt=[], context="speed: 12")
     assert box.lookup("speed") == "12"
     assert box.calculator("12*3") == "36"
     with pytest.raises(ToolError, match="budget of 2 tool calls is spent"):
         box.calculator("1+1")
-    box.reset(prompt=[], facts="speed: 7")  # the next rollout: a fresh budget and context
+    box.reset(prompt=[], context="speed: 7")  # the next rollout: a fresh budget and context
     assert box.lookup("speed") == "7"
 
 
 def test_a_ten_megabyte_argument_ends_only_that_call():
-    box = toolbox_class(["calculator"], max_calls=4, context_column="context")()
+    box = toolbox_class(["calculator"], max_calls=4)()
     box.reset()
     started = time.perf_counter()
     with pytest.raises(ToolError, match="10,000,000 characters; at most 1,000"):
@@ -113,7 +116,7 @@ def test_a_ten_megabyte_argument_ends_only_that_call():
 def test_tool_schemas_come_from_the_methods():
     from transformers.utils import get_json_schema
 
-    box = toolbox_class(["convert_units"], max_calls=1, context_column="context")()
+    box = toolbox_class(["convert_units"], max_calls=1)()
     schema = get_json_schema(box.convert_units)["function"]
     assert schema["name"] == "convert_units"
     assert schema["parameters"]["required"] == ["value", "from_unit", "to_unit"]
@@ -140,3 +143,26 @@ def test_the_tools_section_round_trips_and_names_bad_fields():
 def test_rloo_and_ppo_with_tools_are_refused_by_name(algorithm):
     with pytest.raises(ConfigError, match=f"{algorithm} cannot call tools; tools run with grpo"):
         RunConfig.from_dict({"algorithm": algorithm, "tools": {"builtin": ["calculator"]}})
+
+
+def test_rows_carry_the_lookup_column_as_their_context(tmp_path):
+    data = tmp_path / "cities.jsonl"
+    rows = [
+        {"q": f"Population of city {i}?", "a": str(i), "facts": f"population: {i}"}
+        for i in range(5)
+    ]
+    data.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    spec = {"source": "file", "path": str(data), "prompt_column": "q", "answer_column": "a"}
+    loaded = load_rows(DataSpec(**spec), context_column="facts")
+    assert loaded and all(r["context"] == f"population: {r['answer']}" for r in loaded)
+    assert "context" not in load_rows(DataSpec(**spec))[0]
+
+    config = RunConfig.from_dict(
+        {"data": spec, "tools": {"builtin": ["lookup"], "context_column": "facts"}}
+    )
+    check_inputs(config)
+    config.tools.context_column = "notes"
+    with pytest.raises(ConfigError) as err:
+        check_inputs(config)
+    assert err.value.field == "tools.context_column"
+    assert "'notes'" in err.value.reason and "facts" in err.value.reason
