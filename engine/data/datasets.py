@@ -253,13 +253,21 @@ def records_to_rows(
             "difficulty": difficulty,
         }
         if context_column is not None:
-            row["context"] = record.get(context_column)
+            row["context"] = _context_text(record.get(context_column))
         rows.append(row)
     rows = _select_split(rows, spec, origin)
     if spec.max_rows is not None:
         rows = rows[: spec.max_rows]
     _check_prompt_lengths(rows, spec.max_prompt_chars)
     return rows
+
+
+def _context_text(value: Any) -> str:
+    """A context cell as text (one column type for the trainer's table): a mapping as
+    ``key: value`` lines, nothing as ""."""
+    if isinstance(value, dict):
+        return "\n".join(f"{k}: {v}" for k, v in value.items())
+    return "" if _is_empty(value) else str(value)
 
 
 def is_heldout_prompt(prompt: Any, seed: int, share: float) -> bool:
