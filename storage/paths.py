@@ -57,21 +57,24 @@ def persistence_note(
     *,
     environ: dict[str, str] | None = None,
     spaces_root: Path | None = None,
+    show_path: bool = True,
 ) -> str:
-    """One sentence on where runs are kept and whether they outlive a restart.
+    """One sentence on where runs are kept and whether they outlive a restart; the folder is
+    named only with ``show_path`` (a public app's visitors are not told the server's paths).
 
     On a Hugging Face Space (``SPACE_ID`` is set) only ``/data`` survives restarts.
     """
     env = os.environ if environ is None else environ
     spaces_root = _spaces_root(env, spaces_root)
     where = Path(data_dir).resolve()
+    saved = f"Runs are saved in {where}" if show_path else "Runs are saved on this server"
     if not env.get("SPACE_ID"):
-        return f"Runs are saved in {where}."
+        return f"{saved}."
     if where.is_relative_to(spaces_root.resolve()):
-        return f"Runs are saved in {where}, on this Space's persistent storage."
+        return f"{saved}, on this Space's persistent storage."
     return (
-        f"Runs are saved in {where}, which this Space loses when it restarts: turn on "
-        "persistent storage in the Space's settings to keep them."
+        f"{saved}, which this Space loses when it restarts: turn on persistent storage in the "
+        "Space's settings to keep them."
     )
 
 

@@ -26,8 +26,9 @@ from ui.lab_api import build_lab_api
 from ui.playground.tab import build_playground
 from ui.preview.tab import build_preview
 from ui.runs.tab import build_runs, initial_selection
-from ui.shared.context import AppContext, is_public, on_space, positive_int_setting
+from ui.shared.context import AppContext, is_public, positive_int_setting
 from ui.shared.messages import escape
+from ui.shared.settings import sign_in_available
 from ui.train.tab import build_train
 
 TITLE = "Reward Studio"
@@ -54,16 +55,18 @@ def build_app(ctx: AppContext) -> gr.Blocks:
     endpoints."""
     # Gradio keeps every upload and served file in its cache until the server stops: sweep
     # files older than six hours every half hour, so visitors' uploads do not fill the disk.
+    # A public app's visitors are told whether runs outlive a restart, not the server's paths.
+    storage_note = persistence_note(ctx.data_dir, show_path=not is_public())
     with gr.Blocks(title=TITLE, delete_cache=CACHE_SWEEP) as demo:
         gr.Markdown(
             f"## {TITLE}\n"
             "Design a reward from weighted components, preview it on real generations with a "
             "trace of every component, train with GRPO, RLOO or PPO, and watch it learn."
             + (f"\n\n**{ctx.demo.describe()}**" if ctx.demo.describe() else "")
-            + f"\n\n<small>{escape(persistence_note(ctx.data_dir))} {ownership_note()}</small>",
+            + f"\n\n<small>{escape(storage_note)} {ownership_note()}</small>",
             elem_id="app-header",
         )
-        if on_space():
+        if sign_in_available():
             # Hugging Face sign-in (the Space's README sets hf_oauth: true); signed-in users
             # own their runs as hf:<username>, visitors get a per-session identity.
             gr.LoginButton(elem_id="login-button")
@@ -161,7 +164,12 @@ def middleware(ctx: AppContext) -> list:
 
     per_client, total = budget_caps(os.environ, is_public())
     return [
-        Middleware(VisitorCookies, secret=server_secret(ctx.data_dir)),
+        # Gradio's /monitoring pages (events, timings) are for the operator, not visitors.
+        Middleware(
+            VisitorCookies,
+            secret=server_secret(ctx.data_dir),
+            closed=("/monitoring",) if is_public() else (),
+        ),
         Middleware(ClientLimits, rate=events_per_s(os.environ)),
         Middleware(
             UploadBudget,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import threading
 import time
@@ -33,11 +34,15 @@ from urllib.parse import parse_qs
 
 from ui.access.visitor_cookie import ASGIApp, Message, Receive, Scope, Send, answer, client_key
 
+logger = logging.getLogger(__name__)
+
 MAX_SESSION_HASH = 64
 MAX_EVENT_BYTES = 8 * 2**20  # a config or spec of 1,000,000 characters, JSON-escaped, fits
 EVENTS_PER_S_ENV = "STUDIO_CLIENT_EVENTS_PER_S"
-DEFAULT_EVENTS_PER_S = 10.0
-DEFAULT_BURST = 40
+# A page fires many events on its own (each step of a .then() chain is one, every input's
+# change, the 1 s poll): the event budget is generous; new sessions are what a flood costs.
+DEFAULT_EVENTS_PER_S = 20.0
+DEFAULT_BURST = 200
 DEFAULT_MAX_STREAMS = 24  # a heartbeat and an event stream per tab: a dozen tabs
 REFUSAL_DELAY_S = 1.0
 NEW_SESSIONS_PER_S = 0.5  # a page load or an API client opens one
@@ -97,6 +102,7 @@ class ClientLimits:
         self._seen: OrderedDict[str, str] = OrderedDict()  # session hash -> its client
         self.max_streams = max_streams
         self._streams: dict[str, int] = {}
+        self._logged: dict[str, float] = {}
         self._lock = threading.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -111,6 +117,7 @@ class ClientLimits:
         client = client_key(scope)
         if scope.get("method") == "POST" and any(r in path for r in _EVENT_ROUTES):
             if not self.events.take(client):
+                self._refused(client, "events")
                 # Answered late: a client that retries at once is slowed to one request per
                 # connection and delay, for the price of a sleeping coroutine here.
                 await asyncio.sleep(REFUSAL_DELAY_S)
@@ -129,6 +136,7 @@ class ClientLimits:
                 await answer(send, 400, problem)
                 return
             if session and not self._known_session(client, session):
+                self._refused(client, "a new session")
                 await asyncio.sleep(REFUSAL_DELAY_S)
                 await answer(
                     send,
@@ -141,6 +149,7 @@ class ClientLimits:
             return
         if scope.get("method") == "GET" and any(r in path for r in _STREAM_ROUTES):
             if not self._open_stream(client):
+                self._refused(client, "a stream")
                 await asyncio.sleep(REFUSAL_DELAY_S)
                 await answer(
                     send,
@@ -154,6 +163,17 @@ class ClientLimits:
                 self._close_stream(client)
             return
         await self.app(scope, receive, send)
+
+    def _refused(self, client: str, what: str) -> None:
+        """Log a refusal, at most once a minute per client (a flood must not flood the log)."""
+        now = time.monotonic()
+        with self._lock:
+            if now - self._logged.get(client, -60.0) < 60.0:
+                return
+            self._logged[client] = now
+            if len(self._logged) > _MAX_CLIENTS:
+                self._logged.clear()
+        logger.warning("Refused %s from client %s (429)", what, client[:24])
 
     def _known_session(self, client: str, session: str) -> bool:
         """True for a session this client used before, or a new one within its rate."""

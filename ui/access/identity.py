@@ -33,7 +33,8 @@ import gradio as gr
 from storage.run_caps import ActiveRunCaps
 from storage.schema import ANONYMOUS_PREFIX, LOCAL_OWNER
 from ui.access.visitor_cookie import COOKIE_NAME, vouched_key
-from ui.shared.context import is_public, on_space, positive_int_setting
+from ui.shared.context import is_public, positive_int_setting
+from ui.shared.settings import sign_in_available
 
 ADMINS_ENV = "STUDIO_ADMINS"
 MAX_ACTIVE_RUNS_ENV = "STUDIO_DEMO_MAX_QUEUED_RUNS"
@@ -123,7 +124,7 @@ def ownership_note(env: Mapping[str, str] | None = None) -> str:
     if not is_public(env):
         return ""
     note = "Your runs are visible only to you."
-    if on_space(env):
+    if sign_in_available(env):
         return note + (
             " Without signing in they belong to this browser (clearing its site data loses "
             "them): sign in with Hugging Face to keep them on any device."

@@ -13,7 +13,8 @@ event handlers as the header :data:`OWNER_HEADER`, vouched for with a key that l
 process (a client that sends that header itself is ignored: the header is replaced). Nothing a
 page, a link, a query parameter or a component value carries takes part. It also turns Gradio's
 deep links off: ``/gradio_api/deep_link`` answers 404 and a ``deep_link`` query parameter is
-dropped, since a deep link replays one session's component values into another browser.
+dropped, since a deep link replays one session's component values into another browser. On
+a public app it answers 404 for Gradio's ``/monitoring`` pages too.
 """
 
 from __future__ import annotations
@@ -154,16 +155,21 @@ class VisitorCookies:
     """ASGI middleware: every HTTP request carries a server-issued visitor identity (see the
     module docstring); Gradio's deep links are off."""
 
-    def __init__(self, app: ASGIApp, secret: bytes) -> None:
+    def __init__(self, app: ASGIApp, secret: bytes, closed: tuple[str, ...] = ()) -> None:
         self.app = app
         self.secret = secret
+        self.closed = closed  # path prefixes answered 404 (a public app's /monitoring)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if scope.get("path", "").rstrip("/").endswith("/gradio_api/deep_link"):
+        path = scope.get("path", "")
+        if path.rstrip("/").endswith("/gradio_api/deep_link"):
             await answer(send, 404, "deep links are turned off on this app")
+            return
+        if any(path == p or path.startswith(p + "/") for p in self.closed):
+            await answer(send, 404, "not served on this app")
             return
         headers = [(k, v) for k, v in scope["headers"] if k.lower() not in _OURS]
         value = _cookie_value(headers)

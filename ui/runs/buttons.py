@@ -119,7 +119,7 @@ def wire_delete(ctx: AppContext, parts: RunsParts) -> None:
         except run_actions.RunActionError as exc:
             return warn(escape(exc)), hidden
         question = (
-            f"Delete **{escape(run.name)}** (`{escape(run.id)}`) with its metrics, samples, "
+            f"Delete **{escape(run.name)}** (`{run.id}`) with its metrics, samples, "
             f"logs and checkpoints? You can undo it for {pending.window_s:.0f} s."
         )
         return warn(question), gr.Row(visible=True)

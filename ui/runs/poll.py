@@ -120,7 +120,7 @@ def status_markdown(run: RunInfo | None, stopping: bool = False) -> str:
         return "No run selected. Start one in the **Train** tab, or pick one from the list."
     stopping = stopping and run.status == RunStatus.RUNNING
     lines = [
-        f"### {run.name}",
+        f"### {messages.escape(run.name)}",
         f"**{'stopping…' if stopping else run.status}** · {run.algorithm.upper()} · "
         f"step {step_text(run)} · id `{run.id}`"
         + (f" · attempt {run.attempt}" if run.attempt > 1 else ""),
@@ -130,7 +130,7 @@ def status_markdown(run: RunInfo | None, stopping: bool = False) -> str:
     if hint:
         lines.append(f"<small>{hint}</small>")
     if run.error_message:
-        lines.append(f"**Error:** {run.error_message}")
+        lines.append(f"**Error:** {messages.escape(run.error_message)}")
     return "\n\n".join(lines)
 
 

@@ -10,193 +10,28 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from storage.db import Database
 from storage.paths import db_path
+from ui.shared.demo_limits import DEMO_SIZE_CAPS as DEMO_SIZE_CAPS
+from ui.shared.demo_limits import DemoLimits
+from ui.shared.settings import PUBLIC_ENV as PUBLIC_ENV
+from ui.shared.settings import SettingsError as SettingsError
+from ui.shared.settings import is_public as is_public
+from ui.shared.settings import on_space as on_space
+from ui.shared.settings import positive_int_setting as positive_int_setting
 
 logger = logging.getLogger(__name__)
 
 AUTH_ENV = "STUDIO_AUTH"
 USERNAME_ENV = "STUDIO_USERNAME"
 PASSWORD_ENV = "STUDIO_PASSWORD"
-DEMO_MAX_STEPS_ENV = "STUDIO_DEMO_MAX_STEPS"
-DEMO_MAX_PARAMS_ENV = "STUDIO_DEMO_MAX_MODEL_PARAMS"
-DEMO_MAX_PREVIEW_ENV = "STUDIO_DEMO_MAX_PREVIEW_SAMPLES"
-DEMO_MAX_WORKER_ENV = "STUDIO_DEMO_MAX_WORKER_MB"
-DEMO_MAX_CALL_ENV = "STUDIO_DEMO_MAX_CALL_S"
-#: Seconds one preview or Playground call may generate on a public app: they share one slot,
-#: so this bounds every visitor's wait behind another's call, whatever the model's size.
-PUBLIC_MAX_CALL_S = 60
-#: Memory (MiB) a run's worker may hold on a public app: a Space's CPU box has 16 GB, and the
-#: web process and a second run need room beside it.
-PUBLIC_MAX_WORKER_MB = 6144
-#: Size caps of a public demo: config field -> (environment variable, default when public).
-#: Memory grows with prompts x generations x tokens; eval and sample logging add to each step.
-DEMO_SIZE_CAPS: dict[str, tuple[str, int]] = {
-    "training.steps": (DEMO_MAX_STEPS_ENV, 200),
-    "training.prompts_per_step": ("STUDIO_DEMO_MAX_PROMPTS_PER_STEP", 16),
-    "generation.num_generations": ("STUDIO_DEMO_MAX_NUM_GENERATIONS", 16),
-    "generation.max_completion_length": ("STUDIO_DEMO_MAX_COMPLETION_LENGTH", 512),
-    "training.eval_samples": ("STUDIO_DEMO_MAX_EVAL_SAMPLES", 200),
-    "training.samples_per_log": ("STUDIO_DEMO_MAX_SAMPLES_PER_LOG", 64),
-    "data.max_rows": ("STUDIO_DEMO_MAX_ROWS", 10_000),
-    "data.max_file_rows": ("STUDIO_DEMO_MAX_FILE_ROWS", 100_000),
-}
-#: Size caps an unset (``None``) field takes instead of being refused.
-FILLED_WHEN_UNSET = ("data.max_rows", "data.max_file_rows")
 SUPERVISE_SECONDS = 5.0
-PUBLIC_ENV = "STUDIO_PUBLIC"
-SPACE_ENV = "SPACE_ID"
-
-
-def on_space(env: Mapping[str, str] | None = None) -> bool:
-    """True when the app runs on a Hugging Face Space."""
-    env = os.environ if env is None else env
-    return bool(env.get(SPACE_ENV, "").strip())
-
-
-def is_public(env: Mapping[str, str] | None = None) -> bool:
-    """True for a public app: on a Space, or with ``STUDIO_PUBLIC=1``."""
-    env = os.environ if env is None else env
-    return on_space(env) or env.get(PUBLIC_ENV, "").strip().lower() in ("1", "true", "yes")
-
-
-class SettingsError(ValueError):
-    """An environment variable of the app holds a value it cannot use; ``field`` names it."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-
-
-def positive_int_setting(env: Mapping[str, str], name: str) -> int | None:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        value = int(float(raw))
-    except ValueError:
-        raise SettingsError(name, f"must be a positive whole number, got {raw!r}") from None
-    if value < 1:
-        raise SettingsError(name, f"must be a positive whole number, got {raw!r}")
-    return value
-
-
-@dataclass(frozen=True)
-class DemoLimits:
-    """Caps for a public demo (a Space): unset fields mean no cap.
-
-    Attributes:
-        max_model_params: the largest model (parameter count) the preview and training may load.
-        max_preview_samples: the most completions one preview may generate (prompts x samples).
-        max_call_s: the most seconds one preview or Playground call generates (then it
-            returns what it has).
-        max_worker_mb: the most memory (MiB, resident) one run's worker may hold; a run over
-            it is stopped with a message (``engine.run.memory_watch``).
-        sizes: config field -> its cap (``DEMO_SIZE_CAPS``), the steps cap included.
-    """
-
-    max_model_params: int | None = None
-    max_preview_samples: int | None = None
-    sizes: Mapping[str, int] = field(default_factory=dict)
-    max_worker_mb: int | None = None
-    max_call_s: int | None = None
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> DemoLimits:
-        """Caps from ``STUDIO_DEMO_*``. A public app (:func:`is_public`, or with any demo cap
-        set) gets every size cap of ``DEMO_SIZE_CAPS``: its variable, else its default."""
-        env = os.environ if env is None else env
-        public = is_public(env) or any(env.get(name, "").strip() for name in _demo_envs())
-        sizes = {}
-        for path, (name, default) in DEMO_SIZE_CAPS.items():
-            value = positive_int_setting(env, name)
-            if value is not None or public:
-                sizes[path] = value if value is not None else default
-        worker_mb = positive_int_setting(env, DEMO_MAX_WORKER_ENV)
-        call_s = positive_int_setting(env, DEMO_MAX_CALL_ENV)
-        return cls(
-            max_model_params=positive_int_setting(env, DEMO_MAX_PARAMS_ENV),
-            max_preview_samples=positive_int_setting(env, DEMO_MAX_PREVIEW_ENV),
-            sizes=sizes,
-            max_worker_mb=worker_mb or (PUBLIC_MAX_WORKER_MB if public else None),
-            max_call_s=call_s or (PUBLIC_MAX_CALL_S if public else None),
-        )
-
-    @property
-    def max_steps(self) -> int | None:
-        """The most training steps one run may ask for (the ``training.steps`` size cap)."""
-        return self.sizes.get("training.steps")
-
-    @property
-    def active(self) -> bool:
-        return self.max_model_params is not None or bool(self.sizes)
-
-    def within_caps(self, config: Any) -> Any:
-        """``config`` (a ``RunConfig``, left as it is) checked against every size cap, as the
-        demo runs it: an unset ``data.max_rows`` or ``data.max_file_rows`` takes the cap (at
-        most the first rows are read).
-
-        Raises:
-            ConfigError: on the field, naming its cap.
-        """
-        from engine.config.fields import ConfigError
-
-        for path, cap in self.sizes.items():
-            section, name = path.split(".")
-            value = getattr(getattr(config, section), name)
-            if value is not None and value > cap:
-                raise ConfigError(
-                    path, f"this demo allows at most {cap:,} {_CAP_NOUNS[path]}, got {value:,}"
-                )
-        unset = {
-            path.split(".")[1]: self.sizes[path]
-            for path in FILLED_WHEN_UNSET
-            if path in self.sizes and getattr(config.data, path.split(".")[1]) is None
-        }
-        return replace(config, data=replace(config.data, **unset)) if unset else config
-
-    def call_deadline(self) -> float | None:
-        """The ``time.monotonic()`` at which a preview or Playground call starting now stops
-        generating (``None``: no bound)."""
-        return None if self.max_call_s is None else time.monotonic() + self.max_call_s
-
-    def describe(self) -> str:
-        parts = []
-        if self.max_steps is not None:
-            parts.append(f"at most {self.max_steps} training steps per run")
-        if self.max_model_params is not None:
-            parts.append(f"models up to {self.max_model_params:,} parameters")
-        if self.max_preview_samples is not None:
-            parts.append(f"at most {self.max_preview_samples} completions per preview")
-        shown = [p for p in DEMO_SIZE_CAPS if p in self.sizes and p != "training.steps"]
-        if shown:
-            parts.append(", ".join(f"{_CAP_NOUNS[p]} up to {self.sizes[p]:,}" for p in shown))
-        return "Demo mode: " + ", ".join(parts) + "." if parts else ""
-
-
-_CAP_NOUNS = {
-    "training.steps": "steps",
-    "training.prompts_per_step": "prompts per step",
-    "generation.num_generations": "generations per prompt",
-    "generation.max_completion_length": "tokens per completion",
-    "training.eval_samples": "evaluation samples",
-    "training.samples_per_log": "stored samples per log",
-    "data.max_rows": "dataset rows",
-    "data.max_file_rows": "rows in a data file",
-}
-
-
-def _demo_envs() -> list[str]:
-    return [DEMO_MAX_PARAMS_ENV, DEMO_MAX_PREVIEW_ENV, DEMO_MAX_WORKER_ENV, DEMO_MAX_CALL_ENV] + [
-        n for n, _ in DEMO_SIZE_CAPS.values()
-    ]
 
 
 def auth_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str]] | None:
