@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement
+from rewards.components.correctness import INFO as CORRECTNESS_INFO
 from rewards.components.correctness import PARAMS as CORRECTNESS_PARAMS
-from rewards.components.correctness import Correctness, _check
+from rewards.components.correctness import Correctness
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
 from rewards.tool_calls import final_text, tool_calls
 
@@ -62,5 +63,5 @@ INFO = ComponentInfo(
     params=PARAMS,
     description="Correctness of the final answer given after the tool calls.",
     source="ReTool (Feng et al. 2025) §3, Search-R1 (Jin et al. 2025) §3.3 outcome reward",
-    check=_check,
+    check=CORRECTNESS_INFO.check,  # the same parameter checks (option letters)
 )
