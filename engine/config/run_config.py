@@ -232,7 +232,7 @@ class RunConfig:
             # TRL 1.16's RLOOTrainer takes no tools; our PPO samples one turn (a multi-turn
             # rollout there is a later phase of issue 24).
             raise ConfigError(
-                "tools.builtin",
+                "tools.builtin" if self.tools.builtin else "tools.python_module",
                 f"{self.algorithm} cannot call tools; tools run with grpo only (empty the list "
                 "or choose grpo)",
             )

@@ -2,17 +2,19 @@
 
 Built-in tools only (:mod:`engine.tools`), each safe on a public server: ``calculator``
 (arithmetic parsed with ``ast``, bounded), ``convert_units`` (a fixed unit table) and ``lookup``
-(the row's own ``context_column``). A user's Python module of tools is refused by name in this
-phase (issue 24, phase 1): it needs the child process with time and memory limits that the
-``python`` reward component runs in, not yet built for tools.
+(the row's own ``context_column``). A user's own module of tool functions
+(``python_module``, :mod:`engine.tools.user_module`) runs each call in a child process with
+limits, and only where the ``python`` reward component may run (``STUDIO_ALLOW_CODE=1``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from engine.config.fields import ConfigError, check_fields, knob
 from engine.tools.toolbox import BUILTIN_TOOLS
+from rewards.components.python_code import ALLOW_CODE_ENV, code_enabled
 
 TOOL_NAMES = tuple(BUILTIN_TOOLS)
 
@@ -43,7 +45,14 @@ class ToolSettings:
         ),
     )
     python_module: str = knob(
-        "", help="A Python module of your own tool functions (not available yet: leave empty)."
+        "",
+        help=(
+            "A .py file of your own tool functions (type hints and an Args docstring each), "
+            f"each call run in a child process with limits; needs {ALLOW_CODE_ENV}=1."
+        ),
+    )
+    python_timeout_s: float = knob(
+        5.0, help="Wall-clock limit of one call of your own tools, seconds.", lo=0.5, hi=60
     )
 
     def __post_init__(self) -> None:
@@ -54,10 +63,20 @@ class ToolSettings:
         if not self.context_column.strip():
             raise ConfigError("tools.context_column", "must name a dataset column")
         if self.python_module:
+            self._check_module()
+
+    def _check_module(self) -> None:
+        if not code_enabled():
             raise ConfigError(
                 "tools.python_module",
-                "your own tool modules are not available yet (only built-in tools: "
-                f"{', '.join(TOOL_NAMES)}); leave it empty",
+                f"your own tools run your own code and are disabled here; start the app or CLI "
+                f"with {ALLOW_CODE_ENV}=1 to allow them (never on a public app without a login), "
+                f"or use the built-in tools: {', '.join(TOOL_NAMES)}",
+            )
+        path = self.python_module
+        if not path.endswith(".py") or ".." in Path(path).parts:
+            raise ConfigError(
+                "tools.python_module", f"must be a .py file without '..', got {path!r}"
             )
 
     @property
@@ -68,4 +87,4 @@ class ToolSettings:
     @property
     def enabled(self) -> bool:
         """Whether the run offers any tool."""
-        return bool(self.builtin)
+        return bool(self.builtin or self.python_module)

@@ -50,6 +50,10 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
     check_model(config.model)
     if config.tools.enabled:
         check_tool_template(config)
+    if config.tools.python_module:
+        from engine.tools.factory import toolbox_for  # lists the module's tools in a child
+
+        toolbox_for(config.tools)
     if config.data.source == "hub":
         check_hub_dataset_id(str(config.data.path))
     if config.data.source == "file" or (config.data.source == "hub" and hub_offline()):

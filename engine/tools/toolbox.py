@@ -91,11 +91,21 @@ BUILTIN_TOOLS: dict[str, Callable[..., str]] = {
 }
 
 
-def toolbox_class(names: list[str], max_calls: int) -> type[Toolbox]:
-    """A :class:`Toolbox` subclass offering exactly the tools ``names`` (its factory for TRL)."""
+def toolbox_class(
+    names: list[str], max_calls: int, more: dict[str, Callable[..., str]] | None = None
+) -> type[Toolbox]:
+    """A :class:`Toolbox` subclass offering exactly the built-in tools ``names`` and the methods
+    ``more`` (a user's own tools); the class is TRL's ``environment_factory``."""
     unknown = [n for n in names if n not in BUILTIN_TOOLS]
     if unknown:
         raise ValueError(f"unknown tools {unknown}; built-in: {', '.join(BUILTIN_TOOLS)}")
     attrs: dict[str, Any] = {n: BUILTIN_TOOLS[n] for n in names}
+    taken = set(names) | {"reset", "get_reward"} | set(vars(Toolbox))
+    clashes = sorted(set(more or {}) & taken)
+    if clashes:
+        raise ValueError(
+            f"tool names {clashes} are taken (enabled built-in tools or the toolbox's)"
+        )
+    attrs |= more or {}
     attrs["max_calls"] = max_calls
     return type("Toolbox", (Toolbox,), attrs)

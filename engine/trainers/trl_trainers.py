@@ -16,8 +16,8 @@ from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
 from engine.config.run_config import RunConfig
 from engine.generation.trl_hook import FastGenerationMixin
+from engine.tools.factory import toolbox_for
 from engine.tools.template import prepare_tool_tokenizer
-from engine.tools.toolbox import toolbox_class
 from engine.tracking.trackers import tracker_args
 from engine.trainers.capture import BatchCaptureMixin
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
@@ -143,8 +143,7 @@ def tool_args(config: RunConfig, tokenizer: Any) -> dict[str, Any]:
     if not tools.enabled:
         return {}
     prepare_tool_tokenizer(tokenizer, config.model.name_or_path)
-    factory = toolbox_class(tools.builtin, tools.max_tool_calls)
-    return {"environment_factory": factory}
+    return {"environment_factory": toolbox_for(tools)}
 
 
 class CompactProgress(ProgressCallback):

@@ -4,6 +4,7 @@ its rates are stored as metrics, and samples keep the conversation with its tool
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import yaml
@@ -73,10 +74,17 @@ def finished_run(data_dir):
     return run, rows, samples
 
 
-def test_a_grpo_run_calls_the_calculator_and_stores_its_tool_turns(data_dir, tmp_path, engine_cli):
-    # Taught to call the calculator, a tool that does not exist (calc) and exponent towers.
-    model = teach_calculator_calls(tmp_path / "caller", steps=120)
-    result = engine_cli("train", write_config(tmp_path, str(model)), "--data-dir", data_dir)
+@pytest.fixture(scope="module")
+def caller(tmp_path_factory) -> str:
+    """The shipped model taught to call the calculator, a tool that does not exist (calc) and
+    exponent towers (~1 minute on 2 cores; once for this module)."""
+    return str(teach_calculator_calls(tmp_path_factory.mktemp("caller"), steps=120))
+
+
+def test_a_grpo_run_calls_the_calculator_and_stores_its_tool_turns(
+    data_dir, tmp_path, engine_cli, caller
+):
+    result = engine_cli("train", write_config(tmp_path, caller), "--data-dir", data_dir)
     assert result.returncode == 0, result.stderr[-3000:]
     run, rows, samples = finished_run(data_dir)
     assert run.status == RunStatus.COMPLETED, run.error_traceback
@@ -138,3 +146,46 @@ def test_a_model_whose_template_cannot_render_tool_calls_is_refused(data_dir, tm
     assert "tools.builtin: the chat template of" in result.stderr
     assert "cannot render tool calls" in result.stderr and "Qwen2.5/Qwen3-style" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# The user's own calculator, in place of the built-in one (not enabled): the same name, so the
+# prompt's tool line is the one the model was taught.
+USER_TOOLS = """
+def calculator(expression: str) -> str:
+    \"\"\"Multiply two numbers written as a*b.
+
+    Args:
+        expression: Two integers joined by '*'.
+    \"\"\"
+    a, b = expression.split("*")
+    return f"{int(a) * int(b)} (mine)"
+"""
+
+
+def test_a_users_own_tool_module_answers_the_calls_it_defines(
+    data_dir, tmp_path, engine_cli, caller
+):
+    module = tmp_path / "my_tools.py"
+    module.write_text(USER_TOOLS, encoding="utf-8")
+    tools = {"max_tool_calls": 2, "python_module": str(module)}
+    env = {**os.environ, "STUDIO_ALLOW_CODE": "1", "STUDIO_DATA_DIR": str(data_dir)}
+    path = write_config(tmp_path, caller, tools=tools)
+    result = engine_cli("train", path, "--data-dir", data_dir, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    run, rows, samples = finished_run(data_dir)
+    assert run.status == RunStatus.COMPLETED, run.error_traceback
+    assert max(r.value for r in rows if r.name == "tools/call_frequency") > 0
+    results = [
+        turn["content"]
+        for s in samples
+        for turn in s.extra.get("conversation", [])
+        if turn["role"] == "tool"
+    ]
+    assert any(r.endswith(" (mine)") for r in results), results  # run in the child process
+    # a tower's "3**3**3" does not split into two factors: that call's error, not the run's
+    assert all(r.endswith(" (mine)") or r.startswith("{'error': ") for r in results), results
+
+    without = {k: v for k, v in env.items() if k != "STUDIO_ALLOW_CODE"}
+    refused = engine_cli("train", path, "--data-dir", data_dir, env=without)
+    assert refused.returncode == 2 and "tools.python_module" in refused.stderr
+    assert "STUDIO_ALLOW_CODE=1" in refused.stderr

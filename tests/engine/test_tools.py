@@ -123,7 +123,8 @@ def test_tool_schemas_come_from_the_methods():
     assert schema["parameters"]["properties"]["value"]["type"] == "number"
 
 
-def test_the_tools_section_round_trips_and_names_bad_fields():
+def test_the_tools_section_round_trips_and_names_bad_fields(monkeypatch):
+    monkeypatch.delenv("STUDIO_ALLOW_CODE", raising=False)  # own tool modules: refused
     config = RunConfig.from_dict({"tools": {"builtin": ["calculator"], "max_tool_calls": 3}})
     assert RunConfig.from_yaml(config.to_yaml()).tools == config.tools
     assert not RunConfig().tools.enabled
