@@ -89,7 +89,7 @@ def score(
             gold_column = comp.params.get("gold_column")
             if gold_column:
                 columns.setdefault(gold_column, list(answers))
-    ctx = BatchContext(len(texts), prompts, completion_ids, columns)
+    ctx = BatchContext(len(texts), prompts, completion_ids, columns, completions=completions)
     per_component = []
     for fn, weight in spec.build():
         judgements = fn.judge(texts, ctx)

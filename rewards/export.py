@@ -62,6 +62,11 @@ _MODULES = (
     "components/rule.py",
     "components/python_values.py",
     "@python_code",
+    "tool_calls.py",
+    "components/tool_format.py",
+    "components/tool_errors.py",
+    "components/tool_budget.py",
+    "components/tool_answer.py",
 )
 
 # Definitions that only describe components for the registry (forms, validation).
@@ -144,6 +149,10 @@ _CLASSES = {
     "reward_model": "RewardModel",
     "judge": "Judge",
     "python": "PythonCode",
+    "tool_format": "ToolFormat",
+    "tool_errors": "ToolErrors",
+    "tool_budget": "ToolBudget",
+    "tool_answer": "ToolAnswer",
 }
 
 

@@ -81,4 +81,17 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
             "-0.1 at worst, a small length term and language consistency."
         ),
     },
+    "calculator agent": {
+        "components": [
+            _c("tool_answer", 1.0),
+            _c("tool_format", 0.5),
+            _c("tool_errors", 0.5),
+            _c("tool_budget", 0.2, {"budget": 2}),
+        ],
+        "description": (
+            "For a run with tools (tools.builtin: [calculator]): the final answer after the "
+            "calls, well-formed calls, a penalty per failed call (unknown tool, refused "
+            "expression) and per call past a budget of 2. Each trace names the call."
+        ),
+    },
 }

@@ -23,6 +23,10 @@ from rewards.components import (
     reward_model,
     rule,
     similarity,
+    tool_answer,
+    tool_budget,
+    tool_errors,
+    tool_format,
 )
 from rewards.components import format as format_
 from rewards.params import ComponentInfo, ParamSpec
@@ -45,6 +49,10 @@ REGISTRY: dict[str, ComponentInfo] = {
         judge,
         rule,
         python_code,
+        tool_format,
+        tool_errors,
+        tool_budget,
+        tool_answer,
     )
 }
 

@@ -28,6 +28,7 @@ from engine.config.fields import (
     to_dict,
     to_plain,
 )
+from engine.config.tools import ToolSettings
 from engine.data.datasets import DataSpec
 from engine.generation.backend import check_available
 from engine.models.specs import ModelSpec
@@ -206,6 +207,7 @@ class RunConfig:
     grpo: GRPOSettings = field(default_factory=GRPOSettings)
     rloo: RLOOSettings = field(default_factory=RLOOSettings)
     ppo: PPOSettings = field(default_factory=PPOSettings)
+    tools: ToolSettings = field(default_factory=ToolSettings)
 
     def __post_init__(self) -> None:
         check_fields(self, "")
@@ -226,6 +228,14 @@ class RunConfig:
             )
         if self.algorithm == "ppo":
             self.ppo.check_batch(self.completions_per_step // self.training.num_gpus)
+        if self.tools.enabled and self.algorithm != "grpo":
+            # TRL 1.16's RLOOTrainer takes no tools; our PPO samples one turn (a multi-turn
+            # rollout there is a later phase of issue 24).
+            raise ConfigError(
+                "tools.builtin" if self.tools.builtin else "tools.python_module",
+                f"{self.algorithm} cannot call tools; tools run with grpo only (empty the list "
+                "or choose grpo)",
+            )
         if self.algorithm != "grpo" and self.reward.aggregation != "sum_then_normalize":
             # RLOOConfig 1.16 has no multi_objective_aggregation; our PPO rewards the total.
             raise ConfigError(

@@ -169,8 +169,10 @@ def parse_gold(answer: Any, answer_format: str = "auto") -> str:
     return gold.replace(",", "") if re.fullmatch(r"-?[\d,]+(\.\d+)?", gold) else gold
 
 
-def load_rows(spec: DataSpec) -> list[dict[str, Any]]:
-    """Rows of ``spec`` in the shared row format, validated (see module docstring)."""
+def load_rows(spec: DataSpec, context_column: str | None = None) -> list[dict[str, Any]]:
+    """Rows of ``spec`` in the shared row format, validated (see module docstring); with
+    ``context_column`` (a run whose lookup tool reads it), each row also carries that column's
+    value as ``context``."""
     if spec.source == "builtin":
         from engine.tasks import ArithmeticTask, builtin_task
 
@@ -184,16 +186,24 @@ def load_rows(spec: DataSpec) -> list[dict[str, Any]]:
         _check_prompt_lengths(rows, spec.max_prompt_chars)
         return rows
     records = _read_file(spec) if spec.source == "file" else _read_hub(spec)
-    return records_to_rows(records, spec, origin=Path(str(spec.path)).stem or "rows")
+    origin = Path(str(spec.path)).stem or "rows"
+    return records_to_rows(records, spec, origin=origin, context_column=context_column)
 
 
 def records_to_rows(
-    records: Sequence[dict[str, Any]], spec: DataSpec, origin: str = "rows"
+    records: Sequence[dict[str, Any]],
+    spec: DataSpec,
+    origin: str = "rows",
+    context_column: str | None = None,
 ) -> list[dict[str, Any]]:
     """Map raw records (one dict per row) to the shared row format, with validation."""
     if not records:
         raise DatasetError(f"dataset {spec.path or origin!r} has no rows", "path")
     columns = list(records[0].keys())
+    if context_column is not None and context_column not in columns:
+        raise MissingColumnError(
+            context_column, "tools.context_column", [str(c)[:100] for c in columns]
+        )
     mapping = [("prompt_column", spec.prompt_column), ("answer_column", spec.answer_column)]
     mapping += [
         (name, getattr(spec, name))
@@ -236,19 +246,28 @@ def records_to_rows(
                     "difficulty_column",
                 ) from None
         row_id = record.get("id")
-        rows.append(
-            {
-                "id": str(row_id) if not _is_empty(row_id) else f"{origin}-{i:05d}",
-                "prompt": prompt,
-                "answer": answer,
-                "difficulty": difficulty,
-            }
-        )
+        row = {
+            "id": str(row_id) if not _is_empty(row_id) else f"{origin}-{i:05d}",
+            "prompt": prompt,
+            "answer": answer,
+            "difficulty": difficulty,
+        }
+        if context_column is not None:
+            row["context"] = _context_text(record.get(context_column))
+        rows.append(row)
     rows = _select_split(rows, spec, origin)
     if spec.max_rows is not None:
         rows = rows[: spec.max_rows]
     _check_prompt_lengths(rows, spec.max_prompt_chars)
     return rows
+
+
+def _context_text(value: Any) -> str:
+    """A context cell as text (one column type for the trainer's table): a mapping as
+    ``key: value`` lines, nothing as ""."""
+    if isinstance(value, dict):
+        return "\n".join(f"{k}: {v}" for k, v in value.items())
+    return "" if _is_empty(value) else str(value)
 
 
 def is_heldout_prompt(prompt: Any, seed: int, share: float) -> bool:

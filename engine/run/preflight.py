@@ -23,7 +23,7 @@ from engine.config.fields import ConfigError
 from engine.config.input_policy import InputPolicy
 from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
-from engine.models.loading import ModelLoadError, model_offline, resolve_spec
+from engine.models.loading import ModelLoadError, load_tokenizer, model_offline, resolve_spec
 from engine.models.specs import ModelSpec
 from rewards.hub_ids import is_hub_id
 
@@ -48,6 +48,12 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
     check_gpu_ids(config.training.gpu_list)
     check_trackers(config.training.report_to, config.algorithm)
     check_model(config.model)
+    if config.tools.enabled:
+        check_tool_template(config)
+    if config.tools.python_module:
+        from engine.tools.factory import toolbox_for  # lists the module's tools in a child
+
+        toolbox_for(config.tools)
     if config.data.source == "hub":
         check_hub_dataset_id(str(config.data.path))
     if config.data.source == "file" or (config.data.source == "hub" and hub_offline()):
@@ -55,11 +61,14 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
         if policy is not None:  # the web process: the file's head only (split "all")
             head = min(data.max_rows or HEAD_ROWS, HEAD_ROWS)
             data = dataclasses.replace(data, split="all", max_rows=head)
-        check_data(data, policy)
+        check_data(data, policy, config.tools.lookup_column)
 
 
-def check_data(spec: DataSpec, policy: InputPolicy | None = None) -> list[dict[str, Any]]:
-    """The data's rows, loaded as mapped; else ``ConfigError`` naming the ``data`` field.
+def check_data(
+    spec: DataSpec, policy: InputPolicy | None = None, context_column: str | None = None
+) -> list[dict[str, Any]]:
+    """The data's rows, loaded as mapped; else ``ConfigError`` naming the ``data`` field (or
+    ``tools.context_column``, a column the lookup tool reads).
 
     From the web (``policy`` given), at most the policy's ``max_file_rows`` rows are read, and a
     mapping error lists the file's column names only when the user uploaded the file; errors
@@ -68,13 +77,14 @@ def check_data(spec: DataSpec, policy: InputPolicy | None = None) -> list[dict[s
     if policy is not None:
         spec = policy.bounded(spec)
     try:
-        return load_rows(spec)
+        return load_rows(spec, context_column)
     except MissingColumnError as exc:
+        field = exc.field if "." in exc.field else f"data.{exc.field}"
         if policy is not None and not policy.is_upload(str(spec.path)):
             raise ConfigError(
-                f"data.{exc.field}", f"column {exc.column!r} ({exc.field}) not found in the data"
+                field, f"column {exc.column!r} ({exc.field}) not found in the data"
             ) from None
-        raise ConfigError(f"data.{exc.field}", exc.reason) from None
+        raise ConfigError(field, exc.reason) from None
     except DatasetError as exc:
         raise ConfigError(f"data.{exc.field}" if exc.field else "data", exc.reason) from None
 
@@ -174,6 +184,21 @@ def check_model(spec: ModelSpec) -> None:
             f"access first (`huggingface-cli download {name}`).",
         )
     check_hub_model(name)
+
+
+def check_tool_template(config: RunConfig) -> None:
+    """A run with tools needs a chat template that renders tool calls: checked here for a local
+    model (its tokenizer files only); a hub model is checked by the worker before training."""
+    from engine.tools.template import prepare_tool_tokenizer  # imports TRL: only for tool runs
+
+    resolved = resolve_spec(config.model)
+    if not Path(resolved.name_or_path).expanduser().is_dir():
+        return
+    try:
+        tokenizer = load_tokenizer(resolved)
+    except ModelLoadError:
+        return  # check_model has said what it could; the worker reports the rest
+    prepare_tool_tokenizer(tokenizer, config.model.name_or_path)
 
 
 def check_hub_model(repo_id: str) -> None:

@@ -208,7 +208,7 @@ def prepare(
         device = "cpu"
         spec = replace(spec, dtype="bfloat16") if spec.dtype == "auto" else spec
     model, tokenizer = load_model_and_tokenizer(spec, device=device)
-    train_rows = load_rows(config.data)
+    train_rows = load_rows(config.data, config.tools.lookup_column)
     eval_rows = heldout_rows(config.data, config.training.eval_samples)
     logger.info("%d training prompts, %d held-out prompts", len(train_rows), len(eval_rows))
     logger.info("Prompts reach the model as %s", prompt_format(tokenizer))

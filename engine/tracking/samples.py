@@ -1,4 +1,9 @@
-"""Turn a captured generation batch into stored sample rows with per-component traces."""
+"""Turn a captured generation batch into stored sample rows with per-component traces.
+
+A tool rollout (TRL's messages: assistant turns with ``tool_calls``, tool results) is scored as
+it was generated, so the agent components see its calls, and keeps its whole conversation in the
+row's ``extra["conversation"]``; ``completion`` holds its assistant text, as for any run.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from engine.trainers.capture import GenerationBatch
 from rewards.composer import score
 from rewards.spec import RewardSpec
 from rewards.text import completion_text, prompt_text
+from rewards.tool_calls import is_conversation
 
 
 def sample_rows(
@@ -26,7 +32,7 @@ def sample_rows(
         scored = score(
             spec,
             prompts,
-            completions,
+            batch.completions[:keep],  # as generated: a tool rollout's calls are scored too
             answers=batch.answers[:keep],
             completion_ids=batch.completion_ids[:keep],
         )
@@ -40,6 +46,18 @@ def sample_rows(
             "total": scored[i].total,
             "trace": [t.to_dict() for t in scored[i].trace],
             "advantage": batch.advantages[i] if i < len(batch.advantages) else None,
+            "extra": _conversation(batch.completions[i]),
         }
         for i in range(keep)
     ]
+
+
+def _conversation(completion: Any) -> dict[str, Any]:
+    """``{"conversation": messages}`` for a rollout with tool turns, else nothing."""
+    if not is_conversation(completion):
+        return {}
+    messages = [m for m in completion if isinstance(m, dict)]
+    if not any(m.get("role") == "tool" or m.get("tool_calls") for m in messages):
+        return {}
+    keys = ("role", "content", "tool_calls", "name")
+    return {"conversation": [{k: m[k] for k in keys if k in m} for m in messages]}

@@ -16,6 +16,8 @@ from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
 from engine.config.run_config import RunConfig
 from engine.generation.trl_hook import FastGenerationMixin
+from engine.tools.factory import toolbox_for
+from engine.tools.template import prepare_tool_tokenizer
 from engine.tracking.trackers import tracker_args
 from engine.trainers.capture import BatchCaptureMixin
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
@@ -84,6 +86,10 @@ def build_trl_args(config: RunConfig, output_dir: str, *, show_progress: bool = 
             **args,
             **config.grpo.trl_args(),
             multi_objective_aggregation=config.reward.aggregation,
+            # Each iteration runs at least one call, so the budget bounds the iterations too.
+            max_tool_calling_iterations=config.tools.max_tool_calls
+            if config.tools.enabled
+            else None,
         )
     if config.algorithm == "rloo":
         return RLOOConfig(**args, **config.rloo.trl_args())
@@ -114,6 +120,7 @@ def build_trl_trainer(
         train_dataset=train_dataset,
         processing_class=tokenizer,
         callbacks=callbacks,
+        **tool_args(config, tokenizer),
     )
     trainer.before_publish = before_checkpoint_publish
     if config.reward.has_schedules:
@@ -127,6 +134,16 @@ def build_trl_trainer(
         trainer.remove_callback(ProgressCallback)
         trainer.add_callback(CompactProgress())
     return trainer
+
+
+def tool_args(config: RunConfig, tokenizer: Any) -> dict[str, Any]:
+    """The trainer's tool arguments: the run's toolbox as TRL's per-rollout environment
+    (:mod:`engine.tools.toolbox`), once the tokenizer is checked to carry tool calls."""
+    tools = config.tools
+    if not tools.enabled:
+        return {}
+    prepare_tool_tokenizer(tokenizer, config.model.name_or_path)
+    return {"environment_factory": toolbox_for(tools)}
 
 
 class CompactProgress(ProgressCallback):

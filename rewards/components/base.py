@@ -28,7 +28,9 @@ class BatchContext:
 
     ``columns`` holds the dataset columns TRL forwards (``answer``, ...), each a list aligned
     with the completions; ``memo`` is shared by the components of one composer call, so a
-    correctness verdict is computed once even when two components need it.
+    correctness verdict is computed once even when two components need it. ``completions`` are
+    the completions as the trainer gave them (a tool rollout's messages, with its tool calls and
+    results), for the components that read more than the text; ``None`` when only text exists.
     """
 
     def __init__(
@@ -38,12 +40,16 @@ class BatchContext:
         completion_ids: Sequence[Sequence[int]] | None = None,
         columns: dict[str, Any] | None = None,
         memo: dict[Any, Any] | None = None,
+        completions: Sequence[Any] | None = None,
     ) -> None:
         self.size = size
         self.prompts = prompts
         self.completion_ids = _aligned("completion_ids", completion_ids, size)
         self.columns = columns or {}
         self.memo = {} if memo is None else memo
+        self.completions = None if completions is None else list(completions)
+        if self.completions is not None and len(self.completions) != size:
+            raise ValueError(f"completions: {len(self.completions)} for {size} texts")
 
     def column(self, name: str) -> list[Any] | None:
         """Column ``name`` aligned with the completions, or ``None`` when absent."""
@@ -91,7 +97,7 @@ class RewardComponent:
         """TRL's reward-function call: unknown keyword arguments are ignored."""
         texts = completion_texts(completions)
         columns = {k: v for k, v in kwargs.items() if k not in _NOT_COLUMNS}
-        ctx = BatchContext(len(texts), prompts, completion_ids, columns)
+        ctx = BatchContext(len(texts), prompts, completion_ids, columns, completions=completions)
         return [j.value for j in self.judge(texts, ctx)]
 
     def __repr__(self) -> str:

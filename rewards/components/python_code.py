@@ -154,9 +154,14 @@ def _check(params: Mapping[str, Any]) -> None:
         )
 
 
+def path_allowed(path: str) -> bool:
+    """Whether this process may read the code file ``path`` (:func:`restrict_code_paths`)."""
+    return _path_rule is None or _path_rule(path)
+
+
 def read_path(path: str) -> str:
     """The code in the file ``path``, checked to parse and define ``reward``."""
-    if _path_rule is not None and not _path_rule(path):
+    if not path_allowed(path):
         raise RewardSpecError(
             "path",
             "must be a file uploaded here; other server paths are not readable from the web "
@@ -177,8 +182,12 @@ def _child_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
 
 
-def _run_child(request: str, timeout_s: float) -> tuple[str, str, int | None]:
-    """Run the runner on ``request``; ``(stdout, stderr, exit code)``, code ``None`` on timeout.
+def run_child(
+    request: str, timeout_s: float, runner: Path = _RUNNER
+) -> tuple[str, str, int | None]:
+    """Run ``runner`` (a standard-library script: the reward runner, or the tool runner of
+    :mod:`engine.tools.user_module`) on ``request``; ``(stdout, stderr, exit code)``, code
+    ``None`` on timeout.
 
     The child leads its own process group, so whatever it started is stopped with it when it
     ends or times out; it works in a fresh temporary folder, so files it writes never land in
@@ -197,7 +206,7 @@ def _run_child(request: str, timeout_s: float) -> tuple[str, str, int | None]:
             open(io / "err", "wb") as stderr,
         ):
             child = subprocess.Popen(
-                [sys.executable, "-I", str(_RUNNER)],
+                [sys.executable, "-I", str(runner)],
                 stdin=stdin,
                 stdout=stdout,
                 stderr=stderr,
@@ -258,7 +267,7 @@ class PythonCode(RewardComponent):
                 {**columns, **({"prompts": list(prompts)} if prompts is not None else {})}
             ),
         }
-        stdout, stderr, returncode = _run_child(json.dumps(request), self.timeout_s)
+        stdout, stderr, returncode = run_child(json.dumps(request), self.timeout_s)
         # The CPU limit is timeout_s rounded up, so a busy loop can meet it first (SIGXCPU):
         # the same time budget, said the same way.
         if returncode is None or returncode == -signal.SIGXCPU:

@@ -218,8 +218,10 @@ def _build_slot(parts: FormParts, slot: Slot, values: FormValues, notes: dict[st
             gr.Markdown(
                 escape(slot.info.description), padding=True, **drawn(f"{block}-description")
             )
+            # Buttons are drawn anew (never keyed): a click on the old one while the new
+            # drawing is on its way still reaches a handler (see current_values).
             parts.removes[slot.key] = gr.Button(
-                "Remove", size="sm", scale=0, elem_id=f"remove-{block}", **drawn(f"remove-{block}")
+                "Remove", size="sm", scale=0, elem_id=f"remove-{block}"
             )
         with gr.Row(**drawn(f"{block}-fields")):
             parts.inputs[at + "enabled"] = gr.Checkbox(
@@ -327,16 +329,17 @@ def draw_form(form: SpecForm, values: FormValues, adding: str | None = None) -> 
             elem_id="add-component-name",
             interactive=True,
             scale=3,
-            **drawn("add-component-name"),
         )
-        parts.add = gr.Button(
-            "Add component", scale=1, elem_id="add-component", **drawn("add-component")
-        )
+        parts.add = gr.Button("Add component", scale=1, elem_id="add-component")
     return parts
 
 
 def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets, version: int) -> None:
-    """Validate on every edit; add and remove slots by drawing the editor again."""
+    """Validate on every edit; add and remove slots by drawing the editor again.
+
+    Each listener is keyed by the layout version it was drawn from: the page may draw one
+    version twice (a second redraw requested while the first ran), and a click sent to the
+    first drawing's listener then still reaches one (the same inputs, in the same order)."""
 
     def editor_of(lines: list[str]) -> Callable[[Values], Updates]:
         def on_edit(raw: Values) -> Updates:
@@ -362,6 +365,7 @@ def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets, version: in
             trigger_mode="always_last",
             show_progress="hidden",
             api_visibility="private",
+            key=("design-edit", section, version),
             **FORM_QUEUE,
         )
 
@@ -375,6 +379,7 @@ def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets, version: in
             outputs=accordion,
             show_progress="hidden",
             api_visibility="private",
+            key=("design-badge", key, version),
         )
 
     every_input = {out.layout, out.export_format, *parts.inputs.values()}
@@ -419,6 +424,8 @@ def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets, version: in
         inputs={*every_input, parts.add_name},
         outputs=out.redraw_outputs,
         api_visibility="private",
+        key=("design-add", version),
+        trigger_mode="multiple",  # every click counts, in order (FORM_QUEUE)
         **FORM_QUEUE,
     )
     for key, button in parts.removes.items():
@@ -427,6 +434,8 @@ def _wire_form(form: SpecForm, parts: FormParts, out: EditorTargets, version: in
             inputs=every_input,
             outputs=out.redraw_outputs,
             api_visibility="private",
+            key=("design-remove", key, version),
+            trigger_mode="multiple",  # every click counts, in order (FORM_QUEUE)
             **FORM_QUEUE,
         )
 
