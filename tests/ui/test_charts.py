@@ -196,3 +196,18 @@ def test_every_line_names_its_series_for_the_csv_download():
     )
     assert [t["meta"]["series"] for t in timed["data"]] == ["run one · a/x", "run one · a/y"]
     assert timed["layout"]["meta"] == {"x_name": "minutes"}
+
+
+def test_stacked_panels_each_fit_a_constant_series_and_log_scale_says_why_it_is_empty():
+    by_metric = {
+        "train/learning_rate": {"r": Series([1, 2], [5e-5, 5e-5])},
+        "loss/policy": {"r": Series([1, 2], [-0.1, -0.2])},
+    }
+    fig = charts.metrics_figure(by_metric)
+    assert fig["layout"]["yaxis"]["range"] == pytest.approx([2.5e-5, 7.5e-5])
+    assert "range" not in fig["layout"]["yaxis2"]
+    logged = charts.metrics_figure(
+        {"loss/policy": {"r": Series([1], [-0.1])}, "a/b": {"r": Series([1], [0.0])}},
+        options=charts.ChartOptions(log_y=True),
+    )
+    assert "no value above 0" in logged["layout"]["annotations"][0]["text"]

@@ -204,22 +204,31 @@ def _x_axis(options: ChartOptions, series: Iterable[Series]) -> dict:
     return step_axis(_last_step(series))
 
 
-def _fit_layout(layout: dict, data: list[dict], options: ChartOptions) -> None:
-    """Axes a reader can trust: a near-constant series on a range around its value (Plotly
-    spans a flat line over -1..1, where a learning rate of 5e-5 reads as 0), the legend clear
-    of the time axis's title, and a log scale with nothing above 0 saying so."""
+def _fit_axis(layout: dict, data: list[dict], axis: str = "y") -> None:
+    """A near-constant series on a range around its value: Plotly spans a flat line over
+    -1..1, where a learning rate of 5e-5 reads as 0 (``axis``: a trace's ``yaxis``)."""
     values = [
         y
         for trace in data
-        if trace.get("yaxis", "y") == "y"
+        if trace.get("yaxis", "y") == axis
         for y in trace["y"]
         if y is not None and math.isfinite(y)
     ]
-    if values and not options.log_y:
+    if values:
         low, high = min(values), max(values)
         if high - low <= 1e-9 * max(abs(low), abs(high)):
             pad = abs(high) * 0.5 or 1.0
-            layout["yaxis"]["range"] = [low - pad, high + pad]
+            layout[f"yaxis{axis[1:]}"]["range"] = [low - pad, high + pad]
+
+
+def _fit_layout(
+    layout: dict, data: list[dict], options: ChartOptions, axes: Sequence[str] = ("y",)
+) -> None:
+    """Axes a reader can trust: each of ``axes`` fitted to a near-constant series, the legend
+    clear of the time axis's title, and a log scale with nothing above 0 saying so."""
+    if not options.log_y:
+        for axis in axes:
+            _fit_axis(layout, data, axis)
     if options.x == "time":
         layout["legend"]["y"] = -0.35
         layout["margin"]["b"] = 70
@@ -369,6 +378,7 @@ def metrics_figure(
                 data.append(trace)
     layout["xaxis"].update(_x_axis(options, (s for r in by_metric.values() for s in r.values())))
     layout["xaxis"]["anchor"] = f"y{k}"  # the shared axis under the lowest panel
+    _fit_layout(layout, data, options, ["y", *(f"y{i + 1}" for i in range(1, k))])
     return {"data": data, "layout": layout}
 
 
