@@ -114,11 +114,11 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         for label, tab in tabs.items():
             tab.select(None, js=memory.save_tab_js(label))
         demo.load(None, js=memory.restore_tab_js(list(tabs)))
-        memory.wire_design_memory(demo, design)
-        memory.wire_train_memory(demo, train.parts)
-        memory.wire_chart_memory(
-            demo, [("runs", runs.chart_controls), ("compare", compare.chart_controls)]
-        )
+        key = memory.browser_key(ctx.data_dir)
+        memory.wire_design_memory(demo, design, key)
+        memory.wire_train_memory(demo, train.parts, key)
+        charts = [("runs", runs.chart_controls), ("compare", compare.chart_controls)]
+        memory.wire_chart_memory(demo, charts, key)
 
         # "Start training" takes the user to the new run.
         def to_new_run(run_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None):

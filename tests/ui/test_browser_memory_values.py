@@ -67,3 +67,16 @@ def test_train_values_keep_what_each_input_takes_and_name_the_rest():
     assert (nothing.name, nothing.algorithm, nothing.hyper, nothing.dropped) == (None, None, {}, [])
     wrong = saved.train_values({"name": "x" * 5000, "algorithm": "dpo"}, FIELDS, ["grpo"], [])
     assert wrong.dropped == ["name", "algorithm"]
+
+
+def test_the_browser_key_is_one_per_data_dir_and_not_the_cookie_secret(tmp_path):
+    from ui.access.visitor_cookie import server_secret
+    from ui.memory.wiring import browser_key
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    key = browser_key(first)
+    assert key == browser_key(first)  # a restart reads the same key: stored values still open
+    assert key != browser_key(second)
+    assert key not in server_secret(first).decode()

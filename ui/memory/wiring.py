@@ -9,13 +9,17 @@ a server update: see ``ui.factory``).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from rewards.errors import RewardSpecError
 from rewards.spec import RewardSpec
+from ui.access.visitor_cookie import server_secret
 from ui.design.presets import show_spec
 from ui.design.tab import DesignHandles
 from ui.memory import saved
@@ -32,14 +36,23 @@ NOT_RESTORED = "The design kept in this browser was not restored"
 PRIVATE = {"api_visibility": "private", "show_progress": "hidden"}
 
 
+def browser_key(data_dir: Path) -> str:
+    """The key the page encrypts its stored values with (Gradio hands it to the page, so it
+    hides nothing from the visitor): one per data dir, so what a browser kept outlives a
+    restart of the app (Gradio's own default is a new key per start). Derived one way from the
+    cookie secret, which it never reveals."""
+    digest = hmac.new(server_secret(data_dir), b"browser-state", hashlib.sha256).hexdigest()
+    return digest[:32]
+
+
 def _or_skip(updates: Updates, anyone: gr.components.Component) -> Updates:
     """``updates``, or one skip when empty (Gradio reads an empty dict as one output value)."""
     return updates or {anyone: gr.skip()}
 
 
-def wire_design_memory(demo: gr.Blocks, design: DesignHandles) -> None:
+def wire_design_memory(demo: gr.Blocks, design: DesignHandles, secret: str | None = None) -> None:
     """The last valid reward design is kept; a reload draws it again (or says why not)."""
-    store = gr.BrowserState(None, storage_key=KEY + "design")
+    store = gr.BrowserState(None, storage_key=KEY + "design", secret=secret)
     out = design.editor
 
     def save(spec: RewardSpec | None) -> Any:
@@ -73,11 +86,11 @@ def _model_keys(parts: TrainParts) -> list[str]:
     return [value for _, value in parts.model.key.choices]
 
 
-def wire_train_memory(demo: gr.Blocks, parts: TrainParts) -> None:
+def wire_train_memory(demo: gr.Blocks, parts: TrainParts, secret: str | None = None) -> None:
     """The Train form's name, algorithm, model and hyperparameters are kept (not the data
     inputs: an uploaded file lives on the server); a reload puts back each value its input
     takes, and names those it dropped."""
-    store = gr.BrowserState(None, storage_key=KEY + "train")
+    store = gr.BrowserState(None, storage_key=KEY + "train", secret=secret)
     m = parts.model
     model_inputs = dict(zip(saved.MODEL_KEYS, m.all, strict=True))
     inputs = [parts.name, parts.algorithm, *m.all, *parts.hyper.values()]
@@ -121,9 +134,11 @@ def wire_train_memory(demo: gr.Blocks, parts: TrainParts) -> None:
     demo.load(restore, inputs=store, outputs=inputs, **PRIVATE)
 
 
-def wire_chart_memory(demo: gr.Blocks, controls: Sequence[tuple[str, ChartControls]]) -> None:
+def wire_chart_memory(
+    demo: gr.Blocks, controls: Sequence[tuple[str, ChartControls]], secret: str | None = None
+) -> None:
     """Each tab's chart settings (smoothing, x axis, log scale) are kept and restored."""
-    store = gr.BrowserState({}, storage_key=KEY + "charts")
+    store = gr.BrowserState({}, storage_key=KEY + "charts", secret=secret)
     for name, c in controls:
 
         def save(stored: Any, smoothing: Any, x: Any, log_y: Any, name: str = name) -> dict:
