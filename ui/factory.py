@@ -74,7 +74,6 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             )
         # In the page only (ui/plots/chart_memory.js): the charts drawn change theme too.
         theme.click(None, js="() => window.studioTheme?.toggle()")
-        demo.load(None, js="() => window.studioTheme?.restore()")
         if sign_in_available():
             # Hugging Face sign-in (the Space's README sets hf_oauth: true); signed-in users
             # own their runs as hf:<username>, visitors get a per-session identity.
@@ -113,7 +112,6 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         }
         for label, tab in tabs.items():
             tab.select(None, js=memory.save_tab_js(label))
-        demo.load(None, js=memory.restore_tab_js(list(tabs)))
         key = memory.browser_key(ctx.data_dir)
         memory.wire_design_memory(demo, design, key)
         memory.wire_train_memory(demo, train.parts, key)
@@ -142,8 +140,11 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         ).then(
             None,
             inputs=runs.run_select,
+            # Else the tab and theme of the last visit (js-only steps chain no further).
             js="(picked) => { const asked = new URLSearchParams(location.search).get('run');"
-            f" if (asked && asked === picked) {{ {CLICK_RUNS_TAB} }} }}",
+            f" if (asked && asked === picked) {{ {CLICK_RUNS_TAB} }}"
+            f" else if (!asked) {{ {memory.restore_tab_script(list(tabs))} }}"
+            " window.studioTheme?.restore(); }",
         )
         build_api(ctx)
         build_lab_api(ctx)
@@ -176,7 +177,8 @@ def launch_kwargs(ctx: AppContext) -> dict:
     return {
         "theme": THEME,
         "css": CSS,
-        "head": chart_head(),  # charts keep their zoom and hidden series across live redraws
+        # Charts keep their zoom and hidden series across live redraws; the last visit's tab.
+        "head": chart_head() + memory.tab_head(),
         "blocked_paths": [str(ctx.data_dir)],
         # Uploads land on the server's disk (and a dataset is copied once more into uploads/).
         "max_file_size": upload_limit_bytes(),

@@ -60,24 +60,33 @@ def wire_design_memory(demo: gr.Blocks, design: DesignHandles, secret: str | Non
 
     design.spec_state.change(save, design.spec_state, store, **PRIVATE)
 
-    def restore(raw: Values) -> Updates:
-        text = raw[store]
-        if not text:
-            return _or_skip({}, store)
-        try:
-            spec = saved.saved_spec(text)
-        except RewardSpecError as exc:
-            return {out.message: warn(f"{NOT_RESTORED}: {escape(exc)}"), store: None}
-        if spec == raw[out.spec_state]:
-            return _or_skip({}, store)  # the page opened with it already: nothing to draw
-        return show_spec(
-            design.form, out, spec, raw, "Restored the design of your last visit.", NOT_RESTORED
-        )
+    # The load reads the stored text only (a load's inputs are what the page sends, anything);
+    # the spec it yields is drawn by the next step, which reads the editor's own state.
+    pending = gr.State(None)
 
-    demo.load(
-        restore,
-        inputs={store, out.layout, out.export_format, out.spec_state},
-        outputs=[*out.redraw_outputs, store],
+    def read(text: Any) -> Updates:
+        if not text:
+            return {pending: None}
+        try:
+            return {pending: saved.saved_spec(text)}
+        except RewardSpecError as exc:
+            return {pending: None, out.message: warn(f"{NOT_RESTORED}: {escape(exc)}"), store: None}
+
+    def draw(raw: Values) -> Updates:
+        spec = raw[pending]
+        if spec is None or spec == raw[out.spec_state]:  # nothing kept, or drawn already
+            return {pending: None}
+        return {
+            **show_spec(
+                design.form, out, spec, raw, "Restored the design of your last visit.", NOT_RESTORED
+            ),
+            pending: None,
+        }
+
+    demo.load(read, inputs=store, outputs=[pending, out.message, store], **PRIVATE).then(
+        draw,
+        inputs={pending, out.layout, out.export_format, out.spec_state},
+        outputs=[*out.redraw_outputs, pending],
         **PRIVATE,
     )
 
@@ -175,13 +184,18 @@ def save_tab_js(label: str) -> str:
     return f"() => {{ localStorage.setItem({TAB_KEY!r}, {label!r}); }}"
 
 
-def restore_tab_js(labels: Sequence[str]) -> str:
-    """The load event's JS: click the tab open at the last visit (one of ``labels``), unless a
-    run link (``?run=``) opens the Runs tab."""
+def tab_head() -> str:
+    """``<head>`` HTML: the tab open at the last visit, read before the page mounts (the
+    page's first tab fires its select event as it mounts, which saves itself over it)."""
+    return f"<script>window.studioLastTab = localStorage.getItem({TAB_KEY!r});</script>"
+
+
+def restore_tab_script(labels: Sequence[str]) -> str:
+    """JS statements for the page's load: click the tab open at the last visit (one of
+    ``labels``)."""
     return (
-        "() => { if (new URLSearchParams(location.search).get('run')) return;"
-        f" const label = localStorage.getItem({TAB_KEY!r});"
-        f" if (!{list(labels)!r}.includes(label)) return;"
+        "const label = window.studioLastTab;"
+        f" if ({list(labels)!r}.includes(label))"
         " [...document.querySelectorAll('#main-tabs [role=tab]')]"
-        ".find((b) => b.textContent.trim() === label)?.click(); }"
+        ".find((b) => b.textContent.trim() === label)?.click();"
     )
