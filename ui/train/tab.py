@@ -40,6 +40,7 @@ MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
 SECTION_TITLES = {
     "generation": "Generation",
     "training": "Training",
+    "tools": "Tools (agent runs: GRPO, a model whose chat template renders tool calls)",
     "grpo": "GRPO",
     "rloo": "RLOO",
     "ppo": "PPO",
