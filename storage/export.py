@@ -2,7 +2,8 @@
 
 ``export_run`` writes into a folder:
 
-- ``run.json``: id, name, algorithm, status, times (epoch seconds), steps, error;
+- ``run.json``: id, name, algorithm, status, times (epoch seconds), steps, error, and the
+  user's tags and note;
 - ``config.yaml``: the run config, as ``python -m engine train`` reads it;
 - ``metrics.csv``: one row per step, one column per metric (``step``, ``time``, then names in
   alphabetical order; empty cells where a metric was not logged or was not finite);
@@ -22,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from storage.db import Database
+from storage.labels import label_of
 from storage.logs import logs_since
 from storage.metrics import metrics_since
 from storage.runs import RunNotFoundError, get_run
@@ -56,6 +58,8 @@ def export_run(
     out.mkdir(parents=True, exist_ok=True)
     info = {name: getattr(run, name) for name in RUN_FIELDS}
     info["status"] = str(run.status)
+    label = label_of(db, run_id)
+    info["tags"], info["note"] = (label.tags, label.note) if label else ([], "")
     (out / "run.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     config_text = yaml.safe_dump(run.config, sort_keys=False, allow_unicode=True)
     (out / "config.yaml").write_text(config_text, encoding="utf-8")

@@ -57,7 +57,18 @@ def _v2_to_v3(conn: Connection) -> None:
     conn.exec_driver_sql("CREATE INDEX ix_run_note_run_id ON run_note (run_id, id)")
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(conn: Connection) -> None:
+    """Runs get what their user writes about them: tags and a note (``storage.schema.RunLabel``;
+    older runs have none), and the seconds their earlier attempts ran (0 for older runs)."""
+    conn.exec_driver_sql("ALTER TABLE run ADD COLUMN earlier_attempts_s FLOAT NOT NULL DEFAULT 0")
+    conn.exec_driver_sql(  # the text a new file gets, so both read the same in sqlite_master
+        "CREATE TABLE run_label (\n\trun_id VARCHAR NOT NULL, \n\ttags_json TEXT NOT NULL, "
+        "\n\tnote TEXT NOT NULL, \n\tupdated_at FLOAT NOT NULL, \n\tPRIMARY KEY (run_id), "
+        "\n\tFOREIGN KEY(run_id) REFERENCES run (id) ON DELETE CASCADE\n)"
+    )
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def migrate(conn: Connection, current: int, target: int) -> None:

@@ -20,7 +20,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from storage.db import Database
-from storage.encoding import config_object, epoch_or_none, optional_int, text_field
+from storage.encoding import (
+    config_object,
+    epoch_or_none,
+    finite_or_none,
+    optional_int,
+    text_field,
+)
 from storage.run_caps import ActiveRunCaps, check_caps
 from storage.schema import (
     LOCAL_OWNER,
@@ -30,6 +36,7 @@ from storage.schema import (
     Metric,
     PhaseEntry,
     Run,
+    RunLabel,
     RunNote,
     RunStatus,
     Sample,
@@ -236,6 +243,8 @@ def _normalise(fields: Mapping[str, Any]) -> dict[str, Any]:
             values[key] = optional_int(value, key, minimum=0 if key == "last_step" else 1)
             if values[key] is None:
                 raise ValueError(f"{key}: must be an integer, not None")
+        elif key == "earlier_attempts_s":
+            values[key] = max(0.0, finite_or_none(value, key) or 0.0)
         elif key in ("started_at", "ended_at", "heartbeat_at"):
             values[key] = epoch_or_none(value, key)
         elif key == "output_dir":
@@ -267,6 +276,10 @@ def _apply(session: Session, run_id: str, values: dict[str, Any]) -> RunInfo:
                 stamps.update(
                     attempt=row.attempt + 1, error_message=None, error_traceback=None, ended_at=None
                 )
+                if new in (RunStatus.QUEUED, RunStatus.RUNNING) and row.started_at and row.ended_at:
+                    # the attempt that ended keeps counting in the run's duration
+                    ran = max(0.0, row.ended_at - row.started_at)
+                    stamps["earlier_attempts_s"] = row.earlier_attempts_s + ran
             if new == RunStatus.RUNNING:
                 stamps.update(started_at=now, ended_at=None, heartbeat_at=now)
             elif new in TERMINAL_STATUSES:
@@ -322,13 +335,14 @@ def heartbeat(db: Database, run_id: str, step: int | None = None) -> None:
 
 
 def delete_run(db: Database, run_id: str) -> bool:
-    """Delete a run with all its metrics, samples, log lines and notes; False if there was none.
+    """Delete a run with all its metrics, samples, log lines, notes and labels; False if there
+    was none.
 
     Stopping a running worker first is the caller's job (its writes would fail afterwards).
     """
 
     def write(session: Session) -> bool:
-        for table in (Metric, Sample, LogLine, PhaseEntry, RunNote):
+        for table in (Metric, Sample, LogLine, PhaseEntry, RunNote, RunLabel):
             session.execute(delete(table).where(table.run_id == run_id))
         return session.execute(delete(Run).where(Run.id == run_id)).rowcount > 0
 

@@ -31,7 +31,7 @@ from sqlmodel import Field, SQLModel
 
 from storage.encoding import json_text
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # The owner of runs started from the command line, and of every run made before owners existed.
 LOCAL_OWNER = "local"
@@ -174,6 +174,10 @@ class Run(SQLModel, table=True):
     # "anon:<visitor key>" (see ui.access.identity); set by the server, never by the client.
     # "anon:<browser session>" (see ui.access.identity); set by the server, never by the client.
     owner: str = Field(default=LOCAL_OWNER, nullable=False)
+    # Seconds the run's earlier attempts ran (each ended one adds its started_at -> ended_at
+    # when the run is started again), so a resumed run's duration counts them all. 0 on runs
+    # resumed before schema v4: their earlier attempts were never measured.
+    earlier_attempts_s: float = Field(default=0.0, nullable=False)
 
     @property
     def is_terminal(self) -> bool:
@@ -284,6 +288,21 @@ class RunNote(SQLModel, table=True):
     time: float
 
 
+class RunLabel(SQLModel, table=True):
+    """What the user wrote about a run: its tags and a note (at most one row per run, none until
+    the user writes one). Kept apart from ``run``, which the worker writes, so neither overwrites
+    the other; bounds and checks are :mod:`storage.labels`'s."""
+
+    __tablename__ = "run_label"
+
+    run_id: str = Field(primary_key=True, foreign_key="run.id", ondelete="CASCADE")
+    tags: list[str] = Field(
+        default_factory=list, sa_column=Column("tags_json", JSONText, nullable=False)
+    )
+    note: str = Field(default="", sa_column=Column(Text, nullable=False))
+    updated_at: float
+
+
 class SchemaVersion(SQLModel, table=True):
     """A single row: the schema version the file is at."""
 
@@ -302,5 +321,6 @@ TABLES = (
     PhaseEntry.__table__,
     LogLine.__table__,
     RunNote.__table__,
+    RunLabel.__table__,
     SchemaVersion.__table__,
 )

@@ -60,7 +60,7 @@ HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
 _TRUE = ("1", "true", "yes", "on")
 # Stored uploads are named by the first 32 hex digits of their SHA-256 and their suffix.
-_STORED_NAME = re.compile(r"[0-9a-f]{32}\.[a-z]+")
+STORED_UPLOAD_NAME = re.compile(r"[0-9a-f]{32}\.[a-z]+")
 
 
 def is_web_hub_id(name: str) -> bool:
@@ -320,7 +320,7 @@ def _names_in_run_configs(runs: Path) -> set[str]:
     names: set[str] = set()
     for config in runs.glob(f"*/{CONFIG_FILE}"):
         try:
-            names.update(_STORED_NAME.findall(config.read_text(errors="replace")))
+            names.update(STORED_UPLOAD_NAME.findall(config.read_text(errors="replace")))
         except OSError:
             continue
     return names

@@ -8,6 +8,7 @@ import json
 import yaml
 
 from storage.export import export_run
+from storage.labels import set_label
 from storage.logs import append_logs
 from storage.metrics import MetricWriter
 from storage.runs import create_run
@@ -56,6 +57,7 @@ def test_a_run_exports_to_plain_files(db, tmp_path):
 
     info = json.loads((out / "run.json").read_text("utf-8"))
     assert info["id"] == run_id and info["name"] == "exported" and info["status"] == "queued"
+    assert (info["tags"], info["note"]) == ([], "")  # none written yet
     assert yaml.safe_load((out / "config.yaml").read_text("utf-8")) == CONFIG
     assert (out / "logs.txt").read_text(
         "utf-8"
@@ -85,5 +87,7 @@ def test_a_failed_run_keeps_its_error(db, tmp_path):
 
     run_id = recorded_run(db)
     set_status(db, run_id, RunStatus.FAILED, error="ValueError: boom", traceback="Traceback...")
+    set_label(db, run_id, tags="oom, retry", note="failed at step 3")
     info = json.loads((export_run(db, run_id, tmp_path / "e") / "run.json").read_text("utf-8"))
     assert info["status"] == "failed" and info["error_message"] == "ValueError: boom"
+    assert (info["tags"], info["note"]) == (["oom", "retry"], "failed at step 3")

@@ -31,11 +31,12 @@ def test_a_version_2_database_gets_the_notes_table(data_dir):
     with Database(path) as db:
         create_run(db, algorithm="grpo", config={}, run_id="old")
     with sqlite3.connect(path) as conn:  # back to what version 2 had
-        for table in ("run_note", "run_phase"):
+        for table in ("run_note", "run_phase", "run_label"):
             conn.execute(f"DROP TABLE {table}")
         conn.execute("ALTER TABLE run DROP COLUMN queued_at")
+        conn.execute("ALTER TABLE run DROP COLUMN earlier_attempts_s")
         conn.execute("UPDATE schema_version SET version = 2")
     with Database(path) as db:
-        assert db.schema_version == SCHEMA_VERSION == 3
+        assert db.schema_version == SCHEMA_VERSION == 4
         add_note(db, "old", 1, NoteKind.CONSTANT_COMPONENT, "kept")
         assert [n.message for n in notes_of_run(db, "old")] == ["kept"]

@@ -80,6 +80,20 @@ V3_SCHEMA |= {
     "ix_run_note_run_id": "CREATE INDEX ix_run_note_run_id ON run_note (run_id, id)",
 }
 
+# Version 4 adds what users write about their runs (tags and a note), and the seconds a run's
+# earlier attempts ran.
+V4_SCHEMA = V3_SCHEMA | {
+    "run": V3_SCHEMA["run"].replace(
+        "owner VARCHAR NOT NULL, ",
+        "owner VARCHAR NOT NULL, \n\tearlier_attempts_s FLOAT NOT NULL, ",
+    ),
+    "run_label": (
+        "CREATE TABLE run_label (\n\trun_id VARCHAR NOT NULL, \n\ttags_json TEXT NOT NULL, "
+        "\n\tnote TEXT NOT NULL, \n\tupdated_at FLOAT NOT NULL, \n\tPRIMARY KEY (run_id), "
+        "\n\tFOREIGN KEY(run_id) REFERENCES run (id) ON DELETE CASCADE\n)"
+    ),
+}
+
 # Version 2 had no queued_at (version 3 adds it: a resumed run queues from its resume).
 NEW_IN_V3 = {"phase", "note"}  # the tables (and their indexes) version 3 added
 V2_SCHEMA = {
@@ -100,10 +114,10 @@ def stored_schema(path) -> dict[str, str]:
     return {name: sql for name, sql in rows if name != "sqlite_sequence"}
 
 
-def test_a_new_file_has_exactly_the_v3_tables_and_indexes(data_dir):
+def test_a_new_file_has_exactly_the_v4_tables_and_indexes(data_dir):
     Database(db_path(data_dir)).close()
-    assert SCHEMA_VERSION == 3
-    assert stored_schema(db_path(data_dir)) == V3_SCHEMA
+    assert SCHEMA_VERSION == 4
+    assert stored_schema(db_path(data_dir)) == V4_SCHEMA
 
 
 def test_the_table_models_are_the_row_types(db):
@@ -189,8 +203,11 @@ def test_a_v2_file_written_by_earlier_code_reads_and_writes(data_dir):
         assert (again.attempt, again.config) == (2, {"a": 2})
         assert run.queued_at is None  # migrated: it queues by its creation time
     migrated = stored_schema(path)
-    assert "owner VARCHAR NOT NULL, queued_at FLOAT" in migrated.pop("run")  # ALTER TABLE's
-    assert migrated == {k: v for k, v in V3_SCHEMA.items() if k != "run"}
+    migrated_run = migrated.pop("run")  # ALTER TABLE's: new columns at the end
+    assert "owner VARCHAR NOT NULL, queued_at FLOAT, earlier_attempts_s FLOAT NOT NULL" in (
+        migrated_run
+    )
+    assert migrated == {k: v for k, v in V4_SCHEMA.items() if k != "run"}
 
 
 def test_distinct_values_of_a_run_ascending(db):

@@ -153,6 +153,21 @@ def test_resume_counts_an_attempt_and_clears_the_old_error(db):
     assert set_status(db, run.id, RunStatus.RUNNING).attempt == 3
 
 
+def test_a_resume_keeps_the_time_of_every_earlier_attempt(db):
+    run = create_run(db, algorithm="grpo", config={}, status=RunStatus.RUNNING)
+    update_run(db, run.id, started_at=100.0)
+    set_status(db, run.id, RunStatus.STOPPED, ended_at=845.0)  # 12:25
+    queued = update_run(db, run.id, status=RunStatus.QUEUED)
+    assert queued.earlier_attempts_s == 745.0
+    set_status(db, run.id, RunStatus.RUNNING, started_at=2000.0)
+    assert get_run(db, run.id).earlier_attempts_s == 745.0  # queued -> running: same attempt
+    set_status(db, run.id, RunStatus.COMPLETED, ended_at=2076.0)  # 1:16
+    again = set_status(db, run.id, RunStatus.RUNNING)  # train further
+    assert again.earlier_attempts_s == 745.0 + 76.0
+    with pytest.raises(TypeError, match="earlier_attempts_s: expected a number"):
+        update_run(db, run.id, earlier_attempts_s="long")
+
+
 def test_same_status_again_is_allowed(db):
     run = create_run(db, algorithm="grpo", config={})
     first = set_status(db, run.id, RunStatus.RUNNING, pid=1)

@@ -23,6 +23,8 @@ def test_playground_shows_base_and_trained_replies_with_traces(page: Page, live_
             "model": {"name_or_path": str(model_dir)},
             "generation": {"num_generations": 2, "max_completion_length": 8},
             "training": {"steps": 2, "prompts_per_step": 2, "eval_samples": 0},
+            # Not the Design tab's default reward: the replies must be scored with this one.
+            "reward": {"components": [{"name": "format", "weight": 1.0}]},
         }
     )
     run_id, status = run_in_process(live_app.data_dir, config)
@@ -43,11 +45,14 @@ def test_playground_shows_base_and_trained_replies_with_traces(page: Page, live_
     expect(right.locator(".pg-trace")).to_have_count(2)
     expect(left).to_contain_text("starting model")
     expect(right).to_contain_text("final model")
-    for side in (left, right):  # the Design tab's default reward, component by component
-        expect(side.locator(".pg-trace").first).to_contain_text("correctness")
+    for side in (left, right):  # the run's own reward, component by component
+        expect(side.locator(".pg-trace").first).to_contain_text("format")
+        expect(side.locator(".pg-trace").first).not_to_contain_text("correctness")
         expect(side.locator(".pg-trace").first).to_contain_text("why")
         expect(side).to_contain_text("reward")
-    expect(page.locator("#pg-message")).to_have_text("")
+    expect(page.locator("#pg-message")).to_have_text(
+        "ℹ Scored with the reward playground run was trained with: format × 1."
+    )
     # The same run's model from the Runs view: an Ollama export, downloaded as a zip.
     page.get_by_role("tab", name="Runs", exact=True).click()
     page.get_by_text("Export the model (Hugging Face, merged, GGUF, Ollama)").click()

@@ -15,11 +15,14 @@ from ui import api
 from ui.access.identity import LOCAL_VIEWER, Viewer
 from ui.api import ApiError
 from ui.playground.replies import (
+    DESIGN_REWARD,
+    RUN_REWARD,
     PlaygroundCache,
     PlaygroundError,
     Side,
     compare_stream,
     model_choices,
+    scoring_spec,
 )
 from ui.runs.actions import RunActionError
 from ui.runs.model_export import model_export_archive
@@ -82,6 +85,29 @@ def test_both_sides_stream_then_show_rewards_with_traces(ctx, tiny_run):
         assert side.count('class="pg-trace"') == 2
         assert "correctness" in side and "format" in side and "reward <b>" in side
     assert 'class="pg-trace"' not in frames[0][0]  # streamed frames come before the scores
+
+
+def test_replies_are_scored_with_the_runs_own_reward_unless_the_design_one_is_asked_for(
+    ctx, tiny_run
+):
+    from engine.run.saved_models import run_config
+    from rewards.spec import RewardSpec
+
+    design = RewardSpec.from_dict({"components": [{"name": "format", "weight": 0.5}]})
+    trained = run_config(ctx.data_dir / "runs" / tiny_run[1]).reward
+    spec, which = scoring_spec(
+        ctx, PlaygroundCache(), LOCAL_VIEWER, tiny_run[1], RUN_REWARD, design
+    )
+    assert spec == trained and spec != design
+    assert which.startswith("Scored with the reward Tiny was trained with: ")
+    assert f"{trained.components[0].name} × " in which
+    spec, which = scoring_spec(
+        ctx, PlaygroundCache(), LOCAL_VIEWER, tiny_run[1], DESIGN_REWARD, design
+    )
+    assert (spec, which) == (design, "Scored with the Design tab's current reward: format × 0.5.")
+    assert scoring_spec(ctx, PlaygroundCache(), LOCAL_VIEWER, None, RUN_REWARD, None)[0] is None
+    with pytest.raises(PlaygroundError, match="No run with id"):  # another user's run's spec
+        scoring_spec(ctx, PlaygroundCache(), STRANGER, tiny_run[1], RUN_REWARD, design)
 
 
 def test_a_stream_left_half_read_leaves_gradients_on(ctx, tiny_run):

@@ -127,8 +127,9 @@ def test_runs_table_formats_duration():
     )
     row = runs_table([run], now=5000.0)[0]
     assert row[3] == "5"
-    assert row[4].endswith("00:00")  # created, which a resume (a new started_at) keeps
-    assert row[5] == "1:02:05"  # ended_at - started_at, not "now"
+    assert row[4] == ""  # no tags
+    assert row[5].endswith("00:00")  # created, which a resume (a new started_at) keeps
+    assert row[6] == "1:02:05"  # ended_at - started_at, not "now"
 
 
 @pytest.fixture
@@ -240,6 +241,9 @@ def test_the_runs_notes_show_as_warnings_beside_its_hints(db):
     log_step(db, rid, 3, {"loss/policy": 0.0})
     update = poll(db, RunView(), rid)
     first, second, *rest = update.hints_md.split("\n\n")
-    assert "Reward gives no signal (step 3): format paid 0 on all 24 samples: &lt;try&gt;" in first
-    assert "Retried after running out of memory (step 0): retrying once at micro-batch 2" in second
+    # Escaped as Markdown (main's messages.escape): the ':' and '<' show as typed.
+    assert r"(step 3): format paid 0 on all 24 samples\: &lt;try&gt;" in first
+    assert "Reward gives no signal" in first
+    assert r"(step 0): retrying once at micro\-batch 2" in second
+    assert "Retried after running out of memory" in second
     assert rest and "normal in GRPO" in rest[0]  # the metric hints follow

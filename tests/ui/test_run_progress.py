@@ -83,8 +83,24 @@ def test_an_ended_run_gets_a_summary_card():
     lines = run_progress.summary_lines(done, series)
     assert lines == [
         "completed at step 10 of 10",
-        "last attempt took 2:05",
+        "took 2:05",
         "held-out accuracy 30.0% → 40.0% (best 45.0% at step 5)",
         "reward 0.2 → 0.9",
     ]
     assert "run-summary" in run_progress.progress_html(done, RunView(series=series))
+
+
+def test_a_resumed_runs_duration_counts_every_attempt():
+    resumed = RUN.model_copy(
+        update={
+            "status": RunStatus.COMPLETED,
+            "attempt": 2,
+            "earlier_attempts_s": 745.0,  # 12:25 before the resume
+            "started_at": 100.0,
+            "ended_at": 176.0,  # 1:16 after it
+        }
+    )
+    assert run_progress.duration_text(resumed) == "13:41 over 2 attempts (last 1:16)"
+    assert "took 13:41 over 2 attempts (last 1:16)" in run_progress.summary_lines(resumed, {})
+    assert run_progress.summary_line(resumed, None).endswith("13:41")
+    assert run_progress.duration_text(RUN.model_copy(update={"started_at": None})) == ""

@@ -10,6 +10,7 @@ from typing import Any
 import gradio as gr
 
 from engine.tracking import metric_names
+from storage import labels as label_store
 from storage import metrics as metric_store
 from storage import runs as run_store
 from storage.db import Database
@@ -96,12 +97,20 @@ def read_runs(
 
 
 def summary_markdown(db: Database, runs: Sequence[RunInfo]) -> str:
-    """One line per run (Markdown): held-out accuracy before -> after (best), steps, duration."""
+    """One line per run (Markdown): held-out accuracy before -> after (best), steps, duration,
+    then the user's tags and note (escaped: their own text, shown as typed)."""
     accuracy = _series(db, [r.id for r in runs], metric_names.EVAL_ACCURACY)
-    return "\n".join(
-        f"- **{escape(r.name)}**: {escape(run_progress.summary_line(r, accuracy.get(r.id)))}"
-        for r in runs
-    )
+    labels = label_store.labels_of(db, [r.id for r in runs])
+    lines = []
+    for r in runs:
+        line = f"- **{escape(r.name)}**: {escape(run_progress.summary_line(r, accuracy.get(r.id)))}"
+        label = labels.get(r.id)
+        if label is not None and label.tags:
+            line += " · tags: " + ", ".join(f"*{escape(t)}*" for t in label.tags)
+        if label is not None and label.note:  # one line under the run's, however it was typed
+            line += f"<br>note: {escape(' '.join(label.note.split()))}"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def comparison(

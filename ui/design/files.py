@@ -73,3 +73,10 @@ def wire_spec_io(io: SpecIoParts, spec_state: gr.State) -> None:
         outputs=[io.downloads, io.message],
         api_visibility="private",
     )
+    # Files prepared for one spec are not the next one's: a changed spec takes them away.
+    spec_state.change(
+        lambda: gr.File(value=None, visible=False),
+        outputs=io.downloads,
+        api_visibility="private",
+        show_progress="hidden",
+    )

@@ -2,8 +2,9 @@
 
 One prompt (typed, or picked from the run's data), two models (by default the run's starting
 model and its final one; any checkpoint of the run, or a model folder the app allows), the
-same sampling settings and seed, replies streamed token by token, then each reply scored by
-the Design tab's reward spec with its trace. Everything here acts only on the viewer's own
+same sampling settings and seed, replies streamed token by token, then each reply scored with
+its trace by the reward the run was trained with (or, when asked, the Design tab's current one:
+:func:`scoring_spec` picks and says which). Everything here acts only on the viewer's own
 runs (``ui.runs.actions.owned_run``); a public app caps samples and tokens as it caps previews.
 """
 
@@ -138,6 +139,37 @@ def run_reads(
         return cache.runs.get(ctx, str(run_id), run_dir)
     except PreviewError as exc:
         raise PlaygroundError(f"data: {exc}") from None
+
+
+RUN_REWARD = "the run's reward (as trained)"
+DESIGN_REWARD = "the Design tab's reward"
+SCORING_CHOICES = [RUN_REWARD, DESIGN_REWARD]
+
+
+def spec_words(spec: RewardSpec) -> str:
+    """``format × 1, correctness × 0.5`` (the enabled components with their weights)."""
+    return ", ".join(f"{c.name} × {c.weight:g}" for c in spec.components if c.enabled) or "none"
+
+
+def scoring_spec(
+    ctx: AppContext,
+    cache: PlaygroundCache,
+    viewer: Viewer,
+    run_id: str | None,
+    source: str | None,
+    design: RewardSpec | None,
+) -> tuple[RewardSpec | None, str]:
+    """The reward spec the replies are scored with, and a line saying which: the run's own
+    (its config's, as it was trained; the default, and what a reloaded page gets) unless
+    ``source`` asks for the Design tab's, or no run is picked."""
+    if source == DESIGN_REWARD or not run_id:
+        if design is None:
+            return None, "Not scored: the Design tab has no valid reward spec."
+        return design, f"Scored with the Design tab's current reward: {spec_words(design)}."
+    run = run_reads(ctx, cache, viewer, run_id)
+    spec = run.config.reward
+    name = run.config.name or run_id
+    return spec, f"Scored with the reward {name} was trained with: {spec_words(spec)}."
 
 
 def check_settings(ctx: AppContext, settings: SamplingSettings) -> None:

@@ -2,8 +2,9 @@
 
 One prompt (typed, or picked from the run's data), two models (by default the run's starting
 model and its final one; any checkpoint of the run, or a model folder the app allows), the
-same sampling settings and seed, replies streamed token by token, then each reply scored by
-the Design tab's reward spec with its trace. The work is :mod:`ui.playground.replies`'s.
+same sampling settings and seed, replies streamed token by token, then each reply scored with
+its trace by the run's own reward (as trained; the Design tab's on request), named above them.
+The work is :mod:`ui.playground.replies`'s.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from rewards.text import question_text
 from ui.access.identity import viewer_for
 from ui.design.tab import DesignHandles
 from ui.playground.replies import (
+    RUN_REWARD,
+    SCORING_CHOICES,
     PlaygroundCache,
     PlaygroundError,
     Side,
@@ -27,16 +30,18 @@ from ui.playground.replies import (
     model_choices,
     run_choices,
     run_reads,
+    scoring_spec,
 )
 from ui.shared.context import AppContext
-from ui.shared.messages import escape, warn
+from ui.shared.messages import escape, hint, warn
 
 
 def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> None:
     cache = PlaygroundCache()
     gr.Markdown(
         "Talk to a run's models: the same prompt, sampling settings and seed for both sides, "
-        "replies streamed, then scored by the Design tab's reward with its trace."
+        "replies streamed, then scored with a trace by the reward the run was trained with "
+        "(or the Design tab's current one, if you pick it below)."
     )
     with gr.Row():
         run = gr.Dropdown(label="Run", choices=[], value=None, elem_id="pg-run")
@@ -57,6 +62,9 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
         max_new = gr.Number(value=64, precision=0, label="Max new tokens")
         samples = gr.Number(value=2, precision=0, label="Samples per model")
         seed = gr.Number(value=0, precision=0, label="Seed")
+    score_with = gr.Radio(
+        SCORING_CHOICES, value=RUN_REWARD, label="Score replies with", elem_id="pg-score-with"
+    )
     go = gr.Button("Generate", variant="primary", elem_id="pg-generate")
     message = gr.Markdown(elem_id="pg-message")
     with gr.Row():
@@ -120,7 +128,8 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
         new,
         n,
         s,
-        spec: RewardSpec | None,
+        source: str | None,
+        design_spec: RewardSpec | None,
         request: gr.Request,
         profile: gr.OAuthProfile | None = None,
     ):
@@ -134,10 +143,11 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
                 seed=_whole(s),
             )
             sides = (Side(a or BASE, a_custom or ""), Side(b or FINAL, b_custom or ""))
+            spec, which = scoring_spec(ctx, cache, viewer, run_id, source, design_spec)
             for left_html, right_html in compare_stream(
                 ctx, cache, viewer, run_id, sides, text, gold, settings, spec
             ):
-                yield left_html, right_html, ""
+                yield left_html, right_html, hint(escape(which))
         except (PlaygroundError, GenerateError) as exc:
             yield gr.skip(), gr.skip(), warn(escape(exc))
 
@@ -156,6 +166,7 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
             max_new,
             samples,
             seed,
+            score_with,
             design.spec_state,
         ],
         outputs=[left_out, right_out, message],

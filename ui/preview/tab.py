@@ -40,6 +40,7 @@ from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
 from ui.shared.messages import escape, warn
 from ui.shared.named_values import Updates, Values, error_line, show_error_at
 from ui.shared.trace_view import fmt
+from ui.shared.upload_check import as_uploaded
 
 logger = logging.getLogger(__name__)
 
@@ -354,6 +355,8 @@ def _wire_scores(
         except Exception as exc:  # shown next to the input it is about, never as a trace
             if isinstance(exc, IdentityError):
                 exc = PreviewError("data", str(exc))
+            elif isinstance(exc, PreviewError) and exc.field == "data":  # the upload's own name
+                exc = PreviewError("data", as_uploaded(str(exc), raw[controls.data.file]))
             elif not isinstance(exc, PreviewError):
                 logger.exception("Preview generation failed")
                 exc = PreviewError("model", f"generation failed: {type(exc).__name__}: {exc}")

@@ -128,6 +128,13 @@ def build_model_export(ctx, run_select: gr.Dropdown) -> None:
         note = f"Exported. Unzip it, then in that folder: `{command}`" if command else "Exported."
         return gr.File(value=str(path), visible=True), ok(escape(note))
 
+    # An export belongs to the run it was made of: another run opened takes it away.
+    run_select.change(
+        lambda: (gr.File(value=None, visible=False), ""),
+        outputs=[download, message],
+        api_visibility="private",
+        show_progress="hidden",
+    )
     button.click(
         export,
         inputs=[run_select, fmt, quant],

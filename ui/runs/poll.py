@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from storage import labels as label_store
 from storage import logs as log_store
 from storage import metrics as metric_store
 from storage import notes as note_store
@@ -22,14 +23,16 @@ from storage import runs as run_store
 from storage import samples as sample_store
 from storage.db import Database
 from storage.runs import RunInfo
-from storage.schema import NoteKind, RunNote, RunPhase, RunStatus
+from storage.schema import NoteKind, RunLabel, RunNote, RunPhase, RunStatus
 from ui.plots import charts, panels
 from ui.runs import progress as run_progress
+from ui.runs.run_filter import RunFilter
 from ui.runs.state import RunsSnapshot, RunView
 from ui.shared import hints, messages
 
-# "created" never moves; a resume starts a new attempt, so the time shown is that attempt's.
-RUN_COLUMNS = ["run", "name", "status", "step", "created", "last attempt"]
+# "created" never moves; "duration" counts every attempt of a resumed run.
+RUN_COLUMNS = ["run", "name", "status", "step", "tags", "created", "duration"]
+RUN_COLUMN_WIDTHS = ["14%", "22%", "10%", "8%", "18%", "16%", "12%"]
 METRIC_PAGE = 20_000
 LOG_PAGE = 500
 
@@ -75,7 +78,7 @@ def _when(ts: float | None) -> str:
 
 
 def _duration(run: RunInfo, now: float) -> str:
-    took = run_progress.attempt_seconds(run, now)
+    took = run_progress.run_seconds(run, now)
     return "" if took is None else run_progress.clock(took)
 
 
@@ -83,15 +86,22 @@ def step_text(run: RunInfo) -> str:
     return f"{run.last_step}/{run.total_steps}" if run.total_steps else str(run.last_step)
 
 
-def runs_table(runs: list[RunInfo], now: float | None = None) -> list[list[Any]]:
-    """Rows of the run list (newest first), in :data:`RUN_COLUMNS` order."""
+def runs_table(
+    runs: list[RunInfo],
+    now: float | None = None,
+    labels: Mapping[str, RunLabel] | None = None,
+) -> list[list[Any]]:
+    """Rows of the run list in the order given, in :data:`RUN_COLUMNS` order (the user's tags are
+    plain text cells: the table does not render them as HTML)."""
     now = time.time() if now is None else now
+    labels = labels or {}
     return [
         [
             r.id,
             r.name,
             str(r.status),
             step_text(r),
+            ", ".join(labels[r.id].tags) if r.id in labels else "",
             _when(r.created_at),
             _duration(r, now),
         ]
@@ -180,20 +190,24 @@ def poll(
     owner: str | None = None,
     force: bool = False,
     options: charts.ChartOptions | None = None,
+    run_filter: RunFilter | None = None,
 ) -> RunsUpdate:
     """One tick of the Runs view for the run ``selected`` (``force``: redraw everything), its
-    charts drawn as ``options`` say.
+    charts drawn as ``options`` say, the runs table as ``run_filter`` says (the run picker
+    lists every run).
 
     With ``owner`` (a viewer's :attr:`~ui.access.identity.Viewer.scope`), only that owner's runs are
     listed and read; a selected run of someone else shows as no run at all.
     """
     update = RunsUpdate()
     snapshot = RunsSnapshot(progress_store.run_progress(db, owner=owner))
-    list_key = snapshot.list_key()
+    run_filter = run_filter or RunFilter()
+    list_key = (snapshot.list_key(), run_filter)
     runs: list[RunInfo] | None = None
     if force or list_key != view.list_key:
         runs = run_store.list_runs(db, owner=owner)
-        update.runs_table = runs_table(runs)
+        labels = label_store.labels_of(db, [r.id for r in runs])
+        update.runs_table = runs_table(run_filter.apply(runs, labels), labels=labels)
         update.run_choices = run_choices(runs)
         view.list_key = list_key
     if not isinstance(selected, str):

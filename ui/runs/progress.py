@@ -93,9 +93,9 @@ def summary_lines(run: RunInfo, series: dict[str, Series], now: float | None = N
     -> after with the best, reward first -> last."""
     of = f" of {run.total_steps}" if run.total_steps else ""
     lines = [f"{run.status} at step {run.last_step}{of}"]
-    took = attempt_seconds(run, now)
-    if took is not None:
-        lines.append(f"last attempt took {clock(took)}")
+    took = duration_text(run, now)
+    if took:
+        lines.append(f"took {took}")
     accuracy = accuracy_text(series.get(m.EVAL_ACCURACY))
     if accuracy:
         lines.append(accuracy)
@@ -110,6 +110,25 @@ def attempt_seconds(run: RunInfo, now: float | None = None) -> float | None:
     if run.started_at is None:
         return None
     return (run.ended_at or now or time.time()) - run.started_at
+
+
+def run_seconds(run: RunInfo, now: float | None = None) -> float | None:
+    """How long the run ran over all its attempts (to now while it runs)."""
+    last = attempt_seconds(run, now)
+    earlier = run.earlier_attempts_s or 0.0
+    return None if last is None and not earlier else earlier + (last or 0.0)
+
+
+def duration_text(run: RunInfo, now: float | None = None) -> str:
+    """``13:41`` (one attempt), ``13:41 over 2 attempts (last 1:16)`` after a resume, "" before
+    the run started."""
+    total = run_seconds(run, now)
+    if total is None:
+        return ""
+    last = attempt_seconds(run, now)
+    if run.attempt > 1 and run.earlier_attempts_s and last is not None:
+        return f"{clock(total)} over {run.attempt} attempts (last {clock(last)})"
+    return clock(total)
 
 
 def accuracy_text(accuracy: Series | None) -> str:
@@ -130,7 +149,7 @@ def accuracy_text(accuracy: Series | None) -> str:
 def summary_line(run: RunInfo, accuracy: Series | None, now: float | None = None) -> str:
     """One line per run for Compare: held-out accuracy before -> after (best), steps, duration."""
     parts = [accuracy_text(accuracy) or "no held-out evaluation", f"{run.last_step} steps"]
-    took = attempt_seconds(run, now)
+    took = run_seconds(run, now)
     if took is not None:
         parts.append(clock(took))
     return " · ".join(parts)

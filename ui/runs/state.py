@@ -74,7 +74,8 @@ class RunView:
         series: metric name -> points read so far.
         status: the run status last shown.
         last_step: the run's last step last shown.
-        list_key: :meth:`RunsSnapshot.list_key` of the run list last shown.
+        list_key: :meth:`RunsSnapshot.list_key` of the run list last shown, with the filter it
+            was shown with (``None``: redraw the list at the next tick).
         newest_sample_step: the newest step with samples last offered in the step picker; a
             picker left on it follows the next newest step.
     """

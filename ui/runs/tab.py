@@ -24,8 +24,15 @@ from ui.plots.panels import PANELS
 from ui.plots.plot_output import plot_value
 from ui.runs import actions as run_actions
 from ui.runs.buttons import wire_actions
+from ui.runs.labels_view import (
+    FilterControls,
+    LabelEditor,
+    build_label_editor,
+    build_runs_list,
+    wire_label_editor,
+)
 from ui.runs.model_export import build_model_export
-from ui.runs.poll import RUN_COLUMNS, RunsUpdate, default_selection, poll, run_choices
+from ui.runs.poll import RunsUpdate, default_selection, poll, run_choices
 from ui.runs.rescore import build_rescore
 from ui.runs.state import RunView
 from ui.shared.context import AppContext
@@ -51,7 +58,9 @@ class RunsParts:
 
     view: gr.State
     run_select: gr.Dropdown
+    finder: FilterControls  # search, status filter and sort of the table
     table: gr.Dataframe
+    labels: LabelEditor  # the open run's tags and note
     status_md: gr.Markdown
     progress: gr.HTML  # step N of M, ETA and phase; the summary card once the run ended
     stop: gr.Button
@@ -161,15 +170,7 @@ def _build_header() -> dict[str, Any]:
             run_select = gr.Dropdown(
                 label="Run", choices=[], value=None, interactive=True, elem_id="run-select"
             )
-            table = gr.Dataframe(
-                headers=RUN_COLUMNS,
-                value=[],
-                interactive=False,
-                label="All runs (click a row to open it)",
-                elem_id="runs-table",
-                max_height=360,
-                wrap=True,
-            )
+            labels = build_label_editor()
         with gr.Column(scale=1, min_width=420):
             status_md = gr.Markdown(elem_id="run-status")
             progress = gr.HTML(elem_id="run-progress")
@@ -203,9 +204,12 @@ def _build_header() -> dict[str, Any]:
                 repo = gr.Textbox(label="Repo (owner/name)", placeholder="alice/my-grpo-model")
                 token = gr.Textbox(label="Write token (used once, never stored)", type="password")
                 push = gr.Button("Push final model (or newest checkpoint)", size="sm")
+    finder, table = build_runs_list()
     return dict(
         run_select=run_select,
+        finder=finder,
         table=table,
+        labels=labels,
         status_md=status_md,
         progress=progress,
         stop=stop,
@@ -317,7 +321,16 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         options = charts.ChartOptions.from_inputs(
             raw[parts.smoothing], raw[parts.x_axis], raw[parts.log_y]
         )
-        update = poll(ctx.db, state, selected, owner=viewer.scope, force=force, options=options)
+        shown = parts.finder.read(raw)
+        update = poll(
+            ctx.db,
+            state,
+            selected,
+            owner=viewer.scope,
+            force=force,
+            options=options,
+            run_filter=shown,
+        )
         return poll_updates(parts, state, update, raw[parts.step_select])
 
     def tick(raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Updates:
@@ -335,6 +348,7 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         parts.smoothing,
         parts.x_axis,
         parts.log_y,
+        *parts.finder.inputs,
     }
     timer.tick(
         tick,
@@ -363,17 +377,27 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         trigger_mode="always_last",  # a dragged slider redraws for where it stops
     )
 
+    # A new filter redraws the table only (it is part of the list's key), not the charts.
+    gr.on(
+        [parts.finder.search.change, parts.finder.status.change, parts.finder.sort.change],
+        tick,
+        inputs=inputs,
+        outputs=parts.poll_outputs,
+        show_progress="hidden",
+        api_visibility="private",
+        trigger_mode="always_last",
+    )
+
     def on_row(evt: gr.SelectData):
         row = evt.row_value if getattr(evt, "row_value", None) else None
         return row[0] if row else gr.skip()
 
-    # The previous run's download, action message and delete question do not belong to the
-    # run now open (a confirm after switching would delete the wrong run).
+    # The previous run's download, action message ("Resuming …") and delete question do not
+    # belong to the run now open (a confirm after switching would delete the wrong run),
+    # however it was opened: picked, a row clicked, or a run just started in Train.
     cleared = [parts.download, parts.action_md, parts.confirm_row]
-    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private").then(
-        clear_action_output, outputs=cleared, api_visibility="private"
-    )
-    parts.run_select.input(
+    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private")
+    parts.run_select.change(
         clear_action_output, outputs=cleared, api_visibility="private", show_progress="hidden"
     )
 
@@ -415,6 +439,7 @@ def build_runs(ctx: AppContext, design_spec: gr.State | None = None) -> RunsHand
     _wire_poll(ctx, parts, timer)
     _wire_samples(ctx, parts)
     wire_actions(ctx, parts)
+    wire_label_editor(ctx, parts.labels, parts.run_select, parts.view)
     build_model_export(ctx, parts.run_select)
     build_rescore(ctx, parts.run_select, design_spec)  # the reward lab's "Re-score with…"
     return RunsHandles(run_select=parts.run_select, view=parts.view, timer=timer)

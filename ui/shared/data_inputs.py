@@ -14,6 +14,7 @@ import gradio as gr
 from engine.config.input_policy import InputPolicy
 from engine.data.datasets import BUILTIN_SPLITS, SOURCES
 from engine.data.files import FILE_TYPES
+from ui.shared.upload_check import check_upload
 
 SOURCE_LABELS = {
     "builtin": "built-in arithmetic task",
@@ -105,6 +106,10 @@ def build_data_inputs(default_split: str, prefix: str) -> DataInputs:
         file = gr.File(
             label="Prompt file", file_types=list(FILE_TYPES), elem_id=f"{prefix}-data-file"
         )
+        file_check = gr.Markdown(elem_id=f"{prefix}-data-file-check")
+    # Checked as it arrives, naming the file as uploaded; a new upload or a removal replaces
+    # the previous file's line.
+    file.change(check_upload, file, file_check, api_visibility="private", show_progress="hidden")
     with gr.Group(visible=False) as hub_group:
         hub_id = gr.Textbox(label="Dataset id", placeholder="openai/gsm8k")
         hub_config = gr.Textbox(label="Config", placeholder="main")

@@ -32,19 +32,12 @@ from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
 from ui.shared.downloads import DownloadTooLarge, write_download
 from ui.shared.messages import escape, ok, warn
 from ui.shared.named_values import Updates, Values, error_line, show_error_at
+from ui.shared.upload_check import upload_named
 from ui.train import form as train_form
 from ui.train.form import FormField, TrainInputs
+from ui.train.start_message import GENERAL, SECTION_TITLES, not_ready_summary, start_refusal
 
-GENERAL = ""
 MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
-SECTION_TITLES = {
-    "generation": "Generation",
-    "training": "Training",
-    "tools": "Tools (agent runs: GRPO, a model whose chat template renders tool calls)",
-    "grpo": "GRPO",
-    "rloo": "RLOO",
-    "ppo": "PPO",
-}
 
 
 @dataclass
@@ -345,7 +338,8 @@ def _wire_config_view(
         except IdentityError:  # no visitor identity yet: the form waits for one
             return parts.show_errors(None)
         except ConfigError as exc:
-            return parts.show_errors(exc)
+            exc = upload_named(exc, raw[parts.data.file])
+            return {**parts.show_errors(exc), summary: not_ready_summary(exc)}
         updates = parts.show_errors(None)
         updates[view.code] = documented_yaml(config)
         updates[summary] = run_summary(config)
@@ -436,10 +430,9 @@ def _wire_start(
             config = collect(ctx, parts, raw[spec], raw, viewer)
             new_id = ctx.start_run(config, viewer.owner, viewer.caps, admin=viewer.is_admin)
         except ConfigError as exc:
-            return {
-                message: warn("Not started: fix the field marked below."),
-                **parts.show_errors(exc),
-            }
+            exc = upload_named(exc, raw[parts.data.file])
+            refusal = start_refusal(exc, parts.locate(exc), parts.fields)
+            return {message: warn(refusal), **parts.show_errors(exc)}
         except Exception as exc:  # launcher refused (e.g. cannot write the data dir)
             return {message: warn(f"Not started: {escape(exc)}"), **parts.show_errors(None)}
         return {run_id: new_id, message: ok(f"Started **{new_id}**."), **parts.show_errors(None)}
