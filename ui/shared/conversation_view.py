@@ -92,12 +92,11 @@ def turns_html(turns: Sequence[Turn], answer_tag: str = "answer") -> str:
     """The turns as HTML: a label per turn, trained turns with a solid bar, results dashed."""
     parts = []
     for turn in turns:
-        shown, cut = turn.text[:MAX_TURN_CHARS], len(turn.text) > MAX_TURN_CHARS
-        if turn.kind in ("text", "answer"):
-            body = completion_html(shown, answer_tag, max_chars=MAX_TURN_CHARS)
+        if turn.kind in ("text", "answer"):  # tags coloured, the answer highlighted, cut
+            body = completion_html(turn.text, answer_tag, max_chars=MAX_TURN_CHARS)
         else:
-            body = html.escape(shown).replace("\n", "<br>")
-        body += "…" if cut and turn.kind not in ("text", "answer") else ""
+            cut = "…" if len(turn.text) > MAX_TURN_CHARS else ""
+            body = html.escape(turn.text[:MAX_TURN_CHARS]).replace("\n", "<br>") + cut
         style = _TRAINED if turn.trained else _MASKED
         title = "in the loss" if turn.trained else "masked out of the policy loss"
         parts.append(
