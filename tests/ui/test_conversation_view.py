@@ -92,6 +92,8 @@ def test_a_completion_without_tool_turns_reads_as_before():
         '<span style="color:#7c3aed;font-weight:600">&lt;/answer&gt;</span>'
     )
     assert 'class="turn' not in completion_view("no calls", conversation=None)
+    plain = [{"role": "assistant", "content": "just <answer>4</answer>"}]
+    assert completion_view(plain) == completion_view("just <answer>4</answer>")
 
 
 def test_long_turns_are_cut():

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rewards.text import completion_text
 from rewards.tool_calls import CALL_CLOSE, CALL_OPEN, is_conversation
 from ui.shared.trace_view import completion_html
 
@@ -118,7 +119,7 @@ def completion_view(completion: Any, conversation: Any = None, answer_tag: str =
         turns = text_turns(str(completion))
     if has_tool_turns(turns):
         return turns_html(turns, answer_tag)
-    return completion_html(str(completion), answer_tag)
+    return completion_html(completion_text(completion), answer_tag)
 
 
 def _mark_answer(turns: list[Turn]) -> list[Turn]:
