@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -35,6 +34,7 @@ def test_the_calculator_computes_arithmetic(expression, value):
     assert calculator(expression) == value
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize(
     ("expression", "why"),
     [
@@ -62,11 +62,11 @@ def test_the_calculator_refuses_what_is_not_bounded_arithmetic(expression, why):
         calculator(expression)
 
 
+@pytest.mark.reliability
 def test_an_exponent_tower_is_refused_without_being_computed():
-    started = time.perf_counter()
-    with pytest.raises(ToolError):
+    # Refused from the exponent's size: the tower's value is never computed.
+    with pytest.raises(ToolError, match="is larger than 1000"):
         calculator("9**9**9**9")
-    assert time.perf_counter() - started < 0.5  # estimated, never evaluated
 
 
 def test_the_unit_converter():
@@ -103,13 +103,12 @@ def test_the_toolbox_offers_only_the_configured_tools_and_counts_calls_per_rollo
     assert box.lookup("speed") == "7"
 
 
+@pytest.mark.reliability
 def test_a_ten_megabyte_argument_ends_only_that_call():
     box = toolbox_class(["calculator"], max_calls=4)()
     box.reset()
-    started = time.perf_counter()
     with pytest.raises(ToolError, match="10,000,000 characters; at most 1,000"):
         box.calculator("1" * 10_000_000)
-    assert time.perf_counter() - started < 0.5
     assert box.calculator("2+2") == "4"  # the rollout goes on
 
 
