@@ -18,6 +18,10 @@ GRPO_LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", 
 SCALE_REWARDS = ("group", "batch", "none")
 
 
+# How the world-model loss averages its cross-entropy (engine/trainers/world_model.py).
+WORLD_LOSS_NORMALIZATIONS = ("selected_tokens", "sequence_mean", "seq_mean_token_sum_norm")
+
+
 PPO_KL_MODES = ("fixed", "adaptive")
 
 
@@ -69,9 +73,33 @@ class GRPOSettings(ClippedPolicySettings):
         help="Divide advantages by the std of: group, batch or none.",
         choices=SCALE_REWARDS,
     )
+    world_model_coeff: float = knob(
+        0.0,
+        help=(
+            "Weight of the world-model loss: cross-entropy on the tool-result tokens the GRPO "
+            "loss masks (needs tools); 0 = plain GRPO."
+        ),
+        lo=0,
+        hi=10,
+    )
+    world_loss_normalization: str = knob(
+        "selected_tokens",
+        help=(
+            "Averaging of the world-model loss: selected_tokens (mean over tool-result tokens), "
+            "sequence_mean (per rollout, then over rollouts) or seq_mean_token_sum_norm (sum "
+            "per rollout / max_completion_length)."
+        ),
+        choices=WORLD_LOSS_NORMALIZATIONS,
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, "grpo")
+
+    def trl_args(self) -> dict[str, Any]:
+        """TRL's fields only: the world-model loss is ours (engine/trainers/world_model.py)."""
+        args = super().trl_args()
+        del args["world_model_coeff"], args["world_loss_normalization"]
+        return args
 
 
 @dataclass

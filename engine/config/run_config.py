@@ -236,6 +236,13 @@ class RunConfig:
                 f"{self.algorithm} cannot call tools; tools run with grpo only (empty the list "
                 "or choose grpo)",
             )
+        if self.grpo.world_model_coeff and not self.tools.enabled:
+            # The loss reads the tool-result tokens; a run without tools has none.
+            raise ConfigError(
+                "grpo.world_model_coeff",
+                "the world-model loss trains on tool results; enable tools (tools.builtin) or "
+                "set it to 0",
+            )
         if self.algorithm != "grpo" and self.reward.aggregation != "sum_then_normalize":
             # RLOOConfig 1.16 has no multi_objective_aggregation; our PPO rewards the total.
             raise ConfigError(

@@ -27,6 +27,8 @@ GENERATION_TIME = "perf/generation_s"  # seconds of the step spent sampling comp
 PEAK_MEMORY = "perf/peak_memory_gib"  # the most GPU memory torch held so far in the run
 # Mean |log p_sampler - log p_trainer| over sampled tokens, nats/token: a drifting sampler shows.
 GEN_LOGPROB_GAP = "gen/logprob_gap"
+# Agent runs: cross-entropy on the tool-result tokens (engine/trainers/world_model.py), nats/token.
+WORLD_MODEL_LOSS = "train/world_model_loss"
 EVAL_ACCURACY = "eval/accuracy"
 EVAL_STRICT_ACCURACY = "eval/strict_accuracy"
 EVAL_FORMAT_RATE = "eval/format_rate"

@@ -23,12 +23,19 @@ from engine.trainers.capture import BatchCaptureMixin
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
 from engine.trainers.staged_checkpoints import StagedCheckpointMixin
 from engine.trainers.weight_schedule import WeightScheduleCallback
+from engine.trainers.world_model import WorldModelLossMixin
 from rewards.trl_adapter import to_trl
 
 
-class StudioGRPOTrainer(FastGenerationMixin, StagedCheckpointMixin, BatchCaptureMixin, GRPOTrainer):
-    """TRL's GRPOTrainer with our sampler, keeping each generation batch for the sample view and
-    publishing only complete checkpoints."""
+class StudioGRPOTrainer(
+    WorldModelLossMixin,
+    FastGenerationMixin,
+    StagedCheckpointMixin,
+    BatchCaptureMixin,
+    GRPOTrainer,
+):
+    """TRL's GRPOTrainer with our sampler, keeping each generation batch for the sample view,
+    publishing only complete checkpoints and adding the world-model loss of agent runs."""
 
 
 class StudioRLOOTrainer(FastGenerationMixin, StagedCheckpointMixin, BatchCaptureMixin, RLOOTrainer):
@@ -123,6 +130,9 @@ def build_trl_trainer(
         **tool_args(config, tokenizer),
     )
     trainer.before_publish = before_checkpoint_publish
+    if config.algorithm == "grpo":
+        trainer.world_model_coeff = config.grpo.world_model_coeff
+        trainer.world_loss_normalization = config.grpo.world_loss_normalization
     if config.reward.has_schedules:
         record = record_metrics or (lambda step, metrics: None)
         trainer.add_callback(WeightScheduleCallback(config.reward, trainer.reward_weights, record))

@@ -1,5 +1,6 @@
-"""GRPO with tools through the CLI (issue 24, phase 1): TRL's tool loop runs the calculator,
-its rates are stored as metrics, and samples keep the conversation with its tool turns."""
+"""GRPO with tools through the CLI (issue 24): TRL's tool loop runs the calculator, its rates
+and the world-model loss are stored as metrics, and samples keep the conversation with its tool
+turns."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import yaml
 
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import ModelSpec
+from engine.tracking import metric_names
 from rewards.spec import preset
 from storage import runs as run_store
 from storage import samples as sample_store
@@ -84,12 +86,16 @@ def caller(tmp_path_factory) -> str:
 def test_a_grpo_run_calls_the_calculator_and_stores_its_tool_turns(
     data_dir, tmp_path, engine_cli, caller
 ):
-    result = engine_cli("train", write_config(tmp_path, caller), "--data-dir", data_dir)
+    # With the world-model loss on: TRL's tool mask of real rollouts reaches it.
+    config = write_config(tmp_path, caller, grpo={"world_model_coeff": 0.1})
+    result = engine_cli("train", config, "--data-dir", data_dir)
     assert result.returncode == 0, result.stderr[-3000:]
     run, rows, samples = finished_run(data_dir)
     assert run.status == RunStatus.COMPLETED, run.error_traceback
     names = {r.name for r in rows}
     assert TOOL_METRICS | {f"rewards/{c}" for c in AGENT_COMPONENTS} <= names
+    world = [r.value for r in rows if r.name == metric_names.WORLD_MODEL_LOSS]
+    assert world and all(v >= 0 for v in world) and max(world) > 0, world
     calls = [r.value for r in rows if r.name == "tools/call_frequency"]
     failures = [r.value for r in rows if r.name == "tools/failure_frequency"]
     assert len(calls) == 2 and max(calls) > 0  # the taught model calls

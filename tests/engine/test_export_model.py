@@ -258,10 +258,10 @@ def test_qwen2_and_mistral_models_with_byte_level_bpe_round_trip(tmp_path, model
 
 
 def test_hf_export_is_the_folder_as_trained_without_training_state(lora_run, tmp_path):
-    from engine import cli
+    from engine import model_commands
     from engine.exports.run_export import FORMATS
 
-    assert cli.EXPORT_FORMATS == FORMATS  # the CLI's choices, kept free of torch imports
+    assert model_commands.EXPORT_FORMATS == FORMATS  # the CLI's choices, kept free of torch imports
     data_dir, run_id = lora_run
     run_dir = runs_dir(data_dir) / run_id
     assert (run_dir / "checkpoint-1" / "optimizer.pt").is_file()

@@ -289,6 +289,39 @@ def test_a_failed_run_shows_its_error_in_the_run_view(page: Page, live_app):
     expect(page.locator("#run-stop button, button#run-stop").first).to_be_disabled()
 
 
+def test_a_tool_rollout_shows_as_turns_with_its_result_masked(page: Page, live_app):
+    from storage import samples as sample_store
+    from storage.db import Database
+    from storage.paths import db_path
+
+    run_id = record_run(live_app.data_dir, "agent run", steps=1)
+    call = {"function": {"name": "calculator", "arguments": {"expression": "17*3"}}}
+    conversation = [
+        {"role": "assistant", "content": "<b>Let me</b> compute.", "tool_calls": [call]},
+        {"role": "tool", "content": "51"},
+        {"role": "assistant", "content": "<answer>51</answer>"},
+    ]
+    with Database(db_path(live_app.data_dir)) as db:
+        sample = {
+            "prompt": "user: 17*3?",
+            "completion": "x",
+            "extra": {"conversation": conversation},
+        }
+        sample_store.add_samples(db, run_id, 1, [sample])
+    page.goto(f"{live_app.url}?run={run_id}")
+    page.wait_for_selector("#main-tabs")
+    samples = page.locator("#run-samples")  # the table draws each cell twice, one hidden
+    expect(samples.locator(".turn:visible")).to_have_count(4)
+    expect(samples.locator(".turn-call:visible")).to_contain_text(
+        'calculator({"expression": "17*3"})'
+    )
+    expect(samples.locator(".turn-result:visible")).to_contain_text("masked, not trained")
+    expect(samples.locator(".turn-text:visible")).to_contain_text(
+        "<b>Let me</b> compute."
+    )  # as text
+    expect(samples.locator(".turn-answer:visible mark")).to_have_text("51")
+
+
 def pick_run(page: Page, name: str) -> None:
     page.locator("#run-select input").click()
     page.get_by_role("option", name=re.compile(re.escape(name))).click()

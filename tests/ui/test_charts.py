@@ -48,8 +48,20 @@ def test_every_chart_metric_of_the_issue_has_a_panel():
         "policy/clip_ratio/region_mean",
         "ppo/explained_variance",
         "loss/value",
+        "train/world_model_loss",
+        "tools/call_frequency",
+        "tools/failure_frequency",
     ]:
         assert panels.changed_panels([name]), name
+
+
+def test_an_agent_run_draws_its_tool_rates_and_the_world_model_loss_on_its_own_axis():
+    names = ["loss/policy", "train/world_model_loss", "tools/call_frequency"]
+    drawn = panels.panels_for(names)
+    assert drawn["loss"] == ["loss/policy", "train/world_model_loss"]
+    assert drawn["tools"] == ["tools/call_frequency"]
+    loss = next(p for p in panels.PANELS if p.key == "loss")
+    assert "train/world_model_loss" in loss.right_axis
 
 
 def test_empty_panel_says_it_waits_and_long_series_are_thinned():

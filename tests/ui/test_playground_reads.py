@@ -85,7 +85,7 @@ def test_unreadable_data_is_not_kept_and_the_cache_is_bounded(ctx, run):
 
 def test_the_playground_and_engine_generate_take_the_same_system_prompt(ctx, run):
     """A file of chat rows with their own system message: both read its first row's."""
-    from engine.cli import _data_system_prompt
+    from engine.model_commands import _data_system_prompt
 
     data, _ = run
     chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+0?"}]

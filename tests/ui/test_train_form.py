@@ -72,7 +72,7 @@ def test_algorithms_follow_the_config_sections():
 def test_defaults_build_the_default_config(fields):
     config = build_config(inputs(), fields, defaults(fields))
     expected = RunConfig(name="t")
-    for section in ("generation", "training", "grpo"):
+    for section in ("generation", "training", "tools", "grpo"):
         assert getattr(config, section) == getattr(expected, section)
 
 
@@ -126,6 +126,28 @@ def test_form_values_reproduce_a_config(fields):
     values = values_from_config(config, fields)
     again = build_config(inputs(), fields, values)
     assert again.training == config.training
+
+
+def test_a_tool_run_loaded_into_the_form_keeps_its_tools(fields):
+    config = RunConfig.from_dict(
+        {
+            "tools": {"builtin": ["calculator", "lookup"], "max_tool_calls": 2},
+            "grpo": {"world_model_coeff": 0.1, "world_loss_normalization": "sequence_mean"},
+        }
+    )
+    values = values_from_config(config, fields)
+    assert values["tools.builtin"] == ["calculator", "lookup"]
+    again = build_config(inputs(), fields, values)
+    assert again.tools == config.tools and again.grpo == config.grpo
+    # The world-model loss without tools, and tools with RLOO, are refused on their fields.
+    values["tools.builtin"] = []
+    with pytest.raises(ConfigError) as err:
+        build_config(inputs(), fields, values)
+    assert err.value.field == "grpo.world_model_coeff"
+    values.update({"tools.builtin": ["calculator"]})
+    with pytest.raises(ConfigError) as err:
+        build_config(inputs("rloo"), fields, values)
+    assert err.value.field == "tools.builtin"
 
 
 def test_cli_command_quotes_paths():

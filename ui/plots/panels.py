@@ -73,13 +73,20 @@ PANELS: tuple[Panel, ...] = (
     Panel(
         "loss",
         "Loss",
-        names=(m.LOSS_POLICY, m.LOSS_VALUE),
+        names=(m.LOSS_POLICY, m.LOSS_VALUE, m.WORLD_MODEL_LOSS),
         y_title="loss",
         note="A policy loss near 0 is normal in GRPO/RLOO: advantages are centred within each "
         "group, so the loss averages out. Watch the reward, not the loss.",
         note_for=("grpo", "rloo"),
-        # PPO's value loss is often 100x its policy loss: one axis draws the policy loss flat.
-        right_axis=(m.LOSS_VALUE,),
+        # PPO's value loss is often 100x its policy loss, and the world-model loss (nats per
+        # tool-result token) is a cross-entropy: one axis would draw the policy loss flat.
+        right_axis=(m.LOSS_VALUE, m.WORLD_MODEL_LOSS),
+    ),
+    Panel(
+        "tools",
+        "Tool calls (agent runs)",
+        prefixes=("tools/",),  # TRL's tools/call_frequency and tools/failure_frequency
+        y_title="calls per rollout / failed share",
     ),
     Panel("grad_norm", "Gradient norm", names=(m.GRAD_NORM,), y_title="L2 norm"),
     Panel("learning_rate", "Learning rate", names=(m.LEARNING_RATE,), y_title="learning rate"),

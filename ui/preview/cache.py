@@ -17,7 +17,8 @@ from rewards.composer import score
 from rewards.lab.advantages import grpo_advantages
 from rewards.lab.matrix import ScoreMatrix
 from rewards.spec import RewardSpec
-from ui.shared.trace_view import completion_html, cut_note, extracted_text
+from ui.shared.conversation_view import completion_view
+from ui.shared.trace_view import cut_note, extracted_text
 
 FIXED_COLUMNS = ["#", "group", "prompt", "completion", "gold", "extracted"]
 
@@ -122,7 +123,7 @@ class PreviewScores:
         out = []
         for i, s in enumerate(self.scored):
             raw = {t.name: t.raw for t in s.trace}
-            completion = completion_html(cache.completions[i])
+            completion = completion_view(cache.completions[i])  # its tool calls as turns
             if cache.truncated[i]:
                 completion += ' <span style="color:#b45309">[cut at max tokens]</span>'
             note = cut_note(cache.completions[i])

@@ -23,8 +23,9 @@ from storage.db import Database
 from storage.export import export_run
 from storage.runs import RunInfo, RunNotFoundError
 from ui.access.identity import Viewer
+from ui.shared.conversation_view import completion_view
 from ui.shared.downloads import download_dir
-from ui.shared.trace_view import completion_html, fmt, trace_columns
+from ui.shared.trace_view import fmt, trace_columns
 
 logger = logging.getLogger(__name__)
 
@@ -197,7 +198,7 @@ def samples_table(
             [
                 r.group,
                 question(r.prompt),
-                completion_html(r.completion),
+                completion_view(r.completion, r.extra.get("conversation")),
                 r.answer or "",
                 fmt(r.total),
                 fmt(r.advantage),

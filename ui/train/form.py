@@ -1,8 +1,9 @@
 """The Train form as data: fields generated from ``RunConfig``'s dataclasses (no Gradio here).
 
 Every hyperparameter the form shows is a field of a ``RunConfig`` section (``generation``,
-``training``, ``grpo``, ``rloo``, and ``ppo`` once the config has it), with its type, default and
-``help`` text read from the dataclass, so the form, the CLI and the worker share one definition.
+``training``, ``tools``, ``grpo``, ``rloo``, and ``ppo`` once the config has it), with its type,
+default and ``help`` text read from the dataclass, so the form, the CLI and the worker share one
+definition.
 Values travel **by name**: a dict keyed by dotted field path (``"training.steps"``), never by
 position. :func:`build_config` turns such a dict into a validated ``RunConfig`` and reports a bad
 value with the dotted field name, which the tab shows next to that input.
@@ -24,8 +25,9 @@ from engine.config.run_config import RunConfig
 from rewards.spec import RewardSpec
 
 FormValues = dict[str, Any]  # dotted field path -> the input's value
-# Sections of RunConfig that hold plain hyperparameters, in form order.
-HYPER_SECTIONS = ("generation", "training")
+# Sections of RunConfig that every algorithm's form shows, in form order (tools: refused by name
+# with rloo and ppo, so a tool run loaded into the form keeps its tools and says so).
+HYPER_SECTIONS = ("generation", "training", "tools")
 # The most-used knobs, shown up front; every other field sits under "Advanced".
 KEY_FIELDS = frozenset(
     {
@@ -39,6 +41,8 @@ KEY_FIELDS = frozenset(
         "training.eval_steps",
         "training.eval_samples",
         "training.num_gpus",
+        "tools.builtin",
+        "tools.max_tool_calls",
         "grpo.loss_type",
         "grpo.beta",
         "grpo.epsilon",

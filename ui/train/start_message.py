@@ -17,6 +17,7 @@ GENERAL = ""  # the error line under the Start button, for errors of no one fiel
 SECTION_TITLES = {
     "generation": "Generation",
     "training": "Training",
+    "tools": "Tools (agent runs)",
     "grpo": "GRPO",
     "rloo": "RLOO",
     "ppo": "PPO",
