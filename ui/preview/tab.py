@@ -288,14 +288,8 @@ def _score_views(cache: PreviewCache, scores: PreviewScores) -> tuple[Any, ...]:
     n = len(scores.components)
     datatypes = ["number", "number", "str", "html", "str", "str", *["number"] * (n + 1)]
     share = max(4, 24 // max(1, n + 1))
-    widths = [
-        "3%",
-        "5%",
-        "17%",
-        f"{56 - share * (n + 1)}%",
-        "7%",
-        "12%",
-    ]  # "group", "extracted" whole
+    # Wide enough for the headers "group" and "extracted" beside their menu buttons.
+    widths = ["3%", "5%", "17%", f"{56 - share * (n + 1)}%", "7%", "12%"]
     widths += [f"{share}%"] * (n + 1)
     return (
         summary_markdown(cache, scores),

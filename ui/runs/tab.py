@@ -434,7 +434,8 @@ def _wire_samples(ctx: AppContext, parts: RunsParts) -> None:
         n_components = max(0, len(headers) - 7)
         datatypes = ["number", "str", "html", "str", "str", "str"]
         datatypes += ["str"] * n_components + ["str"]
-        widths = ["5%", "14%", "31%", "6%", "6%", "9%", *["6%"] * n_components]  # "advantage" whole
+        # "advantage" needs 9% to show whole beside its menu button.
+        widths = ["5%", "14%", "31%", "6%", "6%", "9%", *["6%"] * n_components]
         widths.append(f"{max(10, 29 - 6 * n_components)}%")
         if len(headers) < 7:  # no samples: the placeholder headers
             return gr.Dataframe(value=rows, headers=headers)
