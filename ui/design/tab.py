@@ -42,7 +42,9 @@ class DesignHandles:
 
     spec_state: gr.State
     form: SpecForm
-    editor: EditorTargets  # what a loaded spec redraws (the browser's saved design, on reload)
+    # What a loaded spec redraws (the browser's saved design, on reload); None where another
+    # tab is built alone, without the Design form.
+    editor: EditorTargets | None = None
 
 
 def _schedule_plot(spec: RewardSpec | None) -> gr.Plot:

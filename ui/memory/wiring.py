@@ -52,8 +52,9 @@ def _or_skip(updates: Updates, anyone: gr.components.Component) -> Updates:
 
 def wire_design_memory(demo: gr.Blocks, design: DesignHandles, secret: str | None = None) -> None:
     """The last valid reward design is kept; a reload draws it again (or says why not)."""
-    store = gr.BrowserState(None, storage_key=KEY + "design", secret=secret)
     out = design.editor
+    assert out is not None, "the Design tab's handles carry its editor"
+    store = gr.BrowserState(None, storage_key=KEY + "design", secret=secret)
 
     def save(spec: RewardSpec | None) -> Any:
         return gr.skip() if spec is None else spec.to_json(indent=None)
