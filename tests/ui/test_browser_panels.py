@@ -18,6 +18,7 @@ def test_another_runs_messages_and_exports_do_not_stay(page: Page, live_app):
     page.goto(f"{live_app.url}?run={first}")
     page.wait_for_selector("#main-tabs")
     open_tab(page, "Runs")
+    expect(page.locator("#run-status")).to_contain_text("first panel run")  # the link's run
     page.locator("button#run-config").click()
     action = page.locator("#run-action-message")
     expect(action).to_contain_text(f"Run {first} has no output folder")
