@@ -352,7 +352,15 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         parts.extra.metrics,
         *parts.finder.inputs,
     }
-    timer.tick(
+    # A new filter redraws the table only (it is part of the list's key), not the charts: the
+    # tick's own work, in the poll's pool.
+    gr.on(
+        [
+            timer.tick,
+            parts.finder.search.change,
+            parts.finder.status.change,
+            parts.finder.sort.change,
+        ],
         tick,
         inputs=inputs,
         outputs=parts.poll_outputs,
@@ -377,17 +385,6 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         show_progress="hidden",
         api_visibility="private",
         trigger_mode="always_last",  # a dragged slider redraws for where it stops
-    )
-
-    # A new filter redraws the table only (it is part of the list's key), not the charts.
-    gr.on(
-        [parts.finder.search.change, parts.finder.status.change, parts.finder.sort.change],
-        tick,
-        inputs=inputs,
-        outputs=parts.poll_outputs,
-        show_progress="hidden",
-        api_visibility="private",
-        trigger_mode="always_last",
     )
 
     def on_pick(raw: Values) -> Updates:
