@@ -1,10 +1,11 @@
 """Regenerate RELIABILITY.md: every reliability test's figures, and the kill -9 fault bench.
 
 One command: ``python bench/reliability_report.py`` runs ``pytest -m reliability`` (kill
-faults, fuzzing, security probes: each test reports its figures with ``record_property``),
-parses the JUnit XML, runs ``bench/kill_faults.py --trials 50`` and writes the table to
-RELIABILITY.md at the repo root. ``--kill-trials 0`` skips the bench; ``--kill-log FILE``
-reuses the output (table and JSON line) of an earlier bench run instead.
+faults; fuzzing at 10,000 cases per target, where the default test run draws 1,000; security
+probes: each test reports its figures with ``record_property``), parses the JUnit XML, runs
+``bench/kill_faults.py --trials 50`` and writes the table to RELIABILITY.md at the repo root.
+``--kill-trials 0`` skips the bench; ``--kill-log FILE`` reuses the output (table and JSON
+line) of an earlier bench run instead; ``--fuzz-cases N`` sets the cases per fuzz target.
 """
 
 from __future__ import annotations
@@ -60,12 +61,14 @@ def parse_junit(path: Path) -> list[TestResult]:
     return results
 
 
-def run_reliability_tests(junit: Path) -> int:
-    """``pytest -m reliability`` with a JUnit XML; returns pytest's exit code."""
+def run_reliability_tests(junit: Path, fuzz_cases: int) -> int:
+    """``pytest -m reliability`` with a JUnit XML and ``fuzz_cases`` cases per fuzz target (the
+    default test run draws fewer); returns pytest's exit code."""
     # record_property lands in the XML of the xunit1 family only (pytest warns under xunit2).
     cmd = [sys.executable, "-m", "pytest", "-m", "reliability", "-q", "-o", "junit_family=xunit1"]
     cmd.append(f"--junitxml={junit}")
-    return subprocess.call(cmd, cwd=ROOT)
+    env = {**os.environ, "FUZZ_MAX_EXAMPLES": str(fuzz_cases)}
+    return subprocess.call(cmd, cwd=ROOT, env=env)
 
 
 def run_kill_bench(trials: int, jobs: int) -> str:
@@ -133,6 +136,7 @@ def render(results: list[TestResult], bench: str | None, when: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fuzz-cases", type=int, default=10_000, help="cases per fuzz target")
     parser.add_argument("--kill-trials", type=int, default=50, help="0: skip the bench")
     parser.add_argument("--kill-jobs", type=int, default=2, help="bench trials at a time")
     parser.add_argument("--kill-log", type=Path, help="reuse this bench output (a file)")
@@ -141,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "reliability.xml"
-        code = run_reliability_tests(junit)
+        code = run_reliability_tests(junit, args.fuzz_cases)
         results = parse_junit(junit) if junit.exists() else []
     if args.kill_log is not None:
         bench = args.kill_log.read_text(encoding="utf-8")
