@@ -163,7 +163,13 @@ def cmd_export_config(args: argparse.Namespace) -> int:
     from engine.config.run_config import documented_yaml
 
     on_gpu = {"auto": None, "gpu": True, "cpu": False}[args.device]
-    text = documented_yaml(suggested_config(args.model, on_gpu))
+    if args.task == "agent":
+        from engine.config.agent import agent_config
+
+        config = agent_config()
+    else:
+        config = suggested_config(args.model, on_gpu)
+    text = documented_yaml(config)
     if args.output == "-":
         sys.stdout.write(text)
     else:
@@ -235,6 +241,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         default="default",
         help="model to start from; any model but the default gets LoRA and pretrained settings",
+    )
+    p.add_argument(
+        "--task",
+        choices=("arithmetic", "agent"),
+        default="arithmetic",
+        help="arithmetic: the built-in word problems; agent: the shipped agent model, the "
+        "calculator and the multi-digit products where calling it pays (--model is ignored)",
     )
     p.add_argument(
         "--device",

@@ -38,7 +38,7 @@ from pathlib import Path
 from engine.config.fields import ConfigError
 from engine.data.datasets import DataSpec
 from engine.data.files import FILE_TYPES
-from engine.models.specs import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
+from engine.models.specs import ENGLISH_MODEL_ALIAS, SHIPPED_MODELS, ModelSpec
 from engine.run.layout import CONFIG_FILE, NO_HUB_TOKEN_MARKER
 from rewards.hub_ids import is_hub_id
 from rewards.spec import RewardSpec
@@ -57,7 +57,7 @@ DEFAULT_MAX_FILE_ROWS = 100_000
 DEFAULT_UPLOADS_QUOTA_MB = 2048
 #: Environment variables that carry the server's hub token (huggingface_hub reads them).
 HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
-MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
+MODEL_ALIASES = (*SHIPPED_MODELS, ENGLISH_MODEL_ALIAS)
 _TRUE = ("1", "true", "yes", "on")
 # Stored uploads are named by the first 32 hex digits of their SHA-256 and their suffix.
 STORED_UPLOAD_NAME = re.compile(r"[0-9a-f]{32}\.[a-z]+")

@@ -35,6 +35,9 @@ from engine.data.files import FileLimits, read_file
 logger = logging.getLogger(__name__)
 
 SOURCES = ("builtin", "file", "hub")
+#: The built-in tasks (``engine.tasks``): word-problem arithmetic, and multi-digit products
+#: where calling the calculator pays (the agent task).
+BUILTIN_TASKS = ("arithmetic", "calculator")
 ANSWER_FORMATS = ("auto", "plain", "gsm8k")
 BUILTIN_SPLITS = ("train", "heldout")
 FILE_SPLITS = ("train", "heldout", "all")
@@ -64,7 +67,9 @@ class DataSpec:
     """Where prompts come from and how to read them.
 
     Attributes:
-        source: ``"builtin"`` (the arithmetic task), ``"file"`` or ``"hub"``.
+        source: ``"builtin"`` (a built-in task), ``"file"`` or ``"hub"``.
+        task: which built-in task: ``"arithmetic"`` (word problems, the default model's) or
+            ``"calculator"`` (multi-digit products for a run with the calculator tool).
         path: file path (source file) or dataset id (source hub, e.g. ``"openai/gsm8k"``).
         split: ``"train"`` or ``"heldout"`` (see the module docstring); ``"all"`` for files and
             hub datasets; any other hub split name (``"test"``...) loads that split whole.
@@ -82,6 +87,7 @@ class DataSpec:
     """
 
     source: str = "builtin"
+    task: str = "arithmetic"
     path: str | None = None
     split: str = "train"
     config_name: str | None = None
@@ -119,6 +125,8 @@ class DataSpec:
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
             raise DatasetError(f"must be one of {SOURCES}, got {self.source!r}", "source")
+        if self.task not in BUILTIN_TASKS:
+            raise DatasetError(f"must be one of {BUILTIN_TASKS}, got {self.task!r}", "task")
         if self.source in ("file", "hub") and not (self.path and str(self.path).strip()):
             what = "a file path" if self.source == "file" else "a dataset id"
             raise DatasetError(f"is required for source {self.source!r}: give {what}", "path")
@@ -174,11 +182,7 @@ def load_rows(spec: DataSpec, context_column: str | None = None) -> list[dict[st
     ``context_column`` (a run whose lookup tool reads it), each row also carries that column's
     value as ``context``."""
     if spec.source == "builtin":
-        from engine.tasks import ArithmeticTask, builtin_task
-
-        task = builtin_task(spec.seed)
-        if spec.system_prompt is not None:
-            task = ArithmeticTask(seed=spec.seed, system_prompt=spec.system_prompt)
+        task = _builtin_task(spec)
         if spec.split == "train":
             rows = task.train_rows() if spec.max_rows is None else task.train_rows(spec.max_rows)
         else:
@@ -188,6 +192,16 @@ def load_rows(spec: DataSpec, context_column: str | None = None) -> list[dict[st
     records = _read_file(spec) if spec.source == "file" else _read_hub(spec)
     origin = Path(str(spec.path)).stem or "rows"
     return records_to_rows(records, spec, origin=origin, context_column=context_column)
+
+
+def _builtin_task(spec: DataSpec) -> Any:
+    from engine.tasks import ArithmeticTask
+    from engine.tasks.calculator import CalculatorTask
+
+    kind = ArithmeticTask if spec.task == "arithmetic" else CalculatorTask
+    if spec.system_prompt is not None:
+        return kind(seed=spec.seed, system_prompt=spec.system_prompt)
+    return kind(seed=spec.seed)
 
 
 def records_to_rows(

@@ -35,6 +35,8 @@ class HeldoutEvaluation:
         logger.info("Evaluating %d held-out prompts at step %d", len(self.rows), step)
         self.recorder.phase(RunPhase.EVALUATING, step)  # the caller records what comes next
         config = self.config
+        if config.tools.enabled:
+            return self._with_tools(policy, step)
         report = evaluate(
             policy,
             self.tokenizer,
@@ -58,3 +60,30 @@ class HeldoutEvaluation:
                 metric_names.EVAL_FORMAT_RATE: report.format_rate,
             }
         return metrics
+
+    def _with_tools(self, policy: Any, step: int) -> dict[str, float]:
+        """A run with tools answers held-out prompts through the tool loop, as it trains: the
+        final answer's accuracy and how the tools were used (:mod:`tool_evaluation`)."""
+        from engine.tools.factory import toolbox_for
+        from engine.tools.template import prepare_tool_tokenizer
+        from engine.tracking.tool_evaluation import evaluate_with_tools
+
+        config = self.config
+        prepare_tool_tokenizer(self.tokenizer, config.model.name_or_path)
+        report = evaluate_with_tools(
+            policy,
+            self.tokenizer,
+            self.rows,
+            toolbox_for(config.tools),
+            temperature=config.generation.temperature,
+            max_new_tokens=config.generation.max_completion_length,
+            seed=config.training.seed,
+        )
+        logger.info(
+            "Held-out at step %d with tools: accuracy %.3f, useful calls %.3f",
+            step,
+            report.accuracy,
+            report.useful_call_rate,
+        )
+        spec = config.reward.at_step(step)
+        return heldout_reward_metrics(spec, self.rows, report.samples) | report.metrics()

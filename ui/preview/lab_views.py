@@ -16,6 +16,7 @@ from rewards.lab.batch import Generations
 from rewards.lab.compare import compare
 from rewards.lab.sweep import SweepAxis, sweep
 from rewards.spec import PRESETS, RewardSpec
+from rewards.text import completion_text
 from ui.design.spec_io import parse_spec
 from ui.preview.cache import PreviewCache
 from ui.shared.lab_inputs import LabError
@@ -111,7 +112,7 @@ def ab_table(
     out = []
     for r in rows:
         i = r["sample"]
-        row = [i, r["group"], _short(cache.completions[i])]
+        row = [i, r["group"], _short(completion_text(cache.completions[i]))]
         row += [fmt(r[f"total[{label}]"]) for label in labels]
         row += [fmt(r[f"advantage[{label}]"]) for label in labels]
         row += [fmt(r[f"diff[{o}]"]) for o in others]

@@ -34,6 +34,7 @@ from ui.preview.generate import (
     unavailable_models_note,
 )
 from ui.preview.lab import build_lab
+from ui.preview.tools_input import agent_model_defaults, build_tools_input
 from ui.shared import hints
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
@@ -124,6 +125,7 @@ class PreviewControls:
     custom_model: gr.Textbox
     refresh_models: gr.Button
     data: DataInputs
+    tools: gr.CheckboxGroup
     sampling: dict[str, gr.Number]  # PreviewRequest field -> its input
     generate: gr.Button
     errors: dict[str, gr.Markdown]  # PreviewError field -> its error line
@@ -177,6 +179,8 @@ def build_preview_controls(ctx: AppContext) -> PreviewControls:
     gr.Markdown("### Data")
     data = build_data_inputs("heldout", "preview")
     error_md("data")
+    tools = build_tools_input()
+    error_md("tools")
     gr.Markdown("### Sampling")
     knobs = PreviewRequest.sampling_fields()
     sampling: dict[str, gr.Number] = {}
@@ -199,6 +203,7 @@ def build_preview_controls(ctx: AppContext) -> PreviewControls:
         custom_model=custom_model,
         refresh_models=refresh_models,
         data=data,
+        tools=tools,
         sampling=sampling,
         generate=generate,
         errors=errors,
@@ -245,9 +250,11 @@ def _wire_model_picker(ctx: AppContext, controls: PreviewControls) -> None:
     model_key, custom_model = controls.model_key, controls.custom_model
 
     def on_model(key: str):
-        return gr.Textbox(visible=key == CUSTOM)
+        agent = agent_model_defaults(key)  # the agent model: its tool and task picked too
+        return gr.Textbox(visible=key == CUSTOM), *(agent or (gr.skip(),) * 3)
 
-    model_key.change(on_model, model_key, custom_model, api_visibility="private")
+    agent_inputs = [controls.tools, controls.data.task, controls.sampling["max_new_tokens"]]
+    model_key.change(on_model, model_key, [custom_model, *agent_inputs], api_visibility="private")
     controls.refresh_models.click(
         lambda: gr.Dropdown(choices=model_choices(ctx)), outputs=model_key, api_visibility="private"
     )
@@ -271,6 +278,7 @@ def preview_request(
         model_key=raw[controls.model_key],
         custom_model=raw[controls.custom_model] or "",
         data=data,
+        tools=tuple(raw[controls.tools] or ()),
         **sampling,
     )
     return request  # checked by generate_preview, against this app's caps
@@ -386,6 +394,7 @@ def _wire_scores(
             c.model_key,
             c.custom_model,
             *c.data.all,
+            c.tools,
             *c.sampling.values(),
         },
         outputs=[cache_state, *shown, *errors.values()],
