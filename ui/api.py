@@ -1,6 +1,7 @@
 """Named API endpoints of the app, for ``gradio_client`` and scripts.
 
-- ``/score_preview``: score completions with a reward spec, with per-component traces;
+- ``/score_preview``: score completions (texts or tool rollouts' turns) with a reward spec, with
+  per-component traces;
 - ``/start_run``: start a run from a config (YAML or JSON text), returns its id;
 - ``/run_status``: a run's status, step and error;
 - ``/run_metrics``: a run's metric rows after a cursor (poll with the returned cursor);
@@ -38,6 +39,7 @@ from storage import runs as run_store
 from storage.run_caps import TooManyActiveRunsError
 from storage.runs import RunInfo
 from ui.access.identity import IdentityError, Viewer, viewer_for
+from ui.api_conversations import CompletionError, completions_chars
 from ui.design.spec_io import parse_spec
 from ui.playground.replies import PlaygroundCache, PlaygroundError, generate_once
 from ui.runs import actions as run_actions
@@ -85,18 +87,17 @@ def reward_spec(spec: dict | str) -> RewardSpec:
 def score_preview(
     ctx: AppContext,
     spec: dict | str,
-    completions: list[str],
+    completions: list[str | list[dict[str, Any]]],
     prompts: list[str] | None = None,
     answers: list[str | None] | None = None,
 ) -> dict[str, Any]:
-    """Totals and traces of ``completions`` under ``spec``."""
+    """Totals and traces of ``completions`` (texts, or tool rollouts as lists of turns:
+    :mod:`ui.api_conversations`) under ``spec``."""
     reward = reward_spec(spec)
-    check_texts(
-        "completions", completions, len(completions) if isinstance(completions, list) else 0
-    )
-    if len(completions) > MAX_API_COMPLETIONS:
-        raise ApiError(f"completions: at most {MAX_API_COMPLETIONS} per call")
-    total = sum(map(len, completions))
+    try:  # texts, or tool rollouts as lists of turns, each part bounded
+        total = completions_chars(completions, MAX_API_TEXT_CHARS, MAX_API_COMPLETIONS)
+    except CompletionError as exc:
+        raise ApiError(str(exc)) from None
     for name, values in (("prompts", prompts), ("answers", answers)):
         if values is not None:
             check_texts(name, values, len(completions), allow_none=name == "answers")
@@ -350,11 +351,12 @@ def build_api(ctx: AppContext) -> None:
     @as_gradio_error
     def score_preview_endpoint(
         spec: str,
-        completions: list[str],
+        completions: list[str | list[dict[str, Any]]],
         prompts: list[str] | None = None,
         answers: list[str | None] | None = None,
     ) -> dict:
-        """Score completions with a reward spec (JSON or YAML text); totals and traces."""
+        """Score completions (texts, or tool rollouts as lists of turns) with a reward spec
+        (JSON or YAML text); totals and traces."""
         return score_preview(ctx, spec, completions, prompts, answers)
 
     # Each run endpoint works out its caller from the request (never from an argument).
