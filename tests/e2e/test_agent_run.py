@@ -207,7 +207,7 @@ def test_the_exported_agent_config_trains_as_is(data_dir, tmp_path, engine_cli):
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert config["model"]["name_or_path"] == "agent"
     assert config["data"]["task"] == "calculator" and config["tools"]["builtin"] == ["calculator"]
-    config["training"].update(steps=2, prompts_per_step=2, eval_samples=4, save_steps=0)
+    config["training"].update(steps=2, prompts_per_step=1, eval_samples=2, save_steps=0)
     config["generation"]["num_generations"] = 4
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
 
