@@ -17,7 +17,6 @@ from rewards.composer import score
 from rewards.lab.advantages import grpo_advantages
 from rewards.lab.matrix import ScoreMatrix
 from rewards.spec import RewardSpec
-from rewards.text import completion_text
 from rewards.tool_calls import final_text
 from ui.shared.conversation_view import completion_view
 from ui.shared.trace_view import cut_note, extracted_text
@@ -133,7 +132,8 @@ class PreviewScores:
             completion = completion_view(cache.completions[i])  # its tool calls as turns
             if cache.truncated[i]:
                 completion += ' <span style="color:#b45309">[cut at max tokens]</span>'
-            note = cut_note(completion_text(cache.completions[i]))
+            text = cache.completions[i]  # a tool rollout's turns are each cut when drawn
+            note = cut_note(text) if isinstance(text, str) else ""
             if note:
                 completion += f' <span style="color:#b45309">[{note}]</span>'
             out.append(
