@@ -100,7 +100,7 @@ class RunConfig:
                 "fsdp is not available for ppo yet; use ddp, or grpo/rloo with fsdp",
             )
         if self.algorithm == "ppo":
-            self.ppo.check_batch(self.completions_per_step // self.training.num_gpus)
+            self.ppo.check_batch(self.completions_per_step // self.training.processes)
         if self.tools.enabled and self.algorithm != "grpo":
             # TRL 1.16's RLOOTrainer takes no tools; our PPO samples one turn (a multi-turn
             # rollout there is a later phase of issue 24).
@@ -130,25 +130,28 @@ class RunConfig:
 
     def per_device_batch_size(self) -> int:
         """Completions per device per forward pass (TRL's ``per_device_train_batch_size``)."""
-        per_device = self.completions_per_step // self.training.num_gpus
+        per_device = self.completions_per_step // self.training.processes
         return min(per_device, self.training.micro_batch_size or per_device)
 
     def gradient_accumulation_steps(self) -> int:
-        per_device = self.completions_per_step // self.training.num_gpus
+        per_device = self.completions_per_step // self.training.processes
         return per_device // self.per_device_batch_size()
 
     def _check_batch_rule(self) -> None:
         # TRL: per_device_train_batch_size * processes * steps_per_generation must hold whole
         # prompt groups. We size the step as prompts_per_step * num_generations completions and
-        # split it evenly over GPUs and micro-batches, so both splits must be exact.
-        total, gpus = self.completions_per_step, self.training.num_gpus
-        p, g = self.training.prompts_per_step, self.generation.num_generations
+        # split it evenly over the GPUs of every machine and micro-batches, so both splits must
+        # be exact.
+        t = self.training
+        total, gpus = self.completions_per_step, t.processes
+        p, g = t.prompts_per_step, self.generation.num_generations
         if total % gpus:
+            machines = f" ({t.num_gpus} on each of {t.num_machines} machines)"
             raise ConfigError(
-                "training.num_gpus",
+                "training.num_gpus" if t.num_machines == 1 else "training.num_machines",
                 f"each step's {p} prompts x {g} generations = {total} completions must split "
-                f"evenly over {gpus} GPUs; choose prompts_per_step so that {total} is a "
-                f"multiple of {gpus}",
+                f"evenly over {gpus} GPUs{machines if t.num_machines > 1 else ''}; choose "
+                f"prompts_per_step so that {total} is a multiple of {gpus}",
             )
         micro = self.training.micro_batch_size
         if micro is not None and (total // gpus) % min(micro, total // gpus):

@@ -7,6 +7,7 @@ per-device split (completions per step, micro-batches, the memory estimate) divi
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from engine.config.fields import POSITIVE, SEED, ConfigError, check_fields, knob
@@ -14,6 +15,12 @@ from engine.config.fields import POSITIVE, SEED, ConfigError, check_fields, knob
 LR_SCHEDULERS = ("constant", "constant_with_warmup", "linear", "cosine")
 REPORT_TO = ("tensorboard", "wandb", "trackio")
 DISTRIBUTED = ("ddp", "fsdp")
+#: Most machines one run may span (``training.num_machines``).
+MAX_MACHINES = 64
+#: torch.distributed's customary rendezvous port (``accelerate launch``'s default too).
+DEFAULT_MAIN_PORT = 29500
+#: A host name or an IPv4/IPv6 address: letters, digits, dots, hyphens and colons.
+MAIN_ADDRESS = re.compile(r"[A-Za-z0-9:][A-Za-z0-9.:-]*")  # never a leading "-" (an option)
 
 
 @dataclass
@@ -76,7 +83,10 @@ class TrainingSettings:
     )
     num_gpus: int = knob(
         1,
-        help="Processes for data-parallel training (>1 starts `accelerate launch`).",
+        help=(
+            "GPUs of each machine, one training process each (>1 GPUs in all starts "
+            "`accelerate launch`)."
+        ),
         lo=1,
         hi=64,
     )
@@ -96,6 +106,28 @@ class TrainingSettings:
         ),
         choices=DISTRIBUTED,
     )
+    num_machines: int = knob(
+        1,
+        help=(
+            "Machines the run trains on, num_gpus GPUs each (>1: machine 0 is the one that "
+            "starts the run; it prints the command each other machine runs)."
+        ),
+        lo=1,
+        hi=MAX_MACHINES,
+    )
+    main_address: str = knob(
+        "",
+        help=(
+            "With several machines: the host name or IP address of machine 0, as the others "
+            "reach it."
+        ),
+    )
+    main_port: int = knob(
+        DEFAULT_MAIN_PORT,
+        help="With several machines: the TCP port machine 0 listens on for the others.",
+        lo=1024,
+        hi=65535,
+    )
     report_to: list[str] = knob(  # noqa: RUF009 - knob returns a dataclasses.field
         help=f"Extra trackers TRL logs to besides ours: {', '.join(REPORT_TO)}.",
         choices=REPORT_TO,
@@ -105,11 +137,41 @@ class TrainingSettings:
     def __post_init__(self) -> None:
         check_fields(self, "training")
         self.gpu_ids = self._normalized_gpu_ids()
-        if self.distributed == "fsdp" and self.num_gpus < 2:
+        self.main_address = self._checked_main_address()
+        if self.distributed == "fsdp" and self.processes < 2:
             raise ConfigError(
                 "training.distributed",
-                "fsdp shards the model over several GPUs; set num_gpus to 2 or more, or use ddp",
+                "fsdp shards the model over several GPUs; set num_gpus (or num_machines) so "
+                "that the run has 2 or more, or use ddp",
             )
+
+    @property
+    def processes(self) -> int:
+        """Training processes of the run, one per GPU: ``num_gpus`` on each of ``num_machines``
+        (accelerate's ``num_processes``). Every per-device split divides by this."""
+        return self.num_gpus * self.num_machines
+
+    def _checked_main_address(self) -> str:
+        if not isinstance(self.main_address, str):
+            raise ConfigError(
+                "training.main_address", f"must be a host name or IP, got {self.main_address!r}"
+            )
+        address = self.main_address.strip()
+        # It reaches torchrun's command line and the printed commands: no spaces, quotes or
+        # shell characters, only what host names and IPv4/IPv6 addresses are made of.
+        if address and (len(address) > 253 or not MAIN_ADDRESS.fullmatch(address)):
+            raise ConfigError(
+                "training.main_address",
+                "must be a host name or IP address (letters, digits, '.', '-' and ':' only, at "
+                f"most 253 characters), got {self.main_address!r}",
+            )
+        if self.num_machines > 1 and not address:
+            raise ConfigError(
+                "training.main_address",
+                f"num_machines {self.num_machines} needs the host name or IP address of machine "
+                "0, as the other machines reach it (e.g. 10.0.0.5)",
+            )
+        return address
 
     def _normalized_gpu_ids(self) -> str:
         if not isinstance(self.gpu_ids, str):
