@@ -152,10 +152,6 @@ class TrainingSettings:
         return self.num_gpus * self.num_machines
 
     def _checked_main_address(self) -> str:
-        if not isinstance(self.main_address, str):
-            raise ConfigError(
-                "training.main_address", f"must be a host name or IP, got {self.main_address!r}"
-            )
         address = self.main_address.strip()
         # It reaches torchrun's command line and the printed commands: no spaces, quotes or
         # shell characters, only what host names and IPv4/IPv6 addresses are made of.

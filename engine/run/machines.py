@@ -9,8 +9,8 @@ FSDP as ``training.distributed`` says, ``num_processes`` = every GPU of every ma
 ``--machine_rank k`` (:func:`machine_command`); :func:`other_machines_note` tells the operator
 those commands, and the app stores it in the run's log so the Runs view shows it.
 
-accelerate hands this to torchrun (``--nnodes``, ``--node_rank``, ``--master_addr``,
-``--master_port``; ``same_network`` picks the master address over a rendezvous endpoint):
+accelerate hands this to torchrun (``--nnodes``, ``--node_rank`` and the main address and port
+as its rendezvous endpoint; accelerate 1.15 reads ``same_network`` from its command line only):
 machine 0 hosts the rendezvous store at the main address and port, every machine waits there
 until all have joined, and ranks are global, machine k's GPUs taking ranks
 ``k * num_gpus`` onwards. Only global rank 0 writes the database
@@ -62,8 +62,10 @@ def machines_settings(training: TrainingSettings, layer_cls: str | None = None) 
             "machine_rank": 0,
             "main_process_ip": t.main_address,
             "main_process_port": t.main_port,
-            "same_network": True,  # torchrun's --master_addr/--master_port
-            "rdzv_backend": "static",  # machine 0 hosts the store; no etcd or c10d agent
+            # as `accelerate config` writes machines of one network; torchrun's static
+            # rendezvous meets at main_process_ip:main_process_port either way
+            "same_network": True,
+            "rdzv_backend": "static",  # machine 0 hosts the store: no etcd, no c10d agent
             "gpu_ids": "all",  # each machine trains on the GPUs its launch is shown
         }
     )
