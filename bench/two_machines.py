@@ -13,7 +13,9 @@ would, over ``--address`` (127.0.0.1):
 ``--transport socket`` (the default) turns NCCL's shared-memory and peer-to-peer paths off and
 keeps it on the loopback interface (``NCCL_P2P_DISABLE``, ``NCCL_SHM_DISABLE``,
 ``NCCL_IB_DISABLE``, ``NCCL_SOCKET_IFNAME=lo``), so the two processes talk as two machines
-would, over TCP; ``auto`` lets NCCL pick (each process sees one GPU only).
+would, over TCP; ``auto`` lets NCCL pick (each process sees one GPU only). ``--cpu`` runs both
+machines on the CPU (torch's gloo backend), the tiny shape by default: the same launch, parsing
+and read-back without a GPU.
 
 Every process runs in its own process group with a wall-clock limit (``--run-timeout`` for the
 run, ``--join-timeout`` for machine 0 to print machine 1's command); at the end every group
@@ -24,6 +26,7 @@ on failure. Ends with one JSON line.
 
     python bench/two_machines.py                  # 0.5B shape, 5 steps, 2 GPUs (~3 minutes)
     python bench/two_machines.py --dry-run        # CPU: the configs and commands only
+    python bench/two_machines.py --cpu --steps 3  # CPU: both machines train a tiny shape
 """
 
 from __future__ import annotations
@@ -70,7 +73,12 @@ POLL_S = 1.0
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-shape", choices=("small", "tiny"), default="small")
+    parser.add_argument(
+        "--model-shape", choices=("small", "tiny"), default=None, help="default: small, tiny on CPU"
+    )
+    parser.add_argument(
+        "--cpu", action="store_true", help="both machines on this host's CPU (gloo), no GPU"
+    )
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--generations", type=int, default=4)
@@ -91,6 +99,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--dry-run", action="store_true", help="write the config and build the commands only"
     )
     args = parser.parse_args(argv)
+    args.model_shape = args.model_shape or ("tiny" if args.cpu else "small")
     for name in ("steps", "prompts", "tokens"):
         if getattr(args, name) < 1:
             parser.error(f"--{name}: must be >= 1")
@@ -132,12 +141,12 @@ def run_config(args: argparse.Namespace, model_dir: Path, data: Path) -> RunConf
     )
 
 
-def machine_env(gpu: int, transport: str) -> dict[str, str]:
-    """The environment of the machine that trains on GPU ``gpu``."""
+def machine_env(gpu: int, transport: str, cpu: bool = False) -> dict[str, str]:
+    """The environment of the machine that trains on GPU ``gpu`` (none with ``cpu``)."""
     env = {
         **os.environ,
         "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-        "CUDA_VISIBLE_DEVICES": str(gpu),
+        "CUDA_VISIBLE_DEVICES": "" if cpu else str(gpu),
         "HF_HUB_OFFLINE": "1",
         "TRL_EXPERIMENTAL_SILENCE": "1",
         "PYTHONUNBUFFERED": "1",
@@ -169,8 +178,8 @@ def dry_run(args: argparse.Namespace, work: Path, config: RunConfig) -> dict[str
         "machine_1_command": one,
         "machine_1_command_as_built": one == expected,
         "accelerate_config": file.read_text(),
-        "machine_0_gpus": machine_env(0, args.transport)["CUDA_VISIBLE_DEVICES"],
-        "machine_1_gpus": machine_env(1, args.transport)["CUDA_VISIBLE_DEVICES"],
+        "machine_0_gpus": machine_env(0, args.transport, args.cpu)["CUDA_VISIBLE_DEVICES"],
+        "machine_1_gpus": machine_env(1, args.transport, args.cpu)["CUDA_VISIBLE_DEVICES"],
         "note": note,
     }
 
@@ -247,7 +256,7 @@ def train(args: argparse.Namespace, work: Path, config: RunConfig) -> dict[str, 
     started = time.monotonic()
     zero = start(
         [sys.executable, "-m", "engine", "train", str(path), "--data-dir", str(data_dir)],
-        machine_env(0, args.transport),
+        machine_env(0, args.transport, args.cpu),
         logs[0],
     )
     procs = [zero]
@@ -255,17 +264,17 @@ def train(args: argparse.Namespace, work: Path, config: RunConfig) -> dict[str, 
     try:
         line = wait_for_line(zero, logs[0], MACHINE_PREFIX, args.join_timeout)
         if line is None:
-            result["error"] = "machine 0 printed no command for machine 1"
+            result["failure"] = "machine 0 printed no command for machine 1"
         else:
             command = machine_one_command(line)
             result["machine_1_command"] = shlex.join(command)
-            procs.append(start(command, machine_env(1, args.transport), logs[1]))
+            procs.append(start(command, machine_env(1, args.transport, args.cpu), logs[1]))
             deadline = started + args.run_timeout
             for proc in procs:
                 try:
                     proc.wait(timeout=max(1.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
-                    result["error"] = f"the run passed --run-timeout {args.run_timeout:.0f} s"
+                    result["failure"] = f"the run passed --run-timeout {args.run_timeout:.0f} s"
                     break
     finally:
         for proc in procs:
@@ -277,7 +286,7 @@ def train(args: argparse.Namespace, work: Path, config: RunConfig) -> dict[str, 
     machine_one = logs[1].read_text(errors="replace") if logs[1].exists() else ""
     result["machine_1_trained"] = "Loading model" in machine_one
     result["note_in_run_log"] = stored_note(data_dir)
-    if result.get("error") or any(c != 0 for c in codes):
+    if result.get("failure") or any(c != 0 for c in codes):
         result["log_tail_machine_0"] = tail(logs[0])
         result["log_tail_machine_1"] = tail(logs[1])
     return result
@@ -294,7 +303,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         config = run_config(args, model_dir, data)
         report: dict[str, Any] = {
             "machines": 2,
-            "gpus_per_machine": 1,
+            "gpus_per_machine": 0 if args.cpu else 1,
             "model_shape": args.model_shape,
             "distributed": args.distributed,
             "transport": args.transport,

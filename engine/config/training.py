@@ -84,8 +84,8 @@ class TrainingSettings:
     num_gpus: int = knob(
         1,
         help=(
-            "GPUs of each machine, one training process each (>1 GPUs in all starts "
-            "`accelerate launch`)."
+            "GPUs of each machine, one training process each (more than one process in all "
+            "starts `accelerate launch`)."
         ),
         lo=1,
         hi=64,

@@ -44,7 +44,7 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
         policy.check_model(config.model)
         policy.check_data(config.data)
         policy.check_reward(config.reward)
-    check_gpus(config.training.num_gpus, config.training.num_machines)
+    check_gpus(config.training.num_gpus)
     check_gpu_ids(config.training.gpu_list)
     check_trackers(config.training.report_to, config.algorithm)
     check_model(config.model)
@@ -99,15 +99,9 @@ def check_hub_dataset_id(name: str) -> None:
         )
 
 
-def check_gpus(num_gpus: int, num_machines: int = 1) -> None:
-    """Several processes need as many CUDA GPUs: each takes its share of every step's batch.
-    A run over several machines trains on CUDA GPUs (NCCL), at least one on this machine."""
+def check_gpus(num_gpus: int) -> None:
+    """Several processes need as many CUDA GPUs: each takes its share of every step's batch."""
     available = torch.cuda.device_count()
-    if num_machines > 1 and available < 1:
-        raise ConfigError(
-            "training.num_machines",
-            f"{num_machines} machines train on CUDA GPUs, and this machine has none; set it to 1",
-        )
     if num_gpus > 1 and available < num_gpus:
         raise ConfigError(
             "training.num_gpus",

@@ -81,3 +81,15 @@ def test_machine_one_starts_from_machine_zeros_output_and_every_group_is_ended(t
     quiet = two_machines.start([sys.executable, "-c", "print('no')"], dict(os.environ), quiet_log)
     assert two_machines.wait_for_line(quiet, quiet_log, two_machines.MACHINE_PREFIX, 60) is None
     assert quiet.returncode == 0
+
+
+def test_a_machine_zero_that_cannot_start_is_reported_with_its_log(tmp_path):
+    """Machine 0 refuses a model that is not there (by field, before any launch): no command
+    for machine 1, machine 0's exit code and log tail in the report, no process left."""
+    args = two_machines.parse_args(["--cpu", "--join-timeout", "120"])
+    config = two_machines.run_config(args, tmp_path / "no-model", tmp_path / "p.jsonl")
+    result = two_machines.train(args, tmp_path, config)
+    assert result["failure"] == "machine 0 printed no command for machine 1"
+    assert result["exit_machine_0"] == 2 and result["exit_machine_1"] is None
+    assert "model.name_or_path" in result["log_tail_machine_0"]
+    assert not result["machine_1_trained"] and not result["note_in_run_log"]
