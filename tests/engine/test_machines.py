@@ -213,3 +213,37 @@ def test_a_worker_of_rank_above_zero_writes_nothing(tmp_path, monkeypatch, rank)
         assert any("Run grpo-1 failed" in line.message for line in logged)
     else:
         assert run.status == RunStatus.QUEUED and run.error_message is None and not logged
+
+
+def test_the_app_starts_machine_zero_and_its_runs_log_tells_the_others(data_dir):
+    """The dashboard's path: dispatch writes the machines file, starts machine 0 from it and
+    stores machine 1's command in the run's log; stopping the run ends machine 0's process
+    group."""
+    import os
+    import socket
+
+    from engine.run.launcher import Launcher
+
+    with socket.socket() as probe:  # a port nothing listens on: machine 0's rendezvous
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    launcher = Launcher(data_dir, gpus=list)
+    run_id = launcher.start(config({"main_port": port, "steps": 1}))
+    proc = launcher._children[run_id]
+    try:
+        with Database(db_path(data_dir)) as db:
+            messages = [line.message for line in logs_since(db, run_id)[0]]
+            assert run_store.get_run(db, run_id).status == RunStatus.RUNNING
+        folder = launcher.run_dir(run_id)
+        assert (folder / MACHINES_CONFIG_FILE).exists()
+        (line,) = [m for m in messages if "machine 1: " in m]
+        other = shlex.split(line.split("machine 1: ", 1)[1])
+        assert other[other.index("--machine_rank") + 1] == "1"
+        assert other[other.index("--run-id") + 1] == run_id
+        assert other[other.index("--data-dir") + 1] == str(data_dir)
+        assert proc.poll() is None  # machine 0 runs (until machine 1 joins or it is stopped)
+    finally:
+        launcher.stop(run_id)
+        proc.wait(timeout=60)
+    with pytest.raises(ProcessLookupError):  # nothing of machine 0's group is left
+        os.killpg(proc.pid, 0)
