@@ -4,10 +4,11 @@
 "calculator agent" preset goes with it. Everything is chosen for a CPU (issue 24's target: ten
 minutes on a 2-core machine): the shipped agent model (``model: agent``, which calls the
 calculator in about half its replies before RL), the agent task (multi-digit products a
-0.7M-parameter model cannot compute in its head), the calculator (3 calls at most, 2 within the reward's budget), the
-"calculator agent" reward (the final answer, well-formed calls, failed calls, the budget), and
-room in ``max_completion_length`` for a call, its result and the answer (one token per
-character: about 75 + 45 + 25).
+0.7M-parameter model cannot compute in its head), the calculator (3 calls at most, 2 within the
+reward's budget), the "calculator agent" reward (the final answer, well-formed calls, failed
+calls, the budget), and room in ``max_completion_length`` for a call, its result and the answer
+(one token per character: about 75 + 45 + 25). The learning rate is 2e-4: at 5e-4 a run called
+in 97% of rollouts after 3 steps, then broke (malformed calls, wrong copies).
 """
 
 from __future__ import annotations

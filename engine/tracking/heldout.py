@@ -74,6 +74,7 @@ class HeldoutEvaluation:
 
         config = self.config
         prepare_tool_tokenizer(self.tokenizer, config.model.name_or_path)
+        # Each round through transformers' generate: the run's compiled runner samples one turn.
         report = evaluate_with_tools(
             policy,
             self.tokenizer,

@@ -27,7 +27,8 @@ def test_a_conversation_is_scored_with_its_calls_named_in_the_traces(ctx):
     assert "call 1: calculator well-formed" in lines
     assert plain["trace"][1]["explanation"] == "no tool call"
     assert out["totals"][0] > out["totals"][1]  # the call pays
-    failed = api.score_preview(ctx, AGENT, [rollout(name="calc", result="{'error': 'Tool calc not found.'}")])
+    unknown = rollout(name="calc", result="{'error': 'Tool calc not found.'}")
+    failed = api.score_preview(ctx, AGENT, [unknown])
     assert "call 1: unknown tool 'calc'" in [
         t["explanation"] for t in failed["samples"][0]["trace"]
     ]
