@@ -18,8 +18,8 @@ from engine.config.pretrained import local_gpu, pretrained_summary
 from engine.config.run_config import RunConfig, documented_yaml
 from engine.models.micro_batch import describe, local_card_bytes
 from engine.models.specs import (
-    DEFAULT_MODEL_ALIAS,
     ENGLISH_MODEL_ALIAS,
+    SHIPPED_MODELS,
     ModelSpec,
     available_models,
 )
@@ -37,7 +37,7 @@ from ui.train import form as train_form
 from ui.train.form import FormField, TrainInputs
 from ui.train.start_message import GENERAL, SECTION_TITLES, not_ready_summary, start_refusal
 
-MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
+MODEL_ALIASES = (*SHIPPED_MODELS, ENGLISH_MODEL_ALIAS)
 
 
 @dataclass
@@ -386,7 +386,7 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
     }
 
     def on_model(key: str) -> Updates:
-        pretrained = key != DEFAULT_MODEL_ALIAS
+        pretrained = key not in SHIPPED_MODELS  # the shipped tiny models train in full
         values = train_form.suggested_values(list(parts.fields.values()), pretrained, on_gpu)
         updates: Updates = {
             comp: _input_value(parts.fields[path], values[path]) for path, comp in suggested.items()
