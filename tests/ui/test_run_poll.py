@@ -136,7 +136,7 @@ def test_runs_table_formats_duration():
 def parts():
     import gradio as gr
 
-    from ui.runs.tab import build_runs_parts
+    from ui.runs.layout import build_runs_parts
 
     with gr.Blocks():
         return build_runs_parts()
