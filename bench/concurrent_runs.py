@@ -30,10 +30,10 @@ from engine.config.run_config import RunConfig  # noqa: E402
 from engine.run.launcher import CONFIG_FILE, Launcher, worker_command  # noqa: E402
 from engine.tracking import metric_names  # noqa: E402
 from storage import runs as run_store  # noqa: E402
-from storage.db import Database  # noqa: E402
-from storage.metrics import metrics_since  # noqa: E402
 from storage.paths import db_path  # noqa: E402
-from storage.schema import RunStatus  # noqa: E402
+from storage.records.metrics import metrics_since  # noqa: E402
+from storage.sqlite.db import Database  # noqa: E402
+from storage.sqlite.schema import RunStatus  # noqa: E402
 
 DONE = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.INTERRUPTED, RunStatus.STOPPED)
 

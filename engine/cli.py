@@ -47,7 +47,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from engine.run.devices import Assignment
     from engine.run.launcher import Launcher, run_command
     from engine.run.layout import config_path
-    from storage.schema import LOCAL_OWNER, RunStatus
+    from storage.sqlite.schema import LOCAL_OWNER, RunStatus
 
     launcher = Launcher(_data_dir(args.data_dir))
     # Before anything touches CUDA: this run sees only its GPUs (the free ones, else the least
@@ -100,9 +100,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 def _final_status(data_dir: Path, run_id: str, returncode: int) -> str:
     """The status the workers recorded; ``failed`` if they all ended without recording one."""
     from storage import runs as run_store
-    from storage.db import Database
     from storage.paths import db_path
-    from storage.schema import RunStatus
+    from storage.sqlite.db import Database
+    from storage.sqlite.schema import RunStatus
 
     with Database(db_path(data_dir)) as db:
         run = run_store.get_run(db, run_id)
@@ -124,7 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     install_stop_handlers(stop)
 
     from engine.run import worker
-    from storage.schema import RunStatus
+    from storage.sqlite.schema import RunStatus
 
     status = worker.run(args.config, args.run_id, _data_dir(args.data_dir), stop=stop)
     return 0 if status != RunStatus.FAILED else 1

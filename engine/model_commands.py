@@ -23,10 +23,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         return _export_model(args)
     from engine.run.checkpoints import latest_model_dir
     from engine.run.launcher import Launcher, LaunchError
-    from storage.db import Database
     from storage.export import export_run
     from storage.paths import db_path
     from storage.runs import get_run
+    from storage.sqlite.db import Database
 
     launcher = Launcher(resolve_data_dir(args.data_dir))
     with Database(db_path(launcher.data_dir)) as db:
@@ -45,9 +45,9 @@ def _export_model(args: argparse.Namespace) -> int:
     from engine.exports.gguf_file import GGUFExportError
     from engine.exports.run_export import ExportError, export_recorded_run
     from engine.run.launcher import Launcher, LaunchError
-    from storage.db import Database
     from storage.paths import db_path
     from storage.runs import get_run
+    from storage.sqlite.db import Database
 
     launcher = Launcher(resolve_data_dir(args.data_dir))
     with Database(db_path(launcher.data_dir)) as db:
@@ -134,7 +134,7 @@ def _data_system_prompt(config) -> str | None:
 
     from engine.data.datasets import DatasetError, load_rows
     from engine.generation.playground import DATA_PROMPTS
-    from rewards.text import system_text
+    from rewards.completions.text import system_text
 
     try:  # as many rows as the Playground reads, so that both take the same first row
         rows = load_rows(replace(config.data, max_rows=DATA_PROMPTS))

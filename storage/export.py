@@ -22,13 +22,13 @@ from pathlib import Path
 
 import yaml
 
-from storage.db import Database
 from storage.labels import label_of
-from storage.logs import logs_since
-from storage.metrics import metrics_since
+from storage.records.logs import logs_since
+from storage.records.metrics import metrics_since
+from storage.records.samples import sample_steps, samples_at
 from storage.runs import RunNotFoundError, get_run
-from storage.samples import sample_steps, samples_at
-from storage.schema import Sample
+from storage.sqlite.db import Database
+from storage.sqlite.schema import Sample
 
 PAGE = 50_000
 RUN_FIELDS = (

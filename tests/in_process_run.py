@@ -10,7 +10,7 @@ from engine.config.run_config import RunConfig
 from engine.models.char_tokenizer import build_char_tokenizer
 from engine.run import worker
 from engine.run.launcher import CONFIG_FILE, Launcher
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 from tests.tiny_models import save_tiny_llama
 
 

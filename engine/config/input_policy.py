@@ -40,7 +40,7 @@ from engine.data.datasets import DataSpec
 from engine.data.files import FILE_TYPES
 from engine.models.specs import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
 from engine.run.layout import CONFIG_FILE, NO_HUB_TOKEN_MARKER
-from rewards.hub_ids import is_hub_id
+from rewards.input_guards.hub_ids import is_hub_id
 from rewards.spec import RewardSpec
 from storage.paths import RUNS_DIR
 
@@ -64,8 +64,8 @@ STORED_UPLOAD_NAME = re.compile(r"[0-9a-f]{32}\.[a-z]+")
 
 
 def is_web_hub_id(name: str) -> bool:
-    """``owner/name`` as the hub spells repo ids (:func:`rewards.hub_ids.is_hub_id`); never a
-    path that exists here."""
+    """``owner/name`` as the hub spells repo ids (:func:`rewards.input_guards.hub_ids.is_hub_id`);
+    never a path that exists here."""
     if not is_hub_id(name):
         return False
     # A relative path that exists would load as a local folder instead of the hub repo.

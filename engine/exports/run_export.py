@@ -33,7 +33,7 @@ from engine.run.saved_models import (
 )
 
 if TYPE_CHECKING:
-    from storage.db import Database
+    from storage.sqlite.db import Database
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ def export_recorded_run(
     db: Database, run_id: str, run_dir: Path, out: Path, fmt: str, **kwargs: Any
 ) -> ExportResult:
     """:func:`export_model` with the card's steps and held-out scores read from storage."""
-    from storage.metrics import metric_series
+    from storage.records.metrics import metric_series
     from storage.runs import get_run
 
     run = get_run(db, run_id)

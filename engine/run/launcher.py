@@ -36,10 +36,10 @@ from engine.run.devices import Assignment, Gpu, core_share, list_gpus, machine_c
 from engine.run.distributed import launch_args, layer_class, write_fsdp_config
 from engine.run.layout import CONFIG_FILE as CONFIG_FILE  # its import path before run_layout
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
 from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError
-from storage.schema import LOCAL_OWNER, RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import LOCAL_OWNER, RunStatus
 
 if TYPE_CHECKING:
     from engine.config.run_config import RunConfig

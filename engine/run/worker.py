@@ -47,9 +47,9 @@ from engine.tracking.samples import sample_rows
 from engine.tracking.trackers import point_trackers_at
 from engine.trainers.callbacks import StudioCallback
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
-from storage.schema import NoteKind, RunPhase, RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import NoteKind, RunPhase, RunStatus
 
 logger = logging.getLogger("engine.run.worker")
 

@@ -15,11 +15,11 @@ from engine.config.run_config import RunConfig
 from engine.run.checkpoints import latest_checkpoint
 from engine.run.launcher import Launcher
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.db import Database
-from storage.metrics import metric_names, metrics_since
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.records import samples as sample_store
+from storage.records.metrics import metric_names, metrics_since
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 
 pytestmark = pytest.mark.slow
 

@@ -15,10 +15,10 @@ from run_waits import wait_for
 from engine.config.run_config import RunConfig
 from engine.run.launcher import CONFIG_FILE, Launcher
 from storage import runs as run_store
-from storage.db import Database
-from storage.logs import logs_since
 from storage.paths import db_path
-from storage.schema import TERMINAL_STATUSES, RunStatus
+from storage.records.logs import logs_since
+from storage.sqlite.db import Database
+from storage.sqlite.schema import TERMINAL_STATUSES, RunStatus
 from ui.shared.context import AppContext
 
 

@@ -16,9 +16,9 @@ from engine.config.run_config import RunConfig
 from engine.run.launcher import CONFIG_FILE, Launcher
 from engine.run.worker import run as run_worker
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from tests.in_process_run import run_in_process
 
 

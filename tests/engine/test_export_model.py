@@ -13,8 +13,8 @@ from engine.models.specs import DEFAULT_MODEL_DIR
 from engine.run.devices import bounded_threads
 from engine.run.saved_models import ADAPTER_CONFIG, load_run_model
 from engine.tasks import builtin_task
-from storage.db import Database
 from storage.paths import db_path, runs_dir
+from storage.sqlite.db import Database
 from tests.in_process_run import train_tiny_llama
 
 pytest.importorskip("gguf")

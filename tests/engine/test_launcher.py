@@ -9,11 +9,11 @@ import pytest
 from engine.config.run_config import RunConfig
 from engine.run.launcher import CONFIG_FILE, Launcher, worker_command
 from storage import runs as run_store
-from storage.db import Database
-from storage.logs import logs_since
 from storage.paths import db_path
+from storage.records.logs import logs_since
 from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError
-from storage.schema import RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,8 +4,8 @@ import pytest
 
 from engine.config.run_config import RunConfig
 from storage import runs as run_store
-from storage.metrics import MetricWriter
-from storage.schema import RunStatus
+from storage.records.metrics import MetricWriter
+from storage.sqlite.schema import RunStatus
 from ui import api
 from ui.access.identity import LOCAL_VIEWER
 from ui.api import ApiError

@@ -5,7 +5,7 @@ import pytest
 from rewards.composer import score
 from rewards.spec import PRESETS
 from storage import runs as run_store
-from storage.samples import add_samples
+from storage.records.samples import add_samples
 from ui.access.identity import Viewer
 from ui.api import ApiError
 from ui.api import lab as lab_api

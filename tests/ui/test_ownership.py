@@ -7,9 +7,9 @@ import gradio as gr
 import pytest
 
 from storage import runs as run_store
-from storage.metrics import MetricWriter
+from storage.records.metrics import MetricWriter
 from storage.run_caps import ActiveRunCaps
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 from ui import api
 from ui.access.identity import (
     LOCAL_VIEWER,

@@ -5,8 +5,8 @@ import pytest
 from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.schema import RunStatus
+from storage.records import samples as sample_store
+from storage.sqlite.schema import RunStatus
 from ui.access.identity import LOCAL_VIEWER
 from ui.runs import actions as run_actions
 from ui.runs.actions import RunActionError

@@ -8,8 +8,8 @@ from typing import Any
 from engine.config.fields import ConfigError, parse_yaml
 from engine.config.run_config import RunConfig
 from rewards.params import describe_value
-from storage import metrics as metric_store
 from storage import runs as run_store
+from storage.records import metrics as metric_store
 from storage.run_caps import TooManyActiveRunsError
 from storage.runs import RunInfo
 from ui.access.identity import IdentityError, Viewer

@@ -19,7 +19,7 @@ from engine.config.run_config import RunConfig
 from engine.generation.playground import DATA_PROMPTS
 from engine.run.layout import config_path
 from engine.run.saved_models import run_config
-from rewards.text import system_text
+from rewards.completions.text import system_text
 from ui.preview.generate import load_prompts
 from ui.shared.context import AppContext
 

@@ -18,10 +18,10 @@ from engine.exports.hub import HubPushError, push_model
 from engine.run.checkpoints import latest_model_dir
 from engine.run.layout import CONFIG_FILE
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.db import Database
 from storage.export import export_run
+from storage.records import samples as sample_store
 from storage.runs import RunInfo, RunNotFoundError
+from storage.sqlite.db import Database
 from ui.access.identity import Viewer
 from ui.shared.conversation_view import completion_view
 from ui.shared.downloads import download_dir

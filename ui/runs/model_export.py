@@ -19,7 +19,7 @@ import gradio as gr
 from engine.exports.gguf_file import QUANTS, GGUFExportError
 from engine.exports.run_export import FORMATS, ExportError, export_recorded_run
 from engine.run.saved_models import RunModelError, run_models
-from storage.db import Database
+from storage.sqlite.db import Database
 from ui.access.identity import Viewer, viewer_for
 from ui.runs.actions import RunActionError, owned_run
 from ui.shared.downloads import download_dir
