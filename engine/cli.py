@@ -46,7 +46,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     from engine.models.micro_batch import describe, local_card_bytes
     from engine.run.devices import Assignment
     from engine.run.launcher import Launcher, run_command
-    from engine.run.layout import config_path
     from storage.sqlite.schema import LOCAL_OWNER, RunStatus
 
     launcher = Launcher(_data_dir(args.data_dir))
@@ -76,13 +75,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     else:
         from engine.run import worker  # the trainers' imports, once the run is recorded
 
-        status = worker.run(
-            config_path(launcher.run_dir(run_id)),
-            run_id,
-            launcher.data_dir,
-            show_progress=True,
-            config=config,  # the object already parsed; the file is the copy for a resume
-        )
+        # The object already parsed and recorded: this process needs no file.
+        status = worker.run(config, run_id, launcher.data_dir, show_progress=True)
     print(f"run {run_id}: {status}")
     return 0 if status != RunStatus.FAILED else 1
 

@@ -86,14 +86,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
         stream_replies,
     )
     from engine.run.launcher import Launcher, LaunchError
-    from engine.run.layout import config_path
-    from engine.run.saved_models import RunModelError, load_run_model, run_config
+    from engine.run.saved_models import RunModelError, load_run_model
     from rewards.composer import score
 
     launcher = Launcher(resolve_data_dir(args.data_dir))
     run_dir = launcher.run_dir(args.run_id)
-    if not config_path(run_dir).is_file():
-        raise LaunchError(f"no run with id {args.run_id!r}")
+    config = launcher.recorded_config(args.run_id)  # LaunchError when there is no such run
     key = "base" if args.base else _model_key(args.checkpoint or "latest")
     settings = SamplingSettings(
         temperature=args.temperature,
@@ -103,7 +101,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
     )
     try:
         settings.check()
-        config = run_config(run_dir)
         model, tokenizer, which = load_run_model(run_dir, key, config=config)
     except (GenerateError, RunModelError) as exc:
         raise LaunchError(str(exc)) from None
@@ -154,8 +151,11 @@ def cmd_push(args: argparse.Namespace) -> int:
     token = os.environ.get(args.token_env, "")
     if not token:
         raise LaunchError(f"set {args.token_env} to a Hugging Face write token")
+    config = launcher.recorded_config(args.run_id)  # LaunchError when there is no such run
     try:
-        url = push_model(launcher.run_dir(args.run_id), args.repo_id, token)
+        url = push_model(
+            launcher.run_dir(args.run_id), args.repo_id, token, config_text=config.to_yaml()
+        )
     except HubPushError as exc:
         raise LaunchError(str(exc)) from None
     print(f"pushed {args.run_id} to {url}")

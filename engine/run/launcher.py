@@ -87,7 +87,10 @@ def worker_command(
 
 
 def run_command(config: RunConfig, run_dir: Path, run_id: str, data_dir: Path) -> list[str]:
-    """The worker argv of a recorded run; writes the run's FSDP config file when it uses FSDP."""
+    """The worker argv of a recorded run, and the files it reads: its copy of ``config`` (the
+    recorded one; the database row is the record, this file only carries it across to the new
+    process, so it is written anew at each start) and, when it uses FSDP, accelerate's."""
+    config.save(run_layout.config_path(run_dir))
     t = config.training
     fsdp_config = None
     if t.num_gpus > 1 and t.distributed == "fsdp":
@@ -162,8 +165,9 @@ class Launcher:
         caps: ActiveRunCaps | None = None,
         policy: InputPolicy | None = None,
     ) -> str:
-        """Save the config in a new run folder and record the run of ``owner``: ``queued``, or
-        ``running`` in process ``pid`` (a foreground CLI run). Returns the run id. ``policy``
+        """Record the run of ``owner`` with its config (the database row is the run's one record
+        of it) and make its folder: ``queued``, or ``running`` in process ``pid`` (a foreground
+        CLI run). Returns the run id. ``policy``
         (default: the launcher's) limits what the run may read: the owner's scope of it.
 
         Raises ``ConfigError`` (naming the field) when the model or data cannot be used, before
@@ -177,7 +181,6 @@ class Launcher:
         run_id = run_store.new_run_id(config.algorithm)
         folder = self.run_dir(run_id)
         folder.mkdir(parents=True, exist_ok=True)
-        config.save(run_layout.config_path(folder))
         if policy is not None:
             policy.mark_run(folder)
         with self._db() as db:
@@ -230,7 +233,7 @@ class Launcher:
                 run = run_store.next_queued(db)
                 if run is None:
                     break
-                config = RunConfig.load(run_layout.config_path(self.run_dir(run.id)))
+                config = RunConfig.from_dict(run.config)  # as recorded: the row is the record
                 assignment = self.assign(config, [r.id for r in active], slots)
                 if assignment is None:  # its GPUs are taken: it waits, and so do later runs
                     break
@@ -380,6 +383,13 @@ class Launcher:
                         continue
                     lost.append(run.id)
         return lost
+
+    def recorded_config(self, run_id: str) -> RunConfig:
+        """The config run ``run_id`` was recorded with (``LaunchError`` when there is none)."""
+        from engine.config.run_config import RunConfig
+
+        with self._db() as db:
+            return RunConfig.from_dict(self._get(db, run_id).config)
 
     @staticmethod
     def _get(db: Database, run_id: str):

@@ -18,7 +18,7 @@ from typing import Any
 from engine.config.run_config import RunConfig
 from engine.models.specs import ModelSpec
 from engine.run.checkpoints import checkpoints
-from engine.run.layout import POLICY_DIR, config_path, final_model_dir
+from engine.run.layout import POLICY_DIR, final_model_dir
 
 logger = logging.getLogger(__name__)
 
@@ -48,14 +48,10 @@ class RunModel:
     step: int
 
 
-def run_config(run_dir: Path) -> RunConfig:
-    return RunConfig.load(config_path(Path(run_dir)))
-
-
-def run_models(run_dir: Path, config: RunConfig | None = None) -> list[RunModel]:
-    """The run's starting model, its checkpoints (oldest first) and its final model."""
+def run_models(run_dir: Path, config: RunConfig) -> list[RunModel]:
+    """The run's starting model, its checkpoints (oldest first) and its final model;
+    ``config`` is the run's recorded config (its database row)."""
     run_dir = Path(run_dir)
-    config = config or run_config(run_dir)
     out = [RunModel(BASE, f"starting model ({config.model.name_or_path})", None, 0)]
     for path, step in sorted(checkpoints(run_dir).items(), key=lambda item: item[1]):
         out.append(RunModel(path.name, f"checkpoint at step {step}", path, step))
@@ -65,7 +61,7 @@ def run_models(run_dir: Path, config: RunConfig | None = None) -> list[RunModel]
     return out
 
 
-def find_run_model(run_dir: Path, key: str, config: RunConfig | None = None) -> RunModel:
+def find_run_model(run_dir: Path, key: str, config: RunConfig) -> RunModel:
     """The model ``key`` of the run (``"latest"``: the final model, else the newest
     checkpoint, else the base)."""
     models = run_models(run_dir, config)
@@ -84,12 +80,11 @@ def base_spec(config: RunConfig) -> ModelSpec:
 
 
 def load_run_model(
-    run_dir: Path, key: str = "latest", device: str = "cpu", config: RunConfig | None = None
+    run_dir: Path, key: str = "latest", device: str = "cpu", *, config: RunConfig
 ) -> tuple[Any, Any, RunModel]:
     """``(model, tokenizer, which)``: a plain model (adapters merged), ready to generate."""
     from engine.models.loading import load_model_and_tokenizer
 
-    config = config or run_config(run_dir)
     which = find_run_model(run_dir, key, config)
     if which.path is None:
         model, tokenizer = load_model_and_tokenizer(base_spec(config), device=device)

@@ -141,7 +141,9 @@ class EnumText(TypeDecorator[Enum]):
 
 class Run(SQLModel, table=True):
     """One training run, as stored and as the UI and the engine read it; ``config`` is the full
-    run config it was started from (column ``config_json``)."""
+    run config it was started from (column ``config_json``): the run's one record of it, which
+    the launcher, resume, downloads, exports and the Playground read (the run folder's
+    ``config.yaml`` is only the worker's copy, written from it at each start)."""
 
     __tablename__ = "run"
     __table_args__ = (
