@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.config.run_config import RunConfig  # noqa: E402
 from engine.run.launcher import Launcher, run_command  # noqa: E402
+from engine.run.saved_models import recorded_config  # noqa: E402
 from engine.tracking import metric_names  # noqa: E402
 from storage import runs as run_store  # noqa: E402
 from storage.paths import db_path  # noqa: E402
@@ -91,7 +92,7 @@ def together_unshared(args: argparse.Namespace, root: Path) -> list[float]:
     env = {**os.environ, "STUDIO_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
     procs = [
         subprocess.Popen(
-            run_command(launcher.recorded_config(r), launcher.run_dir(r), r, data_dir),
+            run_command(recorded_config(data_dir, r), launcher.run_dir(r), r, data_dir),
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,

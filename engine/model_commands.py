@@ -86,12 +86,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
         stream_replies,
     )
     from engine.run.launcher import Launcher, LaunchError
-    from engine.run.saved_models import RunModelError, load_run_model
+    from engine.run.saved_models import RunModelError, load_run_model, recorded_config
     from rewards.composer import score
 
     launcher = Launcher(resolve_data_dir(args.data_dir))
     run_dir = launcher.run_dir(args.run_id)
-    config = launcher.recorded_config(args.run_id)  # LaunchError when there is no such run
+    config = recorded_config(launcher.data_dir, args.run_id)
+    if config is None:
+        raise LaunchError(f"no run with id {args.run_id!r}")
     key = "base" if args.base else _model_key(args.checkpoint or "latest")
     settings = SamplingSettings(
         temperature=args.temperature,
@@ -144,6 +146,7 @@ def _data_system_prompt(config) -> str | None:
 def cmd_push(args: argparse.Namespace) -> int:
     from engine.exports.hub import HubPushError, push_model
     from engine.run.launcher import Launcher, LaunchError
+    from engine.run.saved_models import recorded_config
 
     launcher = Launcher(resolve_data_dir(args.data_dir))
     if not launcher.run_dir(args.run_id).is_dir():
@@ -151,7 +154,9 @@ def cmd_push(args: argparse.Namespace) -> int:
     token = os.environ.get(args.token_env, "")
     if not token:
         raise LaunchError(f"set {args.token_env} to a Hugging Face write token")
-    config = launcher.recorded_config(args.run_id)  # LaunchError when there is no such run
+    config = recorded_config(launcher.data_dir, args.run_id)
+    if config is None:
+        raise LaunchError(f"no run with id {args.run_id!r}")
     try:
         url = push_model(
             launcher.run_dir(args.run_id), args.repo_id, token, config_text=config.to_yaml()

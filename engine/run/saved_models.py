@@ -19,6 +19,9 @@ from engine.config.run_config import RunConfig
 from engine.models.specs import ModelSpec
 from engine.run.checkpoints import checkpoints
 from engine.run.layout import POLICY_DIR, final_model_dir
+from storage.paths import db_path
+from storage.runs import get_run
+from storage.sqlite.db import Database
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +32,15 @@ ADAPTER_CONFIG = "adapter_config.json"
 
 class RunModelError(ValueError):
     """The run has no such model; the message names what it has."""
+
+
+def recorded_config(data_dir: Path, run_id: str) -> RunConfig | None:
+    """The config run ``run_id`` of ``data_dir`` was recorded with: its database row, the run's
+    one record of it (the folder's ``config.yaml`` is only its worker's copy); None when there is
+    no such run."""
+    with Database(db_path(data_dir)) as db:
+        run = get_run(db, run_id)
+    return None if run is None else RunConfig.from_dict(run.config)
 
 
 @dataclass(frozen=True)

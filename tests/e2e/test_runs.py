@@ -14,6 +14,7 @@ from run_waits import wait_for
 from engine.config.run_config import RunConfig
 from engine.run.checkpoints import latest_checkpoint
 from engine.run.launcher import Launcher
+from engine.run.saved_models import recorded_config
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.records import samples as sample_store
@@ -118,7 +119,7 @@ def test_stop_saves_a_checkpoint_and_resume_continues(launcher, data_dir, algori
 
     # Shorten the run so the resumed part is quick; the run's row is its config's record (the
     # resumed worker's config.yaml is written from it).
-    config = launcher.recorded_config(run_id)
+    config = recorded_config(data_dir, run_id)
     config.training.steps = stopped_at + 2
     with Database(db_path(data_dir)) as db:
         run_store.update_run(db, run_id, config=config.to_dict())

@@ -14,6 +14,7 @@ from run_waits import wait_for
 
 from engine.config.run_config import RunConfig
 from engine.run.launcher import Launcher
+from engine.run.saved_models import recorded_config
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.records.logs import logs_since
@@ -46,7 +47,7 @@ def test_the_supervisor_marks_a_lost_run_and_starts_the_queued_one(data_dir, con
     dead.wait()
     lost = launcher.record(RunConfig.from_dict({"name": "lost"}), pid=dead.pid)
     queued = launcher.record(RunConfig.from_dict({"name": "queued"}))
-    config = launcher.recorded_config(queued)
+    config = recorded_config(data_dir, queued)
     config.model.name_or_path = str(data_dir / "no-such-model")  # its worker ends quickly
     with Database(db_path(data_dir)) as db:
         run_store.update_run(db, queued, config=config.to_dict())

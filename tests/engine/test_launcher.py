@@ -8,6 +8,7 @@ import pytest
 
 from engine.config.run_config import RunConfig
 from engine.run.launcher import Launcher, worker_command
+from engine.run.saved_models import recorded_config
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.records.logs import logs_since
@@ -93,7 +94,7 @@ def test_concurrent_dispatchers_and_finishing_workers_never_exceed_the_limit(dat
     launcher = Launcher(data_dir, max_concurrent=limit)
     run_ids = [launcher.record(RunConfig.from_dict({"name": f"r{i}"})) for i in range(queued)]
     for run_id in run_ids:  # each real worker fails at its model load and hands its slot on
-        config = launcher.recorded_config(run_id)
+        config = recorded_config(data_dir, run_id)
         config.model.name_or_path = str(data_dir / "no-such-model")
         with Database(db_path(data_dir)) as db:
             run_store.update_run(db, run_id, config=config.to_dict())
