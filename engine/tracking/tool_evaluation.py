@@ -23,7 +23,7 @@ from engine.tools.rollout import sample_tool_rollouts
 from engine.tools.toolbox import Toolbox
 from engine.tracking import metric_names
 from engine.tracking.evaluation import score_texts
-from rewards.tool_calls import final_text, malformed_calls, tool_calls
+from rewards.completions.tool_calls import final_text, malformed_calls, tool_calls
 
 logger = logging.getLogger(__name__)
 

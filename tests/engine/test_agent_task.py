@@ -15,7 +15,7 @@ from engine.tools.rollout import sample_tool_rollouts, tool_names
 from engine.tools.template import prepare_tool_tokenizer
 from engine.tools.toolbox import toolbox_class
 from engine.tracking.tool_evaluation import evaluate_with_tools
-from rewards.tool_calls import tool_calls
+from rewards.completions.tool_calls import tool_calls
 
 
 def test_the_held_out_products_are_never_trained_on():

@@ -5,7 +5,7 @@ import pytest
 from rewards.spec import preset
 from ui import api
 from ui.api import ApiError
-from ui.api_conversations import MAX_TURNS
+from ui.api.conversations import MAX_TURNS
 
 AGENT = preset("calculator agent").to_dict()
 

@@ -12,7 +12,7 @@ from engine.config.run_config import RunConfig
 from engine.generation.playground import SamplingSettings
 from engine.run.devices import bounded_threads
 from engine.run.saved_models import BASE, FINAL
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 from tests.in_process_run import run_in_process
 from ui import api
 from ui.access.identity import LOCAL_VIEWER

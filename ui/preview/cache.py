@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewards.analysis.diagnostics import group_diagnostics
+from rewards.completions.tool_calls import final_text
 from rewards.composer import score
 from rewards.lab.advantages import grpo_advantages
 from rewards.lab.matrix import ScoreMatrix
 from rewards.spec import RewardSpec
-from rewards.tool_calls import final_text
 from ui.shared.conversation_view import completion_view
 from ui.shared.trace_view import cut_note, extracted_text
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rewards.completions.text import completion_text
 from rewards.errors import RewardSpecError
 from rewards.lab.batch import Generations
 from rewards.lab.compare import compare
 from rewards.lab.sweep import SweepAxis, sweep
 from rewards.spec import PRESETS, RewardSpec
-from rewards.text import completion_text
 from ui.design.spec_io import parse_spec
 from ui.preview.cache import PreviewCache
 from ui.shared.lab_inputs import LabError
