@@ -31,15 +31,15 @@ def build_presets() -> tuple[gr.Dropdown, gr.Button]:
 def show_spec(
     form: SpecForm, out: EditorTargets, spec: RewardSpec, raw: Values, message: str, refused: str
 ) -> Updates:
-    """Updates that draw ``spec`` whole in the editor (``raw`` holds the editor's layout and
-    export format), or only say why not (the form left as it was)."""
+    """Updates that draw ``spec`` whole in the editor (``raw`` holds the export format), or
+    only say why not (the form left as it was)."""
     try:
         values = form.values_from_spec(spec)
     except SpecDoesNotFit as exc:
         return {out.message: warn(f"{refused}: {escape(exc)}")}
     notes = [hint(escape(note)) for note in form.load_notes(spec)]
     text = "\n\n".join([message, *notes])
-    return out.redraw(form, values, raw[out.layout], raw[out.export_format], text)
+    return out.show(values, raw[out.export_format], text)
 
 
 def wire_loaders(
@@ -83,8 +83,8 @@ def wire_loaders(
     ):
         trigger(
             handler,
-            inputs={source, out.layout, out.export_format},
-            outputs=out.redraw_outputs,
+            inputs={source, out.export_format},
+            outputs=out.load_outputs,
             api_visibility="private",
             **FORM_QUEUE,
         )

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from rewards.spec import DEFAULT_PRESET, PRESETS, RewardSpec
-from ui.design.editor import EditorTargets, build_editor, layout_of
+from ui.design.editor import EditorTargets, build_editor, wire_editor
 from ui.design.editor import elem_key as elem_key
 from ui.design.files import build_spec_io, wire_spec_io
 from ui.design.presets import build_presets, wire_loaders
@@ -59,21 +59,19 @@ def build_design(ctx: AppContext) -> DesignHandles:
     form = SpecForm()
     initial_spec = PRESETS.get(DEFAULT_PRESET) or next(iter(PRESETS.values()))
     spec_state = gr.State(initial_spec)
-    layout = gr.State(layout_of(form.values_from_spec(initial_spec)))
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
             preset, load_preset = build_presets()
             status = gr.Markdown(FormCheck(initial_spec).summary(), elem_id="spec-status")
-            editor = gr.Column()
+            editor = build_editor(form, form.values_from_spec(initial_spec))
             schedules = gr.Plot(
                 show_label=False, visible=initial_spec.has_schedules, elem_id="design-schedules"
             )
         with gr.Column(scale=2):
             try_parts = build_try(initial_spec)
             io = build_spec_io(initial_spec)
-    out = EditorTargets(layout, spec_state, status, io.code, io.export_format, io.message)
-    with editor:
-        build_editor(form, out)
+    out = EditorTargets(editor, spec_state, status, io.code, io.export_format, io.message, form)
+    wire_editor(out)
     wire_loaders(form, out, io, preset, load_preset)
     wire_spec_io(io, spec_state)
     wire_try(try_parts, spec_state)

@@ -86,8 +86,8 @@ def wire_design_memory(demo: gr.Blocks, design: DesignHandles, secret: str | Non
 
     demo.load(read, inputs=store, outputs=[pending, out.message, store], **PRIVATE).then(
         draw,
-        inputs={pending, out.layout, out.export_format, out.spec_state},
-        outputs=[*out.redraw_outputs, pending],
+        inputs={pending, out.export_format, out.spec_state},
+        outputs=[*out.load_outputs, pending],
         **PRIVATE,
     )
 
