@@ -19,6 +19,7 @@ error on the whole form, never an exception. User text is put in the page as tex
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 import gradio as gr
 
 from rewards.params import ParamSpec
+from rewards.spec import RewardSpec
 from ui.design import spec_io
 from ui.design.schedule_inputs import AGGREGATION_CHOICES, KINDS
 from ui.design.spec_form import (
@@ -56,13 +58,6 @@ def elem_key(key: str) -> str:
     """An input key as a DOM-friendly id fragment (``rule#2.weight`` -> ``rule-2-weight``,
     ``format.schedule:end`` -> ``format-schedule-end``); editor.js's ``elemKey`` is the same."""
     return key.replace("#", "-").replace(".", "-").replace("_", "-").replace(":", "-")
-
-
-def section_title(slot: Slot, label: Any = None) -> str:
-    """A component's section title: its name, and the metric name it logs under when that is
-    another (``conciseness · conciseness_4``). editor.js titles sections the same way, live."""
-    metric = str(label or "").strip() or slot.default_metric_name
-    return slot.info.name if metric == slot.info.name else f"{slot.info.name} · {metric}"
 
 
 def _param_schema(p: ParamSpec) -> dict[str, Any]:
@@ -167,18 +162,15 @@ class EditorTargets:
             updates[self.code] = spec_io.spec_text(check.spec, fmt_name)
         return updates
 
-    def show(self, values: FormValues, fmt_name: str, message: str) -> Updates:
+    def show(self, values: FormValues, message: str) -> Updates:
         """Updates that draw ``values`` whole in the editor (a preset, an import, a reload's
-        design), with the spec they make and ``message``."""
-        return {
-            **self.checked(self.form.check(values), fmt_name),
-            self.editor: values,
-            self.message: message,
-        }
+        design) with ``message``; the editor's change event checks them and updates the spec
+        (once: a second write of the spec's text could land over text typed since)."""
+        return {self.editor: values, self.message: message}
 
     @property
     def load_outputs(self) -> list[gr.components.Component]:
-        return [self.editor, self.spec_state, self.status, self.code, self.message]
+        return [self.editor, self.message]
 
 
 def build_editor(form: SpecForm, values: FormValues) -> gr.HTML:
@@ -200,17 +192,25 @@ def build_editor(form: SpecForm, values: FormValues) -> gr.HTML:
     )
 
 
-def wire_editor(out: EditorTargets) -> None:
+def wire_editor(
+    out: EditorTargets,
+    follow: Callable[[RewardSpec | None], Updates],
+    followers: list[gr.components.Component],
+) -> None:
     """Every change of the editor's value (typed, added, removed, loaded) checks it and
-    updates the shared spec, its summary and its text."""
+    updates the shared spec, its summary and its text, and ``followers`` through ``follow``
+    (the Design tab's own views of the spec, in the same event: each event costs the page a
+    refresh of every component any event ever updated, so the tab's followers do not add
+    events of their own)."""
 
     def on_change(values: Any, fmt_name: str) -> Updates:
-        return out.checked(safe_check(out.form, values), fmt_name)
+        updates = out.checked(safe_check(out.form, values), fmt_name)
+        return {**updates, **follow(updates[out.spec_state])}
 
     out.editor.change(
         on_change,
         inputs=[out.editor, out.export_format],
-        outputs=[out.spec_state, out.status, out.code],
+        outputs=[out.spec_state, out.status, out.code, *followers],
         trigger_mode="always_last",
         show_progress="hidden",
         api_visibility="private",
@@ -226,6 +226,5 @@ __all__: list[str] = [
     "editor_schema",
     "elem_key",
     "safe_check",
-    "section_title",
     "wire_editor",
 ]

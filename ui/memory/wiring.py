@@ -79,14 +79,14 @@ def wire_design_memory(demo: gr.Blocks, design: DesignHandles, secret: str | Non
             return {pending: None}
         return {
             **show_spec(
-                design.form, out, spec, raw, "Restored the design of your last visit.", NOT_RESTORED
+                design.form, out, spec, "Restored the design of your last visit.", NOT_RESTORED
             ),
             pending: None,
         }
 
     demo.load(read, inputs=store, outputs=[pending, out.message, store], **PRIVATE).then(
         draw,
-        inputs={pending, out.export_format, out.spec_state},
+        inputs={pending, out.spec_state},
         outputs=[*out.load_outputs, pending],
         **PRIVATE,
     )
