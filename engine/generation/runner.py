@@ -245,6 +245,16 @@ class GenerationRunner:
         self.compile_step = self.use_graphs if compile_step is None else compile_step
         self._graph: _DecodeGraph | None = None
         self._weights_key: tuple[int, ...] = ()
+        # The widest prompt a run will sample (0: unknown): the first cache is made that wide,
+        # so a wider prompt bucket later in the run never compiles and captures a new step.
+        self.prompt_width = 0
+
+    @property
+    def captured(self) -> tuple[int, SamplingSpec] | None:
+        """The rows and sampling of the cache and graph kept from the last call (a call with
+        the same reuses them); None before the first call."""
+        g = self._graph
+        return None if g is None else (g.cache.num_rows, g.sampling)
 
     def release(self) -> None:
         """Free the cache, the captured graph and the merged weights (the next call allocates
@@ -312,7 +322,7 @@ class GenerationRunner:
     def _generate(self, prompts, max_new_tokens, temperature, top_p, eos_ids, pad_id, seed):
         device = self.device
         distinct, sources = distinct_prompts(prompts)
-        width = bucket(max(len(p) for p in distinct))
+        width = bucket(max(self.prompt_width, *(len(p) for p in distinct)))
         dtype = self.decoder.body.embed_tokens.weight.dtype  # that of the hidden states
         old = self._graph
         if old is not None and old.cache.num_rows == len(prompts):

@@ -4,6 +4,8 @@
 
     <data dir>/studio.db                 the database (:mod:`storage.paths`)
     <data dir>/dispatch.lock             held while queued runs are counted and started
+    <data dir>/compile_cache/            compiled kernels every run reuses
+                                         (:mod:`engine.run.compile_cache`)
     <data dir>/runs/<run id>/            one folder per run (:func:`run_dir`)
         config.yaml                      the run config the worker trains from
         worker.log                       the worker's stdout and stderr

@@ -34,6 +34,7 @@ from engine.run.checkpoints import (
     latest_checkpoint,
     load_trained_weights,
 )
+from engine.run.compile_cache import use_compile_cache
 from engine.run.devices import apply_cpu_share
 from engine.run.distributed import save_final_model
 from engine.run.layout import final_model_dir, run_dir
@@ -121,6 +122,7 @@ def run(
     """
     apply_cpu_share()  # the launcher's share of the cores, before torch starts its threads
     data_dir = Path(data_dir)
+    use_compile_cache(data_dir)  # before the first compile: a later run of a shape reuses it
     main = is_main_process()
     db = Database(db_path(data_dir)) if main else None
     if stop is None:
@@ -188,6 +190,7 @@ class PreparedRun:
     train_rows: list[dict[str, Any]]
     evaluate: HeldoutEvaluation | None
     resume_from: Path | None
+    prompt_width: int = 0  # the longest prompt in tokens, on a GPU (0: not measured)
 
 
 def prepare(
@@ -214,7 +217,7 @@ def prepare(
     logger.info("Prompts reach the model as %s", prompt_format(tokenizer))
     card, prompt_tokens = local_card_bytes(), None
     if card is not None:  # on a GPU, an empty micro-batch is sized to the card and the prompts
-        prompt_tokens = longest_prompt(tokenizer, train_rows)
+        prompt_tokens = longest_prompt(tokenizer, train_rows + eval_rows)
         config = with_default_micro_batch(config, card, prompt_tokens)
     logger.info("%s", describe(config, card, prompt_tokens))
     if attempt is not None:
@@ -230,7 +233,9 @@ def prepare(
     if eval_rows and is_main_process() and not sharded:
         evaluation = HeldoutEvaluation(config, tokenizer, eval_rows, recorder)
     resume_from = resume_point(folder, config, recorder)
-    return PreparedRun(config, folder, model, tokenizer, train_rows, evaluation, resume_from)
+    return PreparedRun(
+        config, folder, model, tokenizer, train_rows, evaluation, resume_from, prompt_tokens or 0
+    )
 
 
 def _train_with_retry(
@@ -331,8 +336,11 @@ def _train_trl(
         show_progress=show_progress,
         before_checkpoint_publish=recorder.flush,  # a checkpoint's metrics are stored first
         record_metrics=recorder.metrics,
+        prompt_width=run.prompt_width,
     )
     samples.trainer = trainer
+    if run.evaluate is not None:  # held-out prompts sample on the rollouts' own graph
+        run.evaluate.runner = trainer.generation_runner
     resume_from = run.resume_from
     if resume_from is not None and checkpoint_step(resume_from) >= config.training.steps:
         # Killed after its last checkpoint: the Trainer would train one step too many.

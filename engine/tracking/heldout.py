@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from engine.config.run_config import RunConfig
+from engine.generation.runner import GenerationRunner
 from engine.tracking import metric_names
 from engine.tracking.evaluation import evaluate
 from engine.tracking.heldout_rewards import heldout_reward_metrics
@@ -30,6 +31,8 @@ class HeldoutEvaluation:
         self.tokenizer = tokenizer
         self.rows = rows
         self.recorder = recorder
+        # The run's rollout sampler, once its trainer exists: held-out prompts sample on it.
+        self.runner: GenerationRunner | None = None
 
     def __call__(self, policy: Any, step: int) -> dict[str, float]:
         logger.info("Evaluating %d held-out prompts at step %d", len(self.rows), step)
@@ -42,6 +45,7 @@ class HeldoutEvaluation:
             temperature=config.generation.temperature,
             max_new_tokens=config.generation.max_completion_length,
             seed=config.training.seed,
+            runner=self.runner,
         )
         logger.info(
             "Held-out at step %d: accuracy %.3f, format %.3f",

@@ -114,10 +114,12 @@ def build_trl_trainer(
     show_progress: bool = False,
     before_checkpoint_publish: Callable[[], None] | None = None,
     record_metrics: Callable[[int, dict[str, float]], None] | None = None,
+    prompt_width: int = 0,
 ):
     """A ready GRPO/RLOO trainer whose reward functions come from ``config.reward``;
     ``before_checkpoint_publish`` runs before each checkpoint becomes visible;
-    ``record_metrics(step, metrics)`` gets the scheduled reward weights of each step."""
+    ``record_metrics(step, metrics)`` gets the scheduled reward weights of each step;
+    ``prompt_width``: the longest prompt in tokens, which the sampler's first cache holds."""
     reward_funcs, _ = to_trl(config.reward)  # the weights: per step, from the spec's schedules
     trainer_cls = StudioGRPOTrainer if config.algorithm == "grpo" else StudioRLOOTrainer
     trainer = trainer_cls(
@@ -139,7 +141,7 @@ def build_trl_trainer(
     sharded = trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled
     if compiles_on(trainer.accelerator.device, sharded):
         compile_decoder_layers(trainer.accelerator.unwrap_model(trainer.model))
-    trainer.use_generation_backend(config.generation.backend)
+    trainer.use_generation_backend(config.generation.backend, prompt_width)
     if show_progress:  # a bar with the reward, instead of every log dict printed under it
         trainer.remove_callback(ProgressCallback)
         trainer.add_callback(CompactProgress())
