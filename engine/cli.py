@@ -69,8 +69,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         + (f"; GPUs {assignment.env()['CUDA_VISIBLE_DEVICES']}" if assignment.gpu_ids else "")
     )
     print(describe(config, local_card_bytes()))
-    if config.training.num_gpus > 1:  # one process per GPU, started as the dashboard starts them
+    if config.training.processes > 1:  # one process per GPU, started as the dashboard starts them
         cmd = run_command(config, launcher.run_dir(run_id), run_id, launcher.data_dir)
+        if config.training.num_machines > 1:
+            _tell_other_machines(config, launcher.run_dir(run_id), run_id, launcher.data_dir)
         returncode = subprocess.call(cmd)  # Ctrl-C reaches every process of the foreground group
         status = _final_status(launcher.data_dir, run_id, returncode)
     else:
@@ -85,6 +87,18 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
     print(f"run {run_id}: {status}")
     return 0 if status != RunStatus.FAILED else 1
+
+
+def _tell_other_machines(config, run_dir: Path, run_id: str, data_dir: Path) -> None:
+    """Print the command each other machine of the run runs, and keep it in the run's log."""
+    from engine.run.machines import other_machines_note, store_note
+    from storage.db import Database
+    from storage.paths import db_path
+
+    note = other_machines_note(config.training, run_dir, run_id, data_dir)
+    print("\n".join(note), flush=True)
+    with Database(db_path(data_dir)) as db:
+        store_note(db, run_id, note)
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:

@@ -30,7 +30,7 @@ import psutil
 from engine.config.input_policy import InputPolicy, worker_env
 from engine.models.loading import resolve_spec
 from engine.run import layout as run_layout
-from engine.run import memory_watch
+from engine.run import machines, memory_watch
 from engine.run.checkpoints import latest_checkpoint
 from engine.run.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
 from engine.run.distributed import launch_args, layer_class, write_fsdp_config
@@ -87,13 +87,18 @@ def worker_command(
 
 
 def run_command(config: RunConfig, run_dir: Path, run_id: str, data_dir: Path) -> list[str]:
-    """The worker argv of a recorded run; writes the run's FSDP config file when it uses FSDP."""
+    """The worker argv of a recorded run (machine 0's, over several machines); writes the run's
+    FSDP or machines config file when it uses one."""
     t = config.training
-    fsdp_config = None
-    if t.num_gpus > 1 and t.distributed == "fsdp":
+    fsdp, layer_cls = t.processes > 1 and t.distributed == "fsdp", None
+    if fsdp:
         spec = resolve_spec(config.model)
         layer_cls = layer_class(spec.name_or_path.strip(), spec.gguf_file)
-        fsdp_config = write_fsdp_config(run_dir, t.num_gpus, layer_cls)
+    if t.num_machines > 1:
+        file = machines.write_machines_config(run_dir, t, layer_cls)
+        config_file = run_layout.config_path(run_dir)
+        return machines.machine_command(file, 0, config_file, run_id, data_dir, sys.executable)
+    fsdp_config = write_fsdp_config(run_dir, t.num_gpus, layer_cls) if fsdp else None
     return worker_command(
         run_layout.config_path(run_dir), run_id, data_dir, t.num_gpus, fsdp_config
     )
@@ -272,6 +277,9 @@ class Launcher:
     def _spawn(self, db: Database, run_id: str, config: RunConfig, assignment: Assignment) -> None:
         folder = self.run_dir(run_id)
         cmd = run_command(config, folder, run_id, self.data_dir)
+        if config.training.num_machines > 1:  # the Runs view tells what the others run
+            note = machines.other_machines_note(config.training, folder, run_id, self.data_dir)
+            machines.store_note(db, run_id, note)
         env = {**os.environ, "STUDIO_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1"}
         env.update(assignment.env())
         assignment.save(folder)
