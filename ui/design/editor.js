@@ -160,7 +160,7 @@ function drawAll() {
     el(
       "div",
       { class: "rs-grid rs-spec" },
-      field("description", "Description", "area", { rows: 1, placeholder: "optional: what this reward is for" }),
+      field("description", "Description", "area", { rows: 2, placeholder: "optional: what this reward is for" }),
       field("aggregation", "Aggregation (GRPO's multi_objective_aggregation)", "choice", {
         choices: schema.aggregations,
         info: "sum then normalise per group (default), or normalise each component, then sum",
