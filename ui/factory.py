@@ -115,7 +115,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             tab.select(None, js=memory.save_tab_js(label))
         key = memory.browser_key(ctx.data_dir)
         memory.wire_design_memory(demo, design, key)
-        wire_preview_memory(demo, preview, design.spec_state, memory.KEY, key)
+        wire_preview_memory(preview_tab, preview, design.spec_state, memory.KEY, key)
         memory.wire_train_memory(demo, train.parts, key)
         charts = [("runs", runs.chart_controls), ("compare", compare.chart_controls)]
         memory.wire_chart_memory(demo, charts, key)

@@ -81,15 +81,17 @@ def _owner(request: gr.Request | None, profile: gr.OAuthProfile | None) -> str |
 
 
 def wire_preview_memory(
-    demo: gr.Blocks,
+    preview_tab: gr.Tab,
     preview: PreviewHandles,
     spec_state: gr.State,
     key_prefix: str,
     secret: str | None = None,
     kept: KeptPreviews = KEPT,
 ) -> None:
-    """Each new preview cache is kept and its token stored in the browser; a reload puts the
-    cache back and draws it with the reward of the moment, while the cache is still kept."""
+    """Each new preview cache is kept and its token stored in the browser; the first opening
+    of the Preview tab after a reload puts the cache back and draws it with the reward of the
+    moment, while the cache is still kept. (On the tab's opening, not the page's load: the load
+    runs many events already, and the tab restored by a reload is opened by a click too.)"""
     store = gr.BrowserState(None, storage_key=key_prefix + "preview", secret=secret)
 
     def save(
@@ -107,19 +109,19 @@ def wire_preview_memory(
     def restore(
         raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None
     ) -> Updates:
+        skip = {preview.cache_state: gr.skip()}
+        if not raw[preview.cache_state].empty or raw[spec_state] is None:
+            return skip  # this session has a preview (or the design is being fixed)
         owner = _owner(request, profile)
         cache = kept.get(owner, raw[store]) if owner is not None else None
-        spec = raw[spec_state]
-        if cache is None or spec is None:
-            return {preview.cache_state: gr.skip()}
-        views = preview.draw(cache, spec)
+        if cache is None:
+            return skip
+        views = preview.draw(cache, raw[spec_state])
         return {preview.cache_state: cache, **dict(zip(preview.views, views, strict=True))}
 
-    # Scored with the reward of the moment; when the design's own restore changes it, the
-    # Preview tab's listener on the spec scores the restored cache again.
-    demo.load(
+    preview_tab.select(
         restore,
-        inputs={store, spec_state},
+        inputs={store, spec_state, preview.cache_state},
         outputs=[preview.cache_state, *preview.views],
         api_visibility="private",
         show_progress="hidden",
