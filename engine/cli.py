@@ -46,8 +46,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from engine.models.micro_batch import describe, local_card_bytes
     from engine.run.devices import Assignment
     from engine.run.launcher import Launcher, run_command
-    from engine.run.layout import config_path
-    from storage.schema import LOCAL_OWNER, RunStatus
+    from storage.sqlite.schema import LOCAL_OWNER, RunStatus
 
     launcher = Launcher(_data_dir(args.data_dir))
     # Before anything touches CUDA: this run sees only its GPUs (the free ones, else the least
@@ -78,13 +77,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     else:
         from engine.run import worker  # the trainers' imports, once the run is recorded
 
-        status = worker.run(
-            config_path(launcher.run_dir(run_id)),
-            run_id,
-            launcher.data_dir,
-            show_progress=True,
-            config=config,  # the object already parsed; the file is the copy for a resume
-        )
+        # The object already parsed and recorded: this process needs no file.
+        status = worker.run(config, run_id, launcher.data_dir, show_progress=True)
     print(f"run {run_id}: {status}")
     return 0 if status != RunStatus.FAILED else 1
 
@@ -92,8 +86,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _tell_other_machines(config, run_dir: Path, run_id: str, data_dir: Path) -> None:
     """Print the command each other machine of the run runs, and keep it in the run's log."""
     from engine.run.machines import other_machines_note, store_note
-    from storage.db import Database
     from storage.paths import db_path
+    from storage.sqlite.db import Database
 
     note = other_machines_note(config.training, run_dir, run_id, data_dir)
     print("\n".join(note), flush=True)
@@ -114,9 +108,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 def _final_status(data_dir: Path, run_id: str, returncode: int) -> str:
     """The status the workers recorded; ``failed`` if they all ended without recording one."""
     from storage import runs as run_store
-    from storage.db import Database
     from storage.paths import db_path
-    from storage.schema import RunStatus
+    from storage.sqlite.db import Database
+    from storage.sqlite.schema import RunStatus
 
     with Database(db_path(data_dir)) as db:
         run = run_store.get_run(db, run_id)
@@ -138,7 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     install_stop_handlers(stop)
 
     from engine.run import worker
-    from storage.schema import RunStatus
+    from storage.sqlite.schema import RunStatus
 
     status = worker.run(args.config, args.run_id, _data_dir(args.data_dir), stop=stop)
     return 0 if status != RunStatus.FAILED else 1

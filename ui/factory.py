@@ -20,9 +20,9 @@ from ui.access.identity import ownership_note, viewer_for
 from ui.access.upload_budget import UploadBudget, budget_caps
 from ui.access.visitor_cookie import VisitorCookies, server_secret
 from ui.api import build_api
+from ui.api.lab import build_lab_api
 from ui.compare.tab import build_compare
 from ui.design.tab import build_design
-from ui.lab_api import build_lab_api
 from ui.memory import wiring as memory
 from ui.memory.kept_preview import wire_preview_memory
 from ui.playground.tab import build_playground

@@ -36,10 +36,10 @@ from engine.run.devices import Assignment, Gpu, core_share, list_gpus, machine_c
 from engine.run.distributed import launch_args, layer_class, write_fsdp_config
 from engine.run.layout import CONFIG_FILE as CONFIG_FILE  # its import path before run_layout
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
 from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError
-from storage.schema import LOCAL_OWNER, RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import LOCAL_OWNER, RunStatus
 
 if TYPE_CHECKING:
     from engine.config.run_config import RunConfig
@@ -87,8 +87,10 @@ def worker_command(
 
 
 def run_command(config: RunConfig, run_dir: Path, run_id: str, data_dir: Path) -> list[str]:
-    """The worker argv of a recorded run (machine 0's, over several machines); writes the run's
-    FSDP or machines config file when it uses one."""
+    """The worker argv of a recorded run (machine 0's, over several machines). Writes the files
+    it reads: its copy of the recorded ``config`` (the row is the record; this copy only crosses
+    to the new process, written anew at each start), and any FSDP or machines config."""
+    config.save(run_layout.config_path(run_dir))
     t = config.training
     fsdp, layer_cls = t.processes > 1 and t.distributed == "fsdp", None
     if fsdp:
@@ -167,8 +169,9 @@ class Launcher:
         caps: ActiveRunCaps | None = None,
         policy: InputPolicy | None = None,
     ) -> str:
-        """Save the config in a new run folder and record the run of ``owner``: ``queued``, or
-        ``running`` in process ``pid`` (a foreground CLI run). Returns the run id. ``policy``
+        """Record the run of ``owner`` with its config (the database row is the run's one record
+        of it) and make its folder: ``queued``, or ``running`` in process ``pid`` (a foreground
+        CLI run). Returns the run id. ``policy``
         (default: the launcher's) limits what the run may read: the owner's scope of it.
 
         Raises ``ConfigError`` (naming the field) when the model or data cannot be used, before
@@ -182,7 +185,6 @@ class Launcher:
         run_id = run_store.new_run_id(config.algorithm)
         folder = self.run_dir(run_id)
         folder.mkdir(parents=True, exist_ok=True)
-        config.save(run_layout.config_path(folder))
         if policy is not None:
             policy.mark_run(folder)
         with self._db() as db:
@@ -235,7 +237,7 @@ class Launcher:
                 run = run_store.next_queued(db)
                 if run is None:
                     break
-                config = RunConfig.load(run_layout.config_path(self.run_dir(run.id)))
+                config = RunConfig.from_dict(run.config)  # as recorded: the row is the record
                 assignment = self.assign(config, [r.id for r in active], slots)
                 if assignment is None:  # its GPUs are taken: it waits, and so do later runs
                     break

@@ -7,7 +7,9 @@
     <data dir>/compile_cache/            compiled kernels every run reuses
                                          (:mod:`engine.run.compile_cache`)
     <data dir>/runs/<run id>/            one folder per run (:func:`run_dir`)
-        config.yaml                      the run config the worker trains from
+        config.yaml                      the worker's copy of the run config, written from the
+                                         run's database row each time a worker starts (the row
+                                         is the record; nothing else reads this file)
         worker.log                       the worker's stdout and stderr
         devices.json                     the GPUs or CPU cores the run was given
         no-hub-token                     present: the worker gets no Hugging Face token
@@ -57,7 +59,7 @@ def run_dir(data_dir: str | os.PathLike[str], run_id: str) -> Path:
 
 
 def config_path(folder: Path) -> Path:
-    """The run config inside the run folder ``folder``."""
+    """The worker's copy of the run config inside the run folder ``folder``."""
     return folder / CONFIG_FILE
 
 

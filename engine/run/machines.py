@@ -29,11 +29,11 @@ import yaml
 
 from engine.run.distributed import fsdp_settings
 from engine.run.layout import CONFIG_FILE, MACHINES_CONFIG_FILE, machines_config_path
-from storage.logs import append_logs
+from storage.records.logs import append_logs
 
 if TYPE_CHECKING:
     from engine.config.training import TrainingSettings
-    from storage.db import Database
+    from storage.sqlite.db import Database
 
 #: How the printed commands start: the other machine's own Python, with the same packages.
 PYTHON = "python"

@@ -48,9 +48,9 @@ from engine.tracking.samples import sample_rows
 from engine.tracking.trackers import point_trackers_at
 from engine.trainers.callbacks import StudioCallback
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
-from storage.schema import NoteKind, RunPhase, RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import NoteKind, RunPhase, RunStatus
 
 logger = logging.getLogger("engine.run.worker")
 
@@ -106,19 +106,19 @@ def heldout_rows(data: DataSpec, n: int) -> list[dict[str, Any]]:
 
 
 def run(
-    config_path: str | Path,
+    config: RunConfig | str | Path,
     run_id: str,
     data_dir: str | Path,
     *,
     show_progress: bool = False,
     stop: StopRequest | None = None,
-    config: RunConfig | None = None,
 ) -> str:
-    """Train the run described by ``config_path``; returns its final status.
+    """Train the recorded run ``run_id`` with ``config``; returns its final status.
 
-    ``stop`` is a request whose signal handlers the caller installed early; without one, the
-    handlers are installed here. ``config``: the file's config, where the caller holds it
-    already (the command line's foreground run), so it is not parsed again.
+    ``config`` is the run's recorded config: the object itself where the caller holds it (the
+    command line's foreground run, tests), else the path of the copy the launcher wrote for
+    this process (:func:`engine.run.launcher.run_command`). ``stop`` is a request whose signal
+    handlers the caller installed early; without one, the handlers are installed here.
     """
     apply_cpu_share()  # the launcher's share of the cores, before torch starts its threads
     data_dir = Path(data_dir)
@@ -132,7 +132,8 @@ def run(
     recorder: RunRecorder = NullRecorder()
     status = RunStatus.FAILED
     try:
-        config = config or RunConfig.load(config_path)
+        if not isinstance(config, RunConfig):  # the worker's copy: the crossing, read once
+            config = RunConfig.load(config)
         if db is not None:
             run_store.set_status(db, run_id, RunStatus.RUNNING, pid=os.getpid())
             recorder = ConstantRewardWatch(StorageRecorder(db, run_id), config.reward)

@@ -11,7 +11,7 @@ from engine.tracking import metric_names
 from engine.tracking.evaluation import evaluate
 from engine.tracking.heldout_rewards import heldout_reward_metrics
 from engine.tracking.recorder import RunRecorder
-from storage.schema import RunPhase
+from storage.sqlite.schema import RunPhase
 
 logger = logging.getLogger("engine.run.worker")
 

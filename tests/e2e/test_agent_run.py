@@ -15,11 +15,11 @@ from engine.models.specs import ModelSpec
 from engine.tracking import metric_names
 from rewards.spec import preset
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.db import Database
-from storage.metrics import metrics_since
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.records import samples as sample_store
+from storage.records.metrics import metrics_since
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from tests.tool_calling_model import QUESTIONS, question, teach_calculator_calls
 
 pytestmark = pytest.mark.slow

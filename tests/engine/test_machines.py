@@ -22,10 +22,10 @@ from engine.run.launcher import run_command
 from engine.run.layout import MACHINES_CONFIG_FILE, config_path, run_dir
 from engine.run.machines import other_machines_note, store_note
 from storage import runs as run_store
-from storage.db import Database
-from storage.logs import logs_since
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.records.logs import logs_since
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from ui.shared.demo_limits import DemoLimits
 
 TWO = {"num_machines": 2, "main_address": "127.0.0.1", "main_port": 29512}

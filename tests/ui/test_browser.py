@@ -13,7 +13,7 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from storage.schema import RunPhase
+from storage.sqlite.schema import RunPhase
 from ui.design.spec_form import MAX_INSTANCES
 from ui.runs import progress as run_progress
 
@@ -240,8 +240,8 @@ def test_a_pretrained_model_gets_suggested_settings(page: Page):
 
 def test_a_model_that_is_not_there_is_refused_on_its_field(page: Page, live_app):
     from storage import runs as run_store
-    from storage.db import Database
     from storage.paths import db_path
+    from storage.sqlite.db import Database
 
     def run_count() -> int:
         with Database(db_path(live_app.data_dir)) as db:
@@ -264,11 +264,11 @@ def record_run(data_dir, name, *, steps, failed=False, samples=False, algorithm=
     """A run written straight to the app's storage, as a worker would leave it (``samples``:
     one sample at every step)."""
     from storage import runs as run_store
-    from storage import samples as sample_store
-    from storage.db import Database
-    from storage.metrics import MetricWriter
     from storage.paths import db_path
-    from storage.schema import RunStatus
+    from storage.records import samples as sample_store
+    from storage.records.metrics import MetricWriter
+    from storage.sqlite.db import Database
+    from storage.sqlite.schema import RunStatus
 
     with Database(db_path(data_dir)) as db:
         run = run_store.create_run(
@@ -314,9 +314,9 @@ def test_a_failed_run_shows_its_error_in_the_run_view(page: Page, live_app):
 
 
 def test_a_tool_rollout_shows_as_turns_with_its_result_masked(page: Page, live_app):
-    from storage import samples as sample_store
-    from storage.db import Database
     from storage.paths import db_path
+    from storage.records import samples as sample_store
+    from storage.sqlite.db import Database
 
     run_id = record_run(live_app.data_dir, "agent run", steps=1)
     call = {"function": {"name": "calculator", "arguments": {"expression": "17*3"}}}
@@ -527,9 +527,9 @@ def test_a_preview_number_out_of_range_is_reported_under_it(page: Page):
 
 def recorded_phases(app, run_id: str) -> list:
     """The phases the run's worker recorded, in order."""
-    from storage import phases as phase_store
-    from storage.db import Database
     from storage.paths import db_path
+    from storage.records import phases as phase_store
+    from storage.sqlite.db import Database
 
     with Database(db_path(app.data_dir)) as db:
         return [phase for phase, _ in phase_store.phases(db, run_id)]

@@ -14,7 +14,8 @@ from ui.design.editor import check_values, editor_schema, safe_check
 from ui.design.spec_form import DESCRIPTION, GENERAL, SpecForm
 from ui.design.tab import DesignHandles
 from ui.train import form as train_form
-from ui.train.tab import build_train_parts, collect
+from ui.train.layout import build_train_parts
+from ui.train.tab import collect
 
 
 def config_field(path: str) -> dataclasses.Field:

@@ -7,7 +7,8 @@ import pytest
 
 from engine.config.fields import field_help
 from ui.preview.generate import PreviewError, PreviewRequest
-from ui.preview.tab import _show_error, build_preview_controls, preview_request
+from ui.preview.layout import build_preview_controls
+from ui.preview.tab import _show_error, preview_request
 
 KNOBS = {f.name: f for f in PreviewRequest.sampling_fields()}
 

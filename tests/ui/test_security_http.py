@@ -29,11 +29,11 @@ import yaml
 from gradio_client import Client
 
 from storage import runs as run_store
-from storage.db import Database
-from storage.logs import append_logs
 from storage.paths import db_path
+from storage.records.logs import append_logs
 from storage.run_caps import count_active
-from storage.schema import RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from tests.ui.http_session import Browser, EventRefused
 from ui.access.visitor_cookie import COOKIE_NAME, owner_key
 

@@ -28,7 +28,7 @@ from ui.preview.generate import CUSTOM
 from ui.shared.messages import escape, warn
 from ui.shared.named_values import Updates, Values
 from ui.train import form as train_form
-from ui.train.tab import TrainParts
+from ui.train.layout import TrainParts
 
 KEY = "reward-studio-"  # prefix of every localStorage key the page writes
 TAB_KEY = KEY + "tab"

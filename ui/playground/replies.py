@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config.fields import ConfigError
+from engine.config.run_config import RunConfig
 from engine.generation.playground import (
     GenerateError,
     SamplingSettings,
@@ -30,13 +31,13 @@ from engine.generation.playground import (
 )
 from engine.models.loading import ModelLoadError
 from engine.run.devices import bounded_threads
-from engine.run.layout import CONFIG_FILE
 from engine.run.saved_models import RunModelError, load_run_model, run_models
 from rewards.composer import ScoredSample, score
 from rewards.spec import RewardSpec
 from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from storage import runs as run_store
+from storage.runs import RunInfo
 from ui.access.identity import Viewer
 from ui.design.tab import TRACE_HEADERS
 from ui.playground.reads import RunReadCache, RunReads
@@ -93,14 +94,15 @@ class PlaygroundCache:
     runs: RunReadCache = field(default_factory=RunReadCache)
 
 
-def run_dir_of(ctx: AppContext, viewer: Viewer, run_id: str | None) -> Path:
+def run_dir_of(ctx: AppContext, viewer: Viewer, run_id: str | None) -> tuple[Path, RunInfo]:
+    """The viewer's run (owner-checked) and its folder."""
     try:
         run = owned_run(ctx.db, viewer, run_id)
     except RunActionError as exc:
         raise PlaygroundError(f"run: {exc}") from None
-    if not run.output_dir or not (Path(run.output_dir) / CONFIG_FILE).is_file():
-        raise PlaygroundError(f"run: {run.id} has no folder with its config")
-    return Path(run.output_dir)
+    if not run.output_dir or not Path(run.output_dir).is_dir():
+        raise PlaygroundError(f"run: {run.id} has no folder")
+    return Path(run.output_dir), run
 
 
 def run_choices(ctx: AppContext, viewer: Viewer) -> list[tuple[str, str]]:
@@ -114,7 +116,9 @@ def model_choices(ctx: AppContext, viewer: Viewer, run_id: str | None) -> list[t
     out = []
     if run_id:
         try:
-            out = [(m.label, m.key) for m in run_models(run_dir_of(ctx, viewer, run_id))]
+            run_dir, run = run_dir_of(ctx, viewer, run_id)
+            models = run_models(run_dir, RunConfig.from_dict(run.config))
+            out = [(m.label, m.key) for m in models]
         except PlaygroundError:
             out = []
     return [*out, ("Another model (folder or hub id)…", CUSTOM)]
@@ -134,9 +138,9 @@ def run_reads(
 ) -> RunReads:
     """The viewer's run (owner-checked on every call), its config and its data's first rows
     (within what the app lets a visitor read; read once per run)."""
-    run_dir = run_dir_of(ctx, viewer, run_id)
+    run_dir, run = run_dir_of(ctx, viewer, run_id)
     try:
-        return cache.runs.get(ctx, str(run_id), run_dir)
+        return cache.runs.get(ctx, run.id, run_dir, run.config)
     except PreviewError as exc:
         raise PlaygroundError(f"data: {exc}") from None
 

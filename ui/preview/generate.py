@@ -26,9 +26,9 @@ from engine.models.specs import ModelSpec, available_models
 from engine.run.checkpoints import latest_model_dir
 from engine.run.devices import bounded_threads, preview_threads
 from engine.run.preflight import check_data
+from rewards.completions.text import question_text
 from rewards.params import describe_value
-from rewards.text import question_text
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 from ui.preview.cache import PreviewCache
 from ui.shared.context import AppContext
 

@@ -94,7 +94,7 @@ from engine.trainers.ppo.rollout import Rollout, Rollouts
 from engine.trainers.ppo.update import PolicyUpdate
 from engine.trainers.ppo.value_head import PolicyWithValue
 from engine.trainers.weight_schedule import scheduled_weights
-from storage.schema import RunPhase, RunStatus
+from storage.sqlite.schema import RunPhase, RunStatus
 
 logger = logging.getLogger(__name__)
 
