@@ -22,6 +22,7 @@ from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from ui.access.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.design.tab import DesignHandles
+from ui.memory.kept_preview import PreviewHandles
 from ui.plots import charts
 from ui.plots.plot_output import plot_value
 from ui.preview.cache import PreviewCache, PreviewScores
@@ -114,7 +115,7 @@ def probe_rows(
     return rows
 
 
-def build_preview(ctx: AppContext, design: DesignHandles) -> None:
+def build_preview(ctx: AppContext, design: DesignHandles) -> PreviewHandles:
     cache_state = gr.State(PreviewCache())
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
@@ -124,6 +125,13 @@ def build_preview(ctx: AppContext, design: DesignHandles) -> None:
             build_lab(ctx, design.spec_state, cache_state)
     _wire_model_picker(ctx, controls)
     _wire_scores(ctx, design, controls, results, cache_state)
+
+    def draw(cache: PreviewCache, spec: RewardSpec) -> tuple[Any, ...]:
+        with call_deadline(INTERACTIVE_DEADLINE_S):
+            return _score_views(cache, cache.rescore(spec))
+
+    views = [results.summary, results.table, results.contrib, results.diagnostics]
+    return PreviewHandles(cache_state, views, draw)  # what a reload redraws (ui.memory)
 
 
 def _wire_model_picker(ctx: AppContext, controls: PreviewControls) -> None:
