@@ -1,11 +1,12 @@
 """Completions sent to ``/score_preview``: texts, or tool rollouts as lists of turns.
 
-A tool rollout is scored as the trainer hands it to the reward (TRL 1.16's completion of a run
-with tools, :mod:`rewards.completions.tool_calls`): assistant turns (``content``, and ``tool_calls`` of
-``{"type": "function", "function": {"name", "arguments"}}``) and ``tool`` turns (``content``:
-the result). Every part is bounded before anything is scored, since a visitor writes it: the
-number of turns and calls, each text's length and encoding, and the arguments, a flat mapping of
-names to plain values (a nested one could be arbitrarily deep) or a JSON text.
+A tool rollout is scored as the trainer hands it to the reward (TRL 1.16's completion of a
+run with tools, :mod:`rewards.completions.tool_calls`): assistant turns (``content``, and
+``tool_calls`` of ``{"type": "function", "function": {"name", "arguments"}}``) and ``tool``
+turns (``content``: the result). Every part is bounded before anything is scored, since a
+visitor writes it: the number of turns and calls, each text's length and encoding, and the
+arguments, a flat mapping of names to plain values (a nested one could be arbitrarily deep) or
+a JSON text.
 """
 
 from __future__ import annotations
