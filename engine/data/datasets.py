@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -31,6 +30,8 @@ from typing import Any
 from engine.config.fields import POSITIVE, SEED, ConfigError, check_fields, from_dict, knob
 from engine.data.files import DatasetError as DatasetError  # where callers import it
 from engine.data.files import FileLimits, read_file
+from engine.data.hub import hub_offline as hub_offline  # where callers import it
+from engine.data.hub import read_hub
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +190,11 @@ def load_rows(spec: DataSpec, context_column: str | None = None) -> list[dict[st
             rows = task.eval_rows(spec.max_rows)
         _check_prompt_lengths(rows, spec.max_prompt_chars)
         return rows
-    records = _read_file(spec) if spec.source == "file" else _read_hub(spec)
+    records = (
+        _read_file(spec)
+        if spec.source == "file"
+        else read_hub(spec.path, spec.config_name, spec.split)
+    )
     origin = Path(str(spec.path)).stem or "rows"
     return records_to_rows(records, spec, origin=origin, context_column=context_column)
 
@@ -382,28 +387,3 @@ def _read_file(spec: DataSpec) -> list[dict[str, Any]]:
     stop_at = spec.max_rows if spec.split == "all" else None
     limits = FileLimits(int(spec.max_file_mb * 1e6), spec.max_file_rows, stop_at)
     return read_file(Path(str(spec.path)).expanduser(), limits)
-
-
-def hub_offline() -> bool:
-    """True when datasets may not download (HF_DATASETS_OFFLINE or HF_HUB_OFFLINE)."""
-    flags = ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
-    return any(os.environ.get(f, "").lower() in ("1", "true", "yes", "on") for f in flags)
-
-
-def _read_hub(spec: DataSpec) -> list[dict[str, Any]]:
-    import datasets
-
-    try:
-        hub_split = "train" if spec.split in ("train", "heldout", "all") else spec.split
-        data = datasets.load_dataset(str(spec.path), spec.config_name, split=hub_split)
-    except Exception as exc:  # datasets raises many types for missing/unreachable data
-        if hub_offline():
-            raise DatasetError(
-                f"dataset {spec.path!r} is not in the local cache and network access is off "
-                "(HF_DATASETS_OFFLINE/HF_HUB_OFFLINE). To fix: set HF_HUB_OFFLINE=0 and "
-                "HF_DATASETS_OFFLINE=0 on a machine with network access, or download the "
-                "data as a JSONL/CSV/Parquet file and use source 'file'.",
-                "path",
-            ) from exc
-        raise DatasetError(f"dataset {spec.path!r} could not be loaded: {exc}", "path") from exc
-    return [dict(r) for r in data]
