@@ -210,9 +210,9 @@ def sample_on_captured_graph(
     seed: int = 0,
 ) -> list[GeneratedSample] | None:
     """One completion per prompt from the graph the runner kept from its last call (a run's
-    rollouts), in batches of its rows, the last one filled up with repeats of its first prompt;
-    None when the runner has no graph or samples differently (temperature, top-p, length), so
-    sampling here would compile and capture a second step and evict the rollouts' one.
+    rollouts), in batches of its rows (the runner fills a smaller last batch up); None when the
+    runner has no graph or samples differently (temperature, top-p, length), so sampling here
+    would compile and capture a second step and evict the rollouts' one.
 
     The graph's end and padding ids are used, those of the rollouts it was captured for.
     """
@@ -225,9 +225,8 @@ def sample_on_captured_graph(
     encoded = encode_prompts(tokenizer, prompts)
     results: list[GeneratedSample] = []
     for start in range(0, len(encoded), rows):
-        batch = encoded[start : start + rows]
         out = runner.generate(
-            batch + [batch[0]] * (rows - len(batch)),
+            encoded[start : start + rows],
             max_new_tokens=max_new_tokens,
             temperature=temperature,
             top_p=top_p,
@@ -235,10 +234,9 @@ def sample_on_captured_graph(
             pad_id=spec.pad_id,
             seed=seed + start,
         )
-        kept_ids = out.completion_ids[: len(batch)]
-        texts = tokenizer.batch_decode(kept_ids, skip_special_tokens=True)
-        logprobs = out.logprobs[: len(batch)]
-        for offset, (ids, text, lp) in enumerate(zip(kept_ids, texts, logprobs, strict=True)):
-            truncated = out.truncated[offset]
-            results.append(GeneratedSample(start + offset, 0, text, ids, truncated, lp))
+        texts = tokenizer.batch_decode(out.completion_ids, skip_special_tokens=True)
+        for offset, (ids, text, logprobs, truncated) in enumerate(
+            zip(out.completion_ids, texts, out.logprobs, out.truncated, strict=True)
+        ):
+            results.append(GeneratedSample(start + offset, 0, text, ids, truncated, logprobs))
     return results

@@ -150,6 +150,10 @@ def build_trl_trainer(
         # whose length was not compiled them again, 37 s of SmolLM2's step 19 on an H100 (39x
         # the median). Padded to multiples of 8 (masked tokens), every step fits that graph.
         trainer.pad_to_multiple_of = COMPILED_LENGTH_MULTIPLE
+    if config.tools.enabled and prompt_width:
+        # A later turn's prompt is the first one, the turns so far and the tool results: TRL
+        # keeps all of that within max_completion_length of the prompt.
+        prompt_width += config.generation.max_completion_length
     trainer.use_generation_backend(config.generation.backend, prompt_width)
     if show_progress:  # a bar with the reward, instead of every log dict printed under it
         trainer.remove_callback(ProgressCallback)

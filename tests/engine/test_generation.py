@@ -258,12 +258,31 @@ def test_the_runs_longest_prompt_sizes_the_first_cache():
     assert out.completion_ids[1] == ref[0, 2:].tolist()
 
 
+def test_fewer_rows_than_the_kept_graph_fill_it_up():
+    """A tool loop's later turn continues some rollouts only: their prompts fill the kept
+    graph's rows up (no step built for the new count) and get their own completions back."""
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)).eval()
+    runner = GenerationRunner(model, fill_rows=True)
+    kwargs = dict(max_new_tokens=5, temperature=0, top_p=1.0, eos_ids=[], pad_id=0)
+    runner.generate([[3, 4, 5], [6, 7], [8, 9, 10], [11]], **kwargs)
+    graph = runner._graph
+    turn = [[3, 4, 5, 12, 13, 14], [8, 9]]
+    out = runner.generate(turn, **kwargs)
+    assert runner._graph is graph and len(out.completion_ids) == 2
+    assert out.token_rows.shape[0] == out.logprob_rows.shape[0] == len(out.truncated) == 2
+    for p, c in zip(turn, out.completion_ids, strict=True):
+        ref = model.generate(input_ids=torch.tensor([p]), max_new_tokens=5, do_sample=False)
+        assert c == ref[0, len(p) :].tolist()
+    assert not GenerationRunner(model).fill_rows  # on a CPU nothing is captured: no filler
+
+
 def test_held_out_prompts_sample_on_the_rollouts_graph(default_model):
     """Evaluation with a run's runner draws on the graph its rollouts left (rows, end ids),
     the last batch filled up, so nothing is built again; it samples otherwise elsewhere."""
     model, tok = default_model
     rows = builtin_task().eval_rows(5)
-    runner = GenerationRunner(model)
+    runner = GenerationRunner(model, fill_rows=True)  # as on a GPU, where graphs are captured
     assert sample_on_captured_graph(runner, tok, ["x"], 0.9, 1.0, 12) is None  # no rollout yet
     rollout = encode_prompts(tok, [r["prompt"] for r in rows[:2]]) * 2  # 4 rows, like G=2
     runner.generate(
