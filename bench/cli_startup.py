@@ -28,9 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from storage.db import Database  # noqa: E402
 from storage.paths import db_path  # noqa: E402
 from storage.runs import create_run  # noqa: E402
+from storage.sqlite.db import Database  # noqa: E402
 
 HEAVY = ("torch", "transformers", "trl")
 CLI_HARNESS = f"""

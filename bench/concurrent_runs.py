@@ -27,13 +27,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine.config.run_config import RunConfig  # noqa: E402
-from engine.run.launcher import CONFIG_FILE, Launcher, worker_command  # noqa: E402
+from engine.run.launcher import Launcher, run_command  # noqa: E402
+from engine.run.saved_models import recorded_config  # noqa: E402
 from engine.tracking import metric_names  # noqa: E402
 from storage import runs as run_store  # noqa: E402
-from storage.db import Database  # noqa: E402
-from storage.metrics import metrics_since  # noqa: E402
 from storage.paths import db_path  # noqa: E402
-from storage.schema import RunStatus  # noqa: E402
+from storage.records.metrics import metrics_since  # noqa: E402
+from storage.sqlite.db import Database  # noqa: E402
+from storage.sqlite.schema import RunStatus  # noqa: E402
 
 DONE = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.INTERRUPTED, RunStatus.STOPPED)
 
@@ -91,7 +92,7 @@ def together_unshared(args: argparse.Namespace, root: Path) -> list[float]:
     env = {**os.environ, "STUDIO_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
     procs = [
         subprocess.Popen(
-            worker_command(launcher.run_dir(r) / CONFIG_FILE, r, data_dir, 1),
+            run_command(recorded_config(data_dir, r), launcher.run_dir(r), r, data_dir),
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,

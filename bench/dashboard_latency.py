@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.storage_queries import timed
 from engine.tracking.recorder import StorageRecorder
 from storage import runs as run_store
-from storage.db import Database
-from storage.metrics import MetricWriter
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.records.metrics import MetricWriter
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from ui.runs.poll import poll
 from ui.runs.state import RunView
 

@@ -33,10 +33,10 @@ sys.path.insert(0, str(REPO))
 
 from engine.run.devices import list_gpus  # noqa: E402
 from engine.run.launcher import Launcher  # noqa: E402
-from storage.db import Database  # noqa: E402
 from storage.paths import db_path  # noqa: E402
 from storage.runs import create_run, set_status  # noqa: E402
-from storage.schema import RunStatus  # noqa: E402
+from storage.sqlite.db import Database  # noqa: E402
+from storage.sqlite.schema import RunStatus  # noqa: E402
 
 STAND_IN = "#!/bin/sh\nprintf '0, 81000, 81559\\n1, 20000, 81559\\n'\n"
 

@@ -23,9 +23,9 @@ from studio_run import run_script, train_via_cli
 
 from engine.config.run_config import RunConfig
 from storage import runs as run_store
-from storage.db import Database
-from storage.metrics import MetricWriter
 from storage.paths import db_path
+from storage.records.metrics import MetricWriter
+from storage.sqlite.db import Database
 
 BARE_SCRIPT = """
 import json, sys, time

@@ -42,11 +42,11 @@ from engine.config.run_config import RunConfig  # noqa: E402
 from engine.run.checkpoints import checkpoint_step, latest_checkpoint, staging_dir  # noqa: E402
 from engine.run.launcher import Launcher  # noqa: E402
 from storage import runs as run_store  # noqa: E402
-from storage import samples as sample_store  # noqa: E402
-from storage.db import Database  # noqa: E402
-from storage.metrics import metrics_since  # noqa: E402
 from storage.paths import db_path  # noqa: E402
-from storage.schema import TERMINAL_STATUSES, RunStatus  # noqa: E402
+from storage.records import samples as sample_store  # noqa: E402
+from storage.records.metrics import metrics_since  # noqa: E402
+from storage.sqlite.db import Database  # noqa: E402
+from storage.sqlite.schema import TERMINAL_STATUSES, RunStatus  # noqa: E402
 
 MOMENTS = ("loading", "before_first_checkpoint", "mid_step", "during_save", "after_publish")
 STEPS = 6

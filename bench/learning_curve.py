@@ -6,11 +6,17 @@ budget, with held-out evaluation (sampled at the training temperature) at the st
 of the budget; ``--concurrent`` runs the algorithms side by side, each pinned to its own
 ``--threads`` cores (on a machine with enough of them), instead of one after the other.
 
+``--task agent`` starts from the built-in agent run instead (``export-config --task agent``:
+the shipped agent model, the calculator, multi-digit products), whose held-out evaluation goes
+through the tool loop: it reports the share of held-out rollouts with a useful call (a parsed
+call whose result is the gold answer) and with any call, besides accuracy.
+
 With both GRPO and PPO it also prints when PPO first reached GRPO's final gain in held-out
 accuracy, as a multiple of GRPO's budget (target: within 2x). Prints the curves and, on its
 last line, one JSON object with the figures per algorithm.
 
     python bench/learning_curve.py --minutes 10 --algorithms grpo ppo --budget-factor ppo=2
+    python bench/learning_curve.py --minutes 10 --task agent --eval-every 20 --eval-samples 100
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from pathlib import Path
 
 from studio_run import Series, collect, launch
 
+from engine.config.agent import agent_config
 from engine.config.run_config import RunConfig
 from engine.tracking import metric_names
 
@@ -32,11 +39,21 @@ EVAL_NAMES = {
     "strict_accuracy": metric_names.EVAL_STRICT_ACCURACY,
     "format_rate": metric_names.EVAL_FORMAT_RATE,
 }
+AGENT_EVAL_NAMES = {
+    "accuracy": metric_names.EVAL_ACCURACY,
+    "useful_call_rate": metric_names.EVAL_USEFUL_CALL_RATE,
+    "tool_call_rate": metric_names.EVAL_TOOL_CALL_RATE,
+    "malformed_call_rate": metric_names.EVAL_MALFORMED_CALL_RATE,
+}
 
 
 def bench_config(algorithm: str, minutes: float, args: argparse.Namespace) -> RunConfig:
-    data = RunConfig(algorithm=algorithm).to_dict()
-    data["name"] = f"learning curve {algorithm}"
+    if args.task == "agent":
+        data = agent_config().to_dict()
+        data["algorithm"] = algorithm
+    else:
+        data = RunConfig(algorithm=algorithm).to_dict()
+    data["name"] = f"learning curve {args.task} {algorithm}"
     data["training"].update(
         steps=100_000,
         time_budget_minutes=minutes,
@@ -52,10 +69,10 @@ def bench_config(algorithm: str, minutes: float, args: argparse.Namespace) -> Ru
     return RunConfig.from_dict(data)
 
 
-def summarise(run, series: Series) -> dict:
+def summarise(run, series: Series, names: dict[str, str]) -> dict:
     """Before/after figures, and accuracy against minutes since the first evaluation."""
     result: dict = {"steps": run.last_step}
-    for key, name in EVAL_NAMES.items():
+    for key, name in names.items():
         values = series.get(name, [])
         result[f"{key}_before"] = values[0][1] if values else None
         result[f"{key}_after"] = values[-1][1] if len(values) > 1 else None
@@ -97,7 +114,9 @@ def main() -> None:
     parser.add_argument("--concurrent", action="store_true")
     parser.add_argument("--threads", type=int, default=2, help="cores per run with --concurrent")
     parser.add_argument("--override", default="{}", help="JSON merged into the config sections")
+    parser.add_argument("--task", choices=("arithmetic", "agent"), default="arithmetic")
     args = parser.parse_args()
+    names = AGENT_EVAL_NAMES if args.task == "agent" else EVAL_NAMES
     factors = parse_factors(args.budget_factor)
     budgets = {a: args.minutes * factors.get(a, 1.0) for a in args.algorithms}
     results = {}
@@ -124,14 +143,15 @@ def main() -> None:
                     raise SystemExit(f"the {a} run failed:\n{log[-3000:]}")
         print(f"all runs done in {time.monotonic() - started:.0f} s")
         for a in args.algorithms:
-            results[a] = summarise(*collect(dirs[a]))
+            results[a] = summarise(*collect(dirs[a]), names)
 
     figures = {}
     for a, result in results.items():
         per_step = result["seconds_per_step"]
         print(f"{a}: {result['steps']} steps in {budgets[a]:g} min ({per_step} s/step)")
-        for key in EVAL_NAMES:
-            print(f"  {key:<16} {result[f'{key}_before']:.3f} -> {result[f'{key}_after']:.3f}")
+        for key in names:
+            before, after = result[f"{key}_before"], result[f"{key}_after"]
+            print(f"  {key:<20} {before} -> {after}")
         print(f"  held-out accuracy (minutes, accuracy): {result['accuracy_curve']}")
         print(f"  reward per 10 steps: {result['reward_curve']}")
         for key, value in result.items():

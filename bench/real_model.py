@@ -146,9 +146,13 @@ def learning_curve(args: argparse.Namespace) -> dict:
     for key, name in EVAL_NAMES.items():
         print(f"{key} (minutes, value): {curve(series, name, start)}")
     print(f"reward per 10 steps: {result['reward_curve']}")
-    step_times = [v for _, v, _ in series.get(metric_names.STEP_TIME, [])][1:]
+    timed = series.get(metric_names.STEP_TIME, [])
+    figures["first_step_s"] = round(timed[0][1], 2) if timed else None
+    step_times = [v for _, v, _ in timed][1:]
     if step_times:  # the first step compiles; is any later one slow?
         figures["max_step_over_median"] = round(max(step_times) / statistics.median(step_times), 2)
+        slowest = sorted(timed[1:], key=lambda point: -point[1])[:3]
+        figures["slowest_steps_s"] = [(step, round(v, 2)) for step, v, _ in slowest]
     peak_steps = series.get(metric_names.PEAK_MEMORY, [])
     if peak_steps:  # when the peak was reached: after which step (evaluations run between steps)
         top = max(v for _, v, _ in peak_steps)

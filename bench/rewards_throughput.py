@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from rewards.completions.text import completion_texts
 from rewards.components.base import BatchContext
 from rewards.composer import score
 from rewards.spec import ComponentSpec, RewardSpec, preset
-from rewards.text import completion_texts
 from rewards.verification import verify
 
 GROUP = 8

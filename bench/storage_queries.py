@@ -29,11 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import insert, text
 
-from storage.db import Database
-from storage.metrics import metric_names, metric_series, metrics_since
 from storage.progress import latest_steps, run_progress
+from storage.records.metrics import metric_names, metric_series, metrics_since
 from storage.runs import create_run, get_run, heartbeat, list_runs
-from storage.schema import Metric
+from storage.sqlite.db import Database
+from storage.sqlite.schema import Metric
 
 NAMES = [f"group{g}/metric{m}" for g in range(5) for m in range(10)]  # 50 names
 BATCH = 50_000

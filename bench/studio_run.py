@@ -15,10 +15,10 @@ sys.path.insert(0, str(ROOT))
 
 from engine.config.run_config import RunConfig  # noqa: E402
 from storage import runs as run_store  # noqa: E402
-from storage.db import Database  # noqa: E402
-from storage.metrics import metrics_since  # noqa: E402
 from storage.paths import db_path  # noqa: E402
+from storage.records.metrics import metrics_since  # noqa: E402
 from storage.runs import RunInfo  # noqa: E402
+from storage.sqlite.db import Database  # noqa: E402
 
 LOG_FILE = "train.log"
 

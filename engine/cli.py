@@ -46,8 +46,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from engine.models.micro_batch import describe, local_card_bytes
     from engine.run.devices import Assignment
     from engine.run.launcher import Launcher, run_command
-    from engine.run.layout import config_path
-    from storage.schema import LOCAL_OWNER, RunStatus
+    from storage.sqlite.schema import LOCAL_OWNER, RunStatus
 
     launcher = Launcher(_data_dir(args.data_dir))
     # Before anything touches CUDA: this run sees only its GPUs (the free ones, else the least
@@ -69,22 +68,31 @@ def cmd_train(args: argparse.Namespace) -> int:
         + (f"; GPUs {assignment.env()['CUDA_VISIBLE_DEVICES']}" if assignment.gpu_ids else "")
     )
     print(describe(config, local_card_bytes()))
-    if config.training.num_gpus > 1:  # one process per GPU, started as the dashboard starts them
+    if config.training.processes > 1:  # one process per GPU, started as the dashboard starts them
         cmd = run_command(config, launcher.run_dir(run_id), run_id, launcher.data_dir)
+        if config.training.num_machines > 1:
+            _tell_other_machines(config, launcher.run_dir(run_id), run_id, launcher.data_dir)
         returncode = subprocess.call(cmd)  # Ctrl-C reaches every process of the foreground group
         status = _final_status(launcher.data_dir, run_id, returncode)
     else:
         from engine.run import worker  # the trainers' imports, once the run is recorded
 
-        status = worker.run(
-            config_path(launcher.run_dir(run_id)),
-            run_id,
-            launcher.data_dir,
-            show_progress=True,
-            config=config,  # the object already parsed; the file is the copy for a resume
-        )
+        # The object already parsed and recorded: this process needs no file.
+        status = worker.run(config, run_id, launcher.data_dir, show_progress=True)
     print(f"run {run_id}: {status}")
     return 0 if status != RunStatus.FAILED else 1
+
+
+def _tell_other_machines(config, run_dir: Path, run_id: str, data_dir: Path) -> None:
+    """Print the command each other machine of the run runs, and keep it in the run's log."""
+    from engine.run.machines import other_machines_note, store_note
+    from storage.paths import db_path
+    from storage.sqlite.db import Database
+
+    note = other_machines_note(config.training, run_dir, run_id, data_dir)
+    print("\n".join(note), flush=True)
+    with Database(db_path(data_dir)) as db:
+        store_note(db, run_id, note)
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -100,9 +108,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 def _final_status(data_dir: Path, run_id: str, returncode: int) -> str:
     """The status the workers recorded; ``failed`` if they all ended without recording one."""
     from storage import runs as run_store
-    from storage.db import Database
     from storage.paths import db_path
-    from storage.schema import RunStatus
+    from storage.sqlite.db import Database
+    from storage.sqlite.schema import RunStatus
 
     with Database(db_path(data_dir)) as db:
         run = run_store.get_run(db, run_id)
@@ -124,7 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     install_stop_handlers(stop)
 
     from engine.run import worker
-    from storage.schema import RunStatus
+    from storage.sqlite.schema import RunStatus
 
     status = worker.run(args.config, args.run_id, _data_dir(args.data_dir), stop=stop)
     return 0 if status != RunStatus.FAILED else 1
@@ -163,7 +171,13 @@ def cmd_export_config(args: argparse.Namespace) -> int:
     from engine.config.run_config import documented_yaml
 
     on_gpu = {"auto": None, "gpu": True, "cpu": False}[args.device]
-    text = documented_yaml(suggested_config(args.model, on_gpu))
+    if args.task == "agent":
+        from engine.config.agent import agent_config
+
+        config = agent_config()
+    else:
+        config = suggested_config(args.model, on_gpu)
+    text = documented_yaml(config)
     if args.output == "-":
         sys.stdout.write(text)
     else:
@@ -235,6 +249,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         default="default",
         help="model to start from; any model but the default gets LoRA and pretrained settings",
+    )
+    p.add_argument(
+        "--task",
+        choices=("arithmetic", "agent"),
+        default="arithmetic",
+        help="arithmetic: the built-in word problems; agent: the shipped agent model, the "
+        "calculator and the multi-digit products where calling it pays (--model is ignored)",
     )
     p.add_argument(
         "--device",

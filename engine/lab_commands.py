@@ -41,8 +41,8 @@ def load_spec(path: str):
 def cmd_rescore(args: argparse.Namespace, data_dir: Path) -> int:
     from engine.run.launcher import LaunchError
     from engine.tracking.rescore import RescoreError, rescore_run
-    from storage.db import Database
     from storage.paths import db_path
+    from storage.sqlite.db import Database
 
     spec = load_spec(args.spec)
     with Database(db_path(data_dir)) as db:
@@ -104,8 +104,8 @@ def generate(model: str, samples: int, seed: int) -> Any:
     from engine.generation.sampling import sample_completions
     from engine.models.loading import load_model_and_tokenizer
     from engine.models.specs import ModelSpec
+    from rewards.completions.text import question_text
     from rewards.lab.batch import Generations
-    from rewards.text import question_text
 
     prompts_n = max(1, samples // AB_GROUP)
     rows = load_rows(DataSpec(max_rows=prompts_n))[:prompts_n]

@@ -23,10 +23,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         return _export_model(args)
     from engine.run.checkpoints import latest_model_dir
     from engine.run.launcher import Launcher, LaunchError
-    from storage.db import Database
     from storage.export import export_run
     from storage.paths import db_path
     from storage.runs import get_run
+    from storage.sqlite.db import Database
 
     launcher = Launcher(resolve_data_dir(args.data_dir))
     with Database(db_path(launcher.data_dir)) as db:
@@ -45,9 +45,9 @@ def _export_model(args: argparse.Namespace) -> int:
     from engine.exports.gguf_file import GGUFExportError
     from engine.exports.run_export import ExportError, export_recorded_run
     from engine.run.launcher import Launcher, LaunchError
-    from storage.db import Database
     from storage.paths import db_path
     from storage.runs import get_run
+    from storage.sqlite.db import Database
 
     launcher = Launcher(resolve_data_dir(args.data_dir))
     with Database(db_path(launcher.data_dir)) as db:
@@ -86,13 +86,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
         stream_replies,
     )
     from engine.run.launcher import Launcher, LaunchError
-    from engine.run.layout import config_path
-    from engine.run.saved_models import RunModelError, load_run_model, run_config
+    from engine.run.saved_models import RunModelError, load_run_model, recorded_config
     from rewards.composer import score
 
     launcher = Launcher(resolve_data_dir(args.data_dir))
     run_dir = launcher.run_dir(args.run_id)
-    if not config_path(run_dir).is_file():
+    config = recorded_config(launcher.data_dir, args.run_id)
+    if config is None:
         raise LaunchError(f"no run with id {args.run_id!r}")
     key = "base" if args.base else _model_key(args.checkpoint or "latest")
     settings = SamplingSettings(
@@ -103,7 +103,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
     )
     try:
         settings.check()
-        config = run_config(run_dir)
         model, tokenizer, which = load_run_model(run_dir, key, config=config)
     except (GenerateError, RunModelError) as exc:
         raise LaunchError(str(exc)) from None
@@ -134,7 +133,7 @@ def _data_system_prompt(config) -> str | None:
 
     from engine.data.datasets import DatasetError, load_rows
     from engine.generation.playground import DATA_PROMPTS
-    from rewards.text import system_text
+    from rewards.completions.text import system_text
 
     try:  # as many rows as the Playground reads, so that both take the same first row
         rows = load_rows(replace(config.data, max_rows=DATA_PROMPTS))
@@ -147,6 +146,7 @@ def _data_system_prompt(config) -> str | None:
 def cmd_push(args: argparse.Namespace) -> int:
     from engine.exports.hub import HubPushError, push_model
     from engine.run.launcher import Launcher, LaunchError
+    from engine.run.saved_models import recorded_config
 
     launcher = Launcher(resolve_data_dir(args.data_dir))
     if not launcher.run_dir(args.run_id).is_dir():
@@ -154,8 +154,13 @@ def cmd_push(args: argparse.Namespace) -> int:
     token = os.environ.get(args.token_env, "")
     if not token:
         raise LaunchError(f"set {args.token_env} to a Hugging Face write token")
+    config = recorded_config(launcher.data_dir, args.run_id)
+    if config is None:
+        raise LaunchError(f"no run with id {args.run_id!r}")
     try:
-        url = push_model(launcher.run_dir(args.run_id), args.repo_id, token)
+        url = push_model(
+            launcher.run_dir(args.run_id), args.repo_id, token, config_text=config.to_yaml()
+        )
     except HubPushError as exc:
         raise LaunchError(str(exc)) from None
     print(f"pushed {args.run_id} to {url}")

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewards.completions.text import completion_texts
 from rewards.components.base import BatchContext
 from rewards.spec import RewardSpec
-from rewards.text import completion_texts
 
 
 @dataclass(frozen=True)

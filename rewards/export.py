@@ -35,15 +35,15 @@ _SCHEDULE_SOURCE = inspect.getsource(scheduled_weight)
 
 #: Sources included, in dependency order.
 _MODULES = (
-    "describe.py",
+    "input_guards/describe.py",
     "verification/deadline.py",
-    "text.py",
+    "completions/text.py",
     "verification/answers.py",
-    "safe_regex.py",
+    "input_guards/safe_regex.py",
     "verification/mathcheck.py",
     "@in_process_checker",
     "verification/verify.py",
-    "langid_batch.py",
+    "completions/langid_batch.py",
     "@given_params",
     "components/base.py",
     "components/correctness.py",
@@ -62,7 +62,7 @@ _MODULES = (
     "components/rule.py",
     "components/python_values.py",
     "@python_code",
-    "tool_calls.py",
+    "completions/tool_calls.py",
     "components/tool_format.py",
     "components/tool_errors.py",
     "components/tool_budget.py",

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from rewards.describe import MAX_ABS_INT, SHOWN_CHARS, describe_value
 from rewards.errors import RewardSpecError
+from rewards.input_guards.describe import MAX_ABS_INT, SHOWN_CHARS, describe_value
 
 if TYPE_CHECKING:
     from rewards.components.base import RewardComponent
@@ -250,7 +250,7 @@ class ParamSpec:
                 f"must be at most {self.max_length} characters, got {len(value)}",
             )
         if self.regex:
-            from rewards.safe_regex import compile_safe
+            from rewards.input_guards.safe_regex import compile_safe
 
             try:
                 compile_safe(value)

@@ -91,7 +91,9 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         "description": (
             "For a run with tools (tools.builtin: [calculator]): the final answer after the "
             "calls, well-formed calls, a penalty per failed call (unknown tool, refused "
-            "expression) and per call past a budget of 2. Each trace names the call."
+            "expression) and per call past a budget of 2. Each trace names the call. "
+            "`export-config --task agent` writes its run (the shipped agent model, the "
+            "calculator, multi-digit products); the Preview runs the calls with that model."
         ),
     },
 }

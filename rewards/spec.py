@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from rewards.errors import RewardSpecError
+from rewards.input_guards.structured_text import TextFormatError, load_structured
 from rewards.params import (
     Bounds,
     describe_value,
@@ -33,7 +34,6 @@ from rewards.params import (
 from rewards.presets import PRESET_DATA
 from rewards.registry import REGISTRY
 from rewards.schedule import WeightSchedule
-from rewards.structured_text import TextFormatError, load_structured
 
 __all__ = [
     "DEFAULT_PRESET",
@@ -293,7 +293,8 @@ class RewardSpec:
 
     @classmethod
     def from_text(cls, text: str) -> RewardSpec:
-        """A spec from its JSON or YAML text (:func:`rewards.structured_text.load_structured`)."""
+        """A spec from its JSON or YAML text
+        (:func:`rewards.input_guards.structured_text.load_structured`)."""
         try:
             return cls.from_dict(load_structured(text, MAX_SPEC_CHARS))
         except TextFormatError as err:

@@ -18,17 +18,19 @@ import csv
 import json
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from storage.db import Database
 from storage.labels import label_of
-from storage.logs import logs_since
-from storage.metrics import metrics_since
+from storage.records.logs import logs_since
+from storage.records.metrics import metrics_since
+from storage.records.samples import sample_steps, samples_at
 from storage.runs import RunNotFoundError, get_run
-from storage.samples import sample_steps, samples_at
-from storage.schema import Sample
+from storage.sqlite.db import Database
+from storage.sqlite.schema import Sample
 
 PAGE = 50_000
 RUN_FIELDS = (
@@ -61,8 +63,7 @@ def export_run(
     label = label_of(db, run_id)
     info["tags"], info["note"] = (label.tags, label.note) if label else ([], "")
     (out / "run.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    config_text = yaml.safe_dump(run.config, sort_keys=False, allow_unicode=True)
-    (out / "config.yaml").write_text(config_text, encoding="utf-8")
+    (out / "config.yaml").write_text(config_yaml(run.config), encoding="utf-8")
     write_metrics_csv(db, run_id, out / "metrics.csv")
     write_samples_jsonl(db, run_id, out / "samples.jsonl")
     write_logs(db, run_id, out / "logs.txt")
@@ -118,3 +119,9 @@ def write_logs(db: Database, run_id: str, path: Path) -> int:
             count += len(lines)
             if len(lines) < PAGE:
                 return count
+
+
+def config_yaml(config: Mapping[str, Any]) -> str:
+    """A run's recorded config (its row's) as the YAML ``python -m engine train`` reads: for a
+    download, an export or the Hub, with no second copy kept."""
+    return yaml.safe_dump(dict(config), sort_keys=False, allow_unicode=True)

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlmodel import Session
 
-from storage.db import Database
 from storage.runs import RunNotFoundError
-from storage.schema import Run, RunLabel
+from storage.sqlite.db import Database
+from storage.sqlite.schema import Run, RunLabel
 
 MAX_TAGS = 10
 MAX_TAG_CHARS = 32

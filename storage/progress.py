@@ -8,8 +8,8 @@ from typing import NamedTuple
 from sqlalchemy import func, select
 from sqlmodel import Session
 
-from storage.db import Database
-from storage.schema import (
+from storage.sqlite.db import Database
+from storage.sqlite.schema import (
     Metric,
     PhaseEntry,
     Run,

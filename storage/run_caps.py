@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlmodel import Session
 
-from storage.db import Database
-from storage.schema import ACTIVE_STATUSES, ANONYMOUS_PREFIX, Run
+from storage.sqlite.db import Database
+from storage.sqlite.schema import ACTIVE_STATUSES, ANONYMOUS_PREFIX, Run
 
 
 class TooManyActiveRunsError(ValueError):

@@ -1,6 +1,6 @@
 """Runs: create, read, list, update, status changes, heartbeats, delete, and the UI's poll query.
 
-Status changes go through :data:`storage.schema.TRANSITIONS` and keep the timestamps honest:
+Status changes go through :data:`storage.sqlite.schema.TRANSITIONS` and keep the timestamps honest:
 entering ``running`` stamps ``started_at`` (the start of the current attempt) and clears
 ``ended_at``; entering a terminal status stamps ``ended_at``; leaving a terminal status (resume,
 train further) counts a new ``attempt`` and clears the previous error.
@@ -19,16 +19,16 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from storage.db import Database
-from storage.encoding import (
+from storage.run_caps import ActiveRunCaps, check_caps
+from storage.sqlite.db import Database
+from storage.sqlite.encoding import (
     config_object,
     epoch_or_none,
     finite_or_none,
     optional_int,
     text_field,
 )
-from storage.run_caps import ActiveRunCaps, check_caps
-from storage.schema import (
+from storage.sqlite.schema import (
     LOCAL_OWNER,
     TERMINAL_STATUSES,
     TRANSITIONS,
@@ -53,7 +53,7 @@ class RunNotFoundError(LookupError):
 
 
 class InvalidTransitionError(ValueError):
-    """A status change that :data:`storage.schema.TRANSITIONS` does not allow."""
+    """A status change that :data:`storage.sqlite.schema.TRANSITIONS` does not allow."""
 
 
 # A run as the UI and the engine see it: the table model itself (``config`` decoded, ``status``
@@ -309,7 +309,7 @@ def set_status(
     traceback: str | None = None,
     **fields: Any,
 ) -> RunInfo:
-    """Move a run to ``status`` (see :data:`storage.schema.TRANSITIONS`), with the error
+    """Move a run to ``status`` (see :data:`storage.sqlite.schema.TRANSITIONS`), with the error
     message and traceback of a failure, and any other run fields (e.g. ``pid``)."""
     extra = dict(fields, status=status)
     if error is not None:

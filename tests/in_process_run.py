@@ -9,8 +9,8 @@ from typing import Any
 from engine.config.run_config import RunConfig
 from engine.models.char_tokenizer import build_char_tokenizer
 from engine.run import worker
-from engine.run.launcher import CONFIG_FILE, Launcher
-from storage.schema import RunStatus
+from engine.run.launcher import Launcher
+from storage.sqlite.schema import RunStatus
 from tests.tiny_models import save_tiny_llama
 
 
@@ -19,7 +19,7 @@ def run_in_process(data_dir: Path, config: RunConfig) -> tuple[str, RunStatus]:
     the run's id and final status."""
     launcher = Launcher(data_dir)
     run_id = launcher.record(config, pid=os.getpid())
-    return run_id, worker.run(launcher.run_dir(run_id) / CONFIG_FILE, run_id, data_dir)
+    return run_id, worker.run(config, run_id, data_dir)
 
 
 def train_tiny_llama(

@@ -24,6 +24,18 @@ def test_the_graph_reads_module_level_and_deferred_imports():
     assert graph["engine.run.layout"] <= {"storage.paths"}  # light: listing runs imports it
 
 
+def test_the_graph_reaches_every_subpackage():
+    """Modules two folders down are nodes of the graph, read like any other (a subpackage the
+    walk missed would escape both checks below)."""
+    graph = import_graph()
+    assert "storage.sqlite.db" in graph["storage.runs"]
+    assert "storage.sqlite.queries" in graph["storage.records.metrics"]
+    assert "rewards.input_guards.structured_text" in graph["rewards.spec"]
+    assert "rewards.completions.text" in graph["rewards.components.base"]
+    folders = {m.rsplit(".", 1)[0] for m in graph if m.count(".") >= 2}
+    assert {"storage.sqlite", "storage.records", "rewards.input_guards", "ui.api"} <= folders
+
+
 def test_no_import_cycles_between_modules():
     found = cycles(import_graph())
     assert found == [], "modules that import each other (directly or around a loop):\n" + "\n".join(

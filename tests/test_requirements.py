@@ -15,7 +15,7 @@ from tests.source_imports import PACKAGES, ROOT, third_party_imports
 DISTRIBUTION_OF = {"yaml": "pyyaml", "re2": "google-re2"}
 # Distributions whose private parts we read: an upgrade may change them, so they are pinned.
 PRIVATE_PARTS_READ = {
-    "py3langid": "rewards/langid_batch.py",
+    "py3langid": "rewards/completions/langid_batch.py",
     "trackio": "engine/tracking/trackers.py",
 }
 # Imported only when present, for a feature that says how to install it when it is not, or

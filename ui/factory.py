@@ -20,10 +20,11 @@ from ui.access.identity import ownership_note, viewer_for
 from ui.access.upload_budget import UploadBudget, budget_caps
 from ui.access.visitor_cookie import VisitorCookies, server_secret
 from ui.api import build_api
+from ui.api.lab import build_lab_api
 from ui.compare.tab import build_compare
 from ui.design.tab import build_design
-from ui.lab_api import build_lab_api
 from ui.memory import wiring as memory
+from ui.memory.kept_preview import wire_preview_memory
 from ui.playground.tab import build_playground
 from ui.plots.chart_script import chart_head
 from ui.preview.tab import build_preview
@@ -82,7 +83,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab("Design", id="design", elem_id="tab-design") as design_tab:
                 design = build_design(ctx)
             with gr.Tab("Preview", id="preview", elem_id="tab-preview") as preview_tab:
-                build_preview(ctx, design)
+                preview = build_preview(ctx, design)
             with gr.Tab("Train", id="train", elem_id="tab-train") as train_tab:
                 train = build_train(ctx, design)
             with gr.Tab("Runs", id="runs", elem_id="tab-runs") as runs_tab:
@@ -114,6 +115,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             tab.select(None, js=memory.save_tab_js(label))
         key = memory.browser_key(ctx.data_dir)
         memory.wire_design_memory(demo, design, key)
+        wire_preview_memory(preview_tab, preview, design.spec_state, memory.KEY, key)
         memory.wire_train_memory(demo, train.parts, key)
         charts = [("runs", runs.chart_controls), ("compare", compare.chart_controls)]
         memory.wire_chart_memory(demo, charts, key)

@@ -17,6 +17,7 @@ import types
 import typing
 from typing import Any, TypeVar
 
+from rewards.input_guards.structured_text import TextFormatError, load_structured
 from rewards.params import (
     MAX_ABS_INT,
     Bounds,
@@ -24,7 +25,6 @@ from rewards.params import (
     refuse_unknown_keys,
     text_problem,
 )
-from rewards.structured_text import TextFormatError, load_structured
 
 T = TypeVar("T")
 _NO_DEFAULT: Any = dataclasses.MISSING
@@ -117,7 +117,8 @@ def check_fields(settings: Any, section: str) -> None:
 
 def parse_yaml(text: str) -> Any:
     """A config's YAML (or JSON) text as plain data, through the one hardened parser
-    (:func:`rewards.structured_text.load_structured`); every failure is a ``ConfigError``."""
+    (:func:`rewards.input_guards.structured_text.load_structured`); every failure is a
+    ``ConfigError``."""
     try:
         return load_structured(text, MAX_CONFIG_CHARS)
     except TextFormatError as exc:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -38,11 +39,13 @@ from pathlib import Path
 from engine.config.fields import ConfigError
 from engine.data.datasets import DataSpec
 from engine.data.files import FILE_TYPES
-from engine.models.specs import DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, ModelSpec
-from engine.run.layout import CONFIG_FILE, NO_HUB_TOKEN_MARKER
-from rewards.hub_ids import is_hub_id
+from engine.models.specs import ENGLISH_MODEL_ALIAS, SHIPPED_MODELS, ModelSpec
+from engine.run.layout import NO_HUB_TOKEN_MARKER
+from rewards.input_guards.hub_ids import is_hub_id
 from rewards.spec import RewardSpec
-from storage.paths import RUNS_DIR
+from storage.paths import db_path
+from storage.runs import list_runs
+from storage.sqlite.db import Database
 
 UPLOADS_DIR = "uploads"
 DATA_ROOTS_ENV = "STUDIO_DATA_ROOTS"
@@ -57,15 +60,15 @@ DEFAULT_MAX_FILE_ROWS = 100_000
 DEFAULT_UPLOADS_QUOTA_MB = 2048
 #: Environment variables that carry the server's hub token (huggingface_hub reads them).
 HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
-MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
+MODEL_ALIASES = (*SHIPPED_MODELS, ENGLISH_MODEL_ALIAS)
 _TRUE = ("1", "true", "yes", "on")
 # Stored uploads are named by the first 32 hex digits of their SHA-256 and their suffix.
 STORED_UPLOAD_NAME = re.compile(r"[0-9a-f]{32}\.[a-z]+")
 
 
 def is_web_hub_id(name: str) -> bool:
-    """``owner/name`` as the hub spells repo ids (:func:`rewards.hub_ids.is_hub_id`); never a
-    path that exists here."""
+    """``owner/name`` as the hub spells repo ids (:func:`rewards.input_guards.hub_ids.is_hub_id`);
+    never a path that exists here."""
     if not is_hub_id(name):
         return False
     # A relative path that exists would load as a local folder instead of the hub repo.
@@ -204,7 +207,7 @@ class InputPolicy:
         the oldest stored copies that no run's config names, then refuse if there is still no
         room."""
         # Which stored files runs name: read from every run's config, so only when needed.
-        named = functools.cache(lambda: _names_in_run_configs(self.uploads.parent / RUNS_DIR))
+        named = functools.cache(lambda: _names_in_run_configs(self.uploads.parent))
         scoped = self.owner is not None and not self.admin
         if scoped and not _evict(self.own_uploads, size, self.owner_quota, named):
             raise ConfigError(
@@ -315,15 +318,15 @@ def _evict(folder: Path, size: int, quota: int, named: Callable[[], set[str]]) -
     return used + size <= quota
 
 
-def _names_in_run_configs(runs: Path) -> set[str]:
-    """Names of the stored uploads that some run's config refers to."""
-    names: set[str] = set()
-    for config in runs.glob(f"*/{CONFIG_FILE}"):
-        try:
-            names.update(STORED_UPLOAD_NAME.findall(config.read_text(errors="replace")))
-        except OSError:
-            continue
-    return names
+def _names_in_run_configs(data_dir: Path) -> set[str]:
+    """Names of the stored uploads that some run's recorded config (its database row) refers
+    to."""
+    path = db_path(data_dir)
+    if not path.is_file():  # no run recorded yet, and no database to make for asking
+        return set()
+    with Database(path) as db:
+        runs = list_runs(db)
+    return {name for r in runs for name in STORED_UPLOAD_NAME.findall(json.dumps(r.config))}
 
 
 @functools.lru_cache(maxsize=64)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -31,10 +30,15 @@ from typing import Any
 from engine.config.fields import POSITIVE, SEED, ConfigError, check_fields, from_dict, knob
 from engine.data.files import DatasetError as DatasetError  # where callers import it
 from engine.data.files import FileLimits, read_file
+from engine.data.hub import hub_offline as hub_offline  # where callers import it
+from engine.data.hub import read_hub
 
 logger = logging.getLogger(__name__)
 
 SOURCES = ("builtin", "file", "hub")
+#: The built-in tasks (``engine.tasks``): word-problem arithmetic, and multi-digit products
+#: where calling the calculator pays (the agent task).
+BUILTIN_TASKS = ("arithmetic", "calculator")
 ANSWER_FORMATS = ("auto", "plain", "gsm8k")
 BUILTIN_SPLITS = ("train", "heldout")
 FILE_SPLITS = ("train", "heldout", "all")
@@ -64,7 +68,9 @@ class DataSpec:
     """Where prompts come from and how to read them.
 
     Attributes:
-        source: ``"builtin"`` (the arithmetic task), ``"file"`` or ``"hub"``.
+        source: ``"builtin"`` (a built-in task), ``"file"`` or ``"hub"``.
+        task: which built-in task: ``"arithmetic"`` (word problems, the default model's) or
+            ``"calculator"`` (multi-digit products for a run with the calculator tool).
         path: file path (source file) or dataset id (source hub, e.g. ``"openai/gsm8k"``).
         split: ``"train"`` or ``"heldout"`` (see the module docstring); ``"all"`` for files and
             hub datasets; any other hub split name (``"test"``...) loads that split whole.
@@ -82,6 +88,7 @@ class DataSpec:
     """
 
     source: str = "builtin"
+    task: str = "arithmetic"
     path: str | None = None
     split: str = "train"
     config_name: str | None = None
@@ -119,6 +126,8 @@ class DataSpec:
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
             raise DatasetError(f"must be one of {SOURCES}, got {self.source!r}", "source")
+        if self.task not in BUILTIN_TASKS:
+            raise DatasetError(f"must be one of {BUILTIN_TASKS}, got {self.task!r}", "task")
         if self.source in ("file", "hub") and not (self.path and str(self.path).strip()):
             what = "a file path" if self.source == "file" else "a dataset id"
             raise DatasetError(f"is required for source {self.source!r}: give {what}", "path")
@@ -174,20 +183,30 @@ def load_rows(spec: DataSpec, context_column: str | None = None) -> list[dict[st
     ``context_column`` (a run whose lookup tool reads it), each row also carries that column's
     value as ``context``."""
     if spec.source == "builtin":
-        from engine.tasks import ArithmeticTask, builtin_task
-
-        task = builtin_task(spec.seed)
-        if spec.system_prompt is not None:
-            task = ArithmeticTask(seed=spec.seed, system_prompt=spec.system_prompt)
+        task = _builtin_task(spec)
         if spec.split == "train":
             rows = task.train_rows() if spec.max_rows is None else task.train_rows(spec.max_rows)
         else:
             rows = task.eval_rows(spec.max_rows)
         _check_prompt_lengths(rows, spec.max_prompt_chars)
         return rows
-    records = _read_file(spec) if spec.source == "file" else _read_hub(spec)
+    records = (
+        _read_file(spec)
+        if spec.source == "file"
+        else read_hub(spec.path, spec.config_name, spec.split)
+    )
     origin = Path(str(spec.path)).stem or "rows"
     return records_to_rows(records, spec, origin=origin, context_column=context_column)
+
+
+def _builtin_task(spec: DataSpec) -> Any:
+    from engine.tasks import ArithmeticTask
+    from engine.tasks.calculator import CalculatorTask
+
+    kind = ArithmeticTask if spec.task == "arithmetic" else CalculatorTask
+    if spec.system_prompt is not None:
+        return kind(seed=spec.seed, system_prompt=spec.system_prompt)
+    return kind(seed=spec.seed)
 
 
 def records_to_rows(
@@ -368,28 +387,3 @@ def _read_file(spec: DataSpec) -> list[dict[str, Any]]:
     stop_at = spec.max_rows if spec.split == "all" else None
     limits = FileLimits(int(spec.max_file_mb * 1e6), spec.max_file_rows, stop_at)
     return read_file(Path(str(spec.path)).expanduser(), limits)
-
-
-def hub_offline() -> bool:
-    """True when datasets may not download (HF_DATASETS_OFFLINE or HF_HUB_OFFLINE)."""
-    flags = ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
-    return any(os.environ.get(f, "").lower() in ("1", "true", "yes", "on") for f in flags)
-
-
-def _read_hub(spec: DataSpec) -> list[dict[str, Any]]:
-    import datasets
-
-    try:
-        hub_split = "train" if spec.split in ("train", "heldout", "all") else spec.split
-        data = datasets.load_dataset(str(spec.path), spec.config_name, split=hub_split)
-    except Exception as exc:  # datasets raises many types for missing/unreachable data
-        if hub_offline():
-            raise DatasetError(
-                f"dataset {spec.path!r} is not in the local cache and network access is off "
-                "(HF_DATASETS_OFFLINE/HF_HUB_OFFLINE). To fix: set HF_HUB_OFFLINE=0 and "
-                "HF_DATASETS_OFFLINE=0 on a machine with network access, or download the "
-                "data as a JSONL/CSV/Parquet file and use source 'file'.",
-                "path",
-            ) from exc
-        raise DatasetError(f"dataset {spec.path!r} could not be loaded: {exc}", "path") from exc
-    return [dict(r) for r in data]

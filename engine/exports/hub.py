@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.run.checkpoints import latest_model_dir
-from engine.run.layout import config_path
 
 
 class HubPushError(RuntimeError):
     """The push cannot be done; the message says why and what to do (never the token)."""
 
 
-def push_model(run_dir: Path, repo_id: str, token: str) -> str:
-    """Upload the run's final model (or newest checkpoint) and its config to a Hub model repo.
+def push_model(run_dir: Path, repo_id: str, token: str, *, config_text: str) -> str:
+    """Upload the run's final model (or newest checkpoint) and its config (``config_text``, the
+    recorded config's YAML) to a Hub model repo.
 
     The token is used for this one call and never stored or logged. Returns the repo URL.
     """
@@ -31,11 +31,11 @@ def push_model(run_dir: Path, repo_id: str, token: str) -> str:
     try:
         api.create_repo(repo_id, exist_ok=True, repo_type="model")
         api.upload_folder(folder_path=str(model_dir), repo_id=repo_id, repo_type="model")
-        config = config_path(run_dir)
-        if config.is_file():
-            api.upload_file(
-                path_or_fileobj=str(config), path_in_repo="studio_config.yaml", repo_id=repo_id
-            )
+        api.upload_file(
+            path_or_fileobj=config_text.encode("utf-8"),
+            path_in_repo="studio_config.yaml",
+            repo_id=repo_id,
+        )
     except Exception as exc:
         # Never echo the exception's request details: they may carry the token.
         raise HubPushError(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.config.run_config import RunConfig
 from engine.exports.gguf_file import QUANTS, write_gguf
 from engine.exports.model_card import HELDOUT_METRICS, before_after, model_card
 from engine.exports.ollama import modelfile, run_command
@@ -29,11 +30,10 @@ from engine.run.saved_models import (
     RunModelError,
     find_run_model,
     load_run_model,
-    run_config,
 )
 
 if TYPE_CHECKING:
-    from storage.db import Database
+    from storage.sqlite.db import Database
 
 logger = logging.getLogger(__name__)
 
@@ -82,19 +82,20 @@ def export_model(
     fmt: str,
     *,
     run_id: str,
+    config: RunConfig,
     heldout_series: dict | None = None,
     trained_steps: int | None = None,
     quant: str = "F16",
     model_key: str = "latest",
 ) -> ExportResult:
     """Write the run's model ``model_key`` (``latest``: final, else newest checkpoint) to
-    ``out`` in ``fmt``. ``heldout_series``: ``{metric: (steps, values)}`` for the card."""
+    ``out`` in ``fmt``. ``config``: the run's recorded config; ``heldout_series``:
+    ``{metric: (steps, values)}`` for the card."""
     if fmt not in FORMATS:
         raise ExportError(f"format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if quant not in QUANTS:
         raise ExportError(f"quant: must be one of {', '.join(QUANTS)}, got {quant!r}")
     run_dir, out = Path(run_dir), Path(out)
-    config = run_config(run_dir)
     try:
         which = find_run_model(run_dir, model_key, config)
     except RunModelError as exc:
@@ -140,10 +141,12 @@ def export_recorded_run(
     db: Database, run_id: str, run_dir: Path, out: Path, fmt: str, **kwargs: Any
 ) -> ExportResult:
     """:func:`export_model` with the card's steps and held-out scores read from storage."""
-    from storage.metrics import metric_series
+    from storage.records.metrics import metric_series
     from storage.runs import get_run
 
     run = get_run(db, run_id)
+    if run is None:
+        raise ExportError(f"run: no run with id {run_id!r}")
     series = {}
     for name in HELDOUT_METRICS:
         found = metric_series(db, [run_id], name)[run_id]
@@ -153,7 +156,8 @@ def export_recorded_run(
         out,
         fmt,
         run_id=run_id,
+        config=RunConfig.from_dict(run.config),
         heldout_series=series,
-        trained_steps=run.last_step if run is not None else None,
+        trained_steps=run.last_step,
         **kwargs,
     )

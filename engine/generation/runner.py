@@ -61,6 +61,12 @@ class Generation:
     logprob_rows: torch.Tensor
     truncated: list[bool]
 
+    def first(self, n: int) -> Generation:
+        """The completions of the first ``n`` prompts."""
+        return Generation(
+            self.completion_ids[:n], self.token_rows[:n], self.logprob_rows[:n], self.truncated[:n]
+        )
+
     @property
     def logprobs(self) -> list[list[float]]:
         rows = self.logprob_rows.tolist()
@@ -236,6 +242,7 @@ class GenerationRunner:
         use_graphs: bool | None = None,
         compile_step: bool | None = None,
         merge_weights: bool = True,
+        fill_rows: bool | None = None,
     ) -> None:
         self.model = model
         self.merge_weights = merge_weights
@@ -243,8 +250,22 @@ class GenerationRunner:
         self.device = next(base_model_of(model).parameters()).device
         self.use_graphs = self.device.type == "cuda" if use_graphs is None else use_graphs
         self.compile_step = self.use_graphs if compile_step is None else compile_step
+        # Fewer prompts than the kept graph's rows (a tool loop's later turns continue some
+        # rollouts; evaluation's last batch) are filled up to them: decoding the filler rows
+        # costs less than compiling and capturing a step for each row count.
+        self.fill_rows = self.use_graphs if fill_rows is None else fill_rows
         self._graph: _DecodeGraph | None = None
         self._weights_key: tuple[int, ...] = ()
+        # The widest prompt a run will sample (0: unknown): the first cache is made that wide,
+        # so a wider prompt bucket later in the run never compiles and captures a new step.
+        self.prompt_width = 0
+
+    @property
+    def captured(self) -> tuple[int, SamplingSpec] | None:
+        """The rows and sampling of the cache and graph kept from the last call (a call with
+        the same reuses them); None before the first call."""
+        g = self._graph
+        return None if g is None else (g.cache.num_rows, g.sampling)
 
     def release(self) -> None:
         """Free the cache, the captured graph and the merged weights (the next call allocates
@@ -300,19 +321,24 @@ class GenerationRunner:
             return Generation([], torch.zeros(0, 0, dtype=torch.long), torch.zeros(0, 0), [])
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every prompt needs at least one token")
+        n, kept = len(prompts), self.captured
+        fill = kept[0] - n if self.fill_rows and kept is not None else 0
+        if fill > 0:  # repeats of the first prompt: they share its prefill
+            prompts = [*prompts, *[prompts[0]] * fill]
         was_training = self.model.training
         self.model.eval()  # no dropout while sampling
         try:
-            return self._generate(
+            out = self._generate(
                 prompts, max_new_tokens, temperature, top_p, list(eos_ids), pad_id, seed
             )
         finally:
             self.model.train(was_training)
+        return out.first(n) if fill > 0 else out
 
     def _generate(self, prompts, max_new_tokens, temperature, top_p, eos_ids, pad_id, seed):
         device = self.device
         distinct, sources = distinct_prompts(prompts)
-        width = bucket(max(len(p) for p in distinct))
+        width = bucket(max(self.prompt_width, *(len(p) for p in distinct)))
         dtype = self.decoder.body.embed_tokens.weight.dtype  # that of the hidden states
         old = self._graph
         if old is not None and old.cache.num_rows == len(prompts):

@@ -198,3 +198,45 @@ def _sample_with_runner(
         ):
             results.append(GeneratedSample(i, j, text, ids, truncated, logprobs))
     return results
+
+
+def sample_on_captured_graph(
+    runner: GenerationRunner,
+    tokenizer: Any,
+    prompts: Sequence[Prompt],
+    temperature: float,
+    top_p: float,
+    max_new_tokens: int,
+    seed: int = 0,
+) -> list[GeneratedSample] | None:
+    """One completion per prompt from the graph the runner kept from its last call (a run's
+    rollouts), in batches of its rows (the runner fills a smaller last batch up); None when the
+    runner has no graph or samples differently (temperature, top-p, length), so sampling here
+    would compile and capture a second step and evict the rollouts' one.
+
+    The graph's end and padding ids are used, those of the rollouts it was captured for.
+    """
+    kept = runner.captured
+    if kept is None:
+        return None
+    rows, spec = kept
+    if (spec.temperature, spec.top_p, spec.max_new_tokens) != (temperature, top_p, max_new_tokens):
+        return None
+    encoded = encode_prompts(tokenizer, prompts)
+    results: list[GeneratedSample] = []
+    for start in range(0, len(encoded), rows):
+        out = runner.generate(
+            encoded[start : start + rows],
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            eos_ids=list(spec.eos_ids),
+            pad_id=spec.pad_id,
+            seed=seed + start,
+        )
+        texts = tokenizer.batch_decode(out.completion_ids, skip_special_tokens=True)
+        for offset, (ids, text, logprobs, truncated) in enumerate(
+            zip(out.completion_ids, texts, out.logprobs, out.truncated, strict=True)
+        ):
+            results.append(GeneratedSample(start + offset, 0, text, ids, truncated, logprobs))
+    return results

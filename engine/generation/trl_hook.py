@@ -42,8 +42,14 @@ class FastGenerationMixin:
     # GRPOTrainer's hook returns (completion_ids, logprobs); RLOOTrainer's returns the ids only.
     _hook_returns_logprobs = True
 
-    def use_generation_backend(self, backend: str) -> None:
-        """Sample with the static-cache runner where ``backend`` asks for it (``make_runner``)."""
+    @property
+    def generation_runner(self) -> GenerationRunner | None:
+        """The static-cache runner the rollouts sample with; None where TRL samples."""
+        return self._runner
+
+    def use_generation_backend(self, backend: str, prompt_width: int = 0) -> None:
+        """Sample with the static-cache runner where ``backend`` asks for it (``make_runner``);
+        ``prompt_width``: the run's longest prompt in tokens, which its first cache holds."""
         if getattr(self, "use_vllm", False):
             return
         if getattr(self, "is_fsdp_enabled", False) or getattr(self, "is_deepspeed_enabled", False):
@@ -51,6 +57,14 @@ class FastGenerationMixin:
             return
         model = self.accelerator.unwrap_model(self.model)
         self._runner = make_runner(model, backend, self.max_completion_length)
+        if self._runner is not None:
+            self._runner.prompt_width = prompt_width
+            if getattr(self, "tools", None):
+                logger.info(
+                    "Tool rollouts sample on the compiled runner: every turn on one graph of "
+                    "the first turn's rows (later turns filled up), prompts up to %d tokens",
+                    prompt_width,
+                )
 
     def _runner_applies(self, images: Any) -> bool:
         plain_sampling = (

@@ -25,10 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from engine.models.batch_decode import use_batch_decode_in_rust
 from engine.models.specs import (
-    DEFAULT_MODEL_ALIAS,
-    DEFAULT_MODEL_DIR,
     ENGLISH_MODEL_ALIAS,
     ENGLISH_MODEL_INSTALL,
+    SHIPPED_MODELS,
     LoraSpec,
     ModelSpec,
     english_model_spec,
@@ -53,8 +52,8 @@ class ModelUnavailableError(ModelLoadError):
 def resolve_spec(spec: ModelSpec) -> ModelSpec:
     """Replace an alias in ``spec.name_or_path`` by the real location."""
     name = spec.name_or_path.strip()
-    if name == DEFAULT_MODEL_ALIAS:
-        return ModelSpec(str(DEFAULT_MODEL_DIR), spec.dtype, spec.lora, spec.load_in_4bit)
+    if name in SHIPPED_MODELS:
+        return ModelSpec(str(SHIPPED_MODELS[name]), spec.dtype, spec.lora, spec.load_in_4bit)
     if name == ENGLISH_MODEL_ALIAS:
         english = english_model_spec()
         if english is None:

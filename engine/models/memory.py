@@ -18,7 +18,7 @@ Nothing is loaded or downloaded: the model is built on the meta device
   ``torch._foreach_sqrt(exp_avg_sqs)`` is one temporary copy of the trainable parameters
   (``torch/optim/adamw.py``, ``_multi_tensor_adamw``); TRL's trainers use transformers'
   default ``adamw_torch_fused`` (one fused kernel, no copies), so it is 0 there;
-- **DDP buckets**: under DDP (``num_gpus`` > 1) the reducer keeps a flat copy of every gradient
+- **DDP buckets**: under DDP (``processes`` > 1) the reducer keeps a flat copy of every gradient
   in its buckets, "equal to the total gradients size" (PyTorch ``DistributedDataParallel`` docs,
   ``gradient_as_bucket_view``, left False by transformers and accelerate);
 - **FSDP**: weights, gradients, optimizer and reference are divided by the GPUs (``FULL_SHARD``,
@@ -229,8 +229,8 @@ def layers_compile(config: RunConfig, on_gpu: bool) -> bool:
     t = config.training
     return compiles_on(
         torch.device("cuda"),
-        t.distributed == "fsdp" and t.num_gpus > 1,
-        t.num_gpus,
+        t.distributed == "fsdp" and t.processes > 1,
+        t.processes,
         under_ddp=config.algorithm != "ppo",
     )
 
@@ -269,9 +269,9 @@ def estimate(
     spec, g, t = config.model, config.generation, config.training
     dtype = spec.dtype if spec.dtype != "auto" else ("bfloat16" if on_gpu else "float32")
     act = DTYPE_BYTES[dtype]
-    fsdp = t.distributed == "fsdp" and t.num_gpus > 1
-    shards = t.num_gpus if fsdp else 1
-    per_device = config.completions_per_step // t.num_gpus
+    fsdp = t.distributed == "fsdp" and t.processes > 1
+    shards = t.processes if fsdp else 1  # FSDP shards over every process of every machine
+    per_device = config.completions_per_step // t.processes
     b = micro_batch or config.per_device_batch_size()
     completion = g.max_completion_length
     seq = prompt_tokens + completion
@@ -313,7 +313,7 @@ def estimate(
         "optimizer": 2 * trainable_bytes // shards,
         "gradients": trainable_bytes if accumulates_unsharded else trainable_bytes // shards,
         "optimizer_step": trainable_bytes // shards if config.algorithm == "ppo" else 0,
-        "ddp_buckets": trainable_bytes if t.num_gpus > 1 and not fsdp else 0,
+        "ddp_buckets": trainable_bytes if t.processes > 1 and not fsdp else 0,
         "fsdp_gathered": gathered if fsdp else 0,
         "activations": activations,
         "lora_inputs": lora_inputs,

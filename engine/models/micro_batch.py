@@ -13,7 +13,7 @@ from engine.models.shape import ModelShape, model_shape
 
 def micro_batch_choices(config: RunConfig) -> list[int]:
     """Micro-batch sizes the batch rule allows: divisors of the completions per device."""
-    per_device = config.completions_per_step // config.training.num_gpus
+    per_device = config.completions_per_step // config.training.processes
     return [d for d in range(per_device, 0, -1) if per_device % d == 0]
 
 

@@ -16,6 +16,18 @@ DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
 DEFAULT_MODEL_ALIAS = "default"
 
 
+#: The second shipped model: the default one taught to call the calculator sometimes
+#: (``engine/models/build_agent_model.py``), for the built-in agent task.
+AGENT_MODEL_ALIAS = "agent"
+
+
+AGENT_MODEL_DIR = Path(__file__).resolve().parent / "agent_model"
+
+
+#: The shipped models by alias: small, offline, trained on the built-in tasks.
+SHIPPED_MODELS = {DEFAULT_MODEL_ALIAS: DEFAULT_MODEL_DIR, AGENT_MODEL_ALIAS: AGENT_MODEL_DIR}
+
+
 ENGLISH_MODEL_ALIAS = "smollm2-135m-instruct"
 
 
@@ -68,7 +80,8 @@ class ModelSpec:
 
     Attributes:
         name_or_path: a local folder, a Hugging Face id, or an alias: ``"default"`` (the
-            shipped model) or ``"smollm2-135m-instruct"`` (the optional English model).
+            shipped model), ``"agent"`` (the shipped model that calls the calculator) or
+            ``"smollm2-135m-instruct"`` (the optional English model).
         dtype: ``"auto"`` (bf16 on a GPU that supports it, else fp32), or an explicit dtype.
         lora: LoRA adapter to add for training, or None for full fine-tuning.
         load_in_4bit: quantise weights to 4-bit NF4 with bitsandbytes (CUDA GPU only).
@@ -155,7 +168,16 @@ def available_models() -> list[ModelChoice]:
             spec=ModelSpec(),
             detail="Tiny model trained on the built-in arithmetic task; fast on CPU.",
             tags=("offline", "builtin"),
-        )
+        ),
+        ModelChoice(
+            key=AGENT_MODEL_ALIAS,
+            label="Reward Studio agent (0.7M, calls the calculator, character-level)",
+            available=(AGENT_MODEL_DIR / "config.json").is_file(),
+            spec=ModelSpec(name_or_path=AGENT_MODEL_ALIAS),
+            detail="The default model taught to call the calculator in about half its replies; "
+            "for the built-in agent task (data task calculator, tools calculator).",
+            tags=("offline", "builtin", "tools"),
+        ),
     ]
     english = english_model_spec()
     has_gguf = importlib.util.find_spec("gguf") is not None

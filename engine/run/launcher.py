@@ -30,16 +30,16 @@ import psutil
 from engine.config.input_policy import InputPolicy, worker_env
 from engine.models.loading import resolve_spec
 from engine.run import layout as run_layout
-from engine.run import memory_watch
+from engine.run import machines, memory_watch
 from engine.run.checkpoints import latest_checkpoint
 from engine.run.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
 from engine.run.distributed import launch_args, layer_class, write_fsdp_config
 from engine.run.layout import CONFIG_FILE as CONFIG_FILE  # its import path before run_layout
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
 from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError
-from storage.schema import LOCAL_OWNER, RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import LOCAL_OWNER, RunStatus
 
 if TYPE_CHECKING:
     from engine.config.run_config import RunConfig
@@ -87,13 +87,20 @@ def worker_command(
 
 
 def run_command(config: RunConfig, run_dir: Path, run_id: str, data_dir: Path) -> list[str]:
-    """The worker argv of a recorded run; writes the run's FSDP config file when it uses FSDP."""
+    """The worker argv of a recorded run (machine 0's, over several machines). Writes the files
+    it reads: its copy of the recorded ``config`` (the row is the record; this copy only crosses
+    to the new process, written anew at each start), and any FSDP or machines config."""
+    config.save(run_layout.config_path(run_dir))
     t = config.training
-    fsdp_config = None
-    if t.num_gpus > 1 and t.distributed == "fsdp":
+    fsdp, layer_cls = t.processes > 1 and t.distributed == "fsdp", None
+    if fsdp:
         spec = resolve_spec(config.model)
         layer_cls = layer_class(spec.name_or_path.strip(), spec.gguf_file)
-        fsdp_config = write_fsdp_config(run_dir, t.num_gpus, layer_cls)
+    if t.num_machines > 1:
+        file = machines.write_machines_config(run_dir, t, layer_cls)
+        config_file = run_layout.config_path(run_dir)
+        return machines.machine_command(file, 0, config_file, run_id, data_dir, sys.executable)
+    fsdp_config = write_fsdp_config(run_dir, t.num_gpus, layer_cls) if fsdp else None
     return worker_command(
         run_layout.config_path(run_dir), run_id, data_dir, t.num_gpus, fsdp_config
     )
@@ -162,8 +169,9 @@ class Launcher:
         caps: ActiveRunCaps | None = None,
         policy: InputPolicy | None = None,
     ) -> str:
-        """Save the config in a new run folder and record the run of ``owner``: ``queued``, or
-        ``running`` in process ``pid`` (a foreground CLI run). Returns the run id. ``policy``
+        """Record the run of ``owner`` with its config (the database row is the run's one record
+        of it) and make its folder: ``queued``, or ``running`` in process ``pid`` (a foreground
+        CLI run). Returns the run id. ``policy``
         (default: the launcher's) limits what the run may read: the owner's scope of it.
 
         Raises ``ConfigError`` (naming the field) when the model or data cannot be used, before
@@ -177,7 +185,6 @@ class Launcher:
         run_id = run_store.new_run_id(config.algorithm)
         folder = self.run_dir(run_id)
         folder.mkdir(parents=True, exist_ok=True)
-        config.save(run_layout.config_path(folder))
         if policy is not None:
             policy.mark_run(folder)
         with self._db() as db:
@@ -230,7 +237,7 @@ class Launcher:
                 run = run_store.next_queued(db)
                 if run is None:
                     break
-                config = RunConfig.load(run_layout.config_path(self.run_dir(run.id)))
+                config = RunConfig.from_dict(run.config)  # as recorded: the row is the record
                 assignment = self.assign(config, [r.id for r in active], slots)
                 if assignment is None:  # its GPUs are taken: it waits, and so do later runs
                     break
@@ -272,6 +279,9 @@ class Launcher:
     def _spawn(self, db: Database, run_id: str, config: RunConfig, assignment: Assignment) -> None:
         folder = self.run_dir(run_id)
         cmd = run_command(config, folder, run_id, self.data_dir)
+        if config.training.num_machines > 1:  # the Runs view tells what the others run
+            note = machines.other_machines_note(config.training, folder, run_id, self.data_dir)
+            machines.store_note(db, run_id, note)
         env = {**os.environ, "STUDIO_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1"}
         env.update(assignment.env())
         assignment.save(folder)

@@ -4,12 +4,19 @@
 
     <data dir>/studio.db                 the database (:mod:`storage.paths`)
     <data dir>/dispatch.lock             held while queued runs are counted and started
+    <data dir>/compile_cache/            compiled kernels every run reuses
+                                         (:mod:`engine.run.compile_cache`)
     <data dir>/runs/<run id>/            one folder per run (:func:`run_dir`)
-        config.yaml                      the run config the worker trains from
+        config.yaml                      the worker's copy of the run config, written from the
+                                         run's database row each time a worker starts (the row
+                                         is the record; nothing else reads this file)
         worker.log                       the worker's stdout and stderr
         devices.json                     the GPUs or CPU cores the run was given
         no-hub-token                     present: the worker gets no Hugging Face token
         accelerate_fsdp.yaml             ``accelerate launch`` settings of an FSDP run
+        accelerate_machines.yaml         ``accelerate launch`` settings of a run over several
+                                         machines, which every machine launches from
+                                         (:mod:`engine.run.machines`)
         .saving/checkpoint-<step>/       a checkpoint being written
         checkpoint-<step>/               a published checkpoint, complete once it holds
                                          trainer_state.json (written last)
@@ -31,6 +38,7 @@ DEVICES_FILE = "devices.json"
 # Its presence withholds HF_TOKEN from the run's worker (a visitor's run on a public app).
 NO_HUB_TOKEN_MARKER = "no-hub-token"
 FSDP_CONFIG_FILE = "accelerate_fsdp.yaml"
+MACHINES_CONFIG_FILE = "accelerate_machines.yaml"
 CHECKPOINT_PREFIX = "checkpoint-"
 STAGING_DIR = ".saving"
 # Written last into every checkpoint: by transformers' Trainer, and by our PPO.
@@ -51,8 +59,13 @@ def run_dir(data_dir: str | os.PathLike[str], run_id: str) -> Path:
 
 
 def config_path(folder: Path) -> Path:
-    """The run config inside the run folder ``folder``."""
+    """The worker's copy of the run config inside the run folder ``folder``."""
     return folder / CONFIG_FILE
+
+
+def machines_config_path(folder: Path) -> Path:
+    """The accelerate config file every machine of a multi-machine run launches from."""
+    return folder / MACHINES_CONFIG_FILE
 
 
 def final_model_dir(folder: Path) -> Path:

@@ -18,8 +18,8 @@ import time
 import psutil
 
 from storage import runs as run_store
-from storage.db import Database
-from storage.schema import RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 
 logger = logging.getLogger(__name__)
 

@@ -55,7 +55,7 @@ def retry_config(config: RunConfig, ran: int | None) -> RunConfig | None:
     from engine.models.micro_batch import micro_batch_choices
 
     ran = ran or config.per_device_batch_size()
-    if config.training.num_gpus > 1 or ran <= 1:
+    if config.training.processes > 1 or ran <= 1:
         return None
     size = next(s for s in micro_batch_choices(config) if s <= ran // 2)
     return replace(config, training=replace(config.training, micro_batch_size=size))

@@ -25,7 +25,7 @@ from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
 from engine.models.loading import ModelLoadError, load_tokenizer, model_offline, resolve_spec
 from engine.models.specs import ModelSpec
-from rewards.hub_ids import is_hub_id
+from rewards.input_guards.hub_ids import is_hub_id
 
 logger = logging.getLogger(__name__)
 

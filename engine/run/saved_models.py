@@ -18,7 +18,10 @@ from typing import Any
 from engine.config.run_config import RunConfig
 from engine.models.specs import ModelSpec
 from engine.run.checkpoints import checkpoints
-from engine.run.layout import POLICY_DIR, config_path, final_model_dir
+from engine.run.layout import POLICY_DIR, final_model_dir
+from storage.paths import db_path
+from storage.runs import get_run
+from storage.sqlite.db import Database
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +32,15 @@ ADAPTER_CONFIG = "adapter_config.json"
 
 class RunModelError(ValueError):
     """The run has no such model; the message names what it has."""
+
+
+def recorded_config(data_dir: Path, run_id: str) -> RunConfig | None:
+    """The config run ``run_id`` of ``data_dir`` was recorded with: its database row, the run's
+    one record of it (the folder's ``config.yaml`` is only its worker's copy); None when there is
+    no such run."""
+    with Database(db_path(data_dir)) as db:
+        run = get_run(db, run_id)
+    return None if run is None else RunConfig.from_dict(run.config)
 
 
 @dataclass(frozen=True)
@@ -48,14 +60,10 @@ class RunModel:
     step: int
 
 
-def run_config(run_dir: Path) -> RunConfig:
-    return RunConfig.load(config_path(Path(run_dir)))
-
-
-def run_models(run_dir: Path, config: RunConfig | None = None) -> list[RunModel]:
-    """The run's starting model, its checkpoints (oldest first) and its final model."""
+def run_models(run_dir: Path, config: RunConfig) -> list[RunModel]:
+    """The run's starting model, its checkpoints (oldest first) and its final model;
+    ``config`` is the run's recorded config (its database row)."""
     run_dir = Path(run_dir)
-    config = config or run_config(run_dir)
     out = [RunModel(BASE, f"starting model ({config.model.name_or_path})", None, 0)]
     for path, step in sorted(checkpoints(run_dir).items(), key=lambda item: item[1]):
         out.append(RunModel(path.name, f"checkpoint at step {step}", path, step))
@@ -65,7 +73,7 @@ def run_models(run_dir: Path, config: RunConfig | None = None) -> list[RunModel]
     return out
 
 
-def find_run_model(run_dir: Path, key: str, config: RunConfig | None = None) -> RunModel:
+def find_run_model(run_dir: Path, key: str, config: RunConfig) -> RunModel:
     """The model ``key`` of the run (``"latest"``: the final model, else the newest
     checkpoint, else the base)."""
     models = run_models(run_dir, config)
@@ -84,12 +92,11 @@ def base_spec(config: RunConfig) -> ModelSpec:
 
 
 def load_run_model(
-    run_dir: Path, key: str = "latest", device: str = "cpu", config: RunConfig | None = None
+    run_dir: Path, key: str = "latest", device: str = "cpu", *, config: RunConfig
 ) -> tuple[Any, Any, RunModel]:
     """``(model, tokenizer, which)``: a plain model (adapters merged), ready to generate."""
     from engine.models.loading import load_model_and_tokenizer
 
-    config = config or run_config(run_dir)
     which = find_run_model(run_dir, key, config)
     if which.path is None:
         model, tokenizer = load_model_and_tokenizer(base_spec(config), device=device)

@@ -34,6 +34,7 @@ from engine.run.checkpoints import (
     latest_checkpoint,
     load_trained_weights,
 )
+from engine.run.compile_cache import use_compile_cache
 from engine.run.devices import apply_cpu_share
 from engine.run.distributed import save_final_model
 from engine.run.layout import final_model_dir, run_dir
@@ -47,9 +48,9 @@ from engine.tracking.samples import sample_rows
 from engine.tracking.trackers import point_trackers_at
 from engine.trainers.callbacks import StudioCallback
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
-from storage.schema import NoteKind, RunPhase, RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import NoteKind, RunPhase, RunStatus
 
 logger = logging.getLogger("engine.run.worker")
 
@@ -105,22 +106,23 @@ def heldout_rows(data: DataSpec, n: int) -> list[dict[str, Any]]:
 
 
 def run(
-    config_path: str | Path,
+    config: RunConfig | str | Path,
     run_id: str,
     data_dir: str | Path,
     *,
     show_progress: bool = False,
     stop: StopRequest | None = None,
-    config: RunConfig | None = None,
 ) -> str:
-    """Train the run described by ``config_path``; returns its final status.
+    """Train the recorded run ``run_id`` with ``config``; returns its final status.
 
-    ``stop`` is a request whose signal handlers the caller installed early; without one, the
-    handlers are installed here. ``config``: the file's config, where the caller holds it
-    already (the command line's foreground run), so it is not parsed again.
+    ``config`` is the run's recorded config: the object itself where the caller holds it (the
+    command line's foreground run, tests), else the path of the copy the launcher wrote for
+    this process (:func:`engine.run.launcher.run_command`). ``stop`` is a request whose signal
+    handlers the caller installed early; without one, the handlers are installed here.
     """
     apply_cpu_share()  # the launcher's share of the cores, before torch starts its threads
     data_dir = Path(data_dir)
+    use_compile_cache(data_dir)  # before the first compile: a later run of a shape reuses it
     main = is_main_process()
     db = Database(db_path(data_dir)) if main else None
     if stop is None:
@@ -130,7 +132,8 @@ def run(
     recorder: RunRecorder = NullRecorder()
     status = RunStatus.FAILED
     try:
-        config = config or RunConfig.load(config_path)
+        if not isinstance(config, RunConfig):  # the worker's copy: the crossing, read once
+            config = RunConfig.load(config)
         if db is not None:
             run_store.set_status(db, run_id, RunStatus.RUNNING, pid=os.getpid())
             recorder = ConstantRewardWatch(StorageRecorder(db, run_id), config.reward)
@@ -188,6 +191,7 @@ class PreparedRun:
     train_rows: list[dict[str, Any]]
     evaluate: HeldoutEvaluation | None
     resume_from: Path | None
+    prompt_width: int = 0  # the longest prompt in tokens, on a GPU (0: not measured)
 
 
 def prepare(
@@ -214,7 +218,7 @@ def prepare(
     logger.info("Prompts reach the model as %s", prompt_format(tokenizer))
     card, prompt_tokens = local_card_bytes(), None
     if card is not None:  # on a GPU, an empty micro-batch is sized to the card and the prompts
-        prompt_tokens = longest_prompt(tokenizer, train_rows)
+        prompt_tokens = longest_prompt(tokenizer, train_rows + eval_rows)
         config = with_default_micro_batch(config, card, prompt_tokens)
     logger.info("%s", describe(config, card, prompt_tokens))
     if attempt is not None:
@@ -230,7 +234,9 @@ def prepare(
     if eval_rows and is_main_process() and not sharded:
         evaluation = HeldoutEvaluation(config, tokenizer, eval_rows, recorder)
     resume_from = resume_point(folder, config, recorder)
-    return PreparedRun(config, folder, model, tokenizer, train_rows, evaluation, resume_from)
+    return PreparedRun(
+        config, folder, model, tokenizer, train_rows, evaluation, resume_from, prompt_tokens or 0
+    )
 
 
 def _train_with_retry(
@@ -331,8 +337,11 @@ def _train_trl(
         show_progress=show_progress,
         before_checkpoint_publish=recorder.flush,  # a checkpoint's metrics are stored first
         record_metrics=recorder.metrics,
+        prompt_width=run.prompt_width,
     )
     samples.trainer = trainer
+    if run.evaluate is not None:  # held-out prompts sample on the rollouts' own graph
+        run.evaluate.runner = trainer.generation_runner
     resume_from = run.resume_from
     if resume_from is not None and checkpoint_step(resume_from) >= config.training.steps:
         # Killed after its last checkpoint: the Trainer would train one step too many.

@@ -14,7 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.generation.sampling import sample_completions
+from engine.generation.runner import GenerationRunner
+from engine.generation.sampling import (
+    GeneratedSample,
+    sample_completions,
+    sample_on_captured_graph,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -134,32 +139,36 @@ def evaluate(
     seed: int = 0,
     top_p: float = 1.0,
     batch_size: int = 64,
+    runner: GenerationRunner | None = None,
 ) -> EvalReport:
     """Sample ``num_samples`` completions per row and score them (see the module docstring).
 
     ``rows`` are task rows (``prompt``, ``answer``, optional ``difficulty``), e.g.
-    ``builtin_task().eval_rows(400)``.
+    ``builtin_task().eval_rows(400)``. ``runner``: a run's rollout sampler; one sample per row
+    is drawn on the graph it kept from the last rollout when that samples the same way (a
+    rollout's cost, where transformers' ``generate`` took 22 s for SmolLM2's 200 prompts on an
+    H100), else through ``generate``.
     """
     if not rows:
         raise ValueError("rows must not be empty")
-    import torch
 
-    # Eager, never compiled: on a GPU the run's decoder layers are compiled for training
-    # (engine.trainers.compiled_layers), and transformers' generate calls them with a KV cache,
-    # whose per-layer index dynamo specialises on: an evaluation before the first step filled
-    # the layers' compile cache (torch._dynamo's recompile_limit, 8) so that training then ran
-    # partly eager, slower and 4.6-18 GiB above the memory estimate on SmolLM2 (issue 22).
-    with torch.compiler.set_stance("force_eager"):
-        samples = sample_completions(
+    prompts = [r["prompt"] for r in rows]
+    samples = None
+    if runner is not None and num_samples == 1:
+        samples = sample_on_captured_graph(
+            runner, tokenizer, prompts, temperature, top_p, max_new_tokens, seed
+        )
+    if samples is None:
+        samples = _sample_eagerly(
             model,
             tokenizer,
-            [r["prompt"] for r in rows],
-            num_samples=num_samples,
-            temperature=temperature,
-            top_p=top_p,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
-            batch_size=batch_size,
+            prompts,
+            num_samples,
+            temperature,
+            top_p,
+            max_new_tokens,
+            seed,
+            batch_size,
         )
     golds = [rows[s.prompt_index].get("answer") for s in samples]
     correct, strict = score_texts([s.text for s in samples], golds)
@@ -198,3 +207,27 @@ def evaluate(
         report.format_rate,
     )
     return report
+
+
+def _sample_eagerly(
+    model, tokenizer, prompts, num_samples, temperature, top_p, max_new_tokens, seed, batch_size
+) -> list[GeneratedSample]:
+    """transformers' ``generate``, eager, never compiled: on a GPU the run's decoder layers are
+    compiled for training (engine.trainers.compiled_layers), and ``generate`` calls them with a
+    KV cache, whose per-layer index dynamo specialises on: an evaluation before the first step
+    filled the layers' compile cache (torch._dynamo's recompile_limit, 8) so that training then
+    ran partly eager, slower and 4.6-18 GiB above the memory estimate on SmolLM2 (issue 22)."""
+    import torch
+
+    with torch.compiler.set_stance("force_eager"):
+        return sample_completions(
+            model,
+            tokenizer,
+            prompts,
+            num_samples=num_samples,
+            temperature=temperature,
+            top_p=top_p,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            batch_size=batch_size,
+        )

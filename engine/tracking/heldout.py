@@ -6,11 +6,12 @@ import logging
 from typing import Any
 
 from engine.config.run_config import RunConfig
+from engine.generation.runner import GenerationRunner
 from engine.tracking import metric_names
 from engine.tracking.evaluation import evaluate
 from engine.tracking.heldout_rewards import heldout_reward_metrics
 from engine.tracking.recorder import RunRecorder
-from storage.schema import RunPhase
+from storage.sqlite.schema import RunPhase
 
 logger = logging.getLogger("engine.run.worker")
 
@@ -30,11 +31,15 @@ class HeldoutEvaluation:
         self.tokenizer = tokenizer
         self.rows = rows
         self.recorder = recorder
+        # The run's rollout sampler, once its trainer exists: held-out prompts sample on it.
+        self.runner: GenerationRunner | None = None
 
     def __call__(self, policy: Any, step: int) -> dict[str, float]:
         logger.info("Evaluating %d held-out prompts at step %d", len(self.rows), step)
         self.recorder.phase(RunPhase.EVALUATING, step)  # the caller records what comes next
         config = self.config
+        if config.tools.enabled:
+            return self._with_tools(policy, step)
         report = evaluate(
             policy,
             self.tokenizer,
@@ -42,6 +47,7 @@ class HeldoutEvaluation:
             temperature=config.generation.temperature,
             max_new_tokens=config.generation.max_completion_length,
             seed=config.training.seed,
+            runner=self.runner,
         )
         logger.info(
             "Held-out at step %d: accuracy %.3f, format %.3f",
@@ -58,3 +64,31 @@ class HeldoutEvaluation:
                 metric_names.EVAL_FORMAT_RATE: report.format_rate,
             }
         return metrics
+
+    def _with_tools(self, policy: Any, step: int) -> dict[str, float]:
+        """A run with tools answers held-out prompts through the tool loop, as it trains: the
+        final answer's accuracy and how the tools were used (:mod:`tool_evaluation`)."""
+        from engine.tools.factory import toolbox_for
+        from engine.tools.template import prepare_tool_tokenizer
+        from engine.tracking.tool_evaluation import evaluate_with_tools
+
+        config = self.config
+        prepare_tool_tokenizer(self.tokenizer, config.model.name_or_path)
+        # Each round through transformers' generate: the run's compiled runner samples one turn.
+        report = evaluate_with_tools(
+            policy,
+            self.tokenizer,
+            self.rows,
+            toolbox_for(config.tools),
+            temperature=config.generation.temperature,
+            max_new_tokens=config.generation.max_completion_length,
+            seed=config.training.seed,
+        )
+        logger.info(
+            "Held-out at step %d with tools: accuracy %.3f, useful calls %.3f",
+            step,
+            report.accuracy,
+            report.useful_call_rate,
+        )
+        spec = config.reward.at_step(step)
+        return heldout_reward_metrics(spec, self.rows, report.samples) | report.metrics()

@@ -26,8 +26,9 @@ def heldout_reward_metrics(
     spec: RewardSpec, rows: Sequence[dict[str, Any]], samples: Sequence[dict[str, Any]]
 ) -> dict[str, float]:
     """Metrics of ``spec`` over held-out ``samples`` (records with ``prompt_index`` and ``text``,
-    as :func:`engine.tracking.evaluation.evaluate` returns them) of ``rows``; a metric no sample
-    scored is left out."""
+    and ``conversation`` for a tool rollout, as :func:`engine.tracking.evaluation.evaluate` and
+    :func:`engine.tracking.tool_evaluation.evaluate_with_tools` return them) of ``rows``; a metric
+    no sample scored is left out."""
     if not samples:
         return {}
     source = [rows[s["prompt_index"]] for s in samples]
@@ -36,9 +37,9 @@ def heldout_reward_metrics(
         for key in ("answer", "difficulty")
         if any(key in row for row in source)
     }
-    scored = score(
-        spec, [row["prompt"] for row in source], [s["text"] for s in samples], columns=columns
-    )
+    # A tool rollout is scored as its conversation, as the trainer hands it to the reward.
+    completions = [s.get("conversation") or s["text"] for s in samples]
+    scored = score(spec, [row["prompt"] for row in source], completions, columns=columns)
     found: dict[str, float | None] = {
         metric_names.EVAL_REWARD_TOTAL: _mean([s.total for s in scored if s.total is not None])
     }

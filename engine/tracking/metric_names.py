@@ -32,6 +32,11 @@ WORLD_MODEL_LOSS = "train/world_model_loss"
 EVAL_ACCURACY = "eval/accuracy"
 EVAL_STRICT_ACCURACY = "eval/strict_accuracy"
 EVAL_FORMAT_RATE = "eval/format_rate"
+# Held-out evaluation through the tool loop (engine/tracking/tool_evaluation.py): shares of
+# rollouts with a parsed call, with a call whose result is the gold answer, with a malformed call.
+EVAL_TOOL_CALL_RATE = "eval/tool_call_rate"
+EVAL_USEFUL_CALL_RATE = "eval/useful_call_rate"
+EVAL_MALFORMED_CALL_RATE = "eval/malformed_call_rate"
 EVAL_REWARD_TOTAL = "eval/reward_total"  # the run's reward on held-out samples (mean total)
 # PPO (our trainer): Schulman et al. 2017 diagnostics and the RLHF KL penalty.
 REWARD_UNSCORED_FRACTION = "reward/unscored_fraction"

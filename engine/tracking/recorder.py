@@ -13,14 +13,14 @@ import time
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from storage import logs as log_store
-from storage import notes as note_store
-from storage import phases as phase_store
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.db import Database
-from storage.metrics import MetricWriter
-from storage.schema import NoteKind, RunPhase
+from storage.records import logs as log_store
+from storage.records import notes as note_store
+from storage.records import phases as phase_store
+from storage.records import samples as sample_store
+from storage.records.metrics import MetricWriter
+from storage.sqlite.db import Database
+from storage.sqlite.schema import NoteKind, RunPhase
 
 HEARTBEAT_SECONDS = 5.0
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from rewards.lab.rescore import Rescore, rescore
 from rewards.spec import RewardSpec
 from storage import runs as run_store
-from storage.db import Database
-from storage.samples import sample_steps, samples_at
+from storage.records.samples import sample_steps, samples_at
+from storage.sqlite.db import Database
 
 #: Most stored samples one re-score reads (a long run logs 16 a step for a few thousand steps).
 MAX_RESCORE_SAMPLES = 20_000

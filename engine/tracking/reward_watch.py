@@ -4,8 +4,8 @@ A component that never varies gives GRPO, RLOO and PPO no signal however long th
 (:mod:`rewards.analysis.constant_components`); the sooner the user hears it, the fewer GPU minutes
 go to waste. The watch wraps the run's recorder: it passes everything through, reads the traces of
 the sample rows of the first ``WATCH_STEPS`` logged steps (or the first ``WATCH_SAMPLES``
-samples), and then, once, writes a :class:`storage.schema.NoteKind` ``CONSTANT_COMPONENT`` note
-for each constant component (and a warning in the log). Runs that store no samples
+samples), and then, once, writes a :class:`storage.sqlite.schema.NoteKind` ``CONSTANT_COMPONENT``
+note for each constant component (and a warning in the log). Runs that store no samples
 (``training.samples_per_log: 0``) are not watched.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 from engine.tracking.recorder import RunRecorder
 from rewards.analysis.constant_components import constant_components
 from rewards.spec import RewardSpec
-from storage.schema import NoteKind, RunPhase
+from storage.sqlite.schema import NoteKind, RunPhase
 
 logger = logging.getLogger(__name__)
 

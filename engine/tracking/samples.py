@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from engine.trainers.capture import GenerationBatch
+from rewards.completions.text import completion_text, prompt_text
+from rewards.completions.tool_calls import is_conversation
 from rewards.composer import score
 from rewards.spec import RewardSpec
-from rewards.text import completion_text, prompt_text
-from rewards.tool_calls import is_conversation
 
 
 def sample_rows(

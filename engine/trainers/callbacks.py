@@ -14,7 +14,7 @@ from engine.run.oom_retry import inject_fault
 from engine.run.stop_request import StopRequest
 from engine.tracking import metric_names
 from engine.tracking.recorder import RunRecorder
-from storage.schema import RunPhase
+from storage.sqlite.schema import RunPhase
 
 logger = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewards.completions.text import completion_text
 from rewards.composer import ScoredSample, score
 from rewards.spec import RewardSpec
-from rewards.text import completion_text
 from rewards.verification.answers import find_answer
 
 _TAG_RE = re.compile(r"</?[A-Za-z][\w-]{0,39}>")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rewards.text import completion_texts
+from rewards.completions.text import completion_texts
 
 
 @dataclass(frozen=True)

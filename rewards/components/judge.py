@@ -33,6 +33,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from rewards.completions.text import prompt_text
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.components.judge_http import (
     JUDGE_KEYS_ENV,
@@ -50,7 +51,6 @@ from rewards.components.reward_model import (
 )
 from rewards.errors import RewardSpecError
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
-from rewards.text import prompt_text
 from rewards.verification.deadline import deadline_at
 
 logger = logging.getLogger(__name__)

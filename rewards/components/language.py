@@ -2,8 +2,8 @@
 
 Reference: DeepSeek-R1 (2025, §2.3.4) adds a language-consistency reward, "the proportion of
 target language words in the CoT", against language mixing. We identify language per sentence
-with py3langid (Lui & Baldwin's langid.py model; :mod:`rewards.langid_batch` runs it on a whole
-batch at once, with identical results) and weigh sentences by their letters, which works for
+with py3langid (Lui & Baldwin's langid.py model; :mod:`rewards.completions.langid_batch` runs it on
+a whole batch at once, with identical results) and weigh sentences by their letters, which works for
 scripts without spaces between words.
 
 Text handling: tags such as ``<think>`` are removed; the text is split into sentences at
@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rewards.completions.langid_batch import classify_many
 from rewards.components.base import BatchContext, Judgement, RewardComponent
-from rewards.langid_batch import classify_many
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
 from rewards.verification.deadline import deadline_passed
 

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from rewards.components.base import Judgement
-from rewards.describe import describe_value
+from rewards.input_guards.describe import describe_value
 
 #: Longest explanation kept from a ``(score, why)`` pair.
 MAX_WHY_CHARS = 200

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
+from rewards.input_guards.safe_regex import compile_safe
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
-from rewards.safe_regex import compile_safe
 
 DEFAULT_MARKERS = (
     r"Step \d+:",

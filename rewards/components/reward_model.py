@@ -26,11 +26,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rewards.completions.text import completion_text
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.errors import RewardSpecError
-from rewards.hub_ids import is_hub_id
+from rewards.input_guards.hub_ids import is_hub_id
 from rewards.params import ComponentInfo, ParamSpec, describe_value, with_defaults
-from rewards.text import completion_text
 from rewards.verification.deadline import deadline_passed
 
 logger = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ import re
 from typing import Any
 
 from rewards.components.base import BatchContext, Judgement, RewardComponent
+from rewards.input_guards.safe_regex import MAX_PATTERN_CHARS, compile_safe
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
-from rewards.safe_regex import MAX_PATTERN_CHARS, compile_safe
 from rewards.verification.answers import extract_answer
 
 #: Characters of each completion a rule searches.

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from rewards.completions.tool_calls import final_text, tool_calls
 from rewards.components.base import BatchContext, Judgement
 from rewards.components.correctness import INFO as CORRECTNESS_INFO
 from rewards.components.correctness import PARAMS as CORRECTNESS_PARAMS
 from rewards.components.correctness import Correctness
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
-from rewards.tool_calls import final_text, tool_calls
 
 PARAMS = (
     *CORRECTNESS_PARAMS,

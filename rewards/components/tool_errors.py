@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rewards.completions.tool_calls import ToolCall, tool_calls
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
-from rewards.tool_calls import ToolCall, tool_calls
 
 PARAMS = (
     ParamSpec("error_value", "float", -0.5, "score of each failed call", min=-10.0, max=0.0),

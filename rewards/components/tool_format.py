@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rewards.completions.tool_calls import malformed_calls, tool_calls
 from rewards.components.base import BatchContext, Judgement, RewardComponent
 from rewards.params import ComponentInfo, ParamSpec, with_defaults
-from rewards.tool_calls import malformed_calls, tool_calls
 
 PARAMS = (
     ParamSpec(

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from rewards.analysis.probes import answer_tag_of, perturbations
+from rewards.completions.text import completion_text
 from rewards.composer import score
 from rewards.lab.matrix import ScoreMatrix, weighted_totals
 from rewards.spec import RewardSpec
-from rewards.text import completion_text
 
 #: A mean change above this counts as paying (the probes' own ``rewarded`` test).
 PAYS = 1e-9

@@ -1,8 +1,8 @@
 """A spec applied to a finished run's stored samples: what would it have said at every step?
 
 A run stores, per logged step, the prompt, completion, gold answer, total and per-component trace
-of some completions (``storage.samples``). Re-scoring runs the new spec's components on those
-texts step by step (each step's samples are one composer batch, as when they were stored) and
+of some completions (``storage.records.samples``). Re-scoring runs the new spec's components on
+those texts step by step (each step's samples are one composer batch, as when they were stored) and
 compares the new total with the stored one: per-step means, the samples that disagree most and
 the new spec's group diagnostics on what the model actually learned to write.
 
@@ -35,7 +35,7 @@ NEEDS_MORE = {
 
 
 class StoredSample(Protocol):
-    """What re-scoring reads of a stored sample (``storage.schema.Sample`` has it)."""
+    """What re-scoring reads of a stored sample (``storage.sqlite.schema.Sample`` has it)."""
 
     step: int
     group: int | None

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
 from storage.runs import RunInfo
+from storage.sqlite.db import Database
 
 
 def run_status(data_dir: Path, run_id: str) -> RunInfo | None:

@@ -15,11 +15,11 @@ from engine.models.specs import ModelSpec
 from engine.tracking import metric_names
 from rewards.spec import preset
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.db import Database
-from storage.metrics import metrics_since
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.records import samples as sample_store
+from storage.records.metrics import metrics_since
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from tests.tool_calling_model import QUESTIONS, question, teach_calculator_calls
 
 pytestmark = pytest.mark.slow
@@ -196,3 +196,27 @@ def test_a_users_own_tool_module_answers_the_calls_it_defines(
     refused = engine_cli("train", path, "--data-dir", data_dir, env=without)
     assert refused.returncode == 2 and "tools.python_module" in refused.stderr
     assert "STUDIO_ALLOW_CODE=1" in refused.stderr
+
+
+def test_the_exported_agent_config_trains_as_is(data_dir, tmp_path, engine_cli):
+    """``export-config --task agent`` writes a config that trains (issue 24 deliverable 5): the
+    shipped agent model calls the calculator, and the held-out evaluation goes through the tool
+    loop. Only the budget is cut here, to two small steps."""
+    path = tmp_path / "agent.yaml"
+    exported = engine_cli("export-config", path, "--task", "agent")
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert config["model"]["name_or_path"] == "agent"
+    assert config["data"]["task"] == "calculator" and config["tools"]["builtin"] == ["calculator"]
+    config["training"].update(steps=2, prompts_per_step=1, eval_samples=2, save_steps=0)
+    config["generation"]["num_generations"] = 4
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+
+    result = engine_cli("train", path, "--data-dir", data_dir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    run, rows, samples = finished_run(data_dir)
+    assert run.status == RunStatus.COMPLETED, run.error_traceback
+    names = {r.name for r in rows}
+    assert TOOL_METRICS | {metric_names.EVAL_USEFUL_CALL_RATE, metric_names.EVAL_ACCURACY} <= names
+    assert max(r.value for r in rows if r.name == "tools/call_frequency") > 0
+    assert any(s.extra.get("conversation", [{}])[0].get("tool_calls") for s in samples)

@@ -10,11 +10,11 @@ import yaml
 
 from engine.models.char_tokenizer import build_char_tokenizer
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.db import Database
-from storage.metrics import metric_names
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.records import samples as sample_store
+from storage.records.metrics import metric_names
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from tests.tiny_models import save_tiny_reward_model
 
 pytestmark = pytest.mark.slow

@@ -8,11 +8,11 @@ import pytest
 from run_waits import wait_for
 from test_runs import FINAL, launcher, tiny_config  # noqa: F401
 
-from storage import logs as log_store
-from storage import phases as phase_store
-from storage.db import Database
 from storage.paths import db_path
-from storage.schema import RunPhase, RunStatus
+from storage.records import logs as log_store
+from storage.records import phases as phase_store
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunPhase, RunStatus
 
 pytestmark = pytest.mark.slow
 

@@ -18,11 +18,11 @@ from bench.kill_faults import KILL_FIGURES, integrity, kill_trial, summary, tiny
 from engine.run.checkpoints import latest_checkpoint
 from engine.run.launcher import Launcher
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.db import Database
-from storage.metrics import metrics_since
 from storage.paths import db_path
-from storage.schema import TERMINAL_STATUSES, RunStatus
+from storage.records import samples as sample_store
+from storage.records.metrics import metrics_since
+from storage.sqlite.db import Database
+from storage.sqlite.schema import TERMINAL_STATUSES, RunStatus
 
 pytestmark = pytest.mark.slow
 

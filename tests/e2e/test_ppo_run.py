@@ -12,10 +12,10 @@ from test_runs import FINAL, all_metrics, launcher, tiny_config  # noqa: F401
 
 from engine.run.checkpoints import latest_checkpoint
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.db import Database
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.records import samples as sample_store
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 
 pytestmark = pytest.mark.slow
 

@@ -10,11 +10,11 @@ import pytest
 from engine.config.run_config import RunConfig
 from engine.tracking.rescore import RescoreError, rescore_run
 from rewards.spec import RewardSpec
-from storage import samples as sample_store
-from storage.db import Database
-from storage.metrics import metrics_since
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.records import samples as sample_store
+from storage.records.metrics import metrics_since
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from tests.in_process_run import run_in_process
 
 pytestmark = pytest.mark.slow

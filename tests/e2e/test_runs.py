@@ -14,12 +14,13 @@ from run_waits import wait_for
 from engine.config.run_config import RunConfig
 from engine.run.checkpoints import latest_checkpoint
 from engine.run.launcher import Launcher
+from engine.run.saved_models import recorded_config
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.db import Database
-from storage.metrics import metric_names, metrics_since
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.records import samples as sample_store
+from storage.records.metrics import metric_names, metrics_since
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 
 pytestmark = pytest.mark.slow
 
@@ -116,10 +117,12 @@ def test_stop_saves_a_checkpoint_and_resume_continues(launcher, data_dir, algori
     checkpoint = latest_checkpoint(data_dir / "runs" / run_id)
     assert checkpoint is not None and checkpoint.name == f"checkpoint-{stopped_at}"
 
-    # Shorten the run so the resumed part is quick; the config file is the run's truth.
-    config = RunConfig.load(data_dir / "runs" / run_id / "config.yaml")
+    # Shorten the run so the resumed part is quick; the run's row is its config's record (the
+    # resumed worker's config.yaml is written from it).
+    config = recorded_config(data_dir, run_id)
     config.training.steps = stopped_at + 2
-    config.save(data_dir / "runs" / run_id / "config.yaml")
+    with Database(db_path(data_dir)) as db:
+        run_store.update_run(db, run_id, config=config.to_dict())
     launcher.resume(run_id)
     run = wait_for(data_dir, run_id, lambda r: r.status in FINAL and r.status != RunStatus.STOPPED)
     assert run.status == RunStatus.COMPLETED, run.error_traceback

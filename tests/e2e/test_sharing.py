@@ -13,7 +13,7 @@ from run_waits import run_status, wait
 from engine.config.run_config import RunConfig
 from engine.run.devices import Assignment, Gpu
 from engine.run.launcher import Launcher
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 
 pytestmark = pytest.mark.slow
 

@@ -13,12 +13,13 @@ import pytest
 from run_waits import wait_for
 
 from engine.config.run_config import RunConfig
-from engine.run.launcher import CONFIG_FILE, Launcher
+from engine.run.launcher import Launcher
+from engine.run.saved_models import recorded_config
 from storage import runs as run_store
-from storage.db import Database
-from storage.logs import logs_since
 from storage.paths import db_path
-from storage.schema import TERMINAL_STATUSES, RunStatus
+from storage.records.logs import logs_since
+from storage.sqlite.db import Database
+from storage.sqlite.schema import TERMINAL_STATUSES, RunStatus
 from ui.shared.context import AppContext
 
 
@@ -46,9 +47,10 @@ def test_the_supervisor_marks_a_lost_run_and_starts_the_queued_one(data_dir, con
     dead.wait()
     lost = launcher.record(RunConfig.from_dict({"name": "lost"}), pid=dead.pid)
     queued = launcher.record(RunConfig.from_dict({"name": "queued"}))
-    config = RunConfig.load(launcher.run_dir(queued) / CONFIG_FILE)
+    config = recorded_config(data_dir, queued)
     config.model.name_or_path = str(data_dir / "no-such-model")  # its worker ends quickly
-    config.save(launcher.run_dir(queued) / CONFIG_FILE)
+    with Database(db_path(data_dir)) as db:
+        run_store.update_run(db, queued, config=config.to_dict())
 
     contexts().start_supervisor(interval_s=0.2)  # one run at a time: the lost one holds the slot
     assert wait_for(data_dir, lost, lambda r: r.status == RunStatus.INTERRUPTED)

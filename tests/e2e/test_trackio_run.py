@@ -13,7 +13,7 @@ from test_runs import FINAL, launcher, tiny_config  # noqa: F401
 
 from engine.run.layout import run_dir, trackio_dir
 from engine.tracking.trackers import TRACKIO_PROJECT
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 
 pytestmark = pytest.mark.slow
 

@@ -13,12 +13,12 @@ import shutil
 import pytest
 
 from engine.config.run_config import RunConfig
-from engine.run.launcher import CONFIG_FILE, Launcher
+from engine.run.launcher import Launcher
 from engine.run.worker import run as run_worker
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from tests.in_process_run import run_in_process
 
 
@@ -54,7 +54,7 @@ def test_a_poisoned_checkpoint_file_fails_the_resume_without_running_it(
     with open(run_dir / "checkpoint-1" / planted, "wb") as f:
         pickle.dump(_Payload(str(marker)), f, protocol=2)  # torch.save's protocol
 
-    status = run_worker(run_dir / CONFIG_FILE, run_id, data_dir)
+    status = run_worker(config, run_id, data_dir)
 
     record_property("probes_tried", 1)
     record_property("probes_passed", int(not marker.exists()))

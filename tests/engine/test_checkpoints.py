@@ -21,10 +21,10 @@ from engine.run.checkpoints import (
 from engine.run.worker import FINAL_EVAL_METRICS, resume_point
 from engine.tracking.recorder import StorageRecorder
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.db import Database
-from storage.metrics import metrics_since
 from storage.paths import db_path
+from storage.records import samples as sample_store
+from storage.records.metrics import metrics_since
+from storage.sqlite.db import Database
 
 
 def make_checkpoint(run_dir: Path, step: int, *, complete: bool = True) -> Path:

@@ -16,9 +16,9 @@ import pytest
 from engine.config.run_config import RunConfig
 from engine.run import layout as run_layout
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from tests.source_imports import ROOT
 
 HEAVY = ("torch", "transformers", "trl")

@@ -22,9 +22,9 @@ from engine.data.datasets import DatasetError, DataSpec, load_rows
 from engine.run.launcher import Launcher
 from engine.run.preflight import check_inputs
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 
 pytestmark = pytest.mark.reliability
 

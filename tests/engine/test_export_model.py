@@ -6,6 +6,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
+from engine.config.run_config import RunConfig
 from engine.exports.gguf_file import GGUFExportError, write_gguf
 from engine.exports.run_export import ExportError, export_recorded_run
 from engine.models.char_tokenizer import build_char_tokenizer
@@ -13,8 +14,9 @@ from engine.models.specs import DEFAULT_MODEL_DIR
 from engine.run.devices import bounded_threads
 from engine.run.saved_models import ADAPTER_CONFIG, load_run_model
 from engine.tasks import builtin_task
-from storage.db import Database
+from storage import runs as run_store
 from storage.paths import db_path, runs_dir
+from storage.sqlite.db import Database
 from tests.in_process_run import train_tiny_llama
 
 pytest.importorskip("gguf")
@@ -107,7 +109,9 @@ def test_merged_lora_run_round_trips_through_gguf_f16(lora_run, tmp_path):
     assert not any("adapter" in name for name in merged.files)
     model = AutoModelForCausalLM.from_pretrained(merged.folder, dtype=torch.float32).eval()
     tokenizer = AutoTokenizer.from_pretrained(merged.folder)
-    in_memory, _, _ = load_run_model(run_dir, "checkpoint-1")
+    with Database(db_path(data_dir)) as db:
+        config = RunConfig.from_dict(run_store.get_run(db, run_id).config)
+    in_memory, _, _ = load_run_model(run_dir, "checkpoint-1", config=config)
     ids = tokenizer(chat_prompts(tokenizer)[0], return_tensors="pt").input_ids
     with torch.no_grad():  # the saved merge is the adapter applied to its base
         torch.testing.assert_close(model(ids).logits, in_memory(ids).logits)

@@ -78,9 +78,9 @@ def test_read_back_counts_rows_written_twice(tmp_path):
     """The check's SQLite reading flags a metric that two processes wrote."""
     from engine.tracking import metric_names
     from storage import runs as run_store
-    from storage.db import Database
-    from storage.metrics import MetricWriter
     from storage.paths import db_path
+    from storage.records.metrics import MetricWriter
+    from storage.sqlite.db import Database
 
     with Database(db_path(tmp_path)) as db:
         run_store.create_run(db, run_id="r1", algorithm="grpo", config={})

@@ -15,10 +15,15 @@ from engine.generation import make_runner
 from engine.generation.backend import resolve_backend, vllm_installed
 from engine.generation.runner import GenerationRunner, distinct_prompts
 from engine.generation.sampler import nucleus_filter, sample_tokens
-from engine.generation.sampling import encode_prompts, sample_completions
+from engine.generation.sampling import (
+    encode_prompts,
+    sample_completions,
+    sample_on_captured_graph,
+)
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import ModelSpec
 from engine.tasks import builtin_task
+from engine.tracking.evaluation import evaluate
 from engine.trainers.ppo.formulas import logprobs_from_logits
 from tests.tiny_models import TINY_SHAPE
 
@@ -234,6 +239,72 @@ def test_a_narrower_prompt_bucket_reuses_the_wider_cache():
     for p, c in zip(short, out.completion_ids, strict=True):
         ref = model.generate(input_ids=torch.tensor([p]), max_new_tokens=6, do_sample=False)
         assert c == ref[0, len(p) :].tolist()
+
+
+def test_the_runs_longest_prompt_sizes_the_first_cache():
+    """A run tells the runner its longest prompt: a wider prompt later in the run finds the
+    cache (and the compiled, captured step) it already has, instead of building a new one."""
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)).eval()
+    runner = GenerationRunner(model)
+    runner.prompt_width = 70
+    kwargs = dict(max_new_tokens=6, temperature=0, top_p=1.0, eos_ids=[], pad_id=0)
+    runner.generate([[5, 6, 7], [9, 10]], **kwargs)
+    graph = runner._graph
+    assert graph.cache.max_len == 128 + 6
+    out = runner.generate([[2 + i % 60 for i in range(70)], [3, 4]], **kwargs)
+    assert runner._graph is graph
+    ref = model.generate(input_ids=torch.tensor([[3, 4]]), max_new_tokens=6, do_sample=False)
+    assert out.completion_ids[1] == ref[0, 2:].tolist()
+
+
+def test_fewer_rows_than_the_kept_graph_fill_it_up():
+    """A tool loop's later turn continues some rollouts only: their prompts fill the kept
+    graph's rows up (no step built for the new count) and get their own completions back."""
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)).eval()
+    runner = GenerationRunner(model, fill_rows=True)
+    kwargs = dict(max_new_tokens=5, temperature=0, top_p=1.0, eos_ids=[], pad_id=0)
+    runner.generate([[3, 4, 5], [6, 7], [8, 9, 10], [11]], **kwargs)
+    graph = runner._graph
+    turn = [[3, 4, 5, 12, 13, 14], [8, 9]]
+    out = runner.generate(turn, **kwargs)
+    assert runner._graph is graph and len(out.completion_ids) == 2
+    assert out.token_rows.shape[0] == out.logprob_rows.shape[0] == len(out.truncated) == 2
+    for p, c in zip(turn, out.completion_ids, strict=True):
+        ref = model.generate(input_ids=torch.tensor([p]), max_new_tokens=5, do_sample=False)
+        assert c == ref[0, len(p) :].tolist()
+    assert not GenerationRunner(model).fill_rows  # on a CPU nothing is captured: no filler
+
+
+def test_held_out_prompts_sample_on_the_rollouts_graph(default_model):
+    """Evaluation with a run's runner draws on the graph its rollouts left (rows, end ids),
+    the last batch filled up, so nothing is built again; it samples otherwise elsewhere."""
+    model, tok = default_model
+    rows = builtin_task().eval_rows(5)
+    runner = GenerationRunner(model, fill_rows=True)  # as on a GPU, where graphs are captured
+    assert sample_on_captured_graph(runner, tok, ["x"], 0.9, 1.0, 12) is None  # no rollout yet
+    rollout = encode_prompts(tok, [r["prompt"] for r in rows[:2]]) * 2  # 4 rows, like G=2
+    runner.generate(
+        rollout,
+        max_new_tokens=12,
+        temperature=0.9,
+        top_p=1.0,
+        eos_ids=[tok.eos_token_id],
+        pad_id=tok.pad_token_id,
+    )
+    graph = runner._graph
+    samples = sample_on_captured_graph(
+        runner, tok, [r["prompt"] for r in rows], 0.9, 1.0, 12, seed=3
+    )
+    assert runner._graph is graph
+    assert [s.prompt_index for s in samples] == [0, 1, 2, 3, 4]
+    for s in samples:
+        assert s.text == tok.decode(s.token_ids, skip_special_tokens=True)
+        assert len(s.logprobs) == len(s.token_ids)
+    assert sample_on_captured_graph(runner, tok, ["x"], 0.5, 1.0, 12) is None  # other sampling
+    report = evaluate(model, tok, rows, temperature=0.9, max_new_tokens=12, seed=3, runner=runner)
+    assert [r["text"] for r in report.samples] == [s.text for s in samples]
 
 
 def test_the_fused_sampler_math_draws_what_the_unfused_one_draws():

@@ -11,11 +11,11 @@ def test_inputs_are_checked_before_any_network(tmp_path):
     run_dir = tmp_path / "runs" / "grpo-1"
     run_dir.mkdir(parents=True)
     with pytest.raises(HubPushError, match="owner/name"):
-        push_model(run_dir, "no-slash", "hf_x")
+        push_model(run_dir, "no-slash", "hf_x", config_text="")
     with pytest.raises(HubPushError, match="write token"):
-        push_model(run_dir, "alice/model", " ")
+        push_model(run_dir, "alice/model", " ", config_text="")
     with pytest.raises(HubPushError, match="grpo-1 has no checkpoint to push yet"):
-        push_model(run_dir, "alice/model", "hf_x")
+        push_model(run_dir, "alice/model", "hf_x", config_text="")
 
 
 def test_the_cli_asks_for_the_token_variable(data_dir, engine_cli):

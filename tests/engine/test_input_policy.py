@@ -18,6 +18,8 @@ from engine.config.run_config import RunConfig
 from engine.run.launcher import Launcher
 from engine.run.preflight import check_inputs
 from storage import runs as run_store
+from storage.paths import db_path
+from storage.sqlite.db import Database
 from ui import api
 from ui.access.identity import LOCAL_VIEWER, Viewer
 from ui.api import ApiError
@@ -247,6 +249,14 @@ def test_the_web_process_reads_models_without_the_server_token(data_dir, monkeyp
         ctx.close()
 
 
+def record_run(data_dir, data: dict) -> None:
+    """A recorded run whose config (its database row, the run's one record) reads ``data``."""
+    with Database(db_path(data_dir)) as db:
+        run_store.create_run(
+            db, run_id="r1", algorithm="grpo", config={"data": data}, output_dir="runs/r1"
+        )
+
+
 def test_uploads_beyond_the_quota_evict_unused_copies_then_are_refused(data_dir, tmp_path):
     policy = InputPolicy.for_web(data_dir, env={"STUDIO_MAX_UPLOADS_MB": "1"})
     sources = []
@@ -260,9 +270,7 @@ def test_uploads_beyond_the_quota_evict_unused_copies_then_are_refused(data_dir,
     third = policy.store_upload(sources[2])  # over 1 MiB: the oldest unused copy goes
     assert not first.exists() and second.exists() and third.exists()
 
-    run_dir = data_dir / "runs" / "r1"  # a run that trains on both remaining copies
-    run_dir.mkdir(parents=True)
-    (run_dir / "config.yaml").write_text(f"data:\n  path: {second}\n  eval_path: {third}\n")
+    record_run(data_dir, {"path": str(second), "eval_path": str(third)})  # trains on both
     with pytest.raises(ConfigError, match=r"data\.path: .*full \(1 MiB, STUDIO_MAX_UPLOADS_MB\)"):
         policy.store_upload(sources[3])
     assert second.exists() and third.exists()
@@ -284,9 +292,7 @@ def test_one_owners_uploads_are_capped_apart_from_everyone_elses(data_dir, tmp_p
         source.write_text(f'{{"question": "{i}", "answer": "{"x" * 600_000}"}}\n')
         sources.append(source)
     first = alice.store_upload(sources[0])
-    run_dir = data_dir / "runs" / "r1"  # Alice's run trains on her first upload
-    run_dir.mkdir(parents=True)
-    (run_dir / "config.yaml").write_text(f"data:\n  path: {first}\n")
+    record_run(data_dir, {"path": str(first)})  # Alice's run trains on her first upload
     with pytest.raises(ConfigError, match=r"data\.path: your uploads take the 1 MiB"):
         alice.store_upload(sources[1])
     assert bob.store_upload(sources[1]).exists()  # another visitor's room is their own

@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 
 from engine.config.run_config import RunConfig
-from engine.run.launcher import CONFIG_FILE, Launcher, worker_command
+from engine.run.launcher import Launcher, worker_command
+from engine.run.saved_models import recorded_config
 from storage import runs as run_store
-from storage.db import Database
-from storage.logs import logs_since
 from storage.paths import db_path
+from storage.records.logs import logs_since
 from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError
-from storage.schema import RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -93,9 +94,10 @@ def test_concurrent_dispatchers_and_finishing_workers_never_exceed_the_limit(dat
     launcher = Launcher(data_dir, max_concurrent=limit)
     run_ids = [launcher.record(RunConfig.from_dict({"name": f"r{i}"})) for i in range(queued)]
     for run_id in run_ids:  # each real worker fails at its model load and hands its slot on
-        config = RunConfig.load(launcher.run_dir(run_id) / CONFIG_FILE)
+        config = recorded_config(data_dir, run_id)
         config.model.name_or_path = str(data_dir / "no-such-model")
-        config.save(launcher.run_dir(run_id) / CONFIG_FILE)
+        with Database(db_path(data_dir)) as db:
+            run_store.update_run(db, run_id, config=config.to_dict())
     procs = [
         subprocess.Popen([sys.executable, "-c", DISPATCHER, str(data_dir), str(limit)], cwd=REPO)
         for _ in range(dispatchers)

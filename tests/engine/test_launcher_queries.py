@@ -21,9 +21,9 @@ from engine.config.run_config import RunConfig
 from engine.run.devices import Assignment
 from engine.run.launcher import Launcher
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 
 THREE_GPUS = "0, 81000, 81559\n1, 20000, 81559\n2, 79000, 81559\n"
 

@@ -210,7 +210,7 @@ def test_activation_checkpointing_keeps_only_layer_inputs(model_dir):
 
 @pytest.mark.parametrize("algorithm", ["grpo", "ppo"])
 def test_a_step_trains_with_activation_checkpointing(data_dir, algorithm):
-    from storage.schema import RunStatus
+    from storage.sqlite.schema import RunStatus
     from tests.in_process_run import run_in_process
 
     c = RunConfig.from_dict(

@@ -11,10 +11,10 @@ from engine.models.char_tokenizer import build_char_tokenizer
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import ModelSpec
 from storage import runs as run_store
-from storage.db import Database
-from storage.metrics import metric_names
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.records.metrics import metric_names
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from tests.in_process_run import run_in_process
 from tests.tiny_models import save_tiny_llama
 from ui.preview.generate import CUSTOM, PreviewRequest, generate_preview

@@ -26,7 +26,7 @@ from engine.trainers.ppo.formulas import ppo_loss
 from engine.trainers.ppo.rollout import completion_forward, prompt_indices, rollout_tensors
 from engine.trainers.ppo.trainer import PPOTrainer
 from engine.trainers.ppo.value_head import PolicyWithValue
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 from tests.tiny_models import save_tiny_llama
 
 

@@ -14,8 +14,8 @@ from engine.config.run_config import RunConfig
 from engine.run.launcher import Launcher
 from engine.run.preflight import check_inputs
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
+from storage.sqlite.db import Database
 from ui import api
 from ui.access.identity import LOCAL_VIEWER
 from ui.api import ApiError

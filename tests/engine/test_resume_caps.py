@@ -11,10 +11,10 @@ import pytest
 
 from engine.run.launcher import Launcher
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
 from storage.run_caps import ActiveRunCaps
-from storage.schema import RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from ui.access.identity import Viewer
 from ui.runs import actions as run_actions
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from engine.config.run_config import RunConfig
 from engine.run import oom_retry
 from engine.run.oom_retry import retry_config
-from storage.db import Database
-from storage.notes import notes_of_run
 from storage.paths import db_path
-from storage.schema import NoteKind, RunStatus
+from storage.records.notes import notes_of_run
+from storage.sqlite.db import Database
+from storage.sqlite.schema import NoteKind, RunStatus
 from tests.in_process_run import run_in_process
 
 

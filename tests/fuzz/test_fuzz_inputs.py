@@ -104,7 +104,7 @@ def test_fuzz_start_run_parsing_and_preflight(ctx, record_property):
 
     def check(doc):
         try:
-            config = api._config(doc)
+            config = api.parse_run_config(doc)
             ctx.demo.within_caps(config)
             ctx.input_policy.check_model(config.model)
             check_inputs(config, ctx.input_policy)

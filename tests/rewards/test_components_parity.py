@@ -11,8 +11,8 @@ from trl.rewards import (
     get_soft_overlong_punishment,
 )
 
+from rewards.completions.langid_batch import classify_many, labels
 from rewards.components.language import LANGUAGES, sentences
-from rewards.langid_batch import classify_many, labels
 from rewards.registry import REGISTRY
 
 PROSE = [

@@ -6,7 +6,7 @@ import pytest
 from engine.config.fields import ConfigError
 from engine.config.input_policy import is_web_hub_id
 from engine.run.preflight import check_hub_dataset_id
-from rewards.hub_ids import is_hub_id
+from rewards.input_guards.hub_ids import is_hub_id
 from rewards.spec import RewardSpec, RewardSpecError
 
 #: name -> (with owner required, owner-less names accepted)

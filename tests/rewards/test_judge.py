@@ -8,11 +8,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from rewards.completions.text import prompt_text
 from rewards.components.judge_http import JUDGE_URLS_ENV
 from rewards.components.judge_parse import parse_pass_fail, parse_score
 from rewards.composer import score
 from rewards.spec import RewardSpec, RewardSpecError
-from rewards.text import prompt_text
 from rewards.verification.deadline import call_deadline
 
 # Answers in the shapes real judges write (MT-Bench, Prometheus, JSON-mode, chatty models).
@@ -141,7 +141,8 @@ def test_http_judge_scores_caches_and_sends_the_key_from_the_environment(server)
 
 
 def test_the_judge_reads_a_chat_prompt_as_stored_samples_do(server):
-    """Typed content parts read as their text, each message with its role (rewards.text)."""
+    """Typed content parts read as their text, each message with its role
+    (rewards.completions.text)."""
     chat = [
         {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
         {"role": "user", "content": "Say hi"},

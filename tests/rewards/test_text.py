@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewards.text import (
+from rewards.completions.text import (
     MAX_COMPLETION_CHARS,
     completion_text,
     prompt_text,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from rewards.completions.tool_calls import tool_calls
 from rewards.composer import score
 from rewards.registry import REGISTRY
 from rewards.spec import PRESETS, ComponentSpec, RewardSpec
-from rewards.tool_calls import tool_calls
 from rewards.trl_adapter import export_module
 from tests.fresh_interpreter import run_json_script
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from storage.db import Database
 from storage.paths import db_path
+from storage.sqlite.db import Database
 
 
 @pytest.fixture

@@ -13,11 +13,11 @@ import json
 import logging
 import time
 
-from storage.db import Database
-from storage.metrics import MetricWriter
+from storage.records.metrics import MetricWriter
+from storage.records.samples import add_samples
 from storage.runs import heartbeat, set_status
-from storage.samples import add_samples
-from storage.schema import RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 
 NAMES = 20
 SAMPLES = 4

@@ -17,12 +17,12 @@ from pathlib import Path
 from metric_writer_process import SAMPLES, expected_metrics
 from sqlalchemy import text
 
-from storage.db import Database
-from storage.metrics import metrics_since
 from storage.progress import latest_steps
+from storage.records.metrics import metrics_since
+from storage.records.samples import sample_steps, samples_at
 from storage.runs import create_run, get_run
-from storage.samples import sample_steps, samples_at
-from storage.schema import RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -145,7 +145,7 @@ def test_a_killed_writer_corrupts_nothing(data_dir):
 
 def test_many_processes_opening_a_fresh_file_at_once(data_dir):
     db_file = data_dir / "fresh.db"
-    code = "import sys; from storage.db import Database; Database(sys.argv[1]).close()"
+    code = "import sys; from storage.sqlite.db import Database; Database(sys.argv[1]).close()"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     procs = [
         subprocess.Popen(

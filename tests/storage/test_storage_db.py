@@ -10,11 +10,11 @@ import threading
 import pytest
 from sqlalchemy import text
 
-from storage import migrations, schema
-from storage.db import Database, DatabaseLockedError, SchemaVersionError, StorageError
-from storage.metrics import MetricWriter, metrics_since
 from storage.progress import latest_steps
+from storage.records.metrics import MetricWriter, metrics_since
 from storage.runs import create_run, get_run
+from storage.sqlite import migrations, schema
+from storage.sqlite.db import Database, DatabaseLockedError, SchemaVersionError, StorageError
 
 
 def pragma(db: Database, name: str):
@@ -137,7 +137,7 @@ def test_locked_beyond_every_retry_raises_database_locked(data_dir, caplog, hold
 
 
 def test_a_write_retries_until_the_lock_is_free(data_dir, caplog, hold_write_lock):
-    caplog.set_level(logging.WARNING, logger="storage.db")
+    caplog.set_level(logging.WARNING, logger="storage.sqlite.db")
     db = Database(data_dir / "studio.db", busy_timeout_s=0.1, lock_retries=8)
     holder = hold_write_lock(db.path, 0.4)
     try:

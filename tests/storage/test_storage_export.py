@@ -9,11 +9,11 @@ import yaml
 
 from storage.export import export_run
 from storage.labels import set_label
-from storage.logs import append_logs
-from storage.metrics import MetricWriter
+from storage.records.logs import append_logs
+from storage.records.metrics import MetricWriter
+from storage.records.samples import add_samples
 from storage.runs import create_run
-from storage.samples import add_samples
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 
 CONFIG = {"algorithm": "ppo", "training": {"steps": 3}}
 

@@ -4,7 +4,6 @@ import sqlite3
 
 import pytest
 
-from storage.db import Database
 from storage.labels import (
     MAX_NOTE_CHARS,
     MAX_TAG_CHARS,
@@ -17,7 +16,8 @@ from storage.labels import (
 )
 from storage.paths import db_path
 from storage.runs import RunNotFoundError, create_run, delete_run, get_run
-from storage.schema import SCHEMA_VERSION
+from storage.sqlite.db import Database
+from storage.sqlite.schema import SCHEMA_VERSION
 
 
 def test_tags_are_trimmed_deduplicated_and_bounded():

@@ -10,8 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from storage.db import Database, DatabaseLockedError
-from storage.metrics import (
+from storage.records.metrics import (
     MetricPoint,
     MetricWriter,
     metric_names,
@@ -19,6 +18,7 @@ from storage.metrics import (
     metrics_since,
 )
 from storage.runs import RunNotFoundError, create_run, delete_run
+from storage.sqlite.db import Database, DatabaseLockedError
 
 
 @pytest.fixture
@@ -173,7 +173,7 @@ def test_a_batch_the_database_refuses_stays_pending_then_lands_once(
 
 
 def test_rows_beyond_max_pending_are_dropped_loudly(db, run_id, caplog):
-    caplog.set_level(logging.ERROR, logger="storage.metrics")
+    caplog.set_level(logging.ERROR, logger="storage.records.metrics")
     writer = MetricWriter(db, run_id, flush_every=2, max_pending=2, flush_seconds=60)
     writer._pending.extend(
         [{"run_id": run_id, "step": 0, "name": "old", "value": 0.0, "time": 0.0}] * 2

@@ -2,11 +2,11 @@ import sqlite3
 
 import pytest
 
-from storage.db import Database
-from storage.notes import add_note, notes_of_run
 from storage.paths import db_path
+from storage.records.notes import add_note, notes_of_run
 from storage.runs import RunNotFoundError, create_run, delete_run
-from storage.schema import SCHEMA_VERSION, NoteKind
+from storage.sqlite.db import Database
+from storage.sqlite.schema import SCHEMA_VERSION, NoteKind
 
 
 def test_notes_are_typed_rows_read_in_order_and_deleted_with_their_run(db):

@@ -6,12 +6,12 @@ import sqlite3
 
 import pytest
 
-from storage.db import Database
 from storage.paths import db_path
 from storage.progress import run_progress
 from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError, count_active
 from storage.runs import create_run, get_run, list_runs, set_status
-from storage.schema import LOCAL_OWNER, SCHEMA_VERSION, RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import LOCAL_OWNER, SCHEMA_VERSION, RunStatus
 
 
 def test_runs_are_listed_and_read_by_owner(db):

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 import pytest
 from sqlalchemy import text
 
-from storage.db import Database
-from storage.logs import append_logs, logs_since
-from storage.metrics import MetricWriter, metric_names, metrics_since
 from storage.paths import db_path
-from storage.phases import phases
-from storage.queries import distinct_values, distinct_values_query
+from storage.records.logs import append_logs, logs_since
+from storage.records.metrics import MetricWriter, metric_names, metrics_since
+from storage.records.phases import phases
+from storage.records.samples import add_samples, sample_steps, samples_at
 from storage.runs import create_run, get_run, list_runs, set_status, update_run
-from storage.samples import add_samples, sample_steps, samples_at
-from storage.schema import SCHEMA_VERSION, Metric, Run, RunStatus, Sample
+from storage.sqlite.db import Database
+from storage.sqlite.queries import distinct_values, distinct_values_query
+from storage.sqlite.schema import SCHEMA_VERSION, Metric, Run, RunStatus, Sample
 
 # The tables and indexes of a schema version 3 file, as SQLite stores them (sqlite_master.sql).
 V3_SCHEMA = {

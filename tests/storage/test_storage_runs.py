@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from storage.logs import append_logs, logs_since
-from storage.metrics import MetricWriter, metrics_since
 from storage.progress import latest_steps, run_progress
+from storage.records.logs import append_logs, logs_since
+from storage.records.metrics import MetricWriter, metrics_since
+from storage.records.samples import add_samples, sample_steps
 from storage.runs import (
     InvalidTransitionError,
     RunNotFoundError,
@@ -23,8 +24,7 @@ from storage.runs import (
     truncate_run,
     update_run,
 )
-from storage.samples import add_samples, sample_steps
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 
 
 def test_create_and_get(db, tmp_path):

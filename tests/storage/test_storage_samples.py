@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from storage.logs import append_logs, logs_since
+from storage.records.logs import append_logs, logs_since
+from storage.records.samples import add_samples, sample_steps, samples_at
 from storage.runs import RunNotFoundError, create_run
-from storage.samples import add_samples, sample_steps, samples_at
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import time
 
 from sqlalchemy import select, update
 
-from storage.db import Database
 from storage.runs import create_run, get_run
-from storage.schema import Run
+from storage.sqlite.db import Database
+from storage.sqlite.schema import Run
 
 WRITERS = 4
 

@@ -82,8 +82,8 @@ def _wait_up(app: LiveApp) -> None:
 def _stop_workers(data_dir: Path) -> None:
     """Kill the process groups of runs the app started that are still alive."""
     from storage import runs as run_store
-    from storage.db import Database
     from storage.paths import db_path
+    from storage.sqlite.db import Database
 
     if not db_path(data_dir).exists():
         return

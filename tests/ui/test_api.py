@@ -4,8 +4,8 @@ import pytest
 
 from engine.config.run_config import RunConfig
 from storage import runs as run_store
-from storage.metrics import MetricWriter
-from storage.schema import RunStatus
+from storage.records.metrics import MetricWriter
+from storage.sqlite.schema import RunStatus
 from ui import api
 from ui.access.identity import LOCAL_VIEWER
 from ui.api import ApiError
@@ -130,11 +130,12 @@ def test_score_preview_caps_request_size_naming_the_field_and_the_cap(ctx):
 
 def test_slow_math_answers_are_cut_off_by_the_call_deadline(ctx, monkeypatch):
     from rewards.verification import mathpool
+    from ui.api import scoring
 
     # Each check alone may now take minutes (sympy builds 10^(10^n) exactly); only the call's
     # deadline can end the request.
     monkeypatch.setattr(mathpool.get_checker(), "timeout_s", 600.0)
-    monkeypatch.setattr(api, "INTERACTIVE_DEADLINE_S", 3.0)
+    monkeypatch.setattr(scoring, "INTERACTIVE_DEADLINE_S", 3.0)
     towers = [f"<answer>$10^{{10^{{{n}}}}}$</answer>" for n in range(10, 30)]
     out = api.score_preview(ctx, SPEC, towers, answers=["24"] * len(towers))
     correctness = [s["trace"][0] for s in out["samples"]]

@@ -13,7 +13,7 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from storage.schema import RunPhase
+from storage.sqlite.schema import RunPhase
 from ui.design.spec_form import MAX_INSTANCES
 from ui.runs import progress as run_progress
 
@@ -113,27 +113,32 @@ def test_a_loaded_preset_opens_and_badges_the_components_it_turns_on(page: Page)
     expect(page.locator("#spec-status")).to_contain_text("Valid reward")
 
 
-def pick(page: Page, elem_id: str, option: str) -> None:
-    page.locator(f"#{elem_id} input").click()
-    page.get_by_role("option", name=option, exact=True).click()
+def add_component(page: Page, name: str) -> None:
+    """Pick ``name`` in the editor's "Add component" list and click Add."""
+    page.locator("#add-component-name").select_option(name)
+    page.locator("#add-component").click()
 
 
 def test_components_are_added_on_demand_and_removed(page: Page):
     status = page.locator("#spec-status")
     for slot in ("#slot-conciseness", "#slot-conciseness-2"):
         expect(page.locator(slot)).to_be_hidden()
-    pick(page, "add-component-name", "conciseness")
-    page.locator("#add-component").click()
+    add_component(page, "conciseness")
     expect(page.locator("#slot-conciseness")).to_contain_text("● on")
     expect(status).to_contain_text("conciseness × 1")
     page.locator("#add-component").click()  # a second instance of the same component
     expect(page.locator("#slot-conciseness-2")).to_contain_text("● on")
     expect(status).to_contain_text("conciseness_2 × 1")
-    pick(page, "add-component-name", "format")
-    page.locator("#add-component").click()
-    expect(page.locator("#import-message")).to_contain_text("format is in the form already")
+    # A component a spec holds once cannot be picked again, and the list says why.
+    expect(page.locator("#add-component-name option[value=format]")).to_be_disabled()
+    expect(page.locator("#add-component-name option[value=format]")).to_have_text(
+        "format (in the form: a spec holds one)"
+    )
     page.locator("#remove-conciseness-2").click()
     expect(page.locator("#slot-conciseness-2")).to_be_hidden()
+    expect(page.locator("#design-editor-message")).to_have_text(
+        "Removed conciseness #2 from the reward."
+    )
     expect(status).not_to_contain_text("conciseness_2")
     expect(status).to_contain_text("conciseness × 1")
 
@@ -147,9 +152,9 @@ def exported_spec(page: Page) -> dict:
 
 
 def test_any_number_of_one_component_is_added_set_and_removed(page: Page):
+    page.locator("#add-component-name").select_option("conciseness")
     for n in range(1, 7):  # more than the five slots the form once had
-        pick(page, "add-component-name", "conciseness")
-        page.locator("#add-component").click()
+        page.locator("#add-component").click()  # the list stays on the component: one click
         slot = "conciseness" if n == 1 else f"conciseness-{n}"
         expect(page.locator(f"#slot-{slot}")).to_contain_text("● on")
     set_number(page, "conciseness-4-max-len", 321)
@@ -157,7 +162,11 @@ def test_any_number_of_one_component_is_added_set_and_removed(page: Page):
     page.locator("#remove-conciseness-2").click()
     expect(page.locator("#slot-conciseness-2")).to_be_hidden()
     expect(page.locator("#spec-status")).not_to_contain_text("conciseness_2")
-    expect(page.locator("#conciseness-4-max-len input")).to_have_value("321")  # kept on redraw
+    expect(page.locator("#conciseness-4-max-len input")).to_have_value("321")  # kept
+    # The third section logs as conciseness_3 whatever its neighbours: titled so.
+    expect(page.locator("#slot-conciseness-3 summary")).to_contain_text(
+        "conciseness · conciseness_3"
+    )
     components = exported_spec(page)["components"]
     assert [c["name"] for c in components] == ["correctness", "format"] + ["conciseness"] * 5
     added = components[2:]
@@ -166,24 +175,39 @@ def test_any_number_of_one_component_is_added_set_and_removed(page: Page):
 
 
 def test_clicks_faster_than_the_redraw_are_each_applied_in_order(page: Page):
-    """Three Adds and a Remove clicked without waiting for any redraw: each click after the
-    first lands on a drawing that is being replaced, and still counts, in order."""
-    pick(page, "add-component-name", "conciseness")
+    """Three Adds and a double-clicked Remove, without waiting for the server: each click
+    counts, in order, and the second click on a removed section removes nothing else."""
+    page.locator("#add-component-name").select_option("conciseness")
     page.evaluate(
         "() => { const b = document.querySelector('#add-component');"
         " b.click(); b.click(); b.click(); }"
     )
     expect(page.locator("#slot-conciseness-3")).to_contain_text("● on")
-    # A double click on Remove: the second is refused and removes nothing else. (Its message,
-    # "was removed already", may be drawn before the first click's: the page applies the two
-    # answers as they finish drawing, so the test does not read it.)
     page.evaluate(
         "() => { const b = document.querySelector('#remove-conciseness-2'); b.click(); b.click(); }"
     )
     expect(page.locator("#slot-conciseness-2")).to_be_hidden()
     expect(page.locator("#slot-conciseness-3")).to_contain_text("● on")
+    expect(page.locator("#spec-status")).to_contain_text("conciseness_3 × 1")  # the server's
+    expect(page.locator("#spec-status")).not_to_contain_text("conciseness_2")
     components = exported_spec(page)["components"]
     assert [c.get("label") for c in components[2:]] == [None, "conciseness_3"]
+
+
+def test_html_and_script_typed_or_loaded_into_the_editor_show_as_text(page: Page):
+    hostile = '<img src=x onerror="window.pwned=1">${window.pwned=2}`'
+    rule = {"name": "rule", "params": {"pattern": hostile, "literal": True}}
+    spec = {"description": hostile, "components": [rule]}
+    page.locator("#spec-code .cm-content").fill(json.dumps(spec))
+    page.get_by_role("button", name="Apply this spec").click()
+    expect(page.locator("#rule-pattern input")).to_have_value(hostile)
+    expect(page.locator("#description textarea")).to_have_value(hostile)
+    page.locator("#rule-label input").fill(hostile)  # typed: an error naming what is allowed
+    expect(page.locator("#error-rule-label")).to_contain_text("lower-case letters")
+    expect(page.locator("#error-rule-label")).to_contain_text(hostile)
+    expect(page.locator("#slot-rule summary")).to_contain_text(hostile)
+    assert page.evaluate("() => window.pwned") is None
+    assert page.locator("#design-editor img").count() == 0
 
 
 def test_export_downloads_the_spec_and_a_standalone_trl_module(page: Page):
@@ -216,8 +240,8 @@ def test_a_pretrained_model_gets_suggested_settings(page: Page):
 
 def test_a_model_that_is_not_there_is_refused_on_its_field(page: Page, live_app):
     from storage import runs as run_store
-    from storage.db import Database
     from storage.paths import db_path
+    from storage.sqlite.db import Database
 
     def run_count() -> int:
         with Database(db_path(live_app.data_dir)) as db:
@@ -240,11 +264,11 @@ def record_run(data_dir, name, *, steps, failed=False, samples=False, algorithm=
     """A run written straight to the app's storage, as a worker would leave it (``samples``:
     one sample at every step)."""
     from storage import runs as run_store
-    from storage import samples as sample_store
-    from storage.db import Database
-    from storage.metrics import MetricWriter
     from storage.paths import db_path
-    from storage.schema import RunStatus
+    from storage.records import samples as sample_store
+    from storage.records.metrics import MetricWriter
+    from storage.sqlite.db import Database
+    from storage.sqlite.schema import RunStatus
 
     with Database(db_path(data_dir)) as db:
         run = run_store.create_run(
@@ -290,9 +314,9 @@ def test_a_failed_run_shows_its_error_in_the_run_view(page: Page, live_app):
 
 
 def test_a_tool_rollout_shows_as_turns_with_its_result_masked(page: Page, live_app):
-    from storage import samples as sample_store
-    from storage.db import Database
     from storage.paths import db_path
+    from storage.records import samples as sample_store
+    from storage.sqlite.db import Database
 
     run_id = record_run(live_app.data_dir, "agent run", steps=1)
     call = {"function": {"name": "calculator", "arguments": {"expression": "17*3"}}}
@@ -503,9 +527,9 @@ def test_a_preview_number_out_of_range_is_reported_under_it(page: Page):
 
 def recorded_phases(app, run_id: str) -> list:
     """The phases the run's worker recorded, in order."""
-    from storage import phases as phase_store
-    from storage.db import Database
     from storage.paths import db_path
+    from storage.records import phases as phase_store
+    from storage.sqlite.db import Database
 
     with Database(db_path(app.data_dir)) as db:
         return [phase for phase, _ in phase_store.phases(db, run_id)]

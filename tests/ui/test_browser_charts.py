@@ -17,9 +17,9 @@ pytestmark = pytest.mark.browser
 def running_run(data_dir, name: str, steps: int) -> str:
     """A run still running, with ``steps`` logged steps of two reward series."""
     from storage import runs as run_store
-    from storage.db import Database
     from storage.paths import db_path
-    from storage.schema import RunStatus
+    from storage.sqlite.db import Database
+    from storage.sqlite.schema import RunStatus
 
     with Database(db_path(data_dir)) as db:
         run = run_store.create_run(
@@ -30,9 +30,9 @@ def running_run(data_dir, name: str, steps: int) -> str:
 
 
 def log_steps(data_dir, run_id: str, steps) -> None:
-    from storage.db import Database
-    from storage.metrics import MetricWriter
     from storage.paths import db_path
+    from storage.records.metrics import MetricWriter
+    from storage.sqlite.db import Database
 
     with Database(db_path(data_dir)) as db, MetricWriter(db, run_id) as writer:
         for step in steps:

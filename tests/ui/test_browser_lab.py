@@ -95,10 +95,10 @@ def test_ab_of_two_specs_and_a_two_weight_sweep_on_the_preview(page: Page):
 def record_scored_run(data_dir, steps: int = 3) -> str:
     """A finished run whose samples R1-style math scored, written as a worker leaves them."""
     from storage import runs as run_store
-    from storage.db import Database
     from storage.paths import db_path
-    from storage.samples import add_samples
-    from storage.schema import RunStatus
+    from storage.records.samples import add_samples
+    from storage.sqlite.db import Database
+    from storage.sqlite.schema import RunStatus
 
     texts = ["<think>2+3=5</think><answer>5</answer>", "5", "<answer>6</answer>", "The sum: 5"]
     scored = score(PRESETS["R1-style math"], None, texts, answers=["5"] * 4)

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.ui.test_browser import open_tab, set_number
+from tests.ui.test_browser import column, open_tab, rows, set_number
 
 pytestmark = pytest.mark.browser
 
@@ -59,3 +59,22 @@ def test_a_reload_restores_the_design_the_train_form_chart_settings_and_the_tab(
         "reward-studio-tab",
         "reward-studio-train",
     ]
+
+
+@pytest.mark.slow
+def test_a_reload_draws_the_last_preview_again_while_its_cache_is_kept(page: Page):
+    open_tab(page, "Preview")
+    set_number(page, "preview-prompts", 1)
+    set_number(page, "preview-samples", 2)
+    page.locator("#preview-generate").click()
+    expect(rows(page, "preview-table")).to_have_count(2, timeout=240_000)
+    completions = column(page, "preview-table", 3)
+    page.wait_for_timeout(2000)  # the browser writes the preview's token after the event
+
+    page.reload()
+    page.wait_for_selector("#main-tabs")
+    open_tab(page, "Preview")
+    expect(rows(page, "preview-table")).to_have_count(2)
+    assert column(page, "preview-table", 3) == completions  # the same, not generated again
+    # (Its token opens it for its owner only: tests/ui/test_kept_preview.py; this local app
+    # has one owner.)

@@ -8,7 +8,7 @@ from playwright.sync_api import Page, expect
 
 from engine.config.run_config import RunConfig
 from engine.models.char_tokenizer import build_char_tokenizer
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 from tests.in_process_run import run_in_process
 from tests.tiny_models import save_tiny_llama
 

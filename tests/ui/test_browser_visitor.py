@@ -10,8 +10,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
+from storage.sqlite.db import Database
 from tests.ui.http_session import Browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.reliability]

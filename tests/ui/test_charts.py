@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from ui.plots import charts, panels
+from ui.plots import charts, lines, panels
 from ui.runs.state import Series
 
 
@@ -70,8 +70,8 @@ def test_empty_panel_says_it_waits_and_long_series_are_thinned():
     assert empty["data"] == []
     assert empty["layout"]["annotations"][0]["text"] == "no points yet"
     steps = list(range(10_001))
-    x, y = charts.thin(steps, [float(s) for s in steps])
-    assert len(x) <= charts.MAX_POINTS + 1
+    x, y = lines.thin(steps, [float(s) for s in steps])
+    assert len(x) <= lines.MAX_POINTS + 1
     assert x[0] == 0 and x[-1] == 10_000 and y[-1] == 10_000.0
 
 
@@ -106,8 +106,8 @@ def test_grad_norm_and_learning_rate_have_panels():
 
 
 def test_ema_is_debiased_like_tensorboard_and_skips_gaps():
-    assert charts.ema([1.0, None, 3.0], 0.0) == [1.0, None, 3.0]
-    smoothed = charts.ema([2.0, 4.0], 0.5)
+    assert lines.ema([1.0, None, 3.0], 0.0) == [1.0, None, 3.0]
+    smoothed = lines.ema([2.0, 4.0], 0.5)
     assert smoothed[0] == 2.0  # debiased: the first point is itself, not pulled to 0
     assert smoothed[1] == pytest.approx((0.5 * (0.5 * 2.0) + 0.5 * 4.0) / (1 - 0.25), rel=1e-11)
 
@@ -118,7 +118,7 @@ def test_smoothing_draws_the_raw_line_faint_behind_the_smoothed_one():
     fig = charts.panel_figure(reward, series, charts.ChartOptions(smoothing=0.6))
     raw, smooth = fig["data"]
     assert raw["opacity"] < 1 and raw["showlegend"] is False and raw["y"] == [0.0, 1.0, 0.0]
-    assert smooth["y"] == charts.ema([0.0, 1.0, 0.0], 0.6)
+    assert smooth["y"] == lines.ema([0.0, 1.0, 0.0], 0.6)
     by_time = charts.panel_figure(reward, series, charts.ChartOptions(x="time", log_y=True))
     assert by_time["data"][0]["x"] == [0.0, 1.0, 2.0]  # minutes since the first point
     assert by_time["layout"]["yaxis"]["type"] == "log"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rewards.spec import preset
 from storage import runs as run_store
-from storage import samples as sample_store
+from storage.records import samples as sample_store
 from ui.access.identity import LOCAL_VIEWER
 from ui.preview.cache import PreviewCache
 from ui.runs import actions as run_actions

@@ -3,10 +3,10 @@
 from typing import NamedTuple
 
 from storage import runs as run_store
-from storage.db import Database
-from storage.metrics import MetricWriter
 from storage.paths import db_path
-from storage.schema import RunStatus
+from storage.records.metrics import MetricWriter
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from ui.plots import charts
 from ui.runs.extra_chart import MAX_EXTRA, extra_figure, picked
 from ui.runs.poll import poll

@@ -1,18 +1,21 @@
-"""The Design and Train tabs' inputs, built for real in a Gradio Blocks, are keyed by name:
-every key is a real spec/config field and every field the form should show has an input."""
+"""The Design and Train tabs' inputs are keyed by name: every key is a real spec/config field,
+every field the form should show has an input, and what the Design editor's page sends is
+checked as hostile input."""
 
 import dataclasses
 import typing
 
 import gradio as gr
+import pytest
 
 from engine.config.run_config import RunConfig
 from rewards.spec import DEFAULT_PRESET, PRESETS
-from ui.design.editor import draw_form
+from ui.design.editor import check_values, editor_schema, safe_check
 from ui.design.spec_form import DESCRIPTION, GENERAL, SpecForm
 from ui.design.tab import DesignHandles
 from ui.train import form as train_form
-from ui.train.tab import build_train_parts, collect
+from ui.train.layout import build_train_parts
+from ui.train.tab import collect
 
 
 def config_field(path: str) -> dataclasses.Field:
@@ -25,44 +28,86 @@ def config_field(path: str) -> dataclasses.Field:
     return field
 
 
-def test_design_inputs_are_the_form_keys_in_order():
+# What editor.js draws for every slot before the component's own parameters (its section()).
+SLOT_INPUTS = (
+    "enabled",
+    "weight",
+    "label",
+    "schedule:kind",
+    "schedule:end",
+    "schedule:start_step",
+    "schedule:end_step",
+)
+
+
+def test_the_editor_schema_draws_every_input_of_the_form_and_no_other():
+    form = SpecForm()
+    schema = editor_schema(form)
+    assert [c["name"] for c in schema["components"]] == form.component_names
+    for c in schema["components"]:
+        slot = form.slot(c["name"])
+        drawn = [f"{slot.key}.{f}" for f in SLOT_INPUTS] + [
+            f"{slot.key}.{p['name']}" for p in c["params"]
+        ]
+        assert drawn == form.slot_keys(slot)
+        for key in drawn:
+            form.target(key)  # raises on a key that is no spec field or parameter
+        # A new section's values are the form's own (a valid, enabled slot).
+        assert {f"{slot.key}.{f}": v for f, v in c["defaults"].items()} == form.slot_values(slot)
+        for p in c["params"]:
+            assert p["widget"] in ("number", "check", "choice", "area", "text")
+            assert p["info"]
+    values = form.values_from_spec(PRESETS["hand-tuned GRPO script"])
+    assert check_values(form, values) == {"errors": {}, "warnings": {}}
+
+
+def test_each_message_is_sent_for_its_input_an_error_over_advice():
     form = SpecForm()
     values = form.values_from_spec(PRESETS["hand-tuned GRPO script"])
-    with gr.Blocks():
-        parts = draw_form(form, values)
-    assert list(parts.inputs) == form.input_keys(form.slots_in(values))
-    for key in parts.inputs:
-        form.target(key)  # raises on a key that is no spec field or parameter
-    enabled = {f"{key}.enabled" for key in parts.accordions}  # a switch cannot be wrong
-    assert set(parts.errors) == {GENERAL, *parts.inputs} - enabled
-    raw = {comp: comp.value for comp in parts.inputs.values()}
-    assert parts.read(raw) == values
-    assert parts.inputs[DESCRIPTION].value == values[DESCRIPTION]
-    assert not any(md.visible for md in parts.errors.values())  # a valid form shows no line
-    values["repetition.weight"] = -0.1  # pays for repetition: the warning is drawn under it
-    with gr.Blocks():
-        parts = draw_form(form, values)
-    assert {key for key, md in parts.errors.items() if md.visible} == {"repetition.weight"}
-
-
-def test_an_edit_updates_only_the_error_lines_that_change():
-    form = SpecForm()
-    values = form.values_from_spec(PRESETS["hand-tuned GRPO script"])
-    values["repetition.weight"] = -0.1  # drawn with a warning under it
-    with gr.Blocks():
-        parts = draw_form(form, values)
-    by_line = {md: key for key, md in parts.errors.items()}
-
-    def changed(values) -> dict[str, bool]:
-        return {by_line[md]: up.visible for md, up in parts.show_errors(form.check(values)).items()}
-
-    values["repetition.weight"] = 0.5
-    assert changed(values) == {"repetition.weight": False}
-    assert changed(values) == {}  # nothing new: no update at all
+    values["repetition.weight"] = -0.1  # pays for repetition: advice under it, still valid
+    got = check_values(form, values)
+    assert got["errors"] == {}
+    assert "a reward for it" in got["warnings"]["repetition.weight"]
     values["format.weight"] = "x"
-    assert changed(values) == {"format.weight": True}
-    values["format.weight"] = 1.0
-    assert changed(values) == {"format.weight": False}
+    values["correctness.abs_tol"] = -1
+    got = check_values(form, values)
+    assert set(got["errors"]) == {"format.weight", "correctness.abs_tol"}
+    assert "must be a number in [0.0" in got["errors"]["correctness.abs_tol"]
+
+
+@pytest.mark.parametrize(
+    ("sent", "said"),
+    [
+        (None, "must be an object of input keys"),
+        (["description"], "must be an object of input keys"),
+        ({1: 2}, "must be an object of input keys"),
+        ({"description": ""}, "do not fit it"),  # keys missing
+        ({"description": "", "aggregation": None, "nope.enabled": True}, "do not fit it"),
+        ({f"k{i}": 0 for i in range(5000)}, "the form holds at most"),
+    ],
+)
+def test_what_a_page_sends_is_checked_never_trusted(sent, said):
+    form = SpecForm()
+    got = check_values(form, sent)
+    assert said in got["errors"][GENERAL]
+    assert safe_check(form, sent).spec is None
+
+
+def test_odd_values_in_the_right_keys_are_errors_on_their_inputs():
+    form = SpecForm()
+    values = form.values_from_spec(PRESETS["hand-tuned GRPO script"])
+    values.update(
+        {
+            DESCRIPTION: {"a": 1},
+            "format.weight": [1],
+            "format.mode": {"x": 1},
+            "format.schedule:kind": ["linear"],
+            "correctness.abs_tol": "<script>alert(1)</script>",
+        }
+    )
+    got = check_values(form, values)
+    assert got["errors"]  # each named, nothing raised
+    assert "correctness.abs_tol" in got["errors"] or GENERAL in got["errors"]
 
 
 def test_train_inputs_are_config_fields_and_build_the_default_config(ctx):
@@ -79,16 +124,3 @@ def test_train_inputs_are_config_fields_and_build_the_default_config(ctx):
     default = RunConfig()
     for section in ("generation", "training", "grpo"):
         assert getattr(config, section) == getattr(default, section)
-
-
-def test_an_edit_in_one_slot_updates_its_lines_the_specs_and_every_metric_name():
-    form = SpecForm()
-    values = form.values_from_spec(PRESETS["hand-tuned GRPO script"])
-    with gr.Blocks():
-        parts = draw_form(form, values)
-    lines = parts.lines_of("format")
-    assert {GENERAL, DESCRIPTION, "format.weight", "repetition.label"} <= set(lines)
-    assert "repetition.weight" not in lines
-    values["repetition.weight"] = "x"  # an error in another slot: not drawn by this edit
-    assert parts.show_errors(form.check(values), lines) == {}
-    assert len(parts.show_errors(form.check(values), parts.lines_of("repetition"))) == 1

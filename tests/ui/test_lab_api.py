@@ -5,10 +5,10 @@ import pytest
 from rewards.composer import score
 from rewards.spec import PRESETS
 from storage import runs as run_store
-from storage.samples import add_samples
-from ui import lab_api
+from storage.records.samples import add_samples
 from ui.access.identity import Viewer
 from ui.api import ApiError
+from ui.api import lab as lab_api
 
 R1 = PRESETS["R1-style math"].to_yaml()
 CONCISE = PRESETS["concise answers"].to_json()

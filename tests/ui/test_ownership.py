@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import gradio as gr
 import pytest
+import yaml
 
 from storage import runs as run_store
-from storage.metrics import MetricWriter
+from storage.records.metrics import MetricWriter
 from storage.run_caps import ActiveRunCaps
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 from ui import api
 from ui.access.identity import (
     LOCAL_VIEWER,
@@ -77,7 +78,6 @@ def test_the_queue_cap_settings_are_checked():
 def make_run(ctx, run_id: str, owner: str, status=RunStatus.COMPLETED, steps: int = 2):
     folder = ctx.runs_root() / run_id
     folder.mkdir()
-    (folder / "config.yaml").write_text(f"name: {run_id}\n")
     run_store.create_run(
         ctx.db,
         run_id=run_id,
@@ -138,11 +138,12 @@ def test_run_actions_and_downloads_refuse_other_users_runs(two_users, tmp_path):
         with pytest.raises(run_actions.RunActionError, match=missing):
             call()
     assert run_actions.samples_table(ctx.db, BOB, "alice-run", 1)[1] == []
-    # The owner's config download is a fresh copy outside the data dir.
+    # The owner's config download is the recorded config, written outside the data dir.
     copy = run_actions.config_file(ctx.db, ALICE, "alice-run")
-    assert copy.read_text() == "name: alice-run\n"
+    assert yaml.safe_load(copy.read_text()) == {"name": "alice-run", "training": {"steps": 2}}
     assert not copy.resolve().is_relative_to(ctx.data_dir.resolve())
-    assert run_actions.config_file(ctx.db, ADMIN, "bob-run").read_text() == "name: bob-run\n"
+    admin_copy = run_actions.config_file(ctx.db, ADMIN, "bob-run")
+    assert yaml.safe_load(admin_copy.read_text())["name"] == "bob-run"
 
 
 def test_runs_view_compare_and_links_show_only_the_viewers_runs(two_users):

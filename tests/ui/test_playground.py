@@ -90,11 +90,12 @@ def test_both_sides_stream_then_show_rewards_with_traces(ctx, tiny_run):
 def test_replies_are_scored_with_the_runs_own_reward_unless_the_design_one_is_asked_for(
     ctx, tiny_run
 ):
-    from engine.run.saved_models import run_config
+    from engine.config.run_config import RunConfig
     from rewards.spec import RewardSpec
+    from storage import runs as run_store
 
     design = RewardSpec.from_dict({"components": [{"name": "format", "weight": 0.5}]})
-    trained = run_config(ctx.data_dir / "runs" / tiny_run[1]).reward
+    trained = RunConfig.from_dict(run_store.get_run(ctx.db, tiny_run[1]).config).reward
     spec, which = scoring_spec(
         ctx, PlaygroundCache(), LOCAL_VIEWER, tiny_run[1], RUN_REWARD, design
     )

@@ -1,16 +1,14 @@
-"""The Playground reads a run's config and data once per run (again when its config file
+"""The Playground reads a run's config and data once per run (again when its recorded config
 changes), and still checks the run's owner on every request."""
 
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 from engine.config.run_config import RunConfig
 from engine.data.datasets import DataSpec
-from engine.run.layout import config_path
 from storage import runs as run_store
 from ui.access.identity import LOCAL_VIEWER, Viewer
 from ui.playground.reads import RunReadCache
@@ -33,7 +31,6 @@ def run(ctx, data_dir):
     run_dir = data_dir / "runs" / "r1"
     run_dir.mkdir(parents=True)
     config = RunConfig(data=DataSpec(source="file", path=str(data), split="all"))
-    config.save(config_path(run_dir))
     run_store.create_run(
         ctx.db,
         algorithm="grpo",
@@ -50,14 +47,14 @@ def questions(reads):
 
 
 def test_a_run_is_read_once_until_its_config_changes(ctx, run):
-    data, run_dir = run
+    data, _ = run
     cache = PlaygroundCache()
     first = run_reads(ctx, cache, LOCAL_VIEWER, "r1")
     assert questions(first) == ["first?", "second?"]
     write_rows(data, ["changed?"])  # the config still names the same file: not read again
     assert run_reads(ctx, cache, LOCAL_VIEWER, "r1") is first
-    stat = config_path(run_dir).stat()
-    os.utime(config_path(run_dir), ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    recorded = run_store.get_run(ctx.db, "r1").config
+    run_store.update_run(ctx.db, "r1", config={**recorded, "name": "renamed"})
     assert questions(run_reads(ctx, cache, LOCAL_VIEWER, "r1")) == ["changed?"]
 
 
@@ -78,8 +75,7 @@ def test_unreadable_data_is_not_kept_and_the_cache_is_bounded(ctx, run):
     assert questions(run_reads(ctx, cache, LOCAL_VIEWER, "r1")) == ["fixed?"]
     other = run_dir.parent / "r2"
     other.mkdir()
-    config_path(run_dir).rename(config_path(other))
-    cache.runs.get(ctx, "r2", other)
+    cache.runs.get(ctx, "r2", other, run_store.get_run(ctx.db, "r1").config)
     assert len(cache.runs._reads) == 1
 
 

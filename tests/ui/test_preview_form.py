@@ -7,7 +7,8 @@ import pytest
 
 from engine.config.fields import field_help
 from ui.preview.generate import PreviewError, PreviewRequest
-from ui.preview.tab import _show_error, build_preview_controls, preview_request
+from ui.preview.layout import build_preview_controls
+from ui.preview.tab import _show_error, preview_request
 
 KNOBS = {f.name: f for f in PreviewRequest.sampling_fields()}
 
@@ -19,14 +20,14 @@ def controls(ctx):
 
 
 def default_values(controls) -> dict:
-    inputs = [controls.model_key, controls.custom_model, *controls.data.all]
+    inputs = [controls.model_key, controls.custom_model, *controls.data.all, controls.tools]
     return {comp: comp.value for comp in [*inputs, *controls.sampling.values()]}
 
 
 def test_every_sampling_input_is_a_request_field_with_its_declared_range(controls):
     assert list(controls.sampling) == list(KNOBS)
     assert {"num_prompts", "samples_per_prompt", "temperature", "seed"} < set(KNOBS)
-    assert set(controls.errors) == {"model", "data", *KNOBS}
+    assert set(controls.errors) == {"model", "data", "tools", *KNOBS}
     for name, comp in controls.sampling.items():
         assert comp.info == field_help(KNOBS[name])
         assert KNOBS[name].metadata["bounds"].describe() in comp.info
@@ -50,3 +51,13 @@ def test_a_value_out_of_range_shows_on_its_own_input(ctx, controls, name):
     shown = [md for md, update in updates.items() if update.visible]
     assert shown == [controls.errors[name]]
     assert "must be" in updates[controls.errors[name]].value
+
+
+def test_a_tool_that_is_not_built_in_shows_on_the_tools_input(ctx, controls):
+    raw = default_values(controls)
+    raw[controls.tools] = ["calculator", "shell"]
+    with pytest.raises(PreviewError) as err:
+        preview_request(ctx, controls, raw).check()
+    assert err.value.field == "tools"
+    shown = [md for md, u in _show_error(controls.errors, err.value).items() if u.visible]
+    assert shown == [controls.errors["tools"]]

@@ -98,7 +98,7 @@ def test_a_correct_answer_without_a_tag_says_the_whole_text_was_checked(cache):
 
 
 def test_a_completion_longer_than_the_reward_reads_says_where_it_was_cut():
-    from rewards.text import MAX_COMPLETION_CHARS
+    from rewards.completions.text import MAX_COMPLETION_CHARS
     from ui.design.tab import trace_rows
 
     long = "x" * MAX_COMPLETION_CHARS + "<answer>5</answer>"

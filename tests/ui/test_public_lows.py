@@ -11,7 +11,7 @@ from gradio_client import Client
 
 from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
-from storage.schema import Run, RunStatus
+from storage.sqlite.schema import Run, RunStatus
 from tests.ui.http_session import Browser
 from ui.runs.poll import status_markdown
 from ui.shared.context import DemoLimits

@@ -7,7 +7,7 @@ import pytest
 
 from storage import labels as label_store
 from storage import runs as run_store
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 from ui.access.identity import Viewer
 from ui.compare.tab import read_runs, summary_markdown
 from ui.runs.actions import RunActionError

@@ -1,13 +1,13 @@
 import pytest
 
-from storage import logs as log_store
-from storage import phases as phase_store
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.db import Database
-from storage.metrics import MetricWriter
 from storage.paths import db_path
-from storage.schema import RunPhase, RunStatus
+from storage.records import logs as log_store
+from storage.records import phases as phase_store
+from storage.records import samples as sample_store
+from storage.records.metrics import MetricWriter
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunPhase, RunStatus
 from ui.plots.panels import PANELS
 from ui.runs.poll import RunsUpdate, poll, runs_table
 from ui.runs.state import RunView
@@ -136,7 +136,7 @@ def test_runs_table_formats_duration():
 def parts():
     import gradio as gr
 
-    from ui.runs.tab import build_runs_parts
+    from ui.runs.layout import build_runs_parts
 
     with gr.Blocks():
         return build_runs_parts()
@@ -232,8 +232,8 @@ def test_a_run_asked_to_stop_reads_stopping_with_its_phase_until_it_stops(db):
 
 
 def test_the_runs_notes_show_as_warnings_beside_its_hints(db):
-    from storage.notes import add_note
-    from storage.schema import NoteKind
+    from storage.records.notes import add_note
+    from storage.sqlite.schema import NoteKind
 
     rid = make_run(db)
     add_note(db, rid, 3, NoteKind.CONSTANT_COMPONENT, "format paid 0 on all 24 samples: <try>")

@@ -1,12 +1,12 @@
 import pytest
 
-from storage import phases as phase_store
 from storage import progress as progress_store
 from storage import runs as run_store
-from storage.db import Database
 from storage.paths import db_path
+from storage.records import phases as phase_store
 from storage.runs import RunInfo, create_run
-from storage.schema import RunPhase, RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunPhase, RunStatus
 from ui.runs import progress as run_progress
 from ui.runs.state import RunView, Series
 

@@ -1,7 +1,7 @@
 from types import SimpleNamespace
 
 from storage.progress import RunProgress
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 from ui.runs.state import RunsSnapshot, RunView, Series
 
 

@@ -29,11 +29,11 @@ import yaml
 from gradio_client import Client
 
 from storage import runs as run_store
-from storage.db import Database
-from storage.logs import append_logs
 from storage.paths import db_path
+from storage.records.logs import append_logs
 from storage.run_caps import count_active
-from storage.schema import RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from tests.ui.http_session import Browser, EventRefused
 from ui.access.visitor_cookie import COOKIE_NAME, owner_key
 
@@ -327,6 +327,31 @@ def test_one_client_cannot_flood_the_queue_or_its_session_state(space, record_pr
     assert long_query.status_code == 400
     assert 0 < codes.count(200) < 100 and codes.count(429) == 100 - codes.count(200), codes
     assert served == [[]]
+
+
+def test_the_design_editors_check_takes_any_json_and_is_bounded(space, record_property):
+    """The Design editor's server function (Gradio's ``/component_server``) is an event like
+    any other: what it is sent may be anything JSON holds and is an error on the form, never
+    a crash; its body is capped; no other method of the component is reachable by it."""
+    page = Browser(space.url)
+    editor = page.component("design-editor")["id"]
+
+    def call(data, fn_name: str = "check_design") -> httpx.Response:
+        body = {"session_hash": page.session_hash, "component_id": editor, "fn_name": fn_name}
+        return page.http.post("/gradio_api/component_server", json={**body, "data": data})
+
+    odd = call({"description": {"a": [1]}, "rule#99.enabled": True})
+    not_an_object = call(["<script>"])
+    private = call({}, fn_name="preprocess")
+    huge = call("x" * (9 * 2**20))
+    record_property("probes_tried", 4)
+    answers = [odd.status_code, not_an_object.status_code, private.status_code, huge.status_code]
+    record_property(
+        "probes_passed", sum(a == b for a, b in zip(answers, [200, 200, 404, 413], strict=True))
+    )
+    assert answers == [200, 200, 404, 413]
+    assert "do not fit it" in odd.json()["errors"][""]
+    assert "must be an object of input keys" in not_an_object.json()["errors"][""]
 
 
 def test_anonymous_sessions_see_and_touch_only_their_own_runs(space, record_property):

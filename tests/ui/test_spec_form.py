@@ -315,20 +315,3 @@ def test_components_are_shown_when_the_spec_has_them_and_added_on_demand(form):
         form.slot_to_add("rule", full)
     with pytest.raises(SpecDoesNotFit, match="pick a component"):
         form.slot_to_add(None, shown)
-
-
-def test_a_section_is_titled_by_the_metric_it_logs_under_not_its_number(form):
-    from ui.design.editor import header_label
-
-    spec = RewardSpec(
-        [
-            ComponentSpec("conciseness"),
-            ComponentSpec("conciseness", label="conciseness_3"),
-            ComponentSpec("conciseness", label="conciseness_4"),
-        ]
-    )
-    values = form.values_from_spec(spec)
-    titles = [header_label(s, False, values[f"{s.key}.label"]) for s in form.slots_in(values)]
-    assert titles == ["conciseness", "conciseness · conciseness_3", "conciseness · conciseness_4"]
-    unlabelled = form.slots_in(values)[2]
-    assert header_label(unlabelled, True, "").startswith("conciseness · conciseness_3 ")

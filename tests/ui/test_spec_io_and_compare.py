@@ -8,9 +8,9 @@ import yaml
 from rewards.errors import RewardSpecError
 from rewards.spec import preset
 from storage import runs as run_store
-from storage.db import Database
-from storage.metrics import MetricWriter
 from storage.paths import db_path
+from storage.records.metrics import MetricWriter
+from storage.sqlite.db import Database
 from ui.compare.tab import comparison, config_diff, flatten, read_runs, summary_markdown
 from ui.design import spec_io
 from ui.plots import charts

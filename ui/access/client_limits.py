@@ -48,7 +48,13 @@ REFUSAL_DELAY_S = 1.0
 NEW_SESSIONS_PER_S = 0.5  # a page load or an API client opens one
 NEW_SESSIONS_BURST = 10
 _SESSION_HASH = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_SESSION_HASH}}}")
-_EVENT_ROUTES = ("/gradio_api/queue/join", "/gradio_api/call/", "/gradio_api/run/")
+# A component's server function (the Design editor's check) is an event like any other.
+_EVENT_ROUTES = (
+    "/gradio_api/queue/join",
+    "/gradio_api/call/",
+    "/gradio_api/run/",
+    "/gradio_api/component_server",
+)
 _STREAM_ROUTES = ("/gradio_api/queue/data", "/gradio_api/heartbeat/")
 _MAX_CLIENTS = 100_000
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import gradio as gr
 
 from storage.run_caps import ActiveRunCaps
-from storage.schema import ANONYMOUS_PREFIX, LOCAL_OWNER
+from storage.sqlite.schema import ANONYMOUS_PREFIX, LOCAL_OWNER
 from ui.access.visitor_cookie import COOKIE_NAME, vouched_key
 from ui.shared.context import is_public, positive_int_setting
 from ui.shared.settings import sign_in_available

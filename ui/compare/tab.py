@@ -11,10 +11,10 @@ import gradio as gr
 
 from engine.tracking import metric_names
 from storage import labels as label_store
-from storage import metrics as metric_store
 from storage import runs as run_store
-from storage.db import Database
+from storage.records import metrics as metric_store
 from storage.runs import RunInfo
+from storage.sqlite.db import Database
 from ui.access.identity import viewer_for
 from ui.plots import chart_controls, charts
 from ui.plots.chart_controls import ChartControls

@@ -67,16 +67,13 @@ def wire_spec_io(io: SpecIoParts, spec_state: gr.State) -> None:
         paths = spec_io.export_files(spec)
         return gr.File(value=list(paths), visible=True), ""
 
+    # In the form's queue: the spec exported is the one of every edit made before the click
+    # (the editor's changes take the files of an older spec away; see ui.design.tab).
     io.export.click(
         on_export,
         inputs=spec_state,
         outputs=[io.downloads, io.message],
         api_visibility="private",
-    )
-    # Files prepared for one spec are not the next one's: a changed spec takes them away.
-    spec_state.change(
-        lambda: gr.File(value=None, visible=False),
-        outputs=io.downloads,
-        api_visibility="private",
-        show_progress="hidden",
+        concurrency_id="design-form",
+        concurrency_limit=1,
     )

@@ -29,17 +29,17 @@ def build_presets() -> tuple[gr.Dropdown, gr.Button]:
 
 
 def show_spec(
-    form: SpecForm, out: EditorTargets, spec: RewardSpec, raw: Values, message: str, refused: str
+    form: SpecForm, out: EditorTargets, spec: RewardSpec, message: str, refused: str
 ) -> Updates:
-    """Updates that draw ``spec`` whole in the editor (``raw`` holds the editor's layout and
-    export format), or only say why not (the form left as it was)."""
+    """Updates that draw ``spec`` whole in the editor, or only say why not (the form left as
+    it was)."""
     try:
         values = form.values_from_spec(spec)
     except SpecDoesNotFit as exc:
         return {out.message: warn(f"{refused}: {escape(exc)}")}
     notes = [hint(escape(note)) for note in form.load_notes(spec)]
     text = "\n\n".join([message, *notes])
-    return out.redraw(form, values, raw[out.layout], raw[out.export_format], text)
+    return out.show(values, text)
 
 
 def wire_loaders(
@@ -58,14 +58,14 @@ def wire_loaders(
         name = raw[preset]
         if name not in PRESETS:
             return refuse("Pick a preset first.")
-        return show_spec(form, out, PRESETS[name], raw, f"Loaded preset **{name}**.", "Not loaded")
+        return show_spec(form, out, PRESETS[name], f"Loaded preset **{name}**.", "Not loaded")
 
     def on_import_text(raw: Values) -> Updates:
         try:
             spec = spec_io.parse_spec(raw[io.code] or "")
         except RewardSpecError as exc:
             return refuse(f"Not applied: {escape(exc)}")
-        return show_spec(form, out, spec, raw, "Applied the spec.", "Not applied")
+        return show_spec(form, out, spec, "Applied the spec.", "Not applied")
 
     def on_import_file(raw: Values) -> Updates:
         file = raw[io.upload]
@@ -74,7 +74,7 @@ def wire_loaders(
             spec = spec_io.read_spec_file(path)
         except (RewardSpecError, OSError) as exc:
             return refuse(f"Not imported: {escape(exc)}")
-        return show_spec(form, out, spec, raw, "Imported the spec file.", "Not imported")
+        return show_spec(form, out, spec, "Imported the spec file.", "Not imported")
 
     for trigger, handler, source in (
         (load_preset.click, on_preset, preset),
@@ -83,8 +83,8 @@ def wire_loaders(
     ):
         trigger(
             handler,
-            inputs={source, out.layout, out.export_format},
-            outputs=out.redraw_outputs,
+            inputs={source},
+            outputs=out.load_outputs,
             api_visibility="private",
             **FORM_QUEUE,
         )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rewards.errors import RewardSpecError
+from rewards.input_guards.structured_text import TextFormatError, load_structured
 from rewards.spec import MAX_SPEC_CHARS, RewardSpec
-from rewards.structured_text import TextFormatError, load_structured
 from ui.shared.downloads import write_download
 
 FORMATS = ("json", "yaml")
@@ -18,8 +18,9 @@ def spec_text(spec: RewardSpec, fmt: str = "json") -> str:
 
 
 def parse_spec(text: str) -> RewardSpec:
-    """A spec from JSON or YAML text (:func:`rewards.structured_text.load_structured`); a
-    whole run config gives its ``reward`` section.
+    """A spec from JSON or YAML text
+    (:func:`rewards.input_guards.structured_text.load_structured`); a whole run config gives its
+    ``reward`` section.
 
     Raises:
         RewardSpecError: the text is not a mapping, or a field is invalid (named in the error).

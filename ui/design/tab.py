@@ -17,14 +17,15 @@ and re-exports the names other tabs take from the Design tab (``elem_key``, ``TR
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import gradio as gr
 
 from rewards.spec import DEFAULT_PRESET, PRESETS, RewardSpec
-from ui.design.editor import EditorTargets, build_editor, layout_of
+from ui.design.editor import EditorTargets, build_editor, wire_editor
 from ui.design.editor import elem_key as elem_key
-from ui.design.files import build_spec_io, wire_spec_io
+from ui.design.files import SpecIoParts, build_spec_io, wire_spec_io
 from ui.design.presets import build_presets, wire_loaders
 from ui.design.schedule_inputs import schedule_curves
 from ui.design.spec_form import FormCheck, SpecForm
@@ -34,6 +35,7 @@ from ui.design.try_it import build_try, wire_try
 from ui.design.try_it import trace_rows as trace_rows
 from ui.plots.plot_output import plot_value
 from ui.shared.context import AppContext
+from ui.shared.named_values import Updates
 
 
 @dataclass
@@ -55,29 +57,32 @@ def _schedule_plot(spec: RewardSpec | None) -> gr.Plot:
     return gr.Plot(value=plot_value(figure), visible=figure is not None)
 
 
+def _followers(schedules: gr.Plot, io: SpecIoParts) -> Callable[[RewardSpec | None], Updates]:
+    def follow(spec: RewardSpec | None) -> Updates:
+        # Files prepared for one spec are not the next one's: a change takes them away.
+        return {schedules: _schedule_plot(spec), io.downloads: gr.File(value=None, visible=False)}
+
+    return follow
+
+
 def build_design(ctx: AppContext) -> DesignHandles:
     form = SpecForm()
     initial_spec = PRESETS.get(DEFAULT_PRESET) or next(iter(PRESETS.values()))
     spec_state = gr.State(initial_spec)
-    layout = gr.State(layout_of(form.values_from_spec(initial_spec)))
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
             preset, load_preset = build_presets()
             status = gr.Markdown(FormCheck(initial_spec).summary(), elem_id="spec-status")
-            editor = gr.Column()
+            editor = build_editor(form, form.values_from_spec(initial_spec))
             schedules = gr.Plot(
                 show_label=False, visible=initial_spec.has_schedules, elem_id="design-schedules"
             )
         with gr.Column(scale=2):
             try_parts = build_try(initial_spec)
             io = build_spec_io(initial_spec)
-    out = EditorTargets(layout, spec_state, status, io.code, io.export_format, io.message)
-    with editor:
-        build_editor(form, out)
+    out = EditorTargets(editor, spec_state, status, io.code, io.export_format, io.message, form)
+    wire_editor(out, _followers(schedules, io), [schedules, io.downloads])
     wire_loaders(form, out, io, preset, load_preset)
     wire_spec_io(io, spec_state)
     wire_try(try_parts, spec_state)
-    spec_state.change(
-        _schedule_plot, spec_state, schedules, show_progress="hidden", api_visibility="private"
-    )
     return DesignHandles(spec_state=spec_state, form=form, editor=out)

@@ -28,7 +28,7 @@ from ui.preview.generate import CUSTOM
 from ui.shared.messages import escape, warn
 from ui.shared.named_values import Updates, Values
 from ui.train import form as train_form
-from ui.train.tab import TrainParts
+from ui.train.layout import TrainParts
 
 KEY = "reward-studio-"  # prefix of every localStorage key the page writes
 TAB_KEY = KEY + "tab"
@@ -79,15 +79,15 @@ def wire_design_memory(demo: gr.Blocks, design: DesignHandles, secret: str | Non
             return {pending: None}
         return {
             **show_spec(
-                design.form, out, spec, raw, "Restored the design of your last visit.", NOT_RESTORED
+                design.form, out, spec, "Restored the design of your last visit.", NOT_RESTORED
             ),
             pending: None,
         }
 
     demo.load(read, inputs=store, outputs=[pending, out.message, store], **PRIVATE).then(
         draw,
-        inputs={pending, out.layout, out.export_format, out.spec_state},
-        outputs=[*out.redraw_outputs, pending],
+        inputs={pending, out.spec_state},
+        outputs=[*out.load_outputs, pending],
         **PRIVATE,
     )
 

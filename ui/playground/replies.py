@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config.fields import ConfigError
+from engine.config.run_config import RunConfig
 from engine.generation.playground import (
     GenerateError,
     SamplingSettings,
@@ -30,20 +31,22 @@ from engine.generation.playground import (
 )
 from engine.models.loading import ModelLoadError
 from engine.run.devices import bounded_threads
-from engine.run.layout import CONFIG_FILE
 from engine.run.saved_models import RunModelError, load_run_model, run_models
 from rewards.composer import ScoredSample, score
 from rewards.spec import RewardSpec
 from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from storage import runs as run_store
+from storage.runs import RunInfo
 from ui.access.identity import Viewer
 from ui.design.tab import TRACE_HEADERS
 from ui.playground.reads import RunReadCache, RunReads
+from ui.playground.tool_replies import tool_replies
 from ui.preview.generate import CUSTOM, PreviewError, preview_thread_count, resolve_model
 from ui.runs.actions import RunActionError, owned_run
 from ui.shared.context import AppContext
-from ui.shared.trace_view import completion_html, fmt
+from ui.shared.conversation_view import completion_view
+from ui.shared.trace_view import fmt
 
 logger = logging.getLogger(__name__)
 
@@ -93,14 +96,15 @@ class PlaygroundCache:
     runs: RunReadCache = field(default_factory=RunReadCache)
 
 
-def run_dir_of(ctx: AppContext, viewer: Viewer, run_id: str | None) -> Path:
+def run_dir_of(ctx: AppContext, viewer: Viewer, run_id: str | None) -> tuple[Path, RunInfo]:
+    """The viewer's run (owner-checked) and its folder."""
     try:
         run = owned_run(ctx.db, viewer, run_id)
     except RunActionError as exc:
         raise PlaygroundError(f"run: {exc}") from None
-    if not run.output_dir or not (Path(run.output_dir) / CONFIG_FILE).is_file():
-        raise PlaygroundError(f"run: {run.id} has no folder with its config")
-    return Path(run.output_dir)
+    if not run.output_dir or not Path(run.output_dir).is_dir():
+        raise PlaygroundError(f"run: {run.id} has no folder")
+    return Path(run.output_dir), run
 
 
 def run_choices(ctx: AppContext, viewer: Viewer) -> list[tuple[str, str]]:
@@ -114,7 +118,9 @@ def model_choices(ctx: AppContext, viewer: Viewer, run_id: str | None) -> list[t
     out = []
     if run_id:
         try:
-            out = [(m.label, m.key) for m in run_models(run_dir_of(ctx, viewer, run_id))]
+            run_dir, run = run_dir_of(ctx, viewer, run_id)
+            models = run_models(run_dir, RunConfig.from_dict(run.config))
+            out = [(m.label, m.key) for m in models]
         except PlaygroundError:
             out = []
     return [*out, ("Another model (folder or hub id)…", CUSTOM)]
@@ -134,9 +140,9 @@ def run_reads(
 ) -> RunReads:
     """The viewer's run (owner-checked on every call), its config and its data's first rows
     (within what the app lets a visitor read; read once per run)."""
-    run_dir = run_dir_of(ctx, viewer, run_id)
+    run_dir, run = run_dir_of(ctx, viewer, run_id)
     try:
-        return cache.runs.get(ctx, str(run_id), run_dir)
+        return cache.runs.get(ctx, run.id, run_dir, run.config)
     except PreviewError as exc:
         raise PlaygroundError(f"data: {exc}") from None
 
@@ -210,21 +216,34 @@ def load_side(
         raise PlaygroundError(f"model: {exc}") from None
 
 
+def _tool_replies(
+    run: RunReads, model: Any, tokenizer: Any, prompt: Any, settings: SamplingSettings
+) -> list[Any]:
+    try:
+        return tool_replies(
+            model, tokenizer, prompt, settings, run.config.tools, run.config.model.name_or_path
+        )
+    except GenerateError as exc:
+        raise PlaygroundError(str(exc)) from None
+
+
 def score_replies(
-    spec: RewardSpec, question: str, replies: list[str], answer: str | None
+    spec: RewardSpec, question: str, replies: list[Any], answer: str | None
 ) -> list[ScoredSample]:
     with call_deadline(INTERACTIVE_DEADLINE_S):
         return score(spec, [question] * len(replies), replies, answers=[answer] * len(replies))
 
 
-def replies_html(label: str, replies: list[str], scored: list[ScoredSample] | None) -> str:
-    """One side: each reply (tags coloured, answer marked) with its total and trace."""
+def replies_html(label: str, replies: list[Any], scored: list[ScoredSample] | None) -> str:
+    """One side: each reply (tags coloured, answer marked; a tool rollout drawn as turns) with
+    its total and trace."""
     parts = [f"<h4>{html.escape(label)}</h4>"]
     for i, reply in enumerate(replies):
         parts.append(f'<div class="pg-sample" data-sample="{i}">')
         total = "" if scored is None else f" · reward <b>{fmt(scored[i].total)}</b>"
         parts.append(f"<div><small>sample {i + 1}{total}</small></div>")
-        parts.append(f'<div class="pg-reply">{completion_html(reply) or "<i>(empty)</i>"}</div>')
+        shown = completion_view(reply) if reply else ""
+        parts.append(f'<div class="pg-reply">{shown or "<i>(empty)</i>"}</div>')
         if scored is not None:
             parts.append(_trace_table(scored[i]))
         parts.append("</div>")
@@ -263,8 +282,11 @@ def compare_stream(
     run = run_reads(ctx, cache, viewer, run_id) if run_id else None
     prompt = chat_prompt(prompt_text, run.system if run else None)
     loaded = [load_side(ctx, cache, run, side) for side in sides]
-    streams = [stream_replies(m, t, prompt, settings) for m, t, _ in loaded]
-    current: list[list[str]] = [[""] * settings.num_samples for _ in loaded]
+    if run is not None and run.config.tools.enabled:  # replies through the run's tools
+        streams = [iter([_tool_replies(run, m, t, prompt, settings)]) for m, t, _ in loaded]
+    else:
+        streams = [stream_replies(m, t, prompt, settings) for m, t, _ in loaded]
+    current: list[list[Any]] = [[""] * settings.num_samples for _ in loaded]
     active = [True, True]
     deadline = ctx.demo.call_deadline()
     with bounded_threads(preview_thread_count(ctx)):
@@ -303,14 +325,14 @@ def generate_once(
     if model == "latest":
         model = run_models(run.run_dir, run.config)[-1].key
     loaded, tokenizer, label = load_side(ctx, cache, run, Side(model))
+    prompt = chat_prompt(prompt_text, run.system)
     with bounded_threads(preview_thread_count(ctx)):
-        replies = generate_replies(
-            loaded,
-            tokenizer,
-            chat_prompt(prompt_text, run.system),
-            settings,
-            deadline=ctx.demo.call_deadline(),
-        )
+        if run.config.tools.enabled:
+            replies: list[Any] = _tool_replies(run, loaded, tokenizer, prompt, settings)
+        else:
+            replies = generate_replies(
+                loaded, tokenizer, prompt, settings, deadline=ctx.demo.call_deadline()
+            )
     scored = score_replies(run.config.reward, prompt_text, replies, None)
     return {
         "model": model,

@@ -15,8 +15,8 @@ import gradio as gr
 
 from engine.generation.playground import GenerateError, SamplingSettings
 from engine.run.saved_models import BASE, FINAL
+from rewards.completions.text import question_text
 from rewards.spec import RewardSpec
-from rewards.text import question_text
 from ui.access.identity import viewer_for
 from ui.design.tab import DesignHandles
 from ui.playground.replies import (

@@ -9,6 +9,8 @@
 (() => {
   const memory = new Map(); // chart id -> { rev, axes: { xaxis: [a, b], ... }, hidden: Set }
   const AXIS = /^([xy]axis\d*)\.(range\[[01]\]|range|autorange)$/;
+  const MINDRAG = 8; // Plotly's zoom box: pixels below which a drag is a click (dragbox.js)
+  const MINZOOM = 20; // and below which one side of the box does not zoom its axis
 
   const chartId = (gd) => gd.closest(".block[id]")?.id || gd.closest("[id]")?.id;
   const seriesOf = (trace) => trace.legendgroup ?? trace.name;
@@ -136,6 +138,50 @@
       a.remove();
     }, 1000);
   }
+
+  // A drag-zoom that a live redraw outlives: Gradio puts a new chart in the old one's place
+  // mid-drag and Plotly's drag ends with the old (detached) element, zooming nothing. The page
+  // keeps where the drag began and, when it ends on a replaced chart, zooms the chart shown now
+  // as Plotly would have (its zoom box rules: x only, y only or both, by the drag's shape).
+  let drag = null;
+  document.addEventListener(
+    "pointerdown",
+    (e) => {
+      const gd = e.target.closest?.(".nsewdrag")?.closest(".js-plotly-plot");
+      const zooming = gd && e.button === 0 && gd._fullLayout?.dragmode === "zoom";
+      drag = zooming ? { gd, id: chartId(gd), x0: e.clientX, y0: e.clientY } : null;
+    },
+    true,
+  );
+  document.addEventListener(
+    "pointerup",
+    (e) => {
+      const d = drag;
+      drag = null;
+      if (!d || d.gd.isConnected || !window.Plotly) return; // Plotly finished it itself
+      const shown = document.getElementById(d.id)?.querySelector(".js-plotly-plot");
+      const xa = shown?._fullLayout?.xaxis;
+      const ya = shown?._fullLayout?.yaxis;
+      if (!xa || !ya) return;
+      const dx = Math.abs(e.clientX - d.x0);
+      const dy = Math.abs(e.clientY - d.y0);
+      if (dx < MINDRAG && dy < MINDRAG) return; // a click
+      const xOnly = dy < Math.min(Math.max(dx * 0.6, MINDRAG), MINZOOM);
+      const yOnly = !xOnly && dx < Math.min(dy * 0.6, MINZOOM);
+      const at = shown.getBoundingClientRect();
+      const update = {};
+      if (!yOnly) {
+        const [a, b] = [d.x0, e.clientX].map((x) => xa.p2r(x - at.left - xa._offset));
+        update["xaxis.range"] = [Math.min(a, b), Math.max(a, b)];
+      }
+      if (!xOnly) {
+        const [a, b] = [d.y0, e.clientY].map((y) => ya.p2r(y - at.top - ya._offset));
+        update["yaxis.range"] = [Math.min(a, b), Math.max(a, b)];
+      }
+      Promise.resolve(window.Plotly.relayout(shown, update)).catch(() => {});
+    },
+    true,
+  );
 
   function wrap(Plotly) {
     if (!Plotly || Plotly.__studioWrapped) return Plotly;

@@ -7,6 +7,7 @@ redrawn every second; the dicts take well under a millisecond.
 Each :class:`Panel` names the metrics it draws (exact names from
 :mod:`engine.tracking.metric_names`, or prefixes such as ``rewards/`` for one line per reward
 component), so the charts follow whatever the worker logs without a list of components typed here.
+Each series is drawn by :mod:`ui.plots.lines` (options, thinning, smoothing).
 """
 
 from __future__ import annotations
@@ -14,75 +15,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from ui.plots.lines import ChartOptions, series_lines
 from ui.plots.panels import PALETTE, Panel
 from ui.runs.state import Series
 
 SINGLE_STEP_TICKS = 12  # up to this many steps, a tick on every step
-MAX_POINTS = 2000  # longer series are thinned for drawing (every k-th point, plus the last)
 
 Figure = dict[str, Any]  # a Plotly figure as plain JSON data: {"data": [...], "layout": {...}}
-
-
-def _kept(n: int) -> list[int]:
-    """Indices of at most about :data:`MAX_POINTS` of ``n`` points, evenly spaced, always the
-    last."""
-    if n <= MAX_POINTS:
-        return list(range(n))
-    keep = list(range(0, n, -(-n // MAX_POINTS)))
-    if keep[-1] != n - 1:
-        keep.append(n - 1)
-    return keep
-
-
-def thin(steps: Sequence[int], values: Sequence[float | None]) -> tuple[list, list]:
-    """At most about :data:`MAX_POINTS` points of a series, evenly spaced, always the last."""
-    keep = _kept(len(steps))
-    return [steps[i] for i in keep], [values[i] for i in keep]
-
-
-@dataclass(frozen=True)
-class ChartOptions:
-    """How the user wants lines drawn, as the trackers they know offer it.
-
-    ``smoothing`` is the EMA weight of the past in [0, 1) (0: raw lines only); ``x`` is
-    ``"step"`` or ``"time"`` (minutes since the run's first point); ``log_y`` a log y axis.
-    """
-
-    smoothing: float = 0.0
-    x: str = "step"
-    log_y: bool = False
-
-    @classmethod
-    def from_inputs(cls, smoothing: Any, x: Any, log_y: Any) -> ChartOptions:
-        """Options from the page's controls; anything out of range falls back to the default."""
-        try:
-            weight = float(smoothing)
-        except (TypeError, ValueError):
-            weight = 0.0
-        weight = weight if math.isfinite(weight) and 0.0 <= weight < 1.0 else 0.0
-        return cls(weight, "time" if x == "time" else "step", log_y is True)
-
-
-def ema(values: Sequence[float | None], weight: float) -> list[float | None]:
-    """Debiased exponential moving average, as TensorBoard's scalar smoothing (and W&B's
-    "exponential moving average") draw it: ``last = weight * last + (1 - weight) * v``, divided by
-    ``1 - weight ** n`` over the ``n`` finite points seen so far so the start is not pulled to 0.
-    Missing or non-finite points stay gaps and do not move the average."""
-    out: list[float | None] = []
-    last, n = 0.0, 0
-    for v in values:
-        if v is None or not math.isfinite(v):
-            out.append(None)
-            continue
-        last = weight * last + (1.0 - weight) * v
-        n += 1
-        # 12 significant digits: a constant series stays constant instead of a zigzag of
-        # rounding noise that the axis would stretch to full height.
-        out.append(float(f"{last / (1.0 - weight**n):.12g}"))
-    return out
 
 
 def base_layout(
@@ -147,45 +88,6 @@ def run_starts(by_metric: Mapping[str, Mapping[str, Series]]) -> dict[str, float
             if s.times:
                 starts[rid] = min(starts.get(rid, s.times[0]), s.times[0])
     return starts
-
-
-def _x(s: Series, options: ChartOptions, t0: float | None) -> list:
-    if options.x == "time" and t0 is not None and len(s.times) == len(s.steps):
-        return [(t - t0) / 60.0 for t in s.times]
-    return list(s.steps)
-
-
-def _lines(
-    name: str,
-    s: Series,
-    color: str,
-    width: float,
-    options: ChartOptions = ChartOptions(),  # frozen: one shared default is safe
-    t0: float | None = None,
-) -> list[dict]:
-    """The traces of one series: the line, or with smoothing the smoothed line over the raw
-    one drawn faint behind it (one legend entry toggles both)."""
-    keep = _kept(len(s.steps))
-    x_all = _x(s, options, t0)
-    x = [x_all[i] for i in keep]
-    raw = [s.values[i] for i in keep]
-    line = {
-        "type": "scatter",
-        "meta": {"series": name},  # the CSV download's series column
-        "x": x,
-        "y": raw,
-        "name": name,
-        "legendgroup": name,
-        "mode": "lines+markers" if len(x) < 50 else "lines",
-        "line": {"color": color, "width": width},
-        "connectgaps": False,
-    }
-    if not options.smoothing:
-        return [line]
-    smoothed = ema(s.values, options.smoothing)
-    faint = {**line, "opacity": 0.25, "showlegend": False, "hoverinfo": "skip", "mode": "lines"}
-    smooth = {**line, "y": [smoothed[i] for i in keep], "meta": {"series": f"{name} (smoothed)"}}
-    return [faint, smooth]  # one point still shows as one
 
 
 def _revision(options: ChartOptions, *keys: object) -> str:
@@ -261,7 +163,7 @@ def panel_figure(
     two_axes = bool(right) and len(right) < len(names)
     data: list[dict] = []
     for i, name in enumerate(names):
-        traces = _lines(
+        traces = series_lines(
             _label(name), series[name], PALETTE[i % len(PALETTE)], 3 if i == 0 else 1.8, options, t0
         )
         for trace in traces:
@@ -315,7 +217,7 @@ def overlay_figure(
     data = [
         trace
         for run_id, s in runs.items()
-        for trace in _lines(
+        for trace in series_lines(
             labels.get(run_id, run_id), s, colors[run_id], 2, options, t0.get(run_id)
         )
     ]
@@ -368,7 +270,9 @@ def metrics_figure(
             "type": "log" if options.log_y else "linear",
         }
         for rid, s in by_metric[metric].items():
-            for trace in _lines(labels.get(rid, rid), s, colors[rid], 2, options, t0.get(rid)):
+            for trace in series_lines(
+                labels.get(rid, rid), s, colors[rid], 2, options, t0.get(rid)
+            ):
                 trace.update(
                     yaxis=axis,
                     legendgroup=rid,

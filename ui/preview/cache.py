@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewards.analysis.diagnostics import group_diagnostics
+from rewards.completions.tool_calls import final_text
 from rewards.composer import score
 from rewards.lab.advantages import grpo_advantages
 from rewards.lab.matrix import ScoreMatrix
@@ -29,7 +30,7 @@ class PreviewCache:
 
     Attributes:
         prompts: prompt text per completion (as shown; the chat messages rendered).
-        completions: completion text.
+        completions: completion text, or a tool rollout's messages (TRL's conversation).
         answers: gold answer per completion (``None``: no gold).
         completion_ids: generated token ids per completion (for token-level components).
         truncated: whether each completion hit the token limit.
@@ -39,7 +40,7 @@ class PreviewCache:
     """
 
     prompts: list[str] = field(default_factory=list)
-    completions: list[str] = field(default_factory=list)
+    completions: list[Any] = field(default_factory=list)
     answers: list[str | None] = field(default_factory=list)
     completion_ids: list[list[int]] = field(default_factory=list)
     truncated: list[bool] = field(default_factory=list)
@@ -83,12 +84,17 @@ class PreviewCache:
         model: str = "",
     ) -> PreviewCache:
         """From ``engine.generation.sampling.GeneratedSample`` objects (``prompt_index``, ``text``,
-        ``token_ids``, ``truncated``), one prompt and answer per prompt index."""
+        ``token_ids``, ``truncated``) or ``engine.tools.rollout.ToolRollout`` ones (whose
+        completion is the ``conversation``, its tokens ``completion_ids``), one prompt and
+        answer per prompt index."""
         return cls(
             prompts=[prompts[s.prompt_index] for s in samples],
-            completions=[s.text for s in samples],
+            completions=[s.conversation if hasattr(s, "conversation") else s.text for s in samples],
             answers=[answers[s.prompt_index] for s in samples],
-            completion_ids=[list(s.token_ids) for s in samples],
+            completion_ids=[
+                list(s.completion_ids if hasattr(s, "completion_ids") else s.token_ids)
+                for s in samples
+            ],
             truncated=[bool(s.truncated) for s in samples],
             groups=[s.prompt_index for s in samples],
             source=source,
@@ -126,7 +132,8 @@ class PreviewScores:
             completion = completion_view(cache.completions[i])  # its tool calls as turns
             if cache.truncated[i]:
                 completion += ' <span style="color:#b45309">[cut at max tokens]</span>'
-            note = cut_note(cache.completions[i])
+            text = cache.completions[i]  # a tool rollout's turns are each cut when drawn
+            note = cut_note(text) if isinstance(text, str) else ""
             if note:
                 completion += f' <span style="color:#b45309">[{note}]</span>'
             out.append(
@@ -136,7 +143,7 @@ class PreviewScores:
                     cache.prompts[i],
                     completion,
                     cache.answers[i] or "",
-                    extracted_text(cache.completions[i]),
+                    extracted_text(final_text(cache.completions[i])),  # after any calls
                     *[raw.get(c) for c in self.components],
                     s.total,
                 ]

@@ -18,6 +18,7 @@ from typing import Any
 from engine.config.fields import ConfigError, knob
 from engine.config.input_policy import InputPolicy
 from engine.config.run_config import GenerationSettings
+from engine.config.tools import TOOL_NAMES, ToolSettings
 from engine.data.datasets import DatasetError, DataSpec
 from engine.data.prompts import PLAIN_TEXT, prompt_format
 from engine.generation.sampling import sample_completions
@@ -26,9 +27,9 @@ from engine.models.specs import ModelSpec, available_models
 from engine.run.checkpoints import latest_model_dir
 from engine.run.devices import bounded_threads, preview_threads
 from engine.run.preflight import check_data
+from rewards.completions.text import question_text
 from rewards.params import describe_value
-from rewards.text import question_text
-from storage.schema import RunStatus
+from storage.sqlite.schema import RunStatus
 from ui.preview.cache import PreviewCache
 from ui.shared.context import AppContext
 
@@ -128,9 +129,17 @@ class PreviewRequest:
         hi=MAX_NEW_TOKENS,
     )
     seed: int = knob(0, help="Seed of the sampling.", lo=0, hi=2**31 - 1)
+    #: Built-in tools the model may call: each rollout then runs TRL's tool loop (call, result,
+    #: answer) as a run with ``tools.builtin`` samples it; empty = plain completions.
+    tools: tuple[str, ...] = ()
 
     def check(self, max_completions: int | None = None) -> None:
         """Raise :class:`PreviewError` naming the first input out of range."""
+        unknown = [t for t in self.tools if t not in TOOL_NAMES]
+        if unknown or len(set(self.tools)) != len(self.tools):
+            raise PreviewError(
+                "tools", f"must be distinct built-in tools among {', '.join(TOOL_NAMES)}"
+            )
         for f in fields(self):
             bounds = f.metadata.get("bounds")
             value = getattr(self, f.name)
@@ -204,6 +213,7 @@ def generate_preview(
     except (ModelLoadError, ValueError, OSError) as exc:
         raise PreviewError("model", str(exc)) from None
     prompts = [row["prompt"] for row in rows]
+    sample = _sampler(request, tokenizer, spec)
     per_call = max(1, 32 // int(request.samples_per_prompt))
     samples: list[Any] = []
     deadline = ctx.demo.call_deadline()
@@ -219,15 +229,7 @@ def generate_preview(
         )
         # Re-read each chunk: a run may have started or ended since the last one.
         with bounded_threads(preview_thread_count(ctx)):
-            chunk = sample_completions(
-                model,
-                tokenizer,
-                prompts[start : start + per_call],
-                num_samples=int(request.samples_per_prompt),
-                temperature=float(request.temperature),
-                max_new_tokens=int(request.max_new_tokens),
-                seed=int(request.seed) + start,
-            )
+            chunk = sample(model, prompts[start : start + per_call], int(request.seed) + start)
         samples.extend(_shift(chunk, start))
     progress(1.0, "Scoring")
     name = Path(spec.name_or_path).name or spec.name_or_path
@@ -240,9 +242,40 @@ def generate_preview(
         samples,
         source=f"{name} · {len(rows)} prompts × {request.samples_per_prompt} samples · {cut}"
         f"T={request.temperature:g} · max {request.max_new_tokens} tokens · "
-        f"{prompt_note(tokenizer)}",
+        f"{tools_note(request.tools)}{prompt_note(tokenizer)}",
         model=repr(spec),
     )
+
+
+def _sampler(request: PreviewRequest, tokenizer: Any, spec: ModelSpec) -> Callable[..., list]:
+    """``sample(model, prompts, seed)``: plain completions, or tool rollouts when the request
+    names tools (the tokenizer checked to carry tool calls, as a run's is)."""
+    kwargs = {
+        "num_samples": int(request.samples_per_prompt),
+        "temperature": float(request.temperature),
+        "max_new_tokens": int(request.max_new_tokens),
+    }
+    if not request.tools:
+        return lambda model, prompts, seed: sample_completions(
+            model, tokenizer, prompts, seed=seed, **kwargs
+        )
+    from engine.tools.factory import toolbox_for
+    from engine.tools.rollout import sample_tool_rollouts
+    from engine.tools.template import prepare_tool_tokenizer
+
+    try:
+        prepare_tool_tokenizer(tokenizer, spec.name_or_path)
+        toolbox = toolbox_for(ToolSettings(builtin=list(request.tools)))
+    except ConfigError as exc:
+        raise PreviewError("tools", exc.reason) from None
+    return lambda model, prompts, seed: sample_tool_rollouts(
+        model, tokenizer, prompts, toolbox, seed=seed, **kwargs
+    )
+
+
+def tools_note(tools: Sequence[str]) -> str:
+    """Which tools the preview's rollouts could call, for the source line."""
+    return f"tools: {', '.join(tools)} (TRL's tool loop) · " if tools else ""
 
 
 def preview_thread_count(ctx: AppContext) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rewards.completions.text import completion_text
 from rewards.errors import RewardSpecError
 from rewards.lab.batch import Generations
 from rewards.lab.compare import compare
@@ -111,7 +112,7 @@ def ab_table(
     out = []
     for r in rows:
         i = r["sample"]
-        row = [i, r["group"], _short(cache.completions[i])]
+        row = [i, r["group"], _short(completion_text(cache.completions[i]))]
         row += [fmt(r[f"total[{label}]"]) for label in labels]
         row += [fmt(r[f"advantage[{label}]"]) for label in labels]
         row += [fmt(r[f"diff[{o}]"]) for o in others]

@@ -4,24 +4,25 @@
 kept per browser session. Every change of the reward re-scores that cache at once, without
 generating again: the table (tags and extracted answer highlighted, one column per component),
 the stacked contributions per sample and the group diagnostics follow the weights live. Picking a
-row shows that sample's trace and the reward-hacking probes.
+row shows that sample's trace and the reward-hacking probes. The parts are laid out in
+:mod:`ui.preview.layout`; this module wires their events.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
-from engine.config.fields import ConfigError, field_help
+from engine.config.fields import ConfigError
 from rewards.analysis.probes import run_probes
 from rewards.spec import RewardSpec
 from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from ui.access.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
-from ui.design.tab import TRACE_HEADERS, TRACE_WIDTHS, DesignHandles
+from ui.design.tab import DesignHandles
+from ui.memory.kept_preview import PreviewHandles
 from ui.plots import charts
 from ui.plots.plot_output import plot_value
 from ui.preview.cache import PreviewCache, PreviewScores
@@ -31,14 +32,15 @@ from ui.preview.generate import (
     PreviewRequest,
     generate_preview,
     model_choices,
-    unavailable_models_note,
 )
 from ui.preview.lab import build_lab
+from ui.preview.layout import PreviewControls, PreviewResults, build_preview_controls, build_results
+from ui.preview.tools_input import agent_model_defaults
 from ui.shared import hints
 from ui.shared.context import AppContext
-from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
+from ui.shared.data_inputs import data_spec
 from ui.shared.messages import escape, warn
-from ui.shared.named_values import Updates, Values, error_line, show_error_at
+from ui.shared.named_values import Updates, Values, show_error_at
 from ui.shared.trace_view import fmt
 from ui.shared.upload_check import as_uploaded
 
@@ -91,9 +93,6 @@ def sample_trace(scores: PreviewScores, index: int) -> list[list[Any]]:
     ]
 
 
-PROBE_HEADERS = ["probe", "total", "change", "components that moved", "verdict"]
-
-
 def probe_rows(
     spec: RewardSpec, cache: PreviewCache, index: int, tokenize: Any = None
 ) -> list[list[Any]]:
@@ -116,138 +115,34 @@ def probe_rows(
     return rows
 
 
-@dataclass
-class PreviewControls:
-    """The left column: model, data and sampling inputs, each with its error line."""
-
-    model_key: gr.Dropdown
-    custom_model: gr.Textbox
-    refresh_models: gr.Button
-    data: DataInputs
-    sampling: dict[str, gr.Number]  # PreviewRequest field -> its input
-    generate: gr.Button
-    errors: dict[str, gr.Markdown]  # PreviewError field -> its error line
-
-
-@dataclass
-class PreviewResults:
-    """The right column: scores of the generated samples, one sample's trace and probes."""
-
-    summary: gr.Markdown
-    table: gr.Dataframe
-    contrib: gr.Plot
-    diagnostics: gr.Markdown
-    trace: gr.Dataframe
-    probes: gr.Dataframe
-
-
-#: Label and element id of each sampling knob's input (its range, default and help are the
-#: PreviewRequest field's).
-SAMPLING_INPUTS = {
-    "num_prompts": ("Prompts", "preview-prompts"),
-    "samples_per_prompt": ("Samples per prompt", "preview-samples"),
-    "temperature": ("Temperature", "preview-temperature"),
-    "max_new_tokens": ("Max new tokens", "preview-max-tokens"),
-    "seed": ("Seed", "preview-seed"),
-}
-
-
-def build_preview_controls(ctx: AppContext) -> PreviewControls:
-    """The left column: model, data and sampling inputs, each with its error line."""
-    errors: dict[str, gr.Markdown] = {}
-
-    def error_md(name: str) -> None:
-        errors[name] = error_line(f"preview-error-{name}")
-
-    gr.Markdown("### Model")
-    choices = model_choices(ctx)
-    model_key = gr.Dropdown(
-        label="Model", choices=choices, value=choices[0][1], elem_id="preview-model"
-    )
-    custom_model = gr.Textbox(
-        label="Hugging Face id or local folder",
-        visible=False,
-        placeholder="Qwen/Qwen2.5-0.5B-Instruct or /path/to/model",
-    )
-    refresh_models = gr.Button("Refresh model list (run checkpoints)", size="sm")
-    note = unavailable_models_note()
-    if note:
-        gr.Markdown(f"<small>{note}</small>")
-    error_md("model")
-    gr.Markdown("### Data")
-    data = build_data_inputs("heldout", "preview")
-    error_md("data")
-    gr.Markdown("### Sampling")
-    knobs = PreviewRequest.sampling_fields()
-    sampling: dict[str, gr.Number] = {}
-    for at in range(0, len(knobs), 2):  # two inputs a row, each with its error line under it
-        with gr.Row():
-            for f in knobs[at : at + 2]:
-                label, elem_id = SAMPLING_INPUTS[f.name]
-                with gr.Column(min_width=120):
-                    sampling[f.name] = gr.Number(
-                        label=label,
-                        value=f.default,
-                        precision=0 if isinstance(f.default, int) else None,
-                        info=field_help(f),
-                        elem_id=elem_id,
-                    )
-                    error_md(f.name)
-    generate = gr.Button("Generate", variant="primary", elem_id="preview-generate")
-    return PreviewControls(
-        model_key=model_key,
-        custom_model=custom_model,
-        refresh_models=refresh_models,
-        data=data,
-        sampling=sampling,
-        generate=generate,
-        errors=errors,
-    )
-
-
-def _read_only_table(headers: list[str], elem_id: str, **options: Any) -> gr.Dataframe:
-    """An empty, wrapped table the handlers fill; the user reads it, never edits it."""
-    return gr.Dataframe(
-        headers=headers, value=[], interactive=False, wrap=True, elem_id=elem_id, **options
-    )
-
-
-def _build_results() -> PreviewResults:
-    summary = gr.Markdown(
-        "Generate completions to preview the reward on them.", elem_id="preview-summary"
-    )
-    table = _read_only_table(["#", "completion", "total"], "preview-table", max_height=520)
-    contrib = gr.Plot(show_label=False, elem_id="preview-contributions")
-    diagnostics = gr.Markdown(elem_id="preview-diagnostics")
-    gr.Markdown("### Selected sample (click a row)")
-    trace = _read_only_table(TRACE_HEADERS, "preview-trace", column_widths=TRACE_WIDTHS)
-    probes = _read_only_table(
-        PROBE_HEADERS,
-        "preview-probes",
-        label="Reward-hacking probes: what cheap edits the reward pays for",
-    )
-    return PreviewResults(summary, table, contrib, diagnostics, trace, probes)
-
-
-def build_preview(ctx: AppContext, design: DesignHandles) -> None:
+def build_preview(ctx: AppContext, design: DesignHandles) -> PreviewHandles:
     cache_state = gr.State(PreviewCache())
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
             controls = build_preview_controls(ctx)
         with gr.Column(scale=3, min_width=500):
-            results = _build_results()
+            results = build_results()
             build_lab(ctx, design.spec_state, cache_state)
     _wire_model_picker(ctx, controls)
     _wire_scores(ctx, design, controls, results, cache_state)
+
+    def draw(cache: PreviewCache, spec: RewardSpec) -> tuple[Any, ...]:
+        with call_deadline(INTERACTIVE_DEADLINE_S):
+            return _score_views(cache, cache.rescore(spec))
+
+    views = [results.summary, results.table, results.contrib, results.diagnostics]
+    return PreviewHandles(cache_state, views, draw)  # what a reload redraws (ui.memory)
 
 
 def _wire_model_picker(ctx: AppContext, controls: PreviewControls) -> None:
     model_key, custom_model = controls.model_key, controls.custom_model
 
     def on_model(key: str):
-        return gr.Textbox(visible=key == CUSTOM)
+        agent = agent_model_defaults(key)  # the agent model: its tool and task picked too
+        return gr.Textbox(visible=key == CUSTOM), *(agent or (gr.skip(),) * 3)
 
-    model_key.change(on_model, model_key, custom_model, api_visibility="private")
+    agent_inputs = [controls.tools, controls.data.task, controls.sampling["max_new_tokens"]]
+    model_key.change(on_model, model_key, [custom_model, *agent_inputs], api_visibility="private")
     controls.refresh_models.click(
         lambda: gr.Dropdown(choices=model_choices(ctx)), outputs=model_key, api_visibility="private"
     )
@@ -271,6 +166,7 @@ def preview_request(
         model_key=raw[controls.model_key],
         custom_model=raw[controls.custom_model] or "",
         data=data,
+        tools=tuple(raw[controls.tools] or ()),
         **sampling,
     )
     return request  # checked by generate_preview, against this app's caps
@@ -386,6 +282,7 @@ def _wire_scores(
             c.model_key,
             c.custom_model,
             *c.data.all,
+            c.tools,
             *c.sampling.values(),
         },
         outputs=[cache_state, *shown, *errors.values()],

@@ -18,10 +18,10 @@ from engine.exports.hub import HubPushError, push_model
 from engine.run.checkpoints import latest_model_dir
 from engine.run.layout import CONFIG_FILE
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.db import Database
-from storage.export import export_run
+from storage.export import config_yaml, export_run
+from storage.records import samples as sample_store
 from storage.runs import RunInfo, RunNotFoundError
+from storage.sqlite.db import Database
 from ui.access.identity import Viewer
 from ui.shared.conversation_view import completion_view
 from ui.shared.downloads import download_dir
@@ -119,13 +119,10 @@ def run_folder(db: Database, viewer: Viewer, run_id: str | None) -> Path:
 
 
 def config_file(db: Database, viewer: Viewer, run_id: str | None, into: Path | None = None) -> Path:
-    """A copy of the run's config file (the same one ``python -m engine train`` accepts)."""
-    folder = run_folder(db, viewer, run_id)
-    path = folder / CONFIG_FILE
-    if not path.is_file():
-        raise RunActionError(f"Run {run_id} has no {CONFIG_FILE}.")
+    """The run's recorded config as a file ``python -m engine train`` accepts."""
+    folder = run_folder(db, viewer, run_id)  # as every download: a run with no folder has none
     copy = Path(into or download_dir()) / f"{folder.name}-{CONFIG_FILE}"
-    shutil.copyfile(path, copy)
+    copy.write_text(config_yaml(owned_run(db, viewer, run_id).config), encoding="utf-8")
     return copy
 
 
@@ -160,8 +157,9 @@ def run_data_archive(
 def push_to_hub(db: Database, viewer: Viewer, run_id: str | None, repo_id: str, token: str) -> str:
     """Upload the final model (or newest checkpoint) to a Hub model repo (engine.exports.hub)."""
     folder = run_folder(db, viewer, run_id)
+    config = owned_run(db, viewer, run_id).config
     try:
-        url = push_model(folder, repo_id, token)
+        url = push_model(folder, repo_id, token, config_text=config_yaml(config))
     except HubPushError as exc:
         raise RunActionError(str(exc)) from None
     return f"Pushed {run_id} to {url}"

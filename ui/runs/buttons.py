@@ -15,7 +15,7 @@ from ui.shared.context import AppContext
 from ui.shared.messages import escape, ok, warn
 
 if TYPE_CHECKING:
-    from ui.runs.tab import RunsParts
+    from ui.runs.layout import RunsParts
 
 
 def wire_actions(ctx: AppContext, parts: RunsParts) -> None:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import gradio as gr
 
 from storage import labels as label_store
-from storage.db import Database
 from storage.runs import RunNotFoundError
+from storage.sqlite.db import Database
 from ui.access.identity import Viewer, viewer_for
 from ui.runs.actions import RunActionError, owned_run
 from ui.runs.poll import RUN_COLUMN_WIDTHS, RUN_COLUMNS

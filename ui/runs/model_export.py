@@ -16,10 +16,12 @@ from pathlib import Path
 
 import gradio as gr
 
+from engine.config.run_config import RunConfig
 from engine.exports.gguf_file import QUANTS, GGUFExportError
 from engine.exports.run_export import FORMATS, ExportError, export_recorded_run
 from engine.run.saved_models import RunModelError, run_models
-from storage.db import Database
+from storage.runs import RunInfo
+from storage.sqlite.db import Database
 from ui.access.identity import Viewer, viewer_for
 from ui.runs.actions import RunActionError, owned_run
 from ui.shared.downloads import download_dir
@@ -37,11 +39,12 @@ _archives: OrderedDict[tuple, tuple[Path, str]] = OrderedDict()
 _archives_lock = threading.Lock()
 
 
-def _archive_key(run_id: str, run_dir: Path, fmt: str, quant: str) -> tuple:
+def _archive_key(run: RunInfo, fmt: str, quant: str) -> tuple:
     """What an archive depends on: the run's newest model (by its folder's time), the format
     and, for GGUF files, the weights' type."""
+    run_id = run.id
     try:
-        newest = run_models(run_dir)[-1]
+        newest = run_models(Path(run.output_dir), RunConfig.from_dict(run.config))[-1]
         stamp = newest.path.stat().st_mtime_ns if newest.path is not None else 0
     except (OSError, RunModelError, ValueError):
         stamp = None  # unreadable: build (and report) rather than reuse
@@ -79,7 +82,7 @@ def model_export_archive(
         raise RunActionError(f"quant: must be one of {', '.join(QUANTS)}, got {quant!r}")
     if not run.output_dir:
         raise RunActionError(f"Run {run.id} has no output folder.")
-    key = _archive_key(run.id, Path(run.output_dir), fmt, quant)
+    key = _archive_key(run, fmt, quant)
     if into is None and (found := _reusable(key)) is not None:
         return found
     into = Path(into or download_dir())

@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage import labels as label_store
-from storage import logs as log_store
-from storage import metrics as metric_store
-from storage import notes as note_store
 from storage import progress as progress_store
 from storage import runs as run_store
-from storage import samples as sample_store
-from storage.db import Database
+from storage.records import logs as log_store
+from storage.records import metrics as metric_store
+from storage.records import notes as note_store
+from storage.records import samples as sample_store
 from storage.runs import RunInfo
-from storage.schema import NoteKind, RunLabel, RunNote, RunPhase, RunStatus
+from storage.sqlite.db import Database
+from storage.sqlite.schema import NoteKind, RunLabel, RunNote, RunPhase, RunStatus
 from ui.plots import charts, panels
 from ui.runs import progress as run_progress
 from ui.runs.run_filter import RunFilter

@@ -1,8 +1,8 @@
 """Progress you can read on the run view: a bar with step N of M and an ETA, what the worker is
 doing now, and a summary card once a run has ended (no Gradio here).
 
-The phase is data: the worker records each phase it enters (``storage.phases``), and the view's
-one progress query per tick reads the newest; rewording a log line changes nothing here.
+The phase is data: the worker records each phase it enters (``storage.records.phases``), and the
+view's one progress query per tick reads the newest; rewording a log line changes nothing here.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import time
 
 from engine.tracking import metric_names as m
 from storage.runs import RunInfo
-from storage.schema import RunPhase, RunStatus
+from storage.sqlite.schema import RunPhase, RunStatus
 from ui.runs.state import RunView, Series
 
-# What each phase the worker records (storage.schema.RunPhase) reads as under the bar.
+# What each phase the worker records (storage.sqlite.schema.RunPhase) reads as under the bar.
 PHASE_TEXT: dict[RunPhase, str] = {
     RunPhase.STARTING: "Starting the worker",
     RunPhase.LOADING_MODEL: "Loading the model",

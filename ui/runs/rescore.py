@@ -4,7 +4,7 @@ The spec is the Design tab's (what the user is editing now), a preset or a file;
 both curves over the logged steps (the run's stored reward and the new one), the samples where
 they disagree most and the new spec's diagnostics on what the model learned to write. The run
 is read for its owner only (:func:`engine.tracking.rescore.rescore_run` with the viewer's scope)
-and at most :data:`ui.lab_api.MAX_API_RESCORE_SAMPLES` samples, under a time budget.
+and at most :data:`ui.api.lab.MAX_API_RESCORE_SAMPLES` samples, under a time budget.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from rewards.spec import PRESETS, RewardSpec, preset
 from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from ui.access.identity import viewer_for
+from ui.api.lab import MAX_API_RESCORE_SAMPLES
 from ui.design.spec_io import parse_spec
-from ui.lab_api import MAX_API_RESCORE_SAMPLES
 from ui.plots.lab_charts import rescore_figure
 from ui.plots.plot_output import plot_value
 from ui.shared.context import AppContext

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage.runs import RunInfo
-from storage.schema import RunLabel, RunStatus
+from storage.sqlite.schema import RunLabel, RunStatus
 
 ANY_STATUS = "any status"
 STATUS_CHOICES = [ANY_STATUS, *(s.value for s in RunStatus)]

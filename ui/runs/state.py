@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.progress import RunProgress
-from storage.schema import TERMINAL_STATUSES, RunStatus
+from storage.sqlite.schema import TERMINAL_STATUSES, RunStatus
 
 
 @dataclass
@@ -69,7 +69,7 @@ class RunView:
 
     Attributes:
         run_id: the selected run, or ``None``.
-        cursor: id of the last metric row read (``storage.metrics.metrics_since`` cursor).
+        cursor: id of the last metric row read (``storage.records.metrics.metrics_since`` cursor).
         log_cursor: id of the last log line read.
         series: metric name -> points read so far.
         status: the run status last shown.

@@ -16,8 +16,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from storage.db import Database
 from storage.paths import db_path
+from storage.sqlite.db import Database
 from ui.shared.demo_limits import DEMO_SIZE_CAPS as DEMO_SIZE_CAPS
 from ui.shared.demo_limits import DemoLimits
 from ui.shared.settings import PUBLIC_ENV as PUBLIC_ENV

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rewards.text import completion_text
-from rewards.tool_calls import CALL_CLOSE, CALL_OPEN, is_conversation
+from rewards.completions.text import completion_text
+from rewards.completions.tool_calls import CALL_CLOSE, CALL_OPEN, is_conversation
 from ui.shared.trace_view import completion_html
 
 TurnKind = Literal["text", "call", "result", "answer"]

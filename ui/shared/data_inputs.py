@@ -1,7 +1,7 @@
 """The data picker shared by the Preview and Train tabs: built-in task, uploaded file, hub id.
 
 The inputs map one-to-one onto ``engine.data.datasets.DataSpec`` fields (source, path, split,
-config_name, prompt/answer/system columns); :func:`data_spec` builds its dict.
+config_name, prompt/answer/system columns, the built-in task); :func:`data_spec` builds its dict.
 """
 
 from __future__ import annotations
@@ -12,14 +12,18 @@ from typing import Any
 import gradio as gr
 
 from engine.config.input_policy import InputPolicy
-from engine.data.datasets import BUILTIN_SPLITS, SOURCES
+from engine.data.datasets import BUILTIN_SPLITS, BUILTIN_TASKS, SOURCES
 from engine.data.files import FILE_TYPES
 from ui.shared.upload_check import check_upload
 
 SOURCE_LABELS = {
-    "builtin": "built-in arithmetic task",
+    "builtin": "built-in task",
     "file": "uploaded file (JSONL, CSV, Parquet)",
     "hub": "Hugging Face dataset id (needs network)",
+}
+TASK_LABELS = {
+    "arithmetic": "arithmetic word problems",
+    "calculator": "multi-digit products (agent task: give the model the calculator)",
 }
 
 
@@ -32,6 +36,7 @@ def data_spec(
     prompt_col: str,
     answer_col: str,
     system_col: str,
+    task: str = "arithmetic",
     *,
     policy: InputPolicy | None = None,
 ) -> dict[str, Any]:
@@ -42,7 +47,7 @@ def data_spec(
     """
     split = (split or "").strip()
     if source == "builtin":
-        return {"source": "builtin", "split": split or "train"}
+        return {"source": "builtin", "task": task or "arithmetic", "split": split or "train"}
     columns = {
         "prompt_column": (prompt_col or "").strip() or "prompt",
         "answer_column": (answer_col or "").strip() or "answer",
@@ -74,6 +79,7 @@ class DataInputs:
     prompt_col: gr.Textbox
     answer_col: gr.Textbox
     system_col: gr.Textbox
+    task: gr.Radio
 
     @property
     def all(self) -> list[gr.components.Component]:
@@ -86,6 +92,7 @@ class DataInputs:
             self.prompt_col,
             self.answer_col,
             self.system_col,
+            self.task,
         ]
 
 
@@ -96,6 +103,12 @@ def build_data_inputs(default_split: str, prefix: str) -> DataInputs:
         value="builtin",
         label="Source",
         elem_id=f"{prefix}-data-source",
+    )
+    task = gr.Radio(
+        [(TASK_LABELS.get(t, t), t) for t in BUILTIN_TASKS],
+        value="arithmetic",
+        label="Built-in task",
+        elem_id=f"{prefix}-data-task",
     )
     split = gr.Textbox(
         label="Split",
@@ -125,12 +138,15 @@ def build_data_inputs(default_split: str, prefix: str) -> DataInputs:
             gr.Group(visible=src == "hub"),
             gr.Group(visible=src != "builtin"),
             gr.Textbox(value=default_split if src == "builtin" else "train"),
+            gr.Radio(visible=src == "builtin"),
         )
 
     source.change(
         on_source,
         source,
-        [file_group, hub_group, mapping_group, split],
+        [file_group, hub_group, mapping_group, split, task],
         api_visibility="private",
     )
-    return DataInputs(source, split, file, hub_id, hub_config, prompt_col, answer_col, system_col)
+    return DataInputs(
+        source, split, file, hub_id, hub_config, prompt_col, answer_col, system_col, task
+    )

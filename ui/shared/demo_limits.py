@@ -67,6 +67,9 @@ class DemoLimits:
             it is stopped with a message (``engine.run.memory_watch``).
         sizes: config field -> its cap (``DEMO_SIZE_CAPS``), the steps cap included.
         minimums: config field -> its least nonzero value (``DEMO_MIN_CAPS``).
+        one_machine: runs train on this machine only (``training.num_machines`` 1): a run
+            over several machines opens a port for the others to join, which no visitor of a
+            public app may do; no setting lifts it (the command line and a private app may).
     """
 
     max_model_params: int | None = None
@@ -75,6 +78,7 @@ class DemoLimits:
     max_worker_mb: int | None = None
     max_call_s: int | None = None
     minimums: Mapping[str, int] = field(default_factory=dict)
+    one_machine: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DemoLimits:
@@ -103,6 +107,7 @@ class DemoLimits:
             minimums=minimums,
             max_worker_mb=setting(DEMO_MAX_WORKER_ENV, PUBLIC_MAX_WORKER_MB),
             max_call_s=setting(DEMO_MAX_CALL_ENV, PUBLIC_MAX_CALL_S),
+            one_machine=public,
         )
 
     @property
@@ -124,6 +129,13 @@ class DemoLimits:
         """
         from engine.config.fields import ConfigError
 
+        machines = _value(config, "training.num_machines")
+        if self.one_machine and machines is not None and machines > 1:
+            raise ConfigError(
+                "training.num_machines",
+                f"this demo trains on its own machine only: set it to 1, got {machines} (a run "
+                "over several machines opens a port for them; start one from the command line)",
+            )
         filled = {}
         for path, cap in self.sizes.items():
             value = _value(config, path)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from rewards.text import MAX_COMPLETION_CHARS
+from rewards.completions.text import MAX_COMPLETION_CHARS
 from rewards.verification.answers import extract_answer, find_answer
 
 TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9_-]{0,30}>")
@@ -58,7 +58,7 @@ def extracted_text(completion: str) -> str:
 
 def cut_note(completion: str) -> str:
     """Why a very long completion may miss its answer tag: components read only its first
-    :data:`~rewards.text.MAX_COMPLETION_CHARS` characters ("" when it is shorter)."""
+    :data:`~rewards.completions.text.MAX_COMPLETION_CHARS` characters ("" when it is shorter)."""
     if len(completion) <= MAX_COMPLETION_CHARS:
         return ""
     return (

@@ -4,6 +4,8 @@ The hyperparameter inputs are generated from ``RunConfig``'s dataclasses by
 :mod:`ui.train.form`; the reward is the Design tab's spec. The equivalent config file and CLI
 command are shown as the form changes and can be downloaded, so a run started here can be
 repeated headless with ``python -m engine train``. A bad value is reported next to its input.
+The parts are laid out in :mod:`ui.train.layout`; this module builds the config from them and
+wires their events.
 """
 
 from __future__ import annotations
@@ -17,27 +19,30 @@ from engine.config.fields import ConfigError
 from engine.config.pretrained import local_gpu, pretrained_summary
 from engine.config.run_config import RunConfig, documented_yaml
 from engine.models.micro_batch import describe, local_card_bytes
-from engine.models.specs import (
-    DEFAULT_MODEL_ALIAS,
-    ENGLISH_MODEL_ALIAS,
-    ModelSpec,
-    available_models,
-)
+from engine.models.specs import ENGLISH_MODEL_ALIAS, SHIPPED_MODELS
 from rewards.spec import RewardSpec
 from ui.access.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
-from ui.design.tab import DesignHandles, elem_key
+from ui.design.tab import DesignHandles
 from ui.preview.generate import CUSTOM, PreviewError, resolve_model
 from ui.shared.context import AppContext
-from ui.shared.data_inputs import DataInputs, build_data_inputs, data_spec
+from ui.shared.data_inputs import data_spec
 from ui.shared.downloads import DownloadTooLarge, write_download
 from ui.shared.messages import escape, ok, warn
-from ui.shared.named_values import Updates, Values, error_line, show_error_at
+from ui.shared.named_values import Updates, Values
 from ui.shared.upload_check import upload_named
 from ui.train import form as train_form
 from ui.train.form import FormField, TrainInputs
-from ui.train.start_message import GENERAL, SECTION_TITLES, not_ready_summary, start_refusal
+from ui.train.layout import (
+    ConfigParts,
+    TrainParts,
+    add_error_line,
+    build_config_column,
+    build_train_parts,
+    reward_summary,
+)
+from ui.train.start_message import GENERAL, not_ready_summary, start_refusal
 
-MODEL_ALIASES = (DEFAULT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS)
+MODEL_ALIASES = (*SHIPPED_MODELS, ENGLISH_MODEL_ALIAS)
 
 
 @dataclass
@@ -47,28 +52,6 @@ class TrainHandles:
 
     run_id: gr.Textbox
     parts: TrainParts
-
-
-def _field_input(field: FormField) -> gr.components.Component:
-    common = {
-        "label": field.label,
-        "info": field.help + (" Leave empty for none." if field.optional else ""),
-        "elem_id": f"train-{elem_key(field.path)}",
-    }
-    if field.kind == "bool":
-        return gr.Checkbox(value=bool(field.default), **common)
-    if field.kind in ("int", "float") and field.optional:
-        # A Number input cannot be empty; empty text means "none" here.
-        return gr.Textbox(value="" if field.default is None else str(field.default), **common)
-    if field.kind in ("int", "float"):
-        return gr.Number(
-            value=field.default, precision=0 if field.kind == "int" else None, **common
-        )
-    if field.kind == "choice":
-        return gr.Dropdown(choices=list(field.choices), value=field.default, **common)
-    if field.kind == "multi":
-        return gr.CheckboxGroup(choices=list(field.choices), value=list(field.default), **common)
-    return gr.Textbox(value="" if field.default is None else str(field.default), **common)
 
 
 def model_dict(ctx: AppContext, key: str, custom: str, lora: bool, r: Any, alpha: Any) -> dict:
@@ -82,28 +65,6 @@ def model_dict(ctx: AppContext, key: str, custom: str, lora: bool, r: Any, alpha
         data.update(name_or_path=key, gguf_file=None)
     data["lora"] = {"r": int(r or 16), "alpha": int(alpha or 32)} if lora else None
     return data
-
-
-def training_models(ctx: AppContext) -> list[tuple[str, str]]:
-    """``(label, key)`` of the models a run may train: under a demo size cap, those that fit
-    (any other id is checked against the cap when the run starts)."""
-    options = [(m.label, m.key) for m in available_models() if m.available and _fits(ctx, m.spec)]
-    return [*options, ("Any Hugging Face id or local folder…", CUSTOM)]
-
-
-def _fits(ctx: AppContext, spec: ModelSpec) -> bool:
-    try:
-        ctx.check_model_size(spec)
-    except ConfigError:
-        return False
-    return True
-
-
-def reward_summary(spec: RewardSpec | None) -> str:
-    if spec is None:
-        return warn("**Reward**: the Design tab has fields to fix.")
-    parts = [f"{name} × {c.weight:g}" for name, c in spec.enabled_components()]
-    return "**Reward** (from the Design tab): " + " + ".join(parts)
 
 
 def run_summary(config: RunConfig) -> str:
@@ -122,176 +83,6 @@ def run_summary(config: RunConfig) -> str:
         f"step**, up to {g.max_completion_length} new tokens each; {evals}.\n\n"
         f"<small>{escape(describe(config, local_card_bytes()))}</small>"
     )
-
-
-@dataclass
-class ModelParts:
-    """The model picker and its LoRA switch."""
-
-    key: gr.Dropdown
-    custom: gr.Textbox
-    lora: gr.Checkbox
-    lora_r: gr.Number
-    lora_alpha: gr.Number
-    note: gr.Markdown
-
-    @property
-    def all(self) -> list[gr.components.Component]:
-        """The inputs, in :func:`model_dict` argument order."""
-        return [self.key, self.custom, self.lora, self.lora_r, self.lora_alpha]
-
-
-@dataclass
-class TrainParts:
-    """The Train form's named parts: hyperparameter inputs keyed by dotted field path
-    (``"training.steps"``) and error lines keyed by the config field they are about."""
-
-    name: gr.Textbox
-    algorithm: gr.Radio
-    reward: gr.Markdown
-    model: ModelParts
-    data: DataInputs
-    hyper: dict[str, gr.components.Component]
-    fields: dict[str, FormField]  # the field behind each hyperparameter input
-    sections: dict[str, gr.Group]
-    errors: dict[str, gr.Markdown]
-
-    @property
-    def inputs(self) -> list[gr.components.Component]:
-        """Every input the config is built from."""
-        return [self.name, self.algorithm, *self.model.all, *self.data.all, *self.hyper.values()]
-
-    def locate(self, exc: ConfigError) -> str:
-        """The error line of ``exc``'s field, or of the nearest section that has one."""
-        field = exc.field or GENERAL
-        while field and field not in self.errors:
-            field = field.rsplit(".", 1)[0] if "." in field else GENERAL
-        return field
-
-    def show_errors(self, exc: ConfigError | None) -> Updates:
-        """Updates that show ``exc`` on its field and hide every other error line."""
-        return show_error_at(self.errors, None if exc is None else self.locate(exc), exc)
-
-
-def _error_md(errors: dict[str, gr.Markdown], key: str) -> None:
-    errors[key] = error_line(f"train-error-{elem_key(key)}")
-
-
-def _build_model(models: list[tuple[str, str]]) -> ModelParts:
-    with gr.Row():
-        key = gr.Dropdown(label="Model", choices=models, value=models[0][1], elem_id="train-model")
-        custom = gr.Textbox(
-            label="Hugging Face id or local folder", visible=False, elem_id="train-custom-model"
-        )
-    with gr.Row():
-        lora = gr.Checkbox(
-            label="LoRA adapter (train few parameters)", value=False, elem_id="train-lora"
-        )
-        lora_r = gr.Number(label="LoRA rank r", value=16, precision=0)
-        lora_alpha = gr.Number(label="LoRA alpha", value=32, precision=0)
-    note = gr.Markdown(elem_id="train-model-note")
-    return ModelParts(key, custom, lora, lora_r, lora_alpha, note)
-
-
-def _build_fields(
-    fields: list[FormField],
-    hyper: dict[str, gr.components.Component],
-    errors: dict[str, gr.Markdown],
-) -> None:
-    """Inputs for ``fields``, three to a row, each with its error line, keyed by field path."""
-    for start in range(0, len(fields), 3):
-        with gr.Row():
-            for f in fields[start : start + 3]:
-                with gr.Column(min_width=220):
-                    hyper[f.path] = _field_input(f)
-                    _error_md(errors, f.path)
-
-
-def _build_sections(
-    fields: list[FormField],
-    algos: list[str],
-    hyper: dict[str, gr.components.Component],
-    errors: dict[str, gr.Markdown],
-) -> dict[str, gr.Group]:
-    """One group per config section: key fields up front, the rest under "Advanced"; of the
-    algorithm sections only the chosen one is visible."""
-    groups = {}
-    for section in (*train_form.HYPER_SECTIONS, *algos):
-        in_section = [f for f in fields if f.section == section]
-        rest = [f for f in in_section if not f.key]
-        visible = section in train_form.HYPER_SECTIONS or section == algos[0]
-        with gr.Group(visible=visible) as groups[section]:
-            gr.Markdown(f"#### {SECTION_TITLES.get(section, section)}")
-            _build_fields([f for f in in_section if f.key], hyper, errors)
-            if rest:
-                with gr.Accordion("Advanced", open=False):
-                    _build_fields(rest, hyper, errors)
-    return groups
-
-
-def build_train_parts(ctx: AppContext, design: DesignHandles) -> TrainParts:
-    """Name, algorithm, reward line, model, data and the hyperparameter sections."""
-    algos = train_form.algorithms()
-    fields = train_form.form_fields()
-    errors: dict[str, gr.Markdown] = {}
-    hyper: dict[str, gr.components.Component] = {}
-    with gr.Row():
-        name = gr.Textbox(label="Run name", placeholder="optional", elem_id="train-name")
-        algorithm = gr.Radio(
-            [(a.upper(), a) for a in algos],
-            value=algos[0],
-            label="Algorithm",
-            elem_id="train-algorithm",
-        )
-    _error_md(errors, "name")
-    reward = gr.Markdown(reward_summary(design.spec_state.value), elem_id="train-reward")
-    _error_md(errors, "reward")
-    with gr.Accordion("Model", open=True):
-        model = _build_model(training_models(ctx))
-        _error_md(errors, "model")
-    with gr.Accordion("Training data", open=False):
-        data = build_data_inputs("train", "train")
-    _error_md(errors, "data")  # outside the accordion, so it shows while the accordion is shut
-    sections = _build_sections(fields, algos, hyper, errors)
-    by_path = {f.path: f for f in fields}
-    return TrainParts(
-        name=name,
-        algorithm=algorithm,
-        reward=reward,
-        model=model,
-        data=data,
-        hyper=hyper,
-        fields={path: by_path[path] for path in hyper},
-        sections=sections,
-        errors=errors,
-    )
-
-
-@dataclass
-class ConfigParts:
-    """The config file view, its download and the CLI command."""
-
-    code: gr.Code
-    download_btn: gr.Button
-    download: gr.File
-
-
-def _build_config_column() -> ConfigParts:
-    gr.Markdown(
-        "### Same run from the command line\nSave the config below and run it "
-        "headless; CLI runs show up in the Runs tab too."
-    )
-    gr.Code(value=train_form.cli_command(), language="shell", label="Command", elem_id="train-cli")
-    code = gr.Code(
-        value=documented_yaml(),
-        language="yaml",
-        label="Config file",
-        elem_id="train-yaml",
-        max_lines=45,
-    )
-    download_btn = gr.Button("Download config file", size="sm")
-    download = gr.File(label="Config", visible=False, interactive=False)
-    return ConfigParts(code, download_btn, download)
 
 
 def collect(
@@ -386,7 +177,7 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
     }
 
     def on_model(key: str) -> Updates:
-        pretrained = key != DEFAULT_MODEL_ALIAS
+        pretrained = key not in SHIPPED_MODELS  # the shipped tiny models train in full
         values = train_form.suggested_values(list(parts.fields.values()), pretrained, on_gpu)
         updates: Updates = {
             comp: _input_value(parts.fields[path], values[path]) for path, comp in suggested.items()
@@ -455,9 +246,9 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
             summary = gr.Markdown(run_summary(RunConfig()), elem_id="train-summary")
             start = gr.Button("Start training", variant="primary", elem_id="train-start")
             start_msg = gr.Markdown(elem_id="train-message")
-            _error_md(parts.errors, GENERAL)
+            add_error_line(parts.errors, GENERAL)
         with gr.Column(scale=2):
-            view = _build_config_column()
+            view = build_config_column()
             run_id = gr.Textbox(visible=False, elem_id="train-run-id")
     _wire_config_view(ctx, parts, view, summary, design.spec_state)
     _wire_choices(parts, design.spec_state)

@@ -28,8 +28,8 @@ from engine.trainers.capture import GenerationBatch
 from engine.trainers.ppo.controllers import RunningMoments
 from engine.trainers.ppo.policy import PolicyParts
 from engine.trainers.ppo.value_head import completion_logprobs
+from rewards.completions.text import prompt_text
 from rewards.composer import ScoredSample, score
-from rewards.text import prompt_text
 
 Forward = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # logprobs, values, entropy: (B, T)
 # Logits elements of one no-grad forward (the rollout's and the reference's): 2^31 is 4 GiB in

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rewards.text import completion_text
+from rewards.completions.text import completion_text
 
 #: The tag Qwen2.5/Qwen3-style templates (and the shipped model's) wrap a call in.
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"

@@ -2,8 +2,8 @@
 
 Each step is explicit SQL run inside the opening transaction, so a database is either fully at
 the new version or untouched. There is no column inspection: the version row alone says which
-steps to run. To change the schema, bump ``storage.schema.SCHEMA_VERSION``, change the models,
-and add the step here, e.g.::
+steps to run. To change the schema, bump ``storage.sqlite.schema.SCHEMA_VERSION``, change the
+models, and add the step here, e.g.::
 
     def _v1_to_v2(conn: Connection) -> None:
         conn.exec_driver_sql("ALTER TABLE run ADD COLUMN seed INTEGER")
@@ -33,7 +33,7 @@ def _v2_to_v3(conn: Connection) -> None:
     """Workers record the phases they enter (older runs have none and read as training),
     metrics of one quantity share one name, runs record when they last joined the queue (older
     runs queue by their creation), and runs get notes: warnings and retries as typed rows
-    (``storage.schema.RunNote``)."""
+    (``storage.sqlite.schema.RunNote``)."""
     conn.exec_driver_sql(  # the text a new file gets, so both read the same in sqlite_master
         "CREATE TABLE run_phase (\n\tid INTEGER NOT NULL, \n\trun_id VARCHAR NOT NULL, \n\t"
         "phase VARCHAR NOT NULL, \n\tstep INTEGER, \n\ttime FLOAT NOT NULL, \n\tPRIMARY KEY "
@@ -58,8 +58,9 @@ def _v2_to_v3(conn: Connection) -> None:
 
 
 def _v3_to_v4(conn: Connection) -> None:
-    """Runs get what their user writes about them: tags and a note (``storage.schema.RunLabel``;
-    older runs have none), and the seconds their earlier attempts ran (0 for older runs)."""
+    """Runs get what their user writes about them: tags and a note
+    (``storage.sqlite.schema.RunLabel``; older runs have none), and the seconds their earlier
+    attempts ran (0 for older runs)."""
     conn.exec_driver_sql("ALTER TABLE run ADD COLUMN earlier_attempts_s FLOAT NOT NULL DEFAULT 0")
     conn.exec_driver_sql(  # the text a new file gets, so both read the same in sqlite_master
         "CREATE TABLE run_label (\n\trun_id VARCHAR NOT NULL, \n\ttags_json TEXT NOT NULL, "

@@ -6,9 +6,9 @@ from collections.abc import Iterable
 
 from sqlalchemy import Row
 
-from storage.db import Database
-from storage.queries import insert_rows, rows_since
-from storage.schema import LogLine
+from storage.sqlite.db import Database
+from storage.sqlite.queries import insert_rows, rows_since
+from storage.sqlite.schema import LogLine
 
 MAX_LEVEL_LENGTH = 20
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlmodel import select
 
-from storage.db import Database
-from storage.queries import insert_rows
-from storage.schema import NoteKind, RunNote
+from storage.sqlite.db import Database
+from storage.sqlite.queries import insert_rows
+from storage.sqlite.schema import NoteKind, RunNote
 
 # A run writes a handful of notes; the view reads at most this many.
 MAX_NOTES = 100

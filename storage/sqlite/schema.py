@@ -16,7 +16,7 @@ Conventions:
   the table models are the row types the rest of the code reads, nothing is defined twice.
 
 The schema changes only together with ``SCHEMA_VERSION`` and a numbered step in
-:mod:`storage.migrations`.
+:mod:`storage.sqlite.migrations`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from sqlalchemy import Column, Dialect, Index, String, Text
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
-from storage.encoding import json_text
+from storage.sqlite.encoding import json_text
 
 SCHEMA_VERSION = 4
 
@@ -108,7 +108,7 @@ class JSONText(TypeDecorator[Any]):
     """A TEXT column holding strict JSON, read and written as plain Python values.
 
     Values are checked and made plain (with an error naming the field) before they reach the
-    model, by :func:`storage.encoding.plain_json`; this only writes and parses the text.
+    model, by :func:`storage.sqlite.encoding.plain_json`; this only writes and parses the text.
     """
 
     impl = Text
@@ -141,7 +141,9 @@ class EnumText(TypeDecorator[Enum]):
 
 class Run(SQLModel, table=True):
     """One training run, as stored and as the UI and the engine read it; ``config`` is the full
-    run config it was started from (column ``config_json``)."""
+    run config it was started from (column ``config_json``): the run's one record of it, which
+    the launcher, resume, downloads, exports and the Playground read (the run folder's
+    ``config.yaml`` is only the worker's copy, written from it at each start)."""
 
     __tablename__ = "run"
     __table_args__ = (

@@ -1,7 +1,7 @@
 """Samples: the completions of a training step with their total reward and per-component trace.
 
 A sample given to :func:`add_samples` is a mapping with the fields of
-:class:`storage.schema.Sample` that the caller knows (``prompt`` and ``completion`` required;
+:class:`storage.sqlite.schema.Sample` that the caller knows (``prompt`` and ``completion`` required;
 ``answer``, ``total``, ``trace``, ``advantage``, ``value``, ``group``, ``prompt_index``,
 ``extra`` optional); :func:`samples_at` reads them back as ``Sample`` rows.
 """
@@ -14,10 +14,10 @@ from typing import Any
 
 from sqlalchemy import select
 
-from storage.db import Database
-from storage.encoding import as_int, finite_or_none, optional_int, plain_json
-from storage.queries import distinct_values, insert_rows
-from storage.schema import Sample
+from storage.sqlite.db import Database
+from storage.sqlite.encoding import as_int, finite_or_none, optional_int, plain_json
+from storage.sqlite.queries import distinct_values, insert_rows
+from storage.sqlite.schema import Sample
 
 # What a caller may give for a sample: the model's fields but those this module sets.
 SAMPLE_FIELDS = frozenset(Sample.model_fields) - {"id", "run_id", "step", "time"}

@@ -17,9 +17,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute
 from sqlmodel import SQLModel
 
-from storage.db import Database
-from storage.encoding import as_int
 from storage.runs import RunNotFoundError
+from storage.sqlite.db import Database
+from storage.sqlite.encoding import as_int
 
 
 def insert_rows(
@@ -50,7 +50,7 @@ def rows_since(
 
     Rows of columns, not model objects: a 50,000-row page reads in ~0.26 s this way and ~1.6 s
     as ORM objects (identity map and instance state per row), measured on this project's CPU box.
-    Ids are safe cursors with several writers: see :mod:`storage.schema`.
+    Ids are safe cursors with several writers: see :mod:`storage.sqlite.schema`.
     """
     cursor = as_int(cursor, "cursor", minimum=0)
     limit = as_int(limit, "limit", minimum=1)

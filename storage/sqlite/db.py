@@ -38,7 +38,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, create_engine
 
-from storage import migrations, schema
+from storage.sqlite import migrations, schema
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +90,8 @@ class Database(ClosedOnExit):
     """One SQLite file, opened with Reward Studio's pragmas and brought to the current schema.
 
     Use :meth:`read` and :meth:`write` with a function of a SQLModel ``Session``; each call is
-    one short transaction. The query modules (:mod:`storage.runs`, :mod:`storage.metrics`,
-    :mod:`storage.samples`, :mod:`storage.logs`) are the usual way in.
+    one short transaction. The query modules (:mod:`storage.runs`, :mod:`storage.records.metrics`,
+    :mod:`storage.records.samples`, :mod:`storage.records.logs`) are the usual way in.
     """
 
     def __init__(

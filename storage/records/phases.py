@@ -1,4 +1,4 @@
-"""The phases a run's worker goes through (:class:`storage.schema.RunPhase`), as rows."""
+"""The phases a run's worker goes through (:class:`storage.sqlite.schema.RunPhase`), as rows."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import time
 from sqlalchemy import select
 from sqlmodel import Session
 
-from storage.db import Database
-from storage.queries import insert_rows
-from storage.schema import PhaseEntry, RunPhase
+from storage.sqlite.db import Database
+from storage.sqlite.queries import insert_rows
+from storage.sqlite.schema import PhaseEntry, RunPhase
 
 
 def record_phase(db: Database, run_id: str, phase: RunPhase | str, step: int | None = None) -> None:

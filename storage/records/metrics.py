@@ -9,7 +9,7 @@ so a quiet trainer still shows up within that delay), or on :meth:`MetricWriter.
 are only ever dropped past ``max_pending`` or when their run was deleted, and never silently.
 
 Reads: :func:`metrics_since` returns the rows after a cursor (the last row id seen) in id order,
-so each row reaches a poller exactly once; see :mod:`storage.schema` for why ids are safe
+so each row reaches a poller exactly once; see :mod:`storage.sqlite.schema` for why ids are safe
 cursors with several writer processes.
 
 Values that are not finite numbers (NaN, ±inf, None) are stored as NULL (``value=None``).
@@ -29,11 +29,11 @@ from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from storage.db import ClosedOnExit, Database
-from storage.encoding import as_int, finite_or_none
-from storage.queries import distinct_values, rows_since
 from storage.runs import RunNotFoundError, get_run
-from storage.schema import Metric, Run
+from storage.sqlite.db import ClosedOnExit, Database
+from storage.sqlite.encoding import as_int, finite_or_none
+from storage.sqlite.queries import distinct_values, rows_since
+from storage.sqlite.schema import Metric, Run
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@
 The completions of ``/compare_specs`` come without token ids: components that count tokens do
 not score them (set their unit to characters or words).
 
-Plain functions of ``AppContext`` like those of :mod:`ui.api`, with its checks: the
+Plain functions of ``AppContext`` like those of :mod:`ui.api`'s other modules, with its checks: the
 texts capped as ``/score_preview`` caps them (divided by the scoring a comparison multiplies),
 a time budget on every scoring call, and the run read only for its owner.
 """
@@ -26,16 +26,16 @@ from rewards.lab.compare import MAX_SPECS, compare
 from rewards.params import describe_value
 from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
-from ui import api
 from ui.access.identity import Viewer, viewer_for
-from ui.api import ApiError
+from ui.api import scoring
+from ui.api.errors import ApiError, as_gradio_error
 from ui.shared.context import AppContext
 
 #: Most completions one comparison scores (each spec scores them and six probe edits of each).
 MAX_COMPARE_COMPLETIONS = 256
 #: Most characters of completions, prompts and answers in one comparison: the scoring call's
 #: cap over the seven texts (original and six probes) each completion becomes.
-MAX_COMPARE_CHARS = api.MAX_API_TOTAL_CHARS // 7
+MAX_COMPARE_CHARS = scoring.MAX_API_TOTAL_CHARS // 7
 #: Most stored samples one web re-score reads (the CLI reads up to engine's own cap).
 MAX_API_RESCORE_SAMPLES = 4_000
 CONCURRENCY = {"compare_specs": 1, "rescore_run": 1}
@@ -57,17 +57,17 @@ def compare_specs(
     parsed = []
     for i, spec in enumerate(specs):
         try:
-            parsed.append((f"spec {i + 1}", api.reward_spec(spec)))
+            parsed.append((f"spec {i + 1}", scoring.reward_spec(spec)))
         except ApiError as exc:  # "spec.<field>: ..." or "spec: ..." -> "specs[i]..."
             raise ApiError(f"specs[{i}]{str(exc).removeprefix('spec')}") from None
     n = len(completions) if isinstance(completions, list) else 0
-    api.check_texts("completions", completions, n)
+    scoring.check_texts("completions", completions, n)
     if not 2 <= n <= MAX_COMPARE_COMPLETIONS:
         raise ApiError(f"completions: 2 to {MAX_COMPARE_COMPLETIONS} per comparison, got {n}")
     total = sum(map(len, completions))
     for name, values in (("prompts", prompts), ("answers", answers)):
         if values is not None:
-            api.check_texts(name, values, n, allow_none=name == "answers")
+            scoring.check_texts(name, values, n, allow_none=name == "answers")
             total += sum(len(v) for v in values if v is not None)
     if total > MAX_COMPARE_CHARS:
         raise ApiError(
@@ -91,7 +91,7 @@ def compare_specs(
 
 def rescore(ctx: AppContext, run_id: str, spec: dict | str, *, viewer: Viewer) -> dict[str, Any]:
     """One of ``viewer``'s runs re-scored with ``spec`` (its newest steps, up to the cap)."""
-    reward = api.reward_spec(spec)
+    reward = scoring.reward_spec(spec)
     try:
         with call_deadline(INTERACTIVE_DEADLINE_S * 3):
             result = rescore_run(
@@ -105,7 +105,7 @@ def rescore(ctx: AppContext, run_id: str, spec: dict | str, *, viewer: Viewer) -
 def build_lab_api(ctx: AppContext) -> None:
     """Register ``/compare_specs`` and ``/rescore_run`` on the Blocks being built."""
 
-    @api.as_gradio_error
+    @as_gradio_error
     def compare_specs_endpoint(
         specs: list[str],
         completions: list[str],
@@ -118,7 +118,7 @@ def build_lab_api(ctx: AppContext) -> None:
         prompt id: totals, GRPO advantages, sign flips, rank correlations, probes."""
         return compare_specs(ctx, specs, completions, groups, prompts, answers, scale_rewards)
 
-    @api.as_gradio_error
+    @as_gradio_error
     def rescore_run_endpoint(
         run_id: str,
         spec: str,

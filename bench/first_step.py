@@ -1,0 +1,107 @@
+"""The first step of a run, cold and with the compile cache the runs before it left.
+
+Builds a random-init Qwen2 (``--model-shape large``: issue 22's 8.5B 7B-shape, ``small``: the
+0.5B shape, ``tiny``: a CPU smoke shape; bench/fsdp_check.py builds it in a child process), then
+trains the same GRPO config twice through ``python -m engine train`` in ONE data dir: LoRA r16,
+``--prompts`` x ``--generations`` completions x ``--tokens`` new tokens, the micro-batch the
+worker picks from the memory estimate, no evaluation or checkpoints. The first run compiles
+into ``<data dir>/compile_cache`` (engine/run/compile_cache.py), the second reads it.
+
+Per run: the first step's seconds (TRL's ``perf/step_time``), the median of the others, the
+slowest of the others over that median, the peak GiB, the run's wall time (model load included).
+Ends with one JSON line.
+
+    python bench/first_step.py                       # 8.5B shape on one GPU (~7 minutes)
+    python bench/first_step.py --model-shape small --steps 4
+    python bench/first_step.py --model-shape tiny --tokens 8 --prompts 2 --steps 2   # CPU smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fsdp_check import SHAPES, build, problem_words, read_back, train
+from gpu_throughput import write_problems
+from studio_run import collect
+
+from engine.config.run_config import RunConfig
+from engine.tracking import metric_names
+
+
+def run_config(args: argparse.Namespace, model_dir: Path, data: Path) -> RunConfig:
+    """GRPO with LoRA on the built model, one GPU, the micro-batch left to the estimate."""
+    return RunConfig.from_dict(
+        {
+            "name": f"first-step-{args.model_shape}",
+            "algorithm": "grpo",
+            "model": {"name_or_path": str(model_dir), "lora": {"r": args.lora, "alpha": 32}},
+            "data": {"source": "file", "path": str(data), "split": "all"},
+            "generation": {
+                "num_generations": args.generations,
+                "max_completion_length": args.tokens,
+            },
+            "training": {
+                "steps": args.steps,
+                "prompts_per_step": args.prompts,
+                "eval_samples": 0,
+                "save_steps": 0,
+                "logging_steps": 1,
+            },
+        }
+    )
+
+
+def step_figures(data_dir: Path) -> dict[str, Any]:
+    """The newest run's first step, the median of the rest and its slowest over that median."""
+    _, series = collect(data_dir)
+    times = [v for _, v, _ in series.get(metric_names.STEP_TIME, [])]
+    rest = times[1:]
+    median = statistics.median(rest) if rest else None
+    return {
+        "first_step_s": round(times[0], 1) if times else None,
+        "median_step_s": round(median, 2) if median else None,
+        "max_step_over_median": round(max(rest) / median, 2) if median else None,
+        "step_times_s": [round(t, 2) for t in times],
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model-shape", choices=sorted(SHAPES), default="large")
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--prompts", type=int, default=16)
+    parser.add_argument("--generations", type=int, default=8)
+    parser.add_argument("--tokens", type=int, default=256)
+    parser.add_argument("--lora", type=int, default=16)
+    parser.add_argument("--runs", type=int, default=2, help="runs in one data dir, one by one")
+    parser.add_argument("--run-timeout", type=float, default=400.0, help="seconds per run")
+    args = parser.parse_args(argv)
+    report: dict[str, Any] = {"model_shape": args.model_shape}
+    with tempfile.TemporaryDirectory(prefix="studio-first-step-") as tmp:
+        work = Path(tmp)
+        data = work / "problems.jsonl"
+        write_problems(data, 256)
+        report["parameters"] = build(work / "model", args.model_shape, problem_words(data))
+        config = run_config(args, work / "model", data)
+        for index in range(args.runs):
+            ran = train(config, work / "data", args.run_timeout)
+            figures = {"exit": ran["exit"], "wall_s": ran["wall_s"], **read_back(work / "data")}
+            if ran["exit"] == 0:
+                figures.update(step_figures(work / "data"))
+            else:
+                figures["log_tail"] = ran.get("log_tail", "")[-1500:]
+            report["cold" if index == 0 else f"warm_{index}"] = figures
+    print(json.dumps(report))
+    return report
+
+
+if __name__ == "__main__":
+    main()
