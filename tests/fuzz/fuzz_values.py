@@ -26,31 +26,31 @@ FUZZ_SETTINGS = settings(
     suppress_health_check=list(HealthCheck),
 )
 
-HOSTILE_TEXT = st.sampled_from(
-    [
-        "",
-        " ",
-        "\ud800",
-        "a\x00b",
-        '"""',
-        "\\",
-        "\n" * 3,
-        "[" * 2000,
-        "x" * 20_000,
-        "../../etc/passwd",
-        "/etc/passwd",
-        "~",
-        "${HOME}",
-        "{{7*7}}",
-        "\u202e",
-        "1e999",
-        "nan",
-        "-0",
-    ]
-)
+HOSTILE_TEXTS = [
+    "",
+    " ",
+    "\ud800",
+    "a\x00b",
+    '"""',
+    "\\",
+    "\n" * 3,
+    "[" * 2000,
+    "x" * 20_000,
+    "../../etc/passwd",
+    "/etc/passwd",
+    "~",
+    "${HOME}",
+    "{{7*7}}",
+    "\u202e",
+    "1e999",
+    "nan",
+    "-0",
+]
+HOSTILE_TEXT = st.sampled_from(HOSTILE_TEXTS)
 # Huge integers are built by a function: a literal one would break hypothesis's own reprs.
+SMALL_NUMBERS = [2**64, -1, 0, 1, float("nan"), float("inf"), -float("inf"), 1e308, 0.5]
 HOSTILE_NUMBERS = st.one_of(
-    st.sampled_from([2**64, -1, 0, 1, float("nan"), float("inf"), -float("inf"), 1e308, 0.5]),
+    st.sampled_from(SMALL_NUMBERS),
     st.sampled_from([4301, 10_000]).map(lambda digits: 10**digits),
     st.sampled_from([4301]).map(lambda digits: -(10**digits)),
 )
@@ -71,6 +71,14 @@ JSON_LIKE = st.recursive(
     ),
     max_leaves=6,  # one hostile leaf per case is the point; big trees only cost generation
 )
+
+
+def hostile_leaves() -> list[Any]:
+    """Every fixed hostile leaf the strategies draw from, for a grid that plants each at every
+    field: which cases a drawn run reaches depends on what hypothesis has imported (its draws
+    mix in the loaded modules' constants), a grid does not."""
+    huge = [10**4301, 10**10_000, -(10**4301)]
+    return [None, True, False, [], {}, *HOSTILE_TEXTS, *SMALL_NUMBERS, *huge]
 
 
 def paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
@@ -95,6 +103,11 @@ _EDITS = st.tuples(
     st.one_of(st.text(max_size=10), HOSTILE_TEXT),
     JSON_LIKE,
 )
+
+
+def planted(base: dict[str, Any], path: tuple, value: Any) -> Any:
+    """``base`` with the value at ``path`` replaced by ``value`` (``base`` untouched)."""
+    return _mutate(base, path, ("replace", "", value))
 
 
 def _mutate(base: dict[str, Any], path: tuple, edit: tuple[str, Any, Any]) -> Any:

@@ -7,7 +7,16 @@ from typing import Any
 
 import pytest
 from fuzz_runner import fuzz
-from fuzz_values import HOSTILE_TEXT, JSON_LIKE, as_text, check_message, mutated
+from fuzz_values import (
+    HOSTILE_TEXT,
+    JSON_LIKE,
+    as_text,
+    check_message,
+    hostile_leaves,
+    mutated,
+    paths,
+    planted,
+)
 from hypothesis import strategies as st
 
 from engine.config.fields import ConfigError
@@ -64,3 +73,19 @@ def test_fuzz_run_config_from_yaml(record_property):
 
 def test_fuzz_data_spec(record_property):
     fuzz(record_property, names_the_field(DataSpec.from_dict, DatasetError), mutated(BASE_DATA))
+
+
+@pytest.mark.parametrize(
+    ("parse", "error", "base"),
+    [
+        (RunConfig.from_dict, ConfigError, BASE_CONFIG),
+        (DataSpec.from_dict, DatasetError, BASE_DATA),
+    ],
+    ids=["run_config", "data_spec"],
+)
+def test_every_hostile_leaf_at_every_field_is_refused_by_name(parse, error, base):
+    """The sure part of the fuzzing: each fixed hostile value at each field of the document."""
+    check = names_the_field(parse, error)
+    for path in paths(base)[1:]:
+        for value in hostile_leaves():
+            check(planted(base, path, value))
