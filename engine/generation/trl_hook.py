@@ -59,7 +59,7 @@ class FastGenerationMixin:
         self._runner = make_runner(model, backend, self.max_completion_length)
         if self._runner is not None:
             self._runner.prompt_width = prompt_width
-            if getattr(self, "tools", None):
+            if getattr(self, "tools", None) and self._runner.fill_rows:
                 logger.info(
                     "Tool rollouts sample on the compiled runner: every turn on one graph of "
                     "the first turn's rows (later turns filled up), prompts up to %d tokens",
