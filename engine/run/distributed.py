@@ -76,6 +76,20 @@ def write_fsdp_config(run_dir: Path, num_processes: int, layer_cls: str | None) 
     return path
 
 
+def worker_args(config_path: Path, run_id: str, data_dir: Path) -> list[str]:
+    """The worker's own arguments (``-m engine run ...``), after python or ``accelerate launch``."""
+    return [
+        "-m",
+        "engine",
+        "run",
+        str(config_path),
+        "--run-id",
+        run_id,
+        "--data-dir",
+        str(data_dir),
+    ]
+
+
 def launch_args(num_processes: int, fsdp_config: Path | None = None) -> list[str]:
     """The ``accelerate launch`` options before the worker's own arguments."""
     if fsdp_config is not None:

@@ -33,7 +33,7 @@ from engine.run import layout as run_layout
 from engine.run import machines, memory_watch
 from engine.run.checkpoints import latest_checkpoint
 from engine.run.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
-from engine.run.distributed import launch_args, layer_class, write_fsdp_config
+from engine.run.distributed import launch_args, layer_class, worker_args, write_fsdp_config
 from engine.run.layout import CONFIG_FILE as CONFIG_FILE  # its import path before run_layout
 from storage import runs as run_store
 from storage.paths import db_path
@@ -65,16 +65,7 @@ def worker_command(
 ) -> list[str]:
     """The argv that runs one worker; several GPUs go through ``accelerate launch`` (with
     ``fsdp_config``, FSDP as that file sets it; else DDP)."""
-    args = [
-        "-m",
-        "engine",
-        "run",
-        str(config_path),
-        "--run-id",
-        run_id,
-        "--data-dir",
-        str(data_dir),
-    ]
+    args = worker_args(config_path, run_id, data_dir)
     if num_gpus > 1:
         return [
             sys.executable,

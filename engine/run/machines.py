@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from engine.run.distributed import fsdp_settings
+from engine.run.distributed import fsdp_settings, worker_args
 from engine.run.layout import CONFIG_FILE, MACHINES_CONFIG_FILE, machines_config_path
 from storage.records.logs import append_logs
 
@@ -100,14 +100,7 @@ def machine_command(
         str(config_file),
         "--machine_rank",
         str(machine_rank),
-        "-m",
-        "engine",
-        "run",
-        str(config_path),
-        "--run-id",
-        run_id,
-        "--data-dir",
-        str(data_dir),
+        *worker_args(config_path, run_id, data_dir),
     ]
 
 
