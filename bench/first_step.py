@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fsdp_check import SHAPES, build, problem_words, read_back, train
+from fsdp_check import SHAPES, build, built_model_grpo, problem_words, read_back, train
 from gpu_throughput import write_problems
 from studio_run import collect
 
@@ -38,25 +38,8 @@ from engine.tracking import metric_names
 
 def run_config(args: argparse.Namespace, model_dir: Path, data: Path) -> RunConfig:
     """GRPO with LoRA on the built model, one GPU, the micro-batch left to the estimate."""
-    return RunConfig.from_dict(
-        {
-            "name": f"first-step-{args.model_shape}",
-            "algorithm": "grpo",
-            "model": {"name_or_path": str(model_dir), "lora": {"r": args.lora, "alpha": 32}},
-            "data": {"source": "file", "path": str(data), "split": "all"},
-            "generation": {
-                "num_generations": args.generations,
-                "max_completion_length": args.tokens,
-            },
-            "training": {
-                "steps": args.steps,
-                "prompts_per_step": args.prompts,
-                "eval_samples": 0,
-                "save_steps": 0,
-                "logging_steps": 1,
-            },
-        }
-    )
+    lora = {"r": args.lora, "alpha": 32}
+    return built_model_grpo(f"first-step-{args.model_shape}", args, model_dir, data, lora)
 
 
 def step_figures(data_dir: Path) -> dict[str, Any]:

@@ -119,13 +119,22 @@ def problem_words(data: Path) -> list[str]:
     return sorted({w for row in rows for w in row["prompt"].split()})
 
 
-def run_config(args: argparse.Namespace, model_dir: Path, data: Path, strategy: str) -> RunConfig:
-    """GRPO on the built model, full fine-tune, ``args.gpus`` processes under ``strategy``."""
+def built_model_grpo(
+    name: str,
+    args: argparse.Namespace,
+    model_dir: Path,
+    data: Path,
+    lora: dict[str, Any] | None = None,
+    **training: Any,
+) -> RunConfig:
+    """GRPO on a built model over the problems file: ``args.steps`` steps of ``args.prompts``
+    prompts x ``args.generations`` completions x ``args.tokens`` new tokens, every step logged,
+    no evaluation or checkpoints; ``training`` adds to that section (the benches share it)."""
     return RunConfig.from_dict(
         {
-            "name": f"fsdp-check-{args.model_shape}-{strategy}",
+            "name": name,
             "algorithm": "grpo",
-            "model": {"name_or_path": str(model_dir), "lora": None},
+            "model": {"name_or_path": str(model_dir), "lora": lora},
             "data": {"source": "file", "path": str(data), "split": "all"},
             "generation": {
                 "num_generations": args.generations,
@@ -134,14 +143,25 @@ def run_config(args: argparse.Namespace, model_dir: Path, data: Path, strategy: 
             "training": {
                 "steps": args.steps,
                 "prompts_per_step": args.prompts,
-                "num_gpus": args.gpus,
-                "distributed": strategy,
                 "eval_samples": 0,
                 "save_steps": 0,
                 "logging_steps": 1,
-                "samples_per_log": SAMPLES_PER_LOG,
+                **training,
             },
         }
+    )
+
+
+def run_config(args: argparse.Namespace, model_dir: Path, data: Path, strategy: str) -> RunConfig:
+    """GRPO on the built model, full fine-tune, ``args.gpus`` processes under ``strategy``."""
+    return built_model_grpo(
+        f"fsdp-check-{args.model_shape}-{strategy}",
+        args,
+        model_dir,
+        data,
+        num_gpus=args.gpus,
+        distributed=strategy,
+        samples_per_log=SAMPLES_PER_LOG,
     )
 
 

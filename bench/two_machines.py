@@ -49,7 +49,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fsdp_check import SAMPLES_PER_LOG, build, problem_words, read_back  # noqa: E402
+from fsdp_check import (  # noqa: E402
+    SAMPLES_PER_LOG,
+    build,
+    built_model_grpo,
+    problem_words,
+    read_back,
+)
 from gpu_throughput import write_problems  # noqa: E402
 
 from engine.config.run_config import RunConfig  # noqa: E402
@@ -114,30 +120,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run_config(args: argparse.Namespace, model_dir: Path, data: Path) -> RunConfig:
     """GRPO on the built model, full fine-tune, one GPU on each of two machines."""
-    return RunConfig.from_dict(
-        {
-            "name": f"two-machines-{args.model_shape}-{args.distributed}",
-            "algorithm": "grpo",
-            "model": {"name_or_path": str(model_dir), "lora": None},
-            "data": {"source": "file", "path": str(data), "split": "all"},
-            "generation": {
-                "num_generations": args.generations,
-                "max_completion_length": args.tokens,
-            },
-            "training": {
-                "steps": args.steps,
-                "prompts_per_step": args.prompts,
-                "num_gpus": 1,
-                "num_machines": 2,
-                "main_address": args.address,
-                "main_port": args.port,
-                "distributed": args.distributed,
-                "eval_samples": 0,
-                "save_steps": 0,
-                "logging_steps": 1,
-                "samples_per_log": SAMPLES_PER_LOG,
-            },
-        }
+    return built_model_grpo(
+        f"two-machines-{args.model_shape}-{args.distributed}",
+        args,
+        model_dir,
+        data,
+        num_gpus=1,
+        num_machines=2,
+        main_address=args.address,
+        main_port=args.port,
+        distributed=args.distributed,
+        samples_per_log=SAMPLES_PER_LOG,
     )
 
 
