@@ -95,6 +95,14 @@ def main() -> None:
     removes: list[float] = []
     answers: list[float] = []  # click -> the server's check of it in the page
     settled: list[float] = []  # click -> the page idle again (every following event done)
+
+    def record(click: str, drawn_times: list[float], drawn, answered, idle) -> None:
+        drawn_times.append(drawn)
+        answers.append(answered)
+        settled.append(idle)
+        line = f"{click}: drawn {drawn:.3f} s, answered {answered:.3f} s, settled {idle:.2f} s"
+        print(line, flush=True)
+
     with (
         tempfile.TemporaryDirectory() as tmp,
         running_app(Path(tmp) / "data") as app,
@@ -115,12 +123,7 @@ def main() -> None:
                 lambda slot=slot: expect(slot).to_contain_text("● on", timeout=TIMEOUT_MS),
                 lambda n=n: expect(status).to_contain_text(metric(n), timeout=TIMEOUT_MS),
             )
-            adds.append(drawn)
-            answers.append(answered)
-            settled.append(idle)
-            line = f"add {n}: drawn {drawn:.3f} s, answered {answered:.3f} s"
-            line += f", settled {idle:.2f} s"
-            print(line, flush=True)
+            record(f"add {n}", adds, drawn, answered, idle)
         for n in range(args.sections, 0, -1):
             slot = page.locator(slot_id(n))
             button = "#remove-" + slot_id(n).removeprefix("#slot-")
@@ -130,12 +133,7 @@ def main() -> None:
                 lambda slot=slot: expect(slot).to_be_hidden(timeout=TIMEOUT_MS),
                 lambda n=n: expect(status).not_to_contain_text(metric(n), timeout=TIMEOUT_MS),
             )
-            removes.append(drawn)
-            answers.append(answered)
-            settled.append(idle)
-            line = f"remove {n}: drawn {drawn:.3f} s, answered {answered:.3f} s"
-            line += f", settled {idle:.2f} s"
-            print(line, flush=True)
+            record(f"remove {n}", removes, drawn, answered, idle)
         browser.close()
     clicks = adds + removes
     print(
