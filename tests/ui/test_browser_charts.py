@@ -42,6 +42,17 @@ def log_steps(data_dir, run_id: str, steps) -> None:
 CHART = "document.querySelector('#chart-reward .js-plotly-plot')"
 
 
+def start_drag(page: Page) -> tuple[dict[str, float], float]:
+    """Press the mouse at 30% of the reward chart's plot area, mid-height; its box and that y."""
+    drag = page.locator("#chart-reward .nsewdrag").first
+    drag.scroll_into_view_if_needed()
+    box = drag.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.3, y)
+    page.mouse.down()
+    return box, y
+
+
 def x_range(page: Page) -> list[float]:
     return page.evaluate(f"() => {CHART}._fullLayout.xaxis.range")
 
@@ -56,12 +67,7 @@ def test_zoom_and_hidden_series_survive_live_redraws_and_a_chart_downloads_csv(
     full = x_range(page)
 
     # A real drag over the middle of the plot area zooms the x axis in.
-    drag = page.locator("#chart-reward .nsewdrag").first
-    drag.scroll_into_view_if_needed()
-    box = drag.bounding_box()
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(box["x"] + box["width"] * 0.3, y)
-    page.mouse.down()
+    box, y = start_drag(page)
     page.mouse.move(box["x"] + box["width"] * 0.5, y + 5, steps=8)
     page.mouse.move(box["x"] + box["width"] * 0.6, y + 5, steps=8)
     page.mouse.up()

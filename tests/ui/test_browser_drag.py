@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import Page
 
 from tests.ui.test_browser import plot_has
-from tests.ui.test_browser_charts import CHART, log_steps, running_run, x_range
+from tests.ui.test_browser_charts import CHART, log_steps, running_run, start_drag, x_range
 
 pytestmark = pytest.mark.browser
 
@@ -20,12 +20,7 @@ def test_a_drag_zoom_held_across_a_live_redraw_lands_on_the_new_chart(page: Page
     full = x_range(page)
     page.evaluate(f"() => {{ window.firstChart = {CHART}; }}")
 
-    drag = page.locator("#chart-reward .nsewdrag").first
-    drag.scroll_into_view_if_needed()
-    box = drag.bounding_box()
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(box["x"] + box["width"] * 0.3, y)
-    page.mouse.down()
+    box, y = start_drag(page)
     page.mouse.move(box["x"] + box["width"] * 0.45, y + 5, steps=8)
     # A step arrives mid-drag: the page draws the chart again, on a new plot element.
     log_steps(live_app.data_dir, run_id, [11, 12])
