@@ -344,7 +344,8 @@ class GenerationRunner:
         if old is not None and old.cache.num_rows == len(prompts):
             # A narrower prompt bucket reuses the wider cache (and its compiled graph).
             width = max(width, old.cache.max_len - max_new_tokens)
-        spec = SamplingSpec(temperature, top_p, pad_id, tuple(eos_ids), max_new_tokens)
+        # The end ids as a set (sorted): callers that list them in another order share a graph.
+        spec = SamplingSpec(temperature, top_p, pad_id, tuple(sorted(set(eos_ids))), max_new_tokens)
         g = self._decode_graph(len(prompts), width + max_new_tokens, dtype, spec)
         if self.decoder.weights is not None:
             self.decoder.weights.refresh()  # the optimizer has changed the weights since

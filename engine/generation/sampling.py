@@ -222,21 +222,18 @@ def sample_on_captured_graph(
     rows, spec = kept
     if (spec.temperature, spec.top_p, spec.max_new_tokens) != (temperature, top_p, max_new_tokens):
         return None
+    jobs = [(i, 0) for i in range(len(prompts))]
     encoded = encode_prompts(tokenizer, prompts)
-    results: list[GeneratedSample] = []
-    for start in range(0, len(encoded), rows):
-        out = runner.generate(
-            encoded[start : start + rows],
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            eos_ids=list(spec.eos_ids),
-            pad_id=spec.pad_id,
-            seed=seed + start,
-        )
-        texts = tokenizer.batch_decode(out.completion_ids, skip_special_tokens=True)
-        for offset, (ids, text, logprobs, truncated) in enumerate(
-            zip(out.completion_ids, texts, out.logprobs, out.truncated, strict=True)
-        ):
-            results.append(GeneratedSample(start + offset, 0, text, ids, truncated, logprobs))
-    return results
+    return _sample_with_runner(
+        runner,
+        tokenizer,
+        encoded,
+        jobs,
+        temperature,
+        top_p,
+        max_new_tokens,
+        seed,
+        rows,
+        set(spec.eos_ids),
+        spec.pad_id,
+    )
