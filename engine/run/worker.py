@@ -218,7 +218,10 @@ def prepare(
     logger.info("Prompts reach the model as %s", prompt_format(tokenizer))
     card, prompt_tokens = local_card_bytes(), None
     if card is not None:  # on a GPU, an empty micro-batch is sized to the card and the prompts
-        prompt_tokens = longest_prompt(tokenizer, train_rows + eval_rows)
+        # Each set scanned on its own: the scan reads a bounded head of the rows it is given.
+        prompt_tokens = max(
+            longest_prompt(tokenizer, rows) for rows in (train_rows, eval_rows) if rows
+        )
         config = with_default_micro_batch(config, card, prompt_tokens)
     logger.info("%s", describe(config, card, prompt_tokens))
     if attempt is not None:
