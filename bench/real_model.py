@@ -117,7 +117,7 @@ def learning_curve(args: argparse.Namespace) -> dict:
         run, series = collect(data_dir)
         log_tail = (data_dir / "train.log").read_text(errors="replace")[-1500:]
     print(log_tail)
-    result = summarise(run, series)
+    result = summarise(run, series, EVAL_NAMES)
     evals = series.get(metric_names.EVAL_ACCURACY, [])
     start = evals[0][2] if evals else 0.0
     peaks = [v for _, v, _ in series.get(metric_names.PEAK_MEMORY, [])]

@@ -47,6 +47,7 @@ from engine.tracking.reward_watch import ConstantRewardWatch
 from engine.tracking.samples import sample_rows
 from engine.tracking.trackers import point_trackers_at
 from engine.trainers.callbacks import StudioCallback
+from engine.trainers.finite_updates import UpdateGuard
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.sqlite.db import Database
@@ -341,6 +342,7 @@ def _train_trl(
         before_checkpoint_publish=recorder.flush,  # a checkpoint's metrics are stored first
         record_metrics=recorder.metrics,
         prompt_width=run.prompt_width,
+        update_guard=UpdateGuard(recorder),
     )
     samples.trainer = trainer
     if run.evaluate is not None:  # held-out prompts sample on the rollouts' own graph

@@ -18,6 +18,8 @@ POLICY_CLIP_RATIO = "policy/clip_ratio/region_mean"  # share of tokens whose rat
 COMPLETION_MEAN_LENGTH = "completions/mean_length"
 COMPLETION_CLIPPED_RATIO = "completions/clipped_ratio"
 GRAD_NORM = "train/grad_norm"
+# Updates dropped because their gradients were NaN or infinite (engine/trainers/finite_updates.py).
+SKIPPED_UPDATES = "train/skipped_updates"
 LEARNING_RATE = "train/learning_rate"
 EPOCH = "train/epoch"
 STEP_TIME = "perf/step_time_s"

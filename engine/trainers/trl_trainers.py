@@ -21,6 +21,7 @@ from engine.tools.template import prepare_tool_tokenizer
 from engine.tracking.trackers import tracker_args
 from engine.trainers.capture import BatchCaptureMixin
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
+from engine.trainers.finite_updates import FiniteUpdatesCallback, UpdateGuard
 from engine.trainers.staged_checkpoints import StagedCheckpointMixin
 from engine.trainers.weight_schedule import WeightScheduleCallback
 from engine.trainers.world_model import WorldModelLossMixin
@@ -119,10 +120,12 @@ def build_trl_trainer(
     before_checkpoint_publish: Callable[[], None] | None = None,
     record_metrics: Callable[[int, dict[str, float]], None] | None = None,
     prompt_width: int = 0,
+    update_guard: UpdateGuard | None = None,
 ):
     """A ready GRPO/RLOO trainer whose reward functions come from ``config.reward``;
     ``before_checkpoint_publish`` runs before each checkpoint becomes visible;
     ``record_metrics(step, metrics)`` gets the scheduled reward weights of each step;
+    ``update_guard`` drops (and reports) an update whose gradients are not finite;
     ``prompt_width``: the longest prompt in tokens, which the sampler's first cache holds."""
     reward_funcs, _ = to_trl(config.reward)  # the weights: per step, from the spec's schedules
     trainer_cls = StudioGRPOTrainer if config.algorithm == "grpo" else StudioRLOOTrainer
@@ -139,6 +142,7 @@ def build_trl_trainer(
     if config.algorithm == "grpo":
         trainer.world_model_coeff = config.grpo.world_model_coeff
         trainer.world_loss_normalization = config.grpo.world_loss_normalization
+    trainer.add_callback(FiniteUpdatesCallback(update_guard or UpdateGuard()))
     if config.reward.has_schedules:
         record = record_metrics or (lambda step, metrics: None)
         trainer.add_callback(WeightScheduleCallback(config.reward, trainer.reward_weights, record))

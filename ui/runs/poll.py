@@ -167,6 +167,7 @@ def notes_markdown(notes: Sequence[RunNote]) -> list[str]:
 _NOTE_TITLES = {
     NoteKind.CONSTANT_COMPONENT: "Reward gives no signal",
     NoteKind.OUT_OF_MEMORY_RETRY: "Retried after running out of memory",
+    NoteKind.SKIPPED_UPDATE: "Update skipped: gradients not finite",
 }
 
 

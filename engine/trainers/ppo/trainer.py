@@ -71,6 +71,7 @@ from engine.tracking import metric_names
 from engine.tracking.recorder import RunRecorder
 from engine.trainers.callbacks import checkpoint_saved, checkpoint_started
 from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
+from engine.trainers.finite_updates import UpdateGuard
 from engine.trainers.ppo.checkpoint import (
     is_peft_model,
     read_checkpoint,
@@ -170,7 +171,7 @@ class PPOTrainer:
         self.rollouts = Rollouts(config, tokenizer, train_rows, self.parts, self.runner)
         if hasattr(evaluate, "runner"):  # the worker's held-out evaluation: on the rollouts' graph
             evaluate.runner = self.runner
-        self.updater = PolicyUpdate(config, self.parts, self.optimizer)
+        self.updater = PolicyUpdate(config, self.parts, self.optimizer, UpdateGuard(recorder))
         # Under DDP this loop ran 2.5x slower with compiled layers (two H100s: 4.47 s a step
         # against 1.79 s eager, bench/RESULTS.md), where TRL's GRPO gained: one process only.
         processes = self.accelerator.num_processes

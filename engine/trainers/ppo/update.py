@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import statistics
 from typing import Any
 
 import torch
 
 from engine.config.run_config import RunConfig
+from engine.trainers.finite_updates import UpdateGuard
 from engine.trainers.ppo.formulas import ppo_loss
 from engine.trainers.ppo.policy import PolicyParts
 from engine.trainers.ppo.rollout import (
@@ -29,12 +32,15 @@ logger = logging.getLogger(__name__)
 class PolicyUpdate:
     """The optimisation of each step: the policy and critic in ``parts`` by ``optimizer``."""
 
-    def __init__(self, config: RunConfig, parts: PolicyParts, optimizer: Any) -> None:
+    def __init__(
+        self, config: RunConfig, parts: PolicyParts, optimizer: Any, guard: UpdateGuard
+    ) -> None:
         self.config = config
         self.settings = config.ppo
         self.parts = parts
         self.accelerator = parts.accelerator
         self.optimizer = optimizer
+        self.guard = guard  # drops an update whose gradients are NaN or infinite
 
     def update(
         self,
@@ -100,8 +106,9 @@ class PolicyUpdate:
                     for key, value in stats.items():
                         mb_stats[key] = mb_stats.get(key, 0.0) + float(value * weight)
                 grad_norm = self.accelerator.clip_grad_norm_(model.parameters(), t.max_grad_norm)
-                grad_norms.append(float(grad_norm))
-                self.optimizer.step()
+                if self.guard.allow(model.parameters(), step):
+                    grad_norms.append(float(grad_norm))
+                    self.optimizer.step()
                 updates += 1
                 for key, value in mb_stats.items():
                     sums[key] = sums.get(key, 0.0) + value
@@ -115,6 +122,7 @@ class PolicyUpdate:
                 )
                 break
         means = {key: mean_across(value / updates) for key, value in sums.items()}
-        means["grad_norm"] = mean_across(sum(grad_norms) / len(grad_norms))
+        # NaN where every update of the step was skipped (not stored: metrics are finite)
+        means["grad_norm"] = mean_across(statistics.fmean(grad_norms) if grad_norms else math.nan)
         means["epochs"] = updates / s.num_minibatches
         return means
