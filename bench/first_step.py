@@ -14,6 +14,8 @@ Ends with one JSON line.
     python bench/first_step.py                       # 8.5B shape on one GPU (~7 minutes)
     python bench/first_step.py --model-shape small --steps 4
     python bench/first_step.py --model-shape tiny --tokens 8 --prompts 2 --steps 2   # CPU smoke
+    python bench/first_step.py --work-dir /tmp/fs --runs 1   # one call builds and runs cold,
+    python bench/first_step.py --work-dir /tmp/fs --runs 1   # the next (same machine) warm
 """
 
 from __future__ import annotations
@@ -66,22 +68,35 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--lora", type=int, default=16)
     parser.add_argument("--runs", type=int, default=2, help="runs in one data dir, one by one")
     parser.add_argument("--run-timeout", type=float, default=400.0, help="seconds per run")
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="keep the built model and the data dir here (a later call reuses both: its runs "
+        "are warm); default: a temporary folder",
+    )
     args = parser.parse_args(argv)
     report: dict[str, Any] = {"model_shape": args.model_shape}
     with tempfile.TemporaryDirectory(prefix="studio-first-step-") as tmp:
-        work = Path(tmp)
+        work = args.work_dir or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         data = work / "problems.jsonl"
-        write_problems(data, 256)
-        report["parameters"] = build(work / "model", args.model_shape, problem_words(data))
+        if not (work / "model").is_dir():  # the 8.5B shape takes minutes to build and save
+            write_problems(data, 256)
+            report["parameters"] = build(work / "model", args.model_shape, problem_words(data))
+            print(f"built: {report['parameters']} parameters", flush=True)
         config = run_config(args, work / "model", data)
-        for index in range(args.runs):
+        earlier = len(list((work / "data" / "runs").glob("*")))  # runs before this call's
+        for index in range(earlier, earlier + args.runs):
             ran = train(config, work / "data", args.run_timeout)
             figures = {"exit": ran["exit"], "wall_s": ran["wall_s"], **read_back(work / "data")}
             if ran["exit"] == 0:
                 figures.update(step_figures(work / "data"))
             else:
                 figures["log_tail"] = ran.get("log_tail", "")[-1500:]
-            report["cold" if index == 0 else f"warm_{index}"] = figures
+            name = "cold" if index == 0 else f"warm_{index}"
+            report[name] = figures
+            print(f"{name}: {json.dumps(figures)}", flush=True)  # a call cut later keeps these
     print(json.dumps(report))
     return report
 
