@@ -411,11 +411,12 @@ def test_charts_smooth_switch_axes_and_log_scale_like_the_trackers(page: Page, l
 
 
 def test_deleting_a_run_removes_it_from_the_list(page: Page, live_app):
-    run_id = record_run(live_app.data_dir, "to delete", steps=1)
-    page.goto(f"{live_app.url}?run={run_id}")
+    kept = record_run(live_app.data_dir, "to keep", steps=1)
+    deleted = record_run(live_app.data_dir, "to delete", steps=1)
+    page.goto(f"{live_app.url}?run={kept}")
     page.wait_for_selector("#main-tabs")
     open_tab(page, "Runs")
-    expect(page.locator("#runs-table")).to_contain_text(run_id)
+    expect(page.locator("#runs-table")).to_contain_text(kept)
     page.locator("button#run-delete").click()  # asks first
     expect(page.locator("#run-action-message")).to_contain_text("You can undo it")
     page.locator("button#run-delete-cancel").click()
@@ -423,16 +424,19 @@ def test_deleting_a_run_removes_it_from_the_list(page: Page, live_app):
     # Confirmed then undone inside the window: the run stays, with its data.
     page.locator("button#run-delete").click()
     page.locator("button#run-delete-confirm").click()
-    expect(page.locator("#run-action-message")).to_contain_text(f"Deleting {run_id} in")
+    expect(page.locator("#run-action-message")).to_contain_text(f"Deleting {kept} in")
     page.locator("button#run-delete-undo").click()
-    expect(page.locator("#run-action-message")).to_contain_text(f"Kept {run_id}")
-    time.sleep(12)  # past the undo window
-    expect(page.locator("#runs-table")).to_contain_text(run_id)
-    # Confirmed and left alone: gone when the window ends.
+    expect(page.locator("#run-action-message")).to_contain_text(f"Kept {kept}")
+    # Another run confirmed and left alone: gone when its window ends, by which time the undone
+    # delete's window has passed too.
+    page.goto(f"{live_app.url}?run={deleted}")
+    page.wait_for_selector("#main-tabs")
+    open_tab(page, "Runs")
     page.locator("button#run-delete").click()
     page.locator("button#run-delete-confirm").click()
-    expect(page.locator("#runs-table")).not_to_contain_text(run_id, timeout=40_000)
+    expect(page.locator("#runs-table")).not_to_contain_text(deleted, timeout=40_000)
     expect(page.locator("#run-status")).to_contain_text("No run selected")
+    expect(page.locator("#runs-table")).to_contain_text(kept)
 
 
 def test_compare_overlays_runs_and_diffs_their_configs(page: Page, live_app):
