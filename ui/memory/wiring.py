@@ -187,16 +187,23 @@ def save_tab_js(label: str) -> str:
 
 def tab_head() -> str:
     """``<head>`` HTML: the tab open at the last visit, read before the page mounts (the
-    page's first tab fires its select event as it mounts, which saves itself over it)."""
-    return f"<script>window.studioLastTab = localStorage.getItem({TAB_KEY!r});</script>"
+    page's first tab fires its select event as it mounts, which saves itself over it), and
+    whether the user has clicked a tab since (a trusted click: the restore's own is not)."""
+    return (
+        f"<script>window.studioLastTab = localStorage.getItem({TAB_KEY!r});"
+        " document.addEventListener('click', (e) => { if (e.isTrusted"
+        " && e.target.closest?.('#main-tabs [role=tab]')) window.studioTabChosen = true; },"
+        " true);</script>"
+    )
 
 
 def restore_tab_script(labels: Sequence[str]) -> str:
     """JS statements for the page's load: click the tab open at the last visit (one of
-    ``labels``)."""
+    ``labels``), unless the user has picked a tab while the page loaded (on a busy server the
+    load's answer can come seconds later, and must not take them back)."""
     return (
         "const label = window.studioLastTab;"
-        f" if ({list(labels)!r}.includes(label))"
+        f" if (!window.studioTabChosen && {list(labels)!r}.includes(label))"
         " [...document.querySelectorAll('#main-tabs [role=tab]')]"
         ".find((b) => b.textContent.trim() === label)?.click();"
     )
