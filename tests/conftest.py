@@ -16,17 +16,9 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # One thread per test process and per run it starts: pytest-xdist runs two workers on this
-# 2-core machine, and torch's default (a thread per core in every process) oversubscribed the
-# cores, where OpenMP's waiting threads spin: the suite stalled.
+# 2-core machine (pyproject's addopts), and torch's default (a thread per core in every
+# process) oversubscribed the cores, where OpenMP's waiting threads spin: the suite stalled.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-
-
-def pytest_collection_modifyitems(config, items):
-    """The browser tests share one app and one chromium (session fixtures): one xdist worker
-    runs them all (``--dist loadgroup``), the other the rest meanwhile."""
-    for item in items:
-        if "live_app" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("browser"))
 
 
 @pytest.fixture

@@ -69,7 +69,8 @@ def test_a_reload_draws_the_last_preview_again_while_its_cache_is_kept(page: Pag
     page.locator("#preview-generate").click()
     expect(rows(page, "preview-table")).to_have_count(2, timeout=240_000)
     completions = column(page, "preview-table", 3)
-    page.wait_for_timeout(2000)  # the browser writes the preview's token after the event
+    # The browser writes the preview's token after the event (seconds later on a busy machine).
+    page.wait_for_function("() => localStorage.getItem('reward-studio-preview') !== null")
 
     page.reload()
     page.wait_for_selector("#main-tabs")
