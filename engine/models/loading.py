@@ -273,14 +273,46 @@ def apply_lora(model: Any, lora: LoraSpec) -> Any:
 
     if getattr(model, "is_loaded_in_4bit", False):
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    layers = adapted_layers(model, lora.last_layers)
+    targets = lora.target_modules
+    if layers is not None and targets == "all-linear":  # peft takes layers with names only
+        targets = layer_linear_names(model)
+        if not targets:
+            raise ModelLoadError(
+                "lora.last_layers: no linear modules found under the model's `layers`; "
+                "name them in lora.target_modules"
+            )
     config = LoraConfig(
         r=lora.r,
         lora_alpha=lora.alpha,
         lora_dropout=lora.dropout,
-        target_modules=lora.target_modules,
+        target_modules=targets,
+        layers_to_transform=layers,
         task_type="CAUSAL_LM",
     )
     return get_peft_model(model, config)
+
+
+def adapted_layers(model: Any, last_layers: int) -> list[int] | None:
+    """The indices of the last ``last_layers`` decoder layers (None: all of them)."""
+    total = getattr(model.config, "num_hidden_layers", None)
+    if not last_layers or total is None or last_layers >= total:
+        return None
+    return list(range(total - last_layers, total))
+
+
+def layer_linear_names(model: Any) -> list[str]:
+    """The names of the linear modules inside the decoder layers ("all-linear" spelt out)."""
+    import torch
+    from transformers.pytorch_utils import Conv1D
+
+    return sorted(
+        {
+            name.rsplit(".", 1)[-1]
+            for name, module in model.named_modules()
+            if ".layers." in name and isinstance(module, (torch.nn.Linear, Conv1D))
+        }
+    )
 
 
 def save_plain_weights(model: Any, tokenizer: Any, out_dir: str | Path) -> Path:

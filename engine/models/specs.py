@@ -58,7 +58,16 @@ class LoraSpec:
     alpha: int = knob(
         32, help="Scaling numerator: the adapter's update is scaled by alpha / r.", lo=1, hi=65536
     )
-    dropout: float = knob(0.05, help="Dropout on the adapter's input.", lo=0, hi=1, hi_open=True)
+    # No dropout by default: the sampler runs the model without it, so dropout only adds noise
+    # to the update and a copy of each adapted layer's input to its memory.
+    dropout: float = knob(0.0, help="Dropout on the adapter's input.", lo=0, hi=1, hi_open=True)
+    last_layers: int = knob(
+        0,
+        help="Adapt only the last N decoder layers (0: all). The backward pass stops at the "
+        "lowest adapted layer, so fewer layers make each update cheaper.",
+        lo=0,
+        hi=1024,
+    )
     target_modules: list[str] | str = "all-linear"
 
     def __post_init__(self) -> None:

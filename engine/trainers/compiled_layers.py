@@ -49,7 +49,7 @@ def compile_decoder_layers(model: Any, backend: str = "inductor") -> int:
     return len(layers)
 
 
-# Set to 0 to train eagerly (to compare, or to rule the compiler out).
+# 0 trains eagerly (to compare, or to rule the compiler out); ddp compiles under DDP as well.
 COMPILE_ENV = "STUDIO_COMPILE_LAYERS"
 
 
@@ -58,7 +58,8 @@ def compiles_on(
 ) -> bool:
     """Compile on CUDA for an unsharded model (FSDP wraps the layers after we would compile),
     under DDP (``processes > 1``) only where the trainer gains from it (``under_ddp``), unless
-    ``STUDIO_COMPILE_LAYERS=0``."""
-    if processes > 1 and not under_ddp:
+    ``STUDIO_COMPILE_LAYERS`` says otherwise (``0``: never, ``ddp``: under DDP too)."""
+    mode = os.environ.get(COMPILE_ENV, "1")
+    if processes > 1 and not under_ddp and mode != "ddp":
         return False
-    return device.type == "cuda" and not sharded and os.environ.get(COMPILE_ENV, "1") != "0"
+    return device.type == "cuda" and not sharded and mode != "0"

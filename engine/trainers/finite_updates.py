@@ -10,6 +10,11 @@ the update is dropped (every gradient set to None, so the optimizer leaves each 
 moments as they were), the run logs it and counts it (``train/skipped_updates``), and a run
 whose gradients stay non-finite for :data:`MAX_IN_A_ROW` updates ends with an error that says
 what to change instead of training on nothing.
+
+The skip's message names where the gradients went bad: the backward pass runs from the loss
+down, and a NaN or infinity spreads from where it arose to everything below it, so of the
+tensors that are not finite the one nearest the loss (last in the model's parameter order) marks
+where it began; when every tensor is not finite the loss itself was.
 """
 
 from __future__ import annotations
@@ -54,6 +59,27 @@ def gradients_finite(parameters: Iterable[torch.nn.Parameter]) -> bool:
     return bool(finite)
 
 
+def non_finite_gradients(named: list[tuple[str, torch.nn.Parameter]]) -> list[str]:
+    """The names of the parameters whose gradient (this process's part) is not finite."""
+    bad = []
+    for name, p in named:
+        grad = p.grad.to_local() if hasattr(p.grad, "to_local") else p.grad
+        if grad is not None and not bool(torch.isfinite(grad).all()):
+            bad.append(name)
+    return bad
+
+
+def where_non_finite(named: list[tuple[str, torch.nn.Parameter]]) -> str:
+    """Where the non-finite gradients are, in words, for the skip's message."""
+    with_grad = sum(p.grad is not None for _, p in named)
+    bad = non_finite_gradients(named)
+    if not bad:
+        return "on another process"
+    if len(bad) == with_grad:
+        return f"in all {with_grad} gradient tensors (the loss was not finite)"
+    return f"in {len(bad)} of {with_grad} gradient tensors, nearest the loss: {bad[-1]}"
+
+
 def _inject_fault(parameters: list[torch.nn.Parameter], step: int) -> None:
     """Make the gradients NaN at the steps ``STUDIO_INJECT_NAN_GRADIENTS`` lists (a test's hook:
     an overflow cannot be provoked on demand in a tiny model)."""
@@ -73,20 +99,22 @@ class UpdateGuard:
         self.skipped = 0
         self.in_a_row = 0
 
-    def allow(self, parameters: Iterable[torch.nn.Parameter], step: int) -> bool:
+    def allow(self, model: torch.nn.Module, step: int) -> bool:
         """True: apply the update. False: its gradients were NaN or infinite and are dropped."""
-        parameters = list(parameters)
+        named = list(model.named_parameters())
+        parameters = [p for _, p in named]
         _inject_fault(parameters, step)
         if gradients_finite(parameters):
             self.in_a_row = 0
             return True
+        where = where_non_finite(named)
         for p in parameters:
             p.grad = None
         self.skipped += 1
         self.in_a_row += 1
         message = (
-            f"Step {step}: the gradients were NaN or infinite; the update was skipped "
-            f"({self.skipped} skipped in this run)"
+            f"Step {step}: the gradients were NaN or infinite ({where}); the update was "
+            f"skipped ({self.skipped} skipped in this run)"
         )
         logger.warning(message)
         if self.recorder is not None:
@@ -111,4 +139,4 @@ class FiniteUpdatesCallback(TrainerCallback):
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
         # The step being trained: global_step counts the ones done.
-        self.guard.allow(kwargs["model"].parameters(), state.global_step + 1)
+        self.guard.allow(kwargs["model"], state.global_step + 1)

@@ -13,7 +13,7 @@ from engine.config.run_config import RunConfig
 from engine.run.layout import final_model_dir, run_dir
 from engine.tracking import metric_names
 from engine.trainers import finite_updates
-from engine.trainers.finite_updates import UpdateGuard
+from engine.trainers.finite_updates import UpdateGuard, where_non_finite
 from storage.paths import db_path
 from storage.records.metrics import metric_series
 from storage.records.notes import notes_of_run
@@ -55,7 +55,7 @@ def test_a_nan_update_is_skipped_noted_and_the_run_trains_on(data_dir, monkeypat
         notes = notes_of_run(db, run_id)
         skipped = metric_series(db, [run_id], metric_names.SKIPPED_UPDATES)[run_id]
     assert [(n.kind, n.step) for n in notes] == [(NoteKind.SKIPPED_UPDATE, 2)]
-    assert notes[0].message.startswith("Step 2: the gradients were NaN or infinite")
+    assert notes[0].message.startswith("Step 2: the gradients were NaN or infinite (in all ")
     assert (skipped.steps, skipped.values) == ([2], [1.0])
 
 
@@ -71,10 +71,27 @@ def test_five_nan_updates_in_a_row_end_the_run_with_what_to_change(data_dir, mon
 
 
 def test_finite_gradients_pass_and_reset_the_count():
-    weight = torch.nn.Parameter(torch.ones(3))
+    layer = torch.nn.Linear(3, 1)
     guard = UpdateGuard()
-    weight.grad = torch.tensor([1.0, float("inf"), 0.0])
-    assert not guard.allow([weight], 1) and weight.grad is None
-    weight.grad = torch.tensor([1.0, 2.0, 3.0])
-    assert guard.allow([weight], 2) and weight.grad is not None
+    layer.weight.grad = torch.tensor([[1.0, float("inf"), 0.0]])
+    layer.bias.grad = torch.zeros(1)
+    assert not guard.allow(layer, 1) and layer.weight.grad is None
+    layer.weight.grad, layer.bias.grad = torch.ones(1, 3), torch.zeros(1)
+    assert guard.allow(layer, 2) and layer.weight.grad is not None
     assert (guard.skipped, guard.in_a_row) == (1, 0)
+
+
+def test_the_skip_names_the_bad_gradient_nearest_the_loss():
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2), torch.nn.Linear(2, 1))
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    model[0].weight.grad.fill_(float("nan"))  # spread down from layer 1
+    model[1].weight.grad[0, 0] = float("inf")
+    assert where_non_finite(list(model.named_parameters())) == (
+        "in 2 of 6 gradient tensors, nearest the loss: 1.weight"
+    )
+    for p in model.parameters():
+        p.grad.fill_(float("nan"))
+    assert "all 6 gradient tensors (the loss was not finite)" in where_non_finite(
+        list(model.named_parameters())
+    )

@@ -99,6 +99,20 @@ def test_lora_trains_only_adapters_and_saves_merged(tmp_path):
     assert not any("lora" in n for n, _ in reloaded.named_parameters())
 
 
+def test_lora_on_the_last_layers_leaves_the_backward_above_them():
+    spec = ModelSpec("default", lora=LoraSpec(r=4, alpha=8, last_layers=1))
+    model, _ = load_model_and_tokenizer(spec, device="cpu")
+    layers = model.config.num_hidden_layers
+    adapted = {
+        n.split(".layers.")[1].split(".")[0] for n, p in model.named_parameters() if p.requires_grad
+    }
+    assert adapted == {str(layers - 1)}
+    ids = torch.tensor([[1, 2, 3, 4]])
+    model(input_ids=ids).logits.sum().backward()
+    grads = [n for n, p in model.named_parameters() if p.grad is not None]
+    assert grads and all(f".layers.{layers - 1}." in n for n in grads)
+
+
 def test_available_models_lists_default_and_english():
     choices = {c.key: c for c in available_models()}
     assert choices["default"].available and choices["default"].spec == ModelSpec()

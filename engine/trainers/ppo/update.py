@@ -106,7 +106,7 @@ class PolicyUpdate:
                     for key, value in stats.items():
                         mb_stats[key] = mb_stats.get(key, 0.0) + float(value * weight)
                 grad_norm = self.accelerator.clip_grad_norm_(model.parameters(), t.max_grad_norm)
-                if self.guard.allow(model.parameters(), step):
+                if self.guard.allow(model, step):
                     grad_norms.append(float(grad_norm))
                     self.optimizer.step()
                 updates += 1
