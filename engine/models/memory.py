@@ -227,12 +227,7 @@ def layers_compile(config: RunConfig, on_gpu: bool) -> bool:
     if not on_gpu:
         return False
     t = config.training
-    return compiles_on(
-        torch.device("cuda"),
-        t.distributed == "fsdp" and t.processes > 1,
-        t.processes,
-        under_ddp=config.algorithm != "ppo",
-    )
+    return compiles_on(torch.device("cuda"), t.distributed == "fsdp" and t.processes > 1)
 
 
 def activation_bytes_per_token_layer(shape: ModelShape, act: int, compiled: bool) -> int:

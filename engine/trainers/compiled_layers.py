@@ -49,17 +49,18 @@ def compile_decoder_layers(model: Any, backend: str = "inductor") -> int:
     return len(layers)
 
 
-# 0 trains eagerly (to compare, or to rule the compiler out); ddp compiles under DDP as well.
+# Prompt and completion widths of a run with compiled layers are padded to a multiple of this:
+# inductor specialises the layers on the first step's sequence length being a multiple of 8
+# (guard `(size[1] % 8) == 0`, seen with TORCH_LOGS=recompiles), and the first step whose length
+# was not compiled them again (37 s of SmolLM2's step 19 on an H100, 39x the median; under DDP
+# each process met its first such length at another step and waited for the other's compile).
+COMPILED_LENGTH_MULTIPLE = 8
+
+# Set to 0 to train eagerly (to compare, or to rule the compiler out).
 COMPILE_ENV = "STUDIO_COMPILE_LAYERS"
 
 
-def compiles_on(
-    device: torch.device, sharded: bool, processes: int = 1, under_ddp: bool = True
-) -> bool:
+def compiles_on(device: torch.device, sharded: bool) -> bool:
     """Compile on CUDA for an unsharded model (FSDP wraps the layers after we would compile),
-    under DDP (``processes > 1``) only where the trainer gains from it (``under_ddp``), unless
-    ``STUDIO_COMPILE_LAYERS`` says otherwise (``0``: never, ``ddp``: under DDP too)."""
-    mode = os.environ.get(COMPILE_ENV, "1")
-    if processes > 1 and not under_ddp and mode != "ddp":
-        return False
-    return device.type == "cuda" and not sharded and mode != "0"
+    unless ``STUDIO_COMPILE_LAYERS=0``."""
+    return device.type == "cuda" and not sharded and os.environ.get(COMPILE_ENV, "1") != "0"

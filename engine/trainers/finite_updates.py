@@ -14,7 +14,8 @@ what to change instead of training on nothing.
 The skip's message names where the gradients went bad: the backward pass runs from the loss
 down, and a NaN or infinity spreads from where it arose to everything below it, so of the
 tensors that are not finite the one nearest the loss (last in the model's parameter order) marks
-where it began; when every tensor is not finite the loss itself was.
+where it began; when every tensor is not finite it began at the loss or above the last trained
+layer (a frozen LM head, the final norm).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def where_non_finite(named: list[tuple[str, torch.nn.Parameter]]) -> str:
     if not bad:
         return "on another process"
     if len(bad) == with_grad:
-        return f"in all {with_grad} gradient tensors (the loss was not finite)"
+        return f"in all {with_grad} gradient tensors: from the loss or above the last trained layer"
     return f"in {len(bad)} of {with_grad} gradient tensors, nearest the loss: {bad[-1]}"
 
 

@@ -20,7 +20,11 @@ from engine.tools.factory import toolbox_for
 from engine.tools.template import prepare_tool_tokenizer
 from engine.tracking.trackers import tracker_args
 from engine.trainers.capture import BatchCaptureMixin
-from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
+from engine.trainers.compiled_layers import (
+    COMPILED_LENGTH_MULTIPLE,
+    compile_decoder_layers,
+    compiles_on,
+)
 from engine.trainers.finite_updates import FiniteUpdatesCallback, UpdateGuard
 from engine.trainers.staged_checkpoints import StagedCheckpointMixin
 from engine.trainers.weight_schedule import WeightScheduleCallback
@@ -104,10 +108,6 @@ def build_trl_args(config: RunConfig, output_dir: str, *, show_progress: bool = 
     raise ValueError(f"algorithm {config.algorithm!r} is not trained through TRL")
 
 
-# Prompt and completion widths of a run with compiled layers are padded to a multiple of this.
-COMPILED_LENGTH_MULTIPLE = 8
-
-
 def build_trl_trainer(
     config: RunConfig,
     model,
@@ -149,11 +149,7 @@ def build_trl_trainer(
     sharded = trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled
     if compiles_on(trainer.accelerator.device, sharded):
         compile_decoder_layers(trainer.accelerator.unwrap_model(trainer.model))
-        # Inductor specialises the layers on the first step's sequence length being a multiple
-        # of 8 (guard `(size[1] % 8) == 0`, seen with TORCH_LOGS=recompiles): the first step
-        # whose length was not compiled them again, 37 s of SmolLM2's step 19 on an H100 (39x
-        # the median). Padded to multiples of 8 (masked tokens), every step fits that graph.
-        trainer.pad_to_multiple_of = COMPILED_LENGTH_MULTIPLE
+        trainer.pad_to_multiple_of = COMPILED_LENGTH_MULTIPLE  # masked tokens: one graph
     if config.tools.enabled and prompt_width:
         # A later turn's prompt is the first one, the turns so far and the tool results: TRL
         # keeps all of that within max_completion_length of the prompt.

@@ -51,9 +51,6 @@ def test_only_decoder_models_on_an_unsharded_gpu_compile(monkeypatch):
     assert not compiles_on(torch.device("cpu"), sharded=False)
     assert not compiles_on(torch.device("cuda"), sharded=True)
     assert compiles_on(torch.device("cuda"), sharded=False)
-    assert compiles_on(torch.device("cuda"), sharded=False, processes=2)
-    assert not compiles_on(torch.device("cuda"), sharded=False, processes=2, under_ddp=False)
-    assert compiles_on(torch.device("cuda"), sharded=False, processes=1, under_ddp=False)
     monkeypatch.setenv(COMPILE_ENV, "0")
     assert not compiles_on(torch.device("cuda"), sharded=False)
     assert decoder_layers(torch.nn.Linear(2, 2)) == []

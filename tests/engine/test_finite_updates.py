@@ -92,6 +92,6 @@ def test_the_skip_names_the_bad_gradient_nearest_the_loss():
     )
     for p in model.parameters():
         p.grad.fill_(float("nan"))
-    assert "all 6 gradient tensors (the loss was not finite)" in where_non_finite(
+    assert "all 6 gradient tensors: from the loss" in where_non_finite(
         list(model.named_parameters())
     )

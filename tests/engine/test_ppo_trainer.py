@@ -125,6 +125,15 @@ def test_rollout_tensors_left_pad_prompts_and_right_pad_completions():
     assert response_mask.tolist() == [[1, 0, 0], [1, 1, 1]]
 
 
+def test_rollout_widths_round_up_to_the_compiled_multiple():
+    input_ids, attention_mask, response_mask = rollout_tensors(
+        [[5, 6, 7], [8]], [[1], [2, 3, 4]], pad_id=0, multiple=4
+    )
+    assert input_ids.tolist() == [[0, 5, 6, 7, 1, 0, 0, 0], [0, 0, 0, 8, 2, 3, 4, 0]]
+    assert attention_mask.tolist() == [[0, 1, 1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1, 1, 0]]
+    assert response_mask.tolist() == [[1, 0, 0, 0], [1, 1, 1, 0]]
+
+
 def test_ppo_settings_errors_name_their_field():
     with pytest.raises(ConfigError) as info:
         RunConfig.from_dict({"ppo": {"lam": 1.5}})

@@ -68,16 +68,17 @@ def prompt_indices(num_rows: int, step: int, per_step: int, seed: int) -> list[i
 
 
 def rollout_tensors(
-    prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: int
+    prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: int, multiple: int = 1
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Prompts left-padded to width P, completions right-padded to width T, side by side.
+    """Prompts left-padded to width P, completions right-padded to width T, side by side; P and
+    T rounded up to a multiple of ``multiple`` (compiled layers keep one graph that way).
 
     Returns:
         ``(input_ids, attention_mask, response_mask)``: (B, P + T), (B, P + T) and (B, T).
         The completion of row i is ``input_ids[i, P:]`` where ``response_mask[i]`` is 1.
     """
-    P = max(len(p) for p in prompt_ids)
-    T = max(1, max(len(c) for c in completion_ids))
+    P = -(-max(len(p) for p in prompt_ids) // multiple) * multiple
+    T = -(-max(1, max(len(c) for c in completion_ids)) // multiple) * multiple
     B = len(prompt_ids)
     input_ids = torch.full((B, P + T), pad_id, dtype=torch.long)
     attention_mask = torch.zeros((B, P + T), dtype=torch.long)
@@ -171,6 +172,7 @@ class Rollouts:
         if self.pad_id is None:
             self.pad_id = tokenizer.eos_token_id
         self.reward_moments = RunningMoments()  # reward normalisation "running"; checkpointed
+        self.length_multiple = 1  # the widths' multiple: COMPILED_LENGTH_MULTIPLE when compiled
 
     def _inference_size(self, rollout: Rollout) -> int:
         """Rows per no-grad forward: the micro-batch, fewer when their logits would pass
@@ -220,7 +222,7 @@ class Rollouts:
         prompt_ids = [encoded[id(row)] for row in jobs]
         completion_ids = [s.token_ids for s in samples]
         input_ids, attention_mask, response_mask = rollout_tensors(
-            prompt_ids, completion_ids, self.pad_id
+            prompt_ids, completion_ids, self.pad_id, self.length_multiple
         )
         device = self.accelerator.device
         sampler_logprobs = None

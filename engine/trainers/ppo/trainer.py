@@ -70,7 +70,11 @@ from engine.run.stop_request import StopRequest
 from engine.tracking import metric_names
 from engine.tracking.recorder import RunRecorder
 from engine.trainers.callbacks import checkpoint_saved, checkpoint_started
-from engine.trainers.compiled_layers import compile_decoder_layers, compiles_on
+from engine.trainers.compiled_layers import (
+    COMPILED_LENGTH_MULTIPLE,
+    compile_decoder_layers,
+    compiles_on,
+)
 from engine.trainers.finite_updates import UpdateGuard
 from engine.trainers.ppo.checkpoint import (
     is_peft_model,
@@ -172,13 +176,11 @@ class PPOTrainer:
         if hasattr(evaluate, "runner"):  # the worker's held-out evaluation: on the rollouts' graph
             evaluate.runner = self.runner
         self.updater = PolicyUpdate(config, self.parts, self.optimizer, UpdateGuard(recorder))
-        # Under DDP this loop ran 2.5x slower with compiled layers (two H100s: 4.47 s a step
-        # against 1.79 s eager, bench/RESULTS.md), where TRL's GRPO gained: one process only.
-        processes = self.accelerator.num_processes
-        if compiles_on(self.accelerator.device, fsdp, processes, under_ddp=False):
+        if compiles_on(self.accelerator.device, fsdp):
             for policy in (self.policy, ref_policy):
                 if policy is not None:
                     compile_decoder_layers(policy)
+            self.rollouts.length_multiple = COMPILED_LENGTH_MULTIPLE
 
     @property
     def policy(self) -> Any:
