@@ -85,7 +85,8 @@ class TrainingSettings:
         1,
         help=(
             "GPUs of each machine, one training process each (more than one process in all "
-            "starts `accelerate launch`)."
+            "starts `accelerate launch`). They share the step's prompts: raise "
+            "prompts_per_step with them to keep each GPU as busy as one."
         ),
         lo=1,
         hi=64,

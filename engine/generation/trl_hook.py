@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from engine.generation import make_runner
 from engine.generation.runner import Generation, GenerationRunner
 from engine.tracking import metric_names
+
+if TYPE_CHECKING:
+    from engine.trainers.finite_updates import UpdateGuard
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +42,7 @@ class FastGenerationMixin:
     _runner: GenerationRunner | None = None
     _sampled: Generation | None = None
     _loss_inputs: dict[str, Any] | None = None
+    update_guard: UpdateGuard | None = None  # set by the trainer's builder
     # GRPOTrainer's hook returns (completion_ids, logprobs); RLOOTrainer's returns the ids only.
     _hook_returns_logprobs = True
 
@@ -100,6 +104,13 @@ class FastGenerationMixin:
         self._metrics[mode][metric_names.GENERATION_TIME].append(time.perf_counter() - started)
         return result
 
+    def _calculate_rewards(self, *args, **kwargs):
+        started = time.perf_counter()  # a slow step's time may be a slow reward (math parsing)
+        rewards = super()._calculate_rewards(*args, **kwargs)
+        mode = "train" if self.model.training else "eval"
+        self._metrics[mode][metric_names.REWARD_TIME].append(time.perf_counter() - started)
+        return rewards
+
     def _generate_and_score_completions(self, inputs):
         self._sampled = None
         output = super()._generate_and_score_completions(inputs)
@@ -116,6 +127,8 @@ class FastGenerationMixin:
             loss = super()._compute_loss(model, inputs)
         finally:
             self._loss_inputs = None
+        if self.update_guard is not None:  # says, if the update is skipped, whether this was why
+            self.update_guard.losses.add(loss)
         if torch.cuda.is_available():
             peak = torch.cuda.max_memory_allocated() / 2**30
             self._metrics["train"][metric_names.PEAK_MEMORY].append(peak)

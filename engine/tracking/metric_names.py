@@ -26,6 +26,7 @@ STEP_TIME = "perf/step_time_s"
 TOKENS_PER_S = "perf/tokens_per_s"
 NUM_TOKENS = "perf/num_tokens"
 GENERATION_TIME = "perf/generation_s"  # seconds of the step spent sampling completions
+REWARD_TIME = "perf/reward_s"  # seconds of the step spent scoring them (the reward functions)
 PEAK_MEMORY = "perf/peak_memory_gib"  # the most GPU memory torch held so far in the run
 # Mean |log p_sampler - log p_trainer| over sampled tokens, nats/token: a drifting sampler shows.
 GEN_LOGPROB_GAP = "gen/logprob_gap"

@@ -91,12 +91,35 @@ def _inject_fault(parameters: list[torch.nn.Parameter], step: int) -> None:
                 p.grad.fill_(float("nan"))
 
 
+class LossWatch:
+    """Whether every micro-batch loss of the update being accumulated was finite, kept on the
+    device and read only when an update is skipped (no host sync per micro-batch)."""
+
+    def __init__(self) -> None:
+        self.bad: torch.Tensor | None = None
+
+    def add(self, loss: torch.Tensor) -> None:
+        bad = ~torch.isfinite(loss.detach())
+        self.bad = bad if self.bad is None else self.bad | bad
+
+    def read(self) -> str:
+        """The losses in words, for the skip's message; starts the next update's watch."""
+        bad, self.bad = self.bad, None
+        if bad is None:
+            return ""
+        if bool(bad.any()):
+            return "; the loss was not finite"
+        return "; the loss was finite, so the backward pass made them"
+
+
 class UpdateGuard:
     """Drops the gradients of an update that is not finite; counts it in ``recorder``'s
-    metrics and notes it for the Runs view."""
+    metrics and notes it for the Runs view. The trainers hand each micro-batch's loss to
+    :attr:`losses`, so the skip can say whether the loss or the backward went bad."""
 
     def __init__(self, recorder: RunRecorder | None = None) -> None:
         self.recorder = recorder
+        self.losses = LossWatch()
         self.skipped = 0
         self.in_a_row = 0
 
@@ -107,8 +130,9 @@ class UpdateGuard:
         _inject_fault(parameters, step)
         if gradients_finite(parameters):
             self.in_a_row = 0
+            self.losses.bad = None
             return True
-        where = where_non_finite(named)
+        where = where_non_finite(named) + self.losses.read()
         for p in parameters:
             p.grad = None
         self.skipped += 1

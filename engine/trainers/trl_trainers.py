@@ -142,7 +142,8 @@ def build_trl_trainer(
     if config.algorithm == "grpo":
         trainer.world_model_coeff = config.grpo.world_model_coeff
         trainer.world_loss_normalization = config.grpo.world_loss_normalization
-    trainer.add_callback(FiniteUpdatesCallback(update_guard or UpdateGuard()))
+    trainer.update_guard = update_guard or UpdateGuard()
+    trainer.add_callback(FiniteUpdatesCallback(trainer.update_guard))
     if config.reward.has_schedules:
         record = record_metrics or (lambda step, metrics: None)
         trainer.add_callback(WeightScheduleCallback(config.reward, trainer.reward_weights, record))

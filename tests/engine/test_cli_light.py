@@ -100,7 +100,8 @@ def test_export_config_for_a_pretrained_model_follows_the_device_without_torch(t
         configs[device] = RunConfig.load(out)
     gpu, cpu = configs["gpu"], configs["cpu"]
     assert gpu.training.prompts_per_step == 32 and gpu.training.micro_batch_size is None
-    assert cpu.training.prompts_per_step == 4 and cpu.training.micro_batch_size == 16
+    assert cpu.training.prompts_per_step == 2 and cpu.training.micro_batch_size == 16
+    assert (gpu.model.lora.last_layers, cpu.model.lora.last_layers) == (0, 8)
     for config in (gpu, cpu):
         assert config.model.lora is not None
         assert config.reward.components[1].params["mode"] == "soft"

@@ -116,3 +116,4 @@ def test_a_pretrained_model_starts_from_lora_and_settings_for_its_device():
     gpu, cpu = (suggested_config("Qwen/Qwen2.5-0.5B-Instruct", g) for g in (True, False))
     assert gpu.completions_per_step > cpu.completions_per_step
     assert gpu.training.micro_batch_size is None and gpu.model.lora.dropout == 0
+    assert gpu.model.lora.last_layers == 0 and cpu.model.lora.last_layers > 0

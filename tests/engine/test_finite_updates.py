@@ -95,3 +95,18 @@ def test_the_skip_names_the_bad_gradient_nearest_the_loss():
     assert "all 6 gradient tensors: from the loss" in where_non_finite(
         list(model.named_parameters())
     )
+
+
+def test_the_skip_says_whether_the_loss_or_the_backward_went_bad(caplog):
+    layer = torch.nn.Linear(2, 1)
+    guard = UpdateGuard()
+    for loss, said in ((float("nan"), "the loss was not finite"), (1.0, "the backward pass")):
+        guard.losses.add(torch.tensor(0.5))
+        guard.losses.add(torch.tensor(loss))
+        layer.weight.grad, layer.bias.grad = torch.full((1, 2), float("inf")), torch.zeros(1)
+        with caplog.at_level("WARNING"):
+            assert not guard.allow(layer, 1)
+        assert said in caplog.records[-1].getMessage()
+    guard.losses.add(torch.tensor(float("nan")))  # a finite update starts the next watch afresh
+    layer.weight.grad, layer.bias.grad = torch.ones(1, 2), torch.zeros(1)
+    assert guard.allow(layer, 2) and guard.losses.bad is None

@@ -60,7 +60,7 @@ def test_trl_step_samples_with_the_runner_and_logs_the_gap(algorithm, tmp_path):
     logs = next(log for log in keeper.logs if metric_names.GEN_LOGPROB_GAP in log)
     # float32 on CPU: the sampler and the trainer agree to rounding
     assert 0 <= logs[metric_names.GEN_LOGPROB_GAP] < 1e-4
-    assert logs[metric_names.GENERATION_TIME] > 0
+    assert logs[metric_names.GENERATION_TIME] > 0 and logs[metric_names.REWARD_TIME] > 0
     batch = trainer.pop_generation_batch()
     assert len(batch.completion_ids) == 8 and all(batch.completion_ids)
 
@@ -89,7 +89,7 @@ def test_ppo_step_samples_with_the_runner_and_records_the_gap(tmp_path):
     metrics, rollout = trainer.train_step(1)
     assert rollout.sampler_logprobs is not None
     assert 0 <= metrics[metric_names.GEN_LOGPROB_GAP] < 1e-4
-    assert metrics[metric_names.GENERATION_TIME] > 0
+    assert metrics[metric_names.GENERATION_TIME] > 0 and metrics[metric_names.REWARD_TIME] > 0
     mask = rollout.response_mask.bool()
     assert torch.equal(
         rollout.sampler_logprobs[~mask], torch.zeros_like(rollout.sampler_logprobs[~mask])

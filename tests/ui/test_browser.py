@@ -13,6 +13,7 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
+from engine.config.pretrained import CPU_LORA_LAST_LAYERS, CPU_SETTINGS
 from storage.sqlite.schema import RunPhase
 from ui.design.spec_form import MAX_INSTANCES
 from ui.runs import progress as run_progress
@@ -235,7 +236,9 @@ def test_a_pretrained_model_gets_suggested_settings(page: Page):
     page.get_by_role("option", name=re.compile("Hugging Face id")).click()
     expect(page.locator("#train-model-note")).to_contain_text("Suggested for a pretrained model")
     expect(page.locator("#train-lora input")).to_be_checked()
-    expect(page.locator("#train-generation-max-completion-length input")).to_have_value("160")
+    tokens = CPU_SETTINGS["generation.max_completion_length"]  # this machine has no GPU
+    expect(page.locator("#train-generation-max-completion-length input")).to_have_value(str(tokens))
+    expect(page.locator("#train-lora-layers input")).to_have_value(str(CPU_LORA_LAST_LAYERS))
 
 
 def test_a_model_that_is_not_there_is_refused_on_its_field(page: Page, live_app):

@@ -4,6 +4,7 @@ import re
 import pytest
 
 from engine.config.fields import ConfigError
+from engine.config.pretrained import CPU_SETTINGS
 from engine.config.run_config import RunConfig
 from rewards.spec import preset
 from ui.train import form as train_form
@@ -167,7 +168,8 @@ def test_suggestions_follow_the_model_and_the_device(fields):
     for path, value in pretrained.items():
         values[path] = value
     config = build_config(inputs(), fields, values)  # the suggestions form a valid config
-    assert config.generation.max_completion_length == 160
+    tokens = config.generation.max_completion_length
+    assert tokens == CPU_SETTINGS["generation.max_completion_length"]
 
 
 def test_summary_shows_the_memory_estimate_and_follows_the_micro_batch(fields):

@@ -17,7 +17,8 @@ from ui.plots.charts import ChartOptions
 from ui.train.form import FormField
 
 MAX_TEXT_CHARS = 1000  # a run name, a model id, a text field
-MODEL_KEYS = ("key", "custom", "lora", "lora_r", "lora_alpha")  # the Train form's model inputs
+# The Train form's model inputs
+MODEL_KEYS = ("key", "custom", "lora", "lora_r", "lora_alpha", "lora_layers")
 
 
 def saved_spec(text: Any) -> RewardSpec:
@@ -103,6 +104,7 @@ def train_values(
         "lora": lambda v: isinstance(v, bool),
         "lora_r": lambda v: _number(v, "int"),
         "lora_alpha": lambda v: _number(v, "int"),
+        "lora_layers": lambda v: _number(v, "int"),
     }
     for key, v in model.items() if isinstance(model, Mapping) else ():
         if key in checks and checks[key](v):

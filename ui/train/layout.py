@@ -76,12 +76,13 @@ class ModelParts:
     lora: gr.Checkbox
     lora_r: gr.Number
     lora_alpha: gr.Number
+    lora_layers: gr.Number
     note: gr.Markdown
 
     @property
     def all(self) -> list[gr.components.Component]:
         """The inputs, in :func:`model_dict` argument order."""
-        return [self.key, self.custom, self.lora, self.lora_r, self.lora_alpha]
+        return [self.key, self.custom, self.lora, self.lora_r, self.lora_alpha, self.lora_layers]
 
 
 @dataclass
@@ -132,8 +133,15 @@ def _build_model(models: list[tuple[str, str]]) -> ModelParts:
         )
         lora_r = gr.Number(label="LoRA rank r", value=16, precision=0)
         lora_alpha = gr.Number(label="LoRA alpha", value=32, precision=0)
+        lora_layers = gr.Number(
+            label="LoRA on the last N layers (0: all)",
+            value=0,
+            precision=0,
+            minimum=0,
+            elem_id="train-lora-layers",
+        )
     note = gr.Markdown(elem_id="train-model-note")
-    return ModelParts(key, custom, lora, lora_r, lora_alpha, note)
+    return ModelParts(key, custom, lora, lora_r, lora_alpha, lora_layers, note)
 
 
 def _build_fields(

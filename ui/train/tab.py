@@ -16,7 +16,7 @@ from typing import Any
 import gradio as gr
 
 from engine.config.fields import ConfigError
-from engine.config.pretrained import local_gpu, pretrained_summary
+from engine.config.pretrained import local_gpu, pretrained_lora, pretrained_summary
 from engine.config.run_config import RunConfig, documented_yaml
 from engine.models.micro_batch import describe, local_card_bytes
 from engine.models.specs import ENGLISH_MODEL_ALIAS, SHIPPED_MODELS
@@ -54,7 +54,9 @@ class TrainHandles:
     parts: TrainParts
 
 
-def model_dict(ctx: AppContext, key: str, custom: str, lora: bool, r: Any, alpha: Any) -> dict:
+def model_dict(
+    ctx: AppContext, key: str, custom: str, lora: bool, r: Any, alpha: Any, layers: Any
+) -> dict:
     """The ``ModelSpec`` dict of the model inputs (``ConfigError`` on ``model``)."""
     try:
         spec = resolve_model(ctx, key, custom or "")
@@ -63,7 +65,8 @@ def model_dict(ctx: AppContext, key: str, custom: str, lora: bool, r: Any, alpha
     data = spec.to_dict()
     if key in MODEL_ALIASES:  # the engine resolves aliases: the config stays portable
         data.update(name_or_path=key, gguf_file=None)
-    data["lora"] = {"r": int(r or 16), "alpha": int(alpha or 32)} if lora else None
+    adapter = {"r": int(r or 16), "alpha": int(alpha or 32), "last_layers": int(layers or 0)}
+    data["lora"] = adapter if lora else None
     return data
 
 
@@ -184,6 +187,7 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
         }
         updates[parts.model.custom] = gr.Textbox(visible=key == CUSTOM)
         updates[parts.model.lora] = pretrained
+        updates[parts.model.lora_layers] = pretrained_lora(on_gpu)["last_layers"] * pretrained
         updates[parts.model.note] = (
             f"Suggested for a pretrained model {pretrained_summary(on_gpu)} (load the preset in "
             "the Design tab). Adjust to your memory and time."
@@ -197,7 +201,7 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
     m.key.input(
         on_model,
         m.key,
-        [m.custom, m.lora, m.note, *suggested.values()],
+        [m.custom, m.lora, m.lora_layers, m.note, *suggested.values()],
         api_visibility="private",
     )
 

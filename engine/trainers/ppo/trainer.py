@@ -191,7 +191,9 @@ class PPOTrainer:
         s, mean_across = self.settings, self.parts.mean_across
         started = time.monotonic()
         rollout = self.rollouts.generate(step)
+        scoring = time.monotonic()
         raw_scores = self.rollouts.score(rollout, step)
+        reward_s = time.monotonic() - scoring
         scores = self.rollouts.shape_scores(raw_scores)
         ref_logprobs, forward = self.rollouts.evaluate_rollout(rollout)
         mask = rollout.response_mask
@@ -240,6 +242,7 @@ class PPOTrainer:
             gap = masked_mean((rollout.logprobs - rollout.sampler_logprobs).abs(), mask)
             metrics[metric_names.GEN_LOGPROB_GAP] = mean_across(gap.item())
         metrics[metric_names.GENERATION_TIME] = mean_across(rollout.generation_s)
+        metrics[metric_names.REWARD_TIME] = mean_across(reward_s)
         if torch.cuda.is_available():
             metrics[metric_names.PEAK_MEMORY] = torch.cuda.max_memory_allocated() / 2**30
         step_time = time.monotonic() - started

@@ -102,6 +102,7 @@ class PolicyUpdate:
                         )
                         # Token-weighted, so micro-batches add up to the minibatch's token mean.
                         weight = mask[rows].sum() / tokens
+                        self.guard.losses.add(loss)
                         self.accelerator.backward(loss * weight)
                     for key, value in stats.items():
                         mb_stats[key] = mb_stats.get(key, 0.0) + float(value * weight)
