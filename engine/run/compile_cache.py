@@ -11,9 +11,13 @@ An operator's own ``TORCHINDUCTOR_CACHE_DIR`` / ``TRITON_CACHE_DIR`` win.
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from collections.abc import MutableMapping
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 COMPILE_CACHE_DIR = "compile_cache"
 
@@ -29,3 +33,31 @@ def use_compile_cache(
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(folder / "inductor"))
     env.setdefault("TRITON_CACHE_DIR", str(folder / "triton"))
     return folder
+
+
+_reported = False
+
+
+def log_compile_time() -> None:
+    """Once per process, after its first step: how long torch.compile took in it so far and
+    what the caches served (a warm cache that still leaves a slow first step shows here)."""
+    global _reported
+    if _reported or "torch" not in sys.modules:
+        return
+    _reported = True
+    from torch._dynamo import utils
+
+    compiles = utils.compilation_time_metrics.get("_compile.compile_inner", [])
+    if not compiles:
+        return
+    counters = utils.counters
+    logger.info(
+        "Compiling took %.1f s over %d graphs (FX graph cache %d hits, %d misses; "
+        "AOTAutograd cache %d hits, %d misses)",
+        sum(compiles),
+        len(compiles),
+        counters["inductor"]["fxgraph_cache_hit"],
+        counters["inductor"]["fxgraph_cache_miss"],
+        counters["aot_autograd"]["autograd_cache_hit"],
+        counters["aot_autograd"]["autograd_cache_miss"],
+    )

@@ -40,3 +40,18 @@ def test_torch_reads_the_folder_it_is_given(tmp_path: Path) -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == [str(folder / "inductor"), str(folder / "triton")]
+
+
+def test_the_first_step_logs_what_compiling_took(monkeypatch, caplog) -> None:
+    import torch
+
+    from engine.run import compile_cache
+
+    torch.compile(lambda x: torch.cos(x) + 1)(torch.randn(3))
+    monkeypatch.setattr(compile_cache, "_reported", False)
+    with caplog.at_level("INFO", logger="engine.run.compile_cache"):
+        compile_cache.log_compile_time()
+        compile_cache.log_compile_time()  # once per process
+    said = [r.getMessage() for r in caplog.records if r.name == "engine.run.compile_cache"]
+    assert len(said) == 1 and said[0].startswith("Compiling took ")
+    assert "FX graph cache" in said[0]
