@@ -102,6 +102,10 @@ class LossWatch:
         bad = ~torch.isfinite(loss.detach())
         self.bad = bad if self.bad is None else self.bad | bad
 
+    def reset(self) -> None:
+        """Start the next update's watch."""
+        self.bad = None
+
     def read(self) -> str:
         """The losses in words, for the skip's message; starts the next update's watch."""
         bad, self.bad = self.bad, None
@@ -130,7 +134,7 @@ class UpdateGuard:
         _inject_fault(parameters, step)
         if gradients_finite(parameters):
             self.in_a_row = 0
-            self.losses.bad = None
+            self.losses.reset()
             return True
         where = where_non_finite(named) + self.losses.read()
         for p in parameters:
