@@ -6,10 +6,12 @@ they depend on the device, since what learns in ten minutes on a CPU is not what
 on a GPU:
 
 - **CPU**: 2 prompts x 8 completions of up to 128 tokens a step, LoRA on the last 8 decoder
-  layers only, with the GPU's learning rate. A CPU's update is bound by its arithmetic: on two
+  layers only, and a learning rate of 1e-3. A CPU's update is bound by its arithmetic: on two
   cores SmolLM2's step of 4 prompts x 8 x 160 tokens with LoRA on all 30 layers took about 90 s
   (7 updates in ten minutes, nothing learned); with the backward stopping at layer 22 and half
-  the samples it takes about 30 s (generation about half of it).
+  the samples it takes about 35 s, generation 15 s of it. Ten minutes are then 18 updates: at
+  the GPU's 2e-4 held-out strict format stayed at 0.01, at 1e-3 it rose from 0 to 0.58 and
+  the training reward from 0.05 to 0.75 (issue 22, bench/RESULTS.md).
 - **GPU**: 32 prompts x 8 completions a step, the micro-batch left empty so the worker picks the
   largest that fits the card (:func:`engine.models.micro_batch.with_default_micro_batch`), and a
   learning rate of 2e-4. LoRA's best learning rate is about ten times full fine-tuning's ("LoRA
@@ -36,7 +38,7 @@ from rewards.presets import INSTRUCT_PRESET
 from rewards.spec import preset
 
 CPU_SETTINGS: dict[str, Any] = {
-    "training.learning_rate": 2e-4,
+    "training.learning_rate": 1e-3,
     "training.prompts_per_step": 2,
     "training.micro_batch_size": 16,
     "generation.max_completion_length": 128,
