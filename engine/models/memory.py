@@ -219,7 +219,7 @@ class MemoryEstimate:
 
 def layers_compile(config: RunConfig, on_gpu: bool) -> bool:
     """Whether the run's decoder layers train compiled, as the trainers decide it
-    (:func:`engine.trainers.compiled_layers.compiles_on`; our PPO not under DDP)."""
+    (:func:`engine.trainers.compiled_layers.compiles_on`)."""
     import torch
 
     from engine.trainers.compiled_layers import compiles_on
