@@ -21,6 +21,7 @@ from accelerate.utils import gather_object
 
 from engine.config.algorithms import PPOSettings
 from engine.config.run_config import RunConfig
+from engine.generation.runner import bucket
 from engine.generation.sampling import encode_prompts, sample_completions
 from engine.tracking import metric_names
 from engine.tracking.samples import sample_rows
@@ -77,8 +78,8 @@ def rollout_tensors(
         ``(input_ids, attention_mask, response_mask)``: (B, P + T), (B, P + T) and (B, T).
         The completion of row i is ``input_ids[i, P:]`` where ``response_mask[i]`` is 1.
     """
-    P = -(-max(len(p) for p in prompt_ids) // multiple) * multiple
-    T = -(-max(1, max(len(c) for c in completion_ids)) // multiple) * multiple
+    P = bucket(max(len(p) for p in prompt_ids), multiple)
+    T = bucket(max(1, max(len(c) for c in completion_ids)), multiple)
     B = len(prompt_ids)
     input_ids = torch.full((B, P + T), pad_id, dtype=torch.long)
     attention_mask = torch.zeros((B, P + T), dtype=torch.long)
