@@ -44,11 +44,15 @@ class NonFiniteGradients(RuntimeError):
     """The gradients were NaN or infinite for :data:`MAX_IN_A_ROW` updates in a row."""
 
 
+def _local(grad: torch.Tensor) -> torch.Tensor:
+    """This process's part of a gradient (FSDP's DTensors hold a shard)."""
+    return grad.to_local() if hasattr(grad, "to_local") else grad
+
+
 def gradients_finite(parameters: Iterable[torch.nn.Parameter]) -> bool:
     """Whether every gradient of ``parameters`` is finite, on every process of the run (under
     FSDP each holds a shard, so the answer is agreed on, and every process skips together)."""
-    grads = [p.grad for p in parameters if p.grad is not None]
-    local = [g.to_local() if hasattr(g, "to_local") else g for g in grads]  # FSDP's DTensors
+    local = [_local(p.grad) for p in parameters if p.grad is not None]
     if local:
         finite = torch.isfinite(torch.nn.utils.get_total_norm(local)).to(torch.int32)
     else:
@@ -62,12 +66,11 @@ def gradients_finite(parameters: Iterable[torch.nn.Parameter]) -> bool:
 
 def non_finite_gradients(named: list[tuple[str, torch.nn.Parameter]]) -> list[str]:
     """The names of the parameters whose gradient (this process's part) is not finite."""
-    bad = []
-    for name, p in named:
-        grad = p.grad.to_local() if hasattr(p.grad, "to_local") else p.grad
-        if grad is not None and not bool(torch.isfinite(grad).all()):
-            bad.append(name)
-    return bad
+    return [
+        name
+        for name, p in named
+        if p.grad is not None and not bool(torch.isfinite(_local(p.grad)).all())
+    ]
 
 
 def where_non_finite(named: list[tuple[str, torch.nn.Parameter]]) -> str:
