@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import MutableMapping
 from pathlib import Path
 
@@ -42,7 +41,7 @@ def log_compile_time() -> None:
     """Once per process, after its first step: how long torch.compile took in it so far and
     what the caches served (a warm cache that still leaves a slow first step shows here)."""
     global _reported
-    if _reported or "torch" not in sys.modules:
+    if _reported:
         return
     _reported = True
     from torch._dynamo import utils

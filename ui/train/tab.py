@@ -187,7 +187,8 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
         }
         updates[parts.model.custom] = gr.Textbox(visible=key == CUSTOM)
         updates[parts.model.lora] = pretrained
-        updates[parts.model.lora_layers] = pretrained_lora(on_gpu)["last_layers"] * pretrained
+        layers = pretrained_lora(on_gpu)["last_layers"] if pretrained else 0
+        updates[parts.model.lora_layers] = layers
         updates[parts.model.note] = (
             f"Suggested for a pretrained model {pretrained_summary(on_gpu)} (load the preset in "
             "the Design tab). Adjust to your memory and time."
