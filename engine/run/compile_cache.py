@@ -46,15 +46,19 @@ def log_compile_time() -> None:
     _reported = True
     from torch._dynamo import utils
 
-    compiles = utils.compilation_time_metrics.get("_compile.compile_inner", [])
+    metrics = utils.compilation_time_metrics
+    compiles = metrics.get("_compile.compile_inner", [])
     if not compiles:
         return
     counters = utils.counters
     logger.info(
-        "Compiling took %.1f s over %d graphs (FX graph cache %d hits, %d misses; "
-        "AOTAutograd cache %d hits, %d misses)",
+        "Compiling took %.1f s over %d graphs, the slowest %.1f s (tracing %.1f s, backend "
+        "%.1f s; FX graph cache %d hits, %d misses; AOTAutograd cache %d hits, %d misses)",
         sum(compiles),
         len(compiles),
+        max(compiles),
+        sum(metrics.get("bytecode_tracing", [])),
+        sum(metrics.get("OutputGraph.call_user_compiler", [])),
         counters["inductor"]["fxgraph_cache_hit"],
         counters["inductor"]["fxgraph_cache_miss"],
         counters["aot_autograd"]["autograd_cache_hit"],
