@@ -34,6 +34,28 @@ def use_compile_cache(
     return folder
 
 
+VEC_ISA_ENV = "TORCHINDUCTOR_VEC_ISA_OK"
+
+
+def skip_cpu_isa_probe(env: MutableMapping[str, str] | None = None) -> None:
+    """Tell Inductor the CPU has no vector ISA to probe for, unless ``env`` (this process's
+    environment by default) already says.
+
+    Before its first C++ kernel Inductor checks each vector ISA the CPU lists by building a test
+    library and loading it in a child Python (``torch/_inductor/cpu_vec_isa.py``,
+    ``VecISA.check_build``), once per process. On a 2 x H200 host (torch 2.11) those checks took
+    39-47 s of every run's first step, warm cache or cold, 0.5B shape or 7B (bench/RESULTS.md).
+    The runs here compile only CUDA graphs (decoder layers and the decode step); a CPU kernel
+    that turns up in one is a scalar index or two, which plain C++ loops compute as well."""
+    env = os.environ if env is None else env
+    if VEC_ISA_ENV in env:
+        return
+    env[VEC_ISA_ENV] = "0"  # compile workers this process starts read it from here
+    from torch._inductor import config
+
+    config.cpp.vec_isa_ok = False  # the config read the variable when torch was imported
+
+
 _reported = False
 
 

@@ -34,7 +34,7 @@ from engine.run.checkpoints import (
     latest_checkpoint,
     load_trained_weights,
 )
-from engine.run.compile_cache import use_compile_cache
+from engine.run.compile_cache import skip_cpu_isa_probe, use_compile_cache
 from engine.run.devices import apply_cpu_share
 from engine.run.distributed import save_final_model
 from engine.run.layout import final_model_dir, run_dir
@@ -124,6 +124,7 @@ def run(
     apply_cpu_share()  # the launcher's share of the cores, before torch starts its threads
     data_dir = Path(data_dir)
     use_compile_cache(data_dir)  # before the first compile: a later run of a shape reuses it
+    skip_cpu_isa_probe()
     main = is_main_process()
     db = Database(db_path(data_dir)) if main else None
     if stop is None:

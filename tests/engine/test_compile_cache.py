@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.run.compile_cache import use_compile_cache
+from engine.run.compile_cache import skip_cpu_isa_probe, use_compile_cache
 
 
 def test_points_both_caches_into_the_data_dir(tmp_path: Path) -> None:
@@ -55,3 +55,24 @@ def test_the_first_step_logs_what_compiling_took(monkeypatch, caplog) -> None:
     said = [r.getMessage() for r in caplog.records if r.name == "engine.run.compile_cache"]
     assert len(said) == 1 and said[0].startswith("Compiling took ")
     assert "FX graph cache" in said[0]
+
+
+def test_inductor_skips_the_cpu_isa_probe(tmp_path: Path) -> None:
+    """After the call Inductor picks no vector ISA without building a probe library; an
+    operator's own setting is left alone."""
+    code = (
+        "from engine.run.compile_cache import skip_cpu_isa_probe\n"
+        "skip_cpu_isa_probe()\n"
+        "from torch._inductor import cpu_vec_isa\n"
+        "print(bool(cpu_vec_isa.pick_vec_isa()))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_VEC_ISA_OK"}
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["False"]
+    assert not list(tmp_path.rglob("*.so"))  # no probe library was built
+    own = {"TORCHINDUCTOR_VEC_ISA_OK": "1"}
+    skip_cpu_isa_probe(own)
+    assert own == {"TORCHINDUCTOR_VEC_ISA_OK": "1"}
