@@ -11,6 +11,7 @@ from typing import Any
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from engine.run.compile_cache import log_compile_time
+from engine.run.heap import freeze_long_lived
 from engine.run.oom_retry import inject_fault
 from engine.run.stop_request import StopRequest
 from engine.tracking import metric_names
@@ -106,6 +107,7 @@ class StudioCallback(TrainerCallback):
         step = state.global_step
         inject_fault()  # STUDIO_INJECT_OOM's test hook: out of memory once, at the first step
         log_compile_time()
+        freeze_long_lived()
         # TRL's DefaultFlowCallback (first in the list) has set should_save for save_steps.
         self._periodic_save = control.should_save
         self.recorder.progress(step)

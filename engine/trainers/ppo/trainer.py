@@ -65,6 +65,7 @@ from engine.config.run_config import RunConfig
 from engine.generation import make_runner
 from engine.models.loading import save_plain_weights
 from engine.run.compile_cache import log_compile_time
+from engine.run.heap import freeze_long_lived
 from engine.run.layout import checkpoint_dir, final_model_dir
 from engine.run.oom_retry import inject_fault
 from engine.run.stop_request import StopRequest
@@ -328,6 +329,7 @@ class PPOTrainer:
             metrics, rollout = self.train_step(step)
             inject_fault()  # STUDIO_INJECT_OOM's test hook: out of memory once, at the first step
             log_compile_time()
+            freeze_long_lived()
             if step % t.logging_steps == 0:
                 if self.accelerator.is_main_process:
                     self.recorder.metrics(step, metrics)
