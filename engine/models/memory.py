@@ -25,12 +25,17 @@ Nothing is loaded or downloaded: the model is built on the meta device
   ZeRO-3); the unsharded root unit (embeddings, final norm, LM head: FSDP1 keeps the root
   unsharded between forward and backward) and two layer units (the one computing and the one
   prefetched, ``BACKWARD_PRE``), each with its unsharded gradient, are added as "FSDP gathered".
-  Two exceptions: when a step takes several micro-batches, the gradients accumulate unsharded
-  (transformers' Trainer runs the non-final ones under ``no_sync``, and FSDP's ``no_sync``
-  "accumulates gradients in unsharded form", PyTorch FSDP docs), so they count whole; and TRL
-  samples with the full weights gathered on every GPU (``unwrap_model_for_generation``), which
-  the generation phase counts. One measurement (an 8.5B model, 2 x H100, bench/RESULTS.md) came
-  out 6 GiB (9%) above these terms: FSDP picks are the least certain;
+  A full fine-tune's shards are float32 whatever the model's dtype: when the trainer runs in
+  bf16, accelerate upcasts each trainable flat parameter "to hold the parameters in full
+  precision" as DeepSpeed does (``Accelerator.prepare_model``), so its weights, gradients and
+  AdamW moments take 16 bytes a parameter before the division. A memory history of an 8.5B
+  model on 2 x H200 (bench/RESULTS.md) found them so at the peak, the end of the backward: the
+  float32 shards, both moments and every sharded float32 gradient alive, the activations already
+  freed. The sharded gradients are made as the activations are freed, unit by unit, so the update
+  counts the larger of the two rather than both; and the peak was the same at one and at two
+  micro-batches a step (67.9 GiB), so the gradients are counted sharded either way. TRL samples
+  with the full weights gathered on every GPU (``unwrap_model_for_generation``), which the
+  generation phase counts;
 - **activations** kept for the backward pass of one micro-batch, per layer and token at 16-bit
   precision (scaled by the activation dtype), Korthikanti et al. 2022 ("Reducing Activation
   Recomputation in Large Transformer Models", §4.1, eq. 1) adapted to a SwiGLU MLP with
@@ -115,6 +120,7 @@ CARD_BUDGET = 0.8
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 NF4_BYTES = 4.127 / 8
 LORA_BYTES = 4  # peft keeps adapter weights in fp32
+MASTER_BYTES = 4  # accelerate keeps FSDP's trainable shards in fp32
 # ChunkedLogProbFunction's tile: TRL's TOKEN_CHUNK_SIZE tokens x our (and TRL's) vocabulary chunk.
 HEAD_TILE = 4096 * 32768
 # FSDP layer units unsharded at once: the one computing and the one prefetched.
@@ -175,6 +181,7 @@ class MemoryEstimate:
         dtype: the weights' dtype name.
         static_cache: the KV cache stays allocated through the update (the static-cache sampler).
         compiled_layers: the decoder layers train compiled (their activations are smaller).
+        sharded: FSDP shards the model (its gradients replace the activations as they go).
     """
 
     terms: dict[str, int]
@@ -182,6 +189,7 @@ class MemoryEstimate:
     dtype: str
     static_cache: bool = False
     compiled_layers: bool = False
+    sharded: bool = False
 
     @property
     def persistent(self) -> int:
@@ -193,8 +201,10 @@ class MemoryEstimate:
     @property
     def peak(self) -> int:
         t = self.terms
-        update = t["gradients"] + t["activations"] + t["lora_inputs"] + t["lm_head"]
-        update += t["logits"] + t["margin"]
+        activations = t["activations"] + t["lora_inputs"]
+        # FSDP shards each unit's gradients as its activations are freed (module docstring)
+        held = max(t["gradients"], activations) if self.sharded else t["gradients"] + activations
+        update = held + t["lm_head"] + t["logits"] + t["margin"]
         step = t["gradients"] + t["optimizer_step"]
         generation = t["generation_gather"] + (0 if self.static_cache else t["kv_cache"])
         return self.persistent + max(generation, update, step)
@@ -271,7 +281,6 @@ def estimate(
     completion = g.max_completion_length
     seq = prompt_tokens + completion
     static_cache = on_gpu and g.backend in ("auto", "compiled") and not fsdp
-    accumulates_unsharded = fsdp and b < per_device
     cache_seq = bucket(prompt_tokens) + completion if static_cache else seq
     compiled = layers_compile(config, on_gpu)
 
@@ -281,7 +290,9 @@ def estimate(
     else:
         weights = shape.parameters * act
     full = spec.lora is None
-    trainable_bytes = shape.parameters * act if full else shape.lora_parameters * LORA_BYTES
+    master = MASTER_BYTES if fsdp else act  # accelerate's float32 shards under FSDP
+    stored = shape.parameters * master if full and fsdp else weights  # what the model keeps
+    trainable_bytes = shape.parameters * master if full else shape.lora_parameters * LORA_BYTES
     per_token_layer = activation_bytes_per_token_layer(shape, act, compiled)
     lora_per_token = lora_bytes_per_token(shape, spec.lora, act, compiled)
     if t.activation_checkpointing:
@@ -304,9 +315,9 @@ def estimate(
     lm_head = lm_head if fused else 0
     logits = 0 if fused else 3 * completion_tokens * shape.vocab * act
     terms = {
-        "weights": weights // shards,
+        "weights": stored // shards,
         "optimizer": 2 * trainable_bytes // shards,
-        "gradients": trainable_bytes if accumulates_unsharded else trainable_bytes // shards,
+        "gradients": trainable_bytes // shards,
         "optimizer_step": trainable_bytes // shards if config.algorithm == "ppo" else 0,
         "ddp_buckets": trainable_bytes if t.processes > 1 and not fsdp else 0,
         "fsdp_gathered": gathered if fsdp else 0,
@@ -315,7 +326,7 @@ def estimate(
         "lm_head": lm_head,
         "logits": logits,
         "kv_cache": kv_per_token * per_device * cache_seq + sampler_copies,
-        "generation_gather": weights - weights // shards if fsdp else 0,
+        "generation_gather": stored - stored // shards if fsdp else 0,
         "reference": weights // shards if _uses_reference(config) and full else 0,
         "value_model": 4 * shape.parameters * act // shards if value_separate else 0,
         "margin": int(PER_TOKEN_MARGIN * (activations + lora_inputs + lm_head + logits)),
@@ -326,6 +337,7 @@ def estimate(
         dtype=dtype,
         static_cache=static_cache,
         compiled_layers=compiled,
+        sharded=fsdp,
     )
 
 

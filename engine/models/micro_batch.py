@@ -86,9 +86,15 @@ def describe(config: RunConfig, card_bytes: int | None, prompt_tokens: int | Non
     tokens = PROMPT_TOKENS if prompt_tokens is None else prompt_tokens
     if picked:
         config = with_default_micro_batch(config, card_bytes, tokens)
-    line = estimate(config, shape, on_gpu=on_gpu, prompt_tokens=tokens).summary()
+    peak = estimate(config, shape, on_gpu=on_gpu, prompt_tokens=tokens)
+    line = peak.summary()
     line += f" Prompts of {tokens} tokens{' assumed' if prompt_tokens is None else ''}."
-    if picked:
+    if on_gpu and peak.peak > CARD_BUDGET * card_bytes:
+        line += (
+            f" That is above {CARD_BUDGET:.0%} of the {size(card_bytes)} card: the run may run "
+            "out of memory."
+        )
+    elif picked:
         line += (
             f" The micro-batch ({config.training.micro_batch_size}) is picked to fit "
             f"{CARD_BUDGET:.0%} of the {size(card_bytes)} card."

@@ -10,6 +10,7 @@ from transformers import Qwen2Config
 
 from bench import fsdp_check
 from engine.config.run_config import RunConfig
+from engine.models.micro_batch import describe
 
 CARD = int(79.2 * 1024**3)  # an H100 as torch reports it
 
@@ -49,14 +50,17 @@ def test_the_run_is_a_full_fine_tune_on_two_gpus_that_records_once(tmp_path, str
 
 def test_the_large_shape_needs_fsdp_by_the_estimate(tmp_path):
     """The 8.5B shape's full fine-tune does not fit a whole 80 GB card under DDP, one completion
-    at a time; sharded over two it fits the estimate's budget (the config alone is read)."""
+    at a time; sharded over two it fits the card (measured: 67.9 GiB), if not the 80% the
+    estimate fills, and the estimate's line says so (the config alone is read)."""
     Qwen2Config(**fsdp_check.QWEN_7B).save_pretrained(tmp_path)
     args = fsdp_check.parse_args([])
     ddp = fsdp_check.verdict(fsdp_check.run_config(args, tmp_path, tmp_path, "ddp"), CARD)
     fsdp = fsdp_check.verdict(fsdp_check.run_config(args, tmp_path, tmp_path, "fsdp"), CARD)
     assert not ddp["fits"] and ddp["estimate_gib_micro_batch_1"] > CARD / 1024**3
-    assert fsdp["fits"] and fsdp["estimate_gib"] <= fsdp["budget_gib"]
-    assert fsdp["micro_batch"] >= 1
+    assert fsdp["estimate_gib_micro_batch_1"] < CARD / 1024**3
+    assert not fsdp["fits"] and fsdp["micro_batch"] == 1
+    line = describe(fsdp_check.run_config(args, tmp_path, tmp_path, "fsdp"), CARD)
+    assert "That is above 80% of the 79.2 GiB card: the run may run out of memory" in line
 
 
 def test_a_dry_run_builds_a_tiny_model_and_writes_the_launch_files(tmp_path, capsys):
