@@ -66,11 +66,13 @@ def gradients_finite(parameters: Iterable[torch.nn.Parameter]) -> bool:
 
 def non_finite_gradients(named: list[tuple[str, torch.nn.Parameter]]) -> list[str]:
     """The names of the parameters whose gradient (this process's part) is not finite."""
-    return [
-        name
-        for name, p in named
-        if p.grad is not None and not bool(torch.isfinite(_local(p.grad)).all())
-    ]
+    with_grad = [(name, _local(p.grad)) for name, p in named if p.grad is not None]
+    if not with_grad:
+        return []
+    # one flag per tensor, read back at once: a host sync per tensor made a skipped step slow
+    device = with_grad[0][1].device  # a model split over devices: gathered on the first one
+    finite = torch.stack([torch.isfinite(g).all().to(device) for _, g in with_grad]).tolist()
+    return [name for (name, _), ok in zip(with_grad, finite, strict=True) if not ok]
 
 
 def where_non_finite(named: list[tuple[str, torch.nn.Parameter]]) -> str:
