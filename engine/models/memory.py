@@ -5,7 +5,8 @@ Nothing is loaded or downloaded: the model is built on the meta device
 
 - **weights**: parameters x bytes of the dtype (bf16 on a GPU, fp32 on CPU); under 4-bit NF4
   with double quantisation, the linear layers' weights at 4.127 bits each (QLoRA, Dettmers et al.
-  2023, §2-3: 0.127 bits of quantisation constants per parameter), the rest in the dtype;
+  2023, §2-3: 0.127 bits of quantisation constants per parameter), the rest in the dtype; a full
+  fine-tune's FSDP shards in float32 (see FSDP below);
 - **optimizer**: AdamW's two moments per trainable parameter in the parameter's dtype
   (``torch.optim.AdamW`` keeps ``exp_avg`` and ``exp_avg_sq`` like the parameter). A full
   fine-tune here is pure bf16 (weights, gradients and moments 2 bytes each, 8 bytes/parameter),
