@@ -96,41 +96,81 @@ def _inject_fault(parameters: list[torch.nn.Parameter], step: int) -> None:
                 p.grad.fill_(float("nan"))
 
 
-class LossWatch:
-    """Whether every micro-batch loss of the update being accumulated was finite, kept on the
+class FiniteWatch:
+    """Whether every tensor handed to :meth:`add` since the last read was finite, kept on the
     device and read only when an update is skipped (no host sync per micro-batch)."""
 
     def __init__(self) -> None:
         self.bad: torch.Tensor | None = None
 
-    def add(self, loss: torch.Tensor) -> None:
-        bad = ~torch.isfinite(loss.detach())
+    def add(self, tensor: torch.Tensor) -> None:
+        bad = ~torch.isfinite(tensor.detach()).all()
         self.bad = bad if self.bad is None else self.bad | bad
 
     def reset(self) -> None:
         """Start the next update's watch."""
         self.bad = None
 
-    def read(self) -> str:
-        """The losses in words, for the skip's message; starts the next update's watch."""
+    def read(self) -> bool | None:
+        """True: all finite; False: one was not; None: nothing was added. Starts the next
+        update's watch."""
         bad, self.bad = self.bad, None
-        if bad is None:
-            return ""
-        if bool(bad.any()):
-            return "; the loss was not finite"
+        return None if bad is None else not bool(bad)
+
+
+def final_norm(model: torch.nn.Module) -> torch.nn.Module | None:
+    """The norm between the last decoder layer and the LM head (``model.norm`` in the Llama
+    layout, under any wrapper), or None."""
+    norms = [
+        m for name, m in model.named_modules() if name.endswith("norm") and ".layers." not in name
+    ]
+    return norms[-1] if norms else None
+
+
+def _origin(loss_finite: bool | None, head_finite: bool | None) -> str:
+    """Where the non-finite values began, from the two watches, for the skip's message."""
+    if loss_finite is None:
+        return ""
+    if not loss_finite:
+        return "; the loss was not finite"
+    if head_finite is None:
         return "; the loss was finite, so the backward pass made them"
+    if not head_finite:
+        return (
+            "; the loss was finite, the gradient the LM head sent into the model was not: the "
+            "loss's or the head's backward made them"
+        )
+    return (
+        "; the loss and the gradient the LM head sent into the model were finite: the decoder "
+        "layers' backward made them"
+    )
 
 
 class UpdateGuard:
     """Drops the gradients of an update that is not finite; counts it in ``recorder``'s
     metrics and notes it for the Runs view. The trainers hand each micro-batch's loss to
-    :attr:`losses`, so the skip can say whether the loss or the backward went bad."""
+    :attr:`losses` and call :meth:`watch_head`, so the skip can say whether the loss, the
+    head's backward or the layers' backward went bad."""
 
     def __init__(self, recorder: RunRecorder | None = None) -> None:
         self.recorder = recorder
-        self.losses = LossWatch()
+        self.losses = FiniteWatch()
+        self.head_gradients = FiniteWatch()
         self.skipped = 0
         self.in_a_row = 0
+
+    def watch_head(self, model: torch.nn.Module) -> None:
+        """Also watch the gradient the LM head sends back into ``model`` (at its final norm's
+        output), so a skip can tell the head's backward from the layers'."""
+        norm = final_norm(model)
+        if norm is None:
+            return
+
+        def hook(module: torch.nn.Module, args: Any, output: Any) -> None:
+            if isinstance(output, torch.Tensor) and output.requires_grad:
+                output.register_hook(self.head_gradients.add)
+
+        norm.register_forward_hook(hook)
 
     def allow(self, model: torch.nn.Module, step: int) -> bool:
         """True: apply the update. False: its gradients were NaN or infinite and are dropped."""
@@ -140,8 +180,9 @@ class UpdateGuard:
         if gradients_finite(parameters):
             self.in_a_row = 0
             self.losses.reset()
+            self.head_gradients.reset()
             return True
-        where = where_non_finite(named) + self.losses.read()
+        where = where_non_finite(named) + _origin(self.losses.read(), self.head_gradients.read())
         for p in parameters:
             p.grad = None
         self.skipped += 1

@@ -143,6 +143,7 @@ def build_trl_trainer(
         trainer.world_model_coeff = config.grpo.world_model_coeff
         trainer.world_loss_normalization = config.grpo.world_loss_normalization
     trainer.update_guard = update_guard or UpdateGuard()
+    trainer.update_guard.watch_head(model)
     trainer.add_callback(FiniteUpdatesCallback(trainer.update_guard))
     if config.reward.has_schedules:
         record = record_metrics or (lambda step, metrics: None)

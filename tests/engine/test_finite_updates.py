@@ -110,3 +110,26 @@ def test_the_skip_says_whether_the_loss_or_the_backward_went_bad(caplog):
     guard.losses.add(torch.tensor(float("nan")))  # a finite update starts the next watch afresh
     layer.weight.grad, layer.bias.grad = torch.ones(1, 2), torch.zeros(1)
     assert guard.allow(layer, 2) and guard.losses.bad is None
+
+
+def test_the_skip_tells_the_heads_backward_from_the_layers(caplog):
+    """The gradient the head sends back into the model is watched at its final norm: not finite
+    there (the loss's or the head's backward overflowed), or finite (a layer's backward made the
+    NaN). The default model, a real backward each time."""
+    from engine.models.loading import load_model_and_tokenizer
+
+    model, tokenizer = load_model_and_tokenizer(device="cpu")
+    guard = UpdateGuard()
+    guard.watch_head(model)
+    ids = tokenizer("1+1=", return_tensors="pt").input_ids
+    for scale, said in (
+        (float("inf"), "the gradient the LM head sent into the model was not"),
+        (1.0, "the loss and the gradient the LM head sent into the model were finite"),
+    ):
+        guard.losses.add(torch.tensor(1.0))  # the loss the trainer saw: finite both times
+        (model(ids).logits.float().mean() * scale).backward()
+        for p in model.parameters():
+            p.grad = torch.full_like(p, float("nan"))
+        with caplog.at_level("WARNING"):
+            assert not guard.allow(model, 1)
+        assert said in caplog.records[-1].getMessage()

@@ -177,7 +177,9 @@ class PPOTrainer:
         self.rollouts = Rollouts(config, tokenizer, train_rows, self.parts, self.runner)
         if hasattr(evaluate, "runner"):  # the worker's held-out evaluation: on the rollouts' graph
             evaluate.runner = self.runner
-        self.updater = PolicyUpdate(config, self.parts, self.optimizer, UpdateGuard(recorder))
+        guard = UpdateGuard(recorder)
+        guard.watch_head(self.policy)
+        self.updater = PolicyUpdate(config, self.parts, self.optimizer, guard)
         if compiles_on(self.accelerator.device, fsdp):
             for policy in (self.policy, ref_policy):
                 if policy is not None:
