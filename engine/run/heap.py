@@ -1,15 +1,15 @@
 """The objects a run makes before its first step ends are kept out of Python's garbage collector.
 
 Compiling the decoder layers and the decode step, and loading the trainer, leave millions of
-long-lived objects (graphs, guards, sympy expressions). Each full collection walks all of them:
-0.25 s for half a million on a 2-core CPU, and on a GPU run it stalled steps 52, 146 and 332 of
-a SmolLM2 run (1.2-1.5 s against a 0.44 s median, generation and rewards at their usual times;
-the run before stalled at steps 56, 147 and 333: the collector's thresholds, not the work).
-``gc.freeze()`` moves every object alive now to a permanent generation that later collections
-skip (Python docs, ``gc.freeze``); torchtitan's trainer manages its collections for the same
-stalls (``torchtitan/components/garbage_collection.py``), which under DDP also hold the other
-processes at the next all-reduce.
-"""
+long-lived objects (graphs, guards, sympy expressions), and each full collection walks all of
+them: 0.25 s for half a million on a 2-core CPU. Two SmolLM2 runs on a GPU stalled at nearly the
+same steps (52, 146, 332 and 56, 147, 333: 1.2-1.7 s against a 0.44 s median) with sampling and
+rewards at their usual times, which is the pattern of the collector's thresholds (a full
+collection when the survivors have grown by a quarter), not of the work. ``gc.freeze()`` moves
+every object alive now to a permanent generation that later collections skip (Python docs,
+``gc.freeze``); torchtitan's trainer manages its collections for the same stalls
+(``torchtitan/components/garbage_collection.py``), which under DDP also hold the other processes
+at the next all-reduce."""
 
 from __future__ import annotations
 
