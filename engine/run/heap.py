@@ -7,9 +7,10 @@ same steps (52, 146, 332 and 56, 147, 333: 1.2-1.7 s against a 0.44 s median) wi
 rewards at their usual times, which is the pattern of the collector's thresholds (a full
 collection when the survivors have grown by a quarter), not of the work. ``gc.freeze()`` moves
 every object alive now to a permanent generation that later collections skip (Python docs,
-``gc.freeze``); torchtitan's trainer manages its collections for the same stalls
-(``torchtitan/components/garbage_collection.py``), which under DDP also hold the other processes
-at the next all-reduce."""
+``gc.freeze``); torchtitan's trainer turns the automatic collections off for the same stalls
+("used to avoid stragglers in garbage collection", ``GarbageCollection`` in
+``torchtitan/tools/utils.py``): under DDP one process's stall holds the others at the next
+all-reduce."""
 
 from __future__ import annotations
 
