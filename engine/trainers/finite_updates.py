@@ -122,7 +122,9 @@ def final_norm(model: torch.nn.Module) -> torch.nn.Module | None:
     """The norm between the last decoder layer and the LM head (``model.norm`` in the Llama
     layout, under any wrapper), or None."""
     norms = [
-        m for name, m in model.named_modules() if name.endswith("norm") and ".layers." not in name
+        module
+        for name, module in model.named_modules()
+        if name.endswith("norm") and "layers" not in name.split(".")
     ]
     return norms[-1] if norms else None
 
