@@ -86,10 +86,10 @@ def describe(config: RunConfig, card_bytes: int | None, prompt_tokens: int | Non
     tokens = PROMPT_TOKENS if prompt_tokens is None else prompt_tokens
     if picked:
         config = with_default_micro_batch(config, card_bytes, tokens)
-    peak = estimate(config, shape, on_gpu=on_gpu, prompt_tokens=tokens)
-    line = peak.summary()
+    est = estimate(config, shape, on_gpu=on_gpu, prompt_tokens=tokens)
+    line = est.summary()
     line += f" Prompts of {tokens} tokens{' assumed' if prompt_tokens is None else ''}."
-    if on_gpu and peak.peak > CARD_BUDGET * card_bytes:
+    if on_gpu and est.peak > CARD_BUDGET * card_bytes:
         line += (
             f" That is above {CARD_BUDGET:.0%} of the {size(card_bytes)} card: the run may run "
             "out of memory."
