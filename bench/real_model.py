@@ -68,6 +68,26 @@ def curve(series: Series, name: str, start: float) -> list[tuple[float, float]]:
     return [(round((t - start) / 60, 2), round(v, 3)) for _, v, t in series.get(name, [])]
 
 
+def over_like_work(timed: list[tuple], longest: dict[int, float]) -> tuple[float, int] | None:
+    """The slowest step after the first against the median of the steps that did like work
+    (their longest completion within a quarter of its own; five at least), and its number.
+
+    A step's sampling and update both scale with its longest completion (TRL pads a step's
+    completions to it), and completions shrink several times as the model learns: the plain
+    max/median counts that shrinking as slow steps."""
+    worst = None
+    for step, seconds, _ in timed[1:]:
+        length = longest.get(step)
+        if not length:
+            continue
+        peers = [s for k, s, _ in timed[1:] if abs(longest.get(k, 0) - length) <= length / 4]
+        if len(peers) >= 5:
+            ratio = seconds / statistics.median(peers)
+            if worst is None or ratio > worst[0]:
+                worst = (round(ratio, 2), step)
+    return worst
+
+
 def picked_micro_batch(config: RunConfig, prompt_tokens: int) -> int | None:
     """The micro-batch the worker runs: the config's, else the one it picks for this card
     from the same estimate and prompt length (engine/run/worker.py)."""
@@ -153,6 +173,12 @@ def learning_curve(args: argparse.Namespace) -> dict:
         figures["max_step_over_median"] = round(max(step_times) / statistics.median(step_times), 2)
         slowest = sorted(timed[1:], key=lambda point: -point[1])[:3]
         figures["slowest_steps_s"] = [(step, round(v, 2)) for step, v, _ in slowest]
+        longest = {step: v for step, v, _ in series.get("completions/max_length", [])}
+        like = over_like_work(timed, longest)
+        figures["max_step_over_like_work_median"], figures["slowest_like_work_step"] = like or (
+            None,
+            None,
+        )
     peak_steps = series.get(metric_names.PEAK_MEMORY, [])
     if peak_steps:  # when the peak was reached: after which step (evaluations run between steps)
         top = max(v for _, v, _ in peak_steps)
