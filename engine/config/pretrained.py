@@ -11,7 +11,8 @@ on a GPU:
   (7 updates in ten minutes, nothing learned); with the backward stopping at layer 22 and half
   the samples it takes about 35 s, generation 15 s of it. Ten minutes are then 18 updates: at
   the GPU's 2e-4 held-out strict format stayed at 0.01, at 1e-3 it rose from 0 to 0.58 and
-  the training reward from 0.05 to 0.75 (issue 22, bench/RESULTS.md).
+  the training reward from 0.05 to 0.75 in one run; runs vary with the seed, and a limit of 64
+  tokens (25 updates) raised accuracy in one seed of three (issue 22, bench/RESULTS.md).
 - **GPU**: 32 prompts x 8 completions a step, the micro-batch left empty so the worker picks the
   largest that fits the card (:func:`engine.models.micro_batch.with_default_micro_batch`), and a
   learning rate of 2e-4. LoRA's best learning rate is about ten times full fine-tuning's ("LoRA
