@@ -174,11 +174,8 @@ def learning_curve(args: argparse.Namespace) -> dict:
         slowest = sorted(timed[1:], key=lambda point: -point[1])[:3]
         figures["slowest_steps_s"] = [(step, round(v, 2)) for step, v, _ in slowest]
         longest = {step: v for step, v, _ in series.get("completions/max_length", [])}
-        like = over_like_work(timed, longest)
-        figures["max_step_over_like_work_median"], figures["slowest_like_work_step"] = like or (
-            None,
-            None,
-        )
+        like = over_like_work(timed, longest) or (None, None)
+        figures["max_step_over_like_work_median"], figures["slowest_like_work_step"] = like
     peak_steps = series.get(metric_names.PEAK_MEMORY, [])
     if peak_steps:  # when the peak was reached: after which step (evaluations run between steps)
         top = max(v for _, v, _ in peak_steps)
