@@ -82,7 +82,9 @@ def where_non_finite(named: list[tuple[str, torch.nn.Parameter]]) -> str:
     if not bad:
         return "on another process"
     if len(bad) == with_grad:
-        return f"in all {with_grad} gradient tensors: from the loss or above the last trained layer"
+        return (
+            f"in all {with_grad} gradient tensors: from the last trained layer or nearer the loss"
+        )
     return f"in {len(bad)} of {with_grad} gradient tensors, nearest the loss: {bad[-1]}"
 
 
