@@ -49,8 +49,9 @@ def plain_prompt(prompt: Prompt) -> str:
     """A chat prompt in the plain "Question: ... Answer:" layout (strings pass through)."""
     if isinstance(prompt, str):
         return prompt
+    messages = check_messages(prompt)
     parts = []
-    for m in check_messages(prompt):
+    for m in messages[:-1] if continues_answer(messages) else messages:
         content = str(m["content"]).strip()
         if m["role"] == "user":
             parts.append(f"Question: {content}\n")
@@ -58,19 +59,32 @@ def plain_prompt(prompt: Prompt) -> str:
             parts.append(f"Answer: {content}\n\n")
         else:  # system (or any other role): a preamble paragraph
             parts.append(f"{content}\n\n")
+    if continues_answer(messages):  # the model writes on from the answer's opening words
+        return "".join(parts) + "Answer: " + str(messages[-1]["content"]).lstrip()
     return "".join(parts) + "Answer:"
+
+
+def continues_answer(messages: Sequence[dict[str, str]]) -> bool:
+    """Whether the prompt ends with the opening of the model's answer (an assistant message,
+    e.g. a prefilled ``<think>``) that the model continues, rather than with a question."""
+    return bool(messages) and messages[-1]["role"] == "assistant"
 
 
 def render_prompt(tokenizer: Any, prompt: Prompt) -> str:
     """Prompt text as the model sees it: chat prompts through the tokenizer's chat template
-    with the generation prompt appended, or :func:`plain_prompt` when it has none. Plain
-    strings pass through unchanged."""
+    with the generation prompt appended (or, ending with an assistant message, that message
+    left open), or :func:`plain_prompt` when it has none. Plain strings pass through."""
     if isinstance(prompt, str):
         return prompt
     messages = check_messages(prompt)
-    if has_chat_template(tokenizer):
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return plain_prompt(messages)
+    if not has_chat_template(tokenizer):
+        return plain_prompt(messages)
+    # TRL's rule (trl/data_utils.py, maybe_apply_chat_template): a final assistant message is
+    # continued, any other gets the generation prompt, so every path renders alike.
+    go_on = continues_answer(messages)
+    return tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=not go_on, continue_final_message=go_on
+    )
 
 
 def adds_special_tokens(tokenizer: Any, prompt: Prompt) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from trl.data_utils import maybe_apply_chat_template
 
 from engine.config.run_config import RunConfig
 from engine.data.prompts import for_trainer, plain_prompt, prompt_format, render_prompt
@@ -43,6 +44,16 @@ def test_plain_layout_is_question_then_answer():
     assert plain_prompt(turns).endswith("Answer: 5\n\nQuestion: And 4?\nAnswer:")
     with pytest.raises(ValueError, match="message 0 must be a dict"):
         plain_prompt([{"text": "hi"}])
+
+
+def test_a_prompt_ending_with_the_answers_opening_is_continued():
+    opened = [*CHAT, {"role": "assistant", "content": "<think>"}]
+    assert plain_prompt(opened) == "Answer in tags.\n\nQuestion: What is 2 plus 3?\nAnswer: <think>"
+    tokenizer = build_char_tokenizer()
+    text = render_prompt(tokenizer, opened)
+    assert text.endswith("<|assistant|><think>")  # no end-of-turn, no second generation prompt
+    # rendered as TRL renders it for GRPO and RLOO, so sampling and training see one prompt
+    assert text == maybe_apply_chat_template({"prompt": opened}, tokenizer)["prompt"]
 
 
 def test_tokenizer_without_template_gets_plain_text(plain_model_dir):
