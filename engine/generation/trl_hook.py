@@ -10,7 +10,8 @@ It also times the sampling (``perf/generation_s``), records peak GPU memory
 (``perf/peak_memory_gib``) and compares the sampler's log-probabilities of the sampled tokens
 with those the loss recomputes (``gen/logprob_gap``): they ride in the generation batch under
 :data:`SAMPLER_LOGPROBS`, row for row with ``completion_ids``, so TRL's shuffle and split carry
-them to the loss with their completions.
+them to the loss with their completions. On the CPU the loss forward runs each of a group's
+prompts once (:mod:`engine.trainers.shared_prompt`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import torch
 from engine.generation import make_runner
 from engine.generation.runner import Generation, GenerationRunner
 from engine.tracking import metric_names
+from engine.trainers.shared_prompt import logps_with_shared_prompts, shares_prompts
 
 if TYPE_CHECKING:
     from engine.trainers.finite_updates import UpdateGuard
@@ -34,6 +36,8 @@ logger = logging.getLogger(__name__)
 # The generation batch's key for the sampler's log-probabilities, (B, T) like completion_ids.
 # Not TRL's "sampling_per_token_logps", which would switch on its vLLM importance correction.
 SAMPLER_LOGPROBS = "studio_sampler_logprobs"
+# The loss forward's keyword arguments that are not images or other inputs besides text.
+TEXT_ONLY_KWARGS = ("compute_entropy", "compute_aux_loss")
 
 
 class FastGenerationMixin:
@@ -134,10 +138,26 @@ class FastGenerationMixin:
             self._metrics["train"][metric_names.PEAK_MEMORY].append(peak)
         return loss
 
-    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, *args, **kw):
-        out = super()._get_per_token_logps_and_entropies(
-            model, input_ids, attention_mask, *args, **kw
+    def _get_per_token_logps_and_entropies(
+        self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, **kw
+    ):
+        out = None
+        text_only = not kw.get("compute_aux_loss") and all(
+            value is None for name, value in kw.items() if name not in TEXT_ONLY_KWARGS
         )
+        if text_only and shares_prompts(model, input_ids, batch_size):
+            out = logps_with_shared_prompts(
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                kw.get("compute_entropy", False),
+                self.accelerator.autocast(),
+            )
+        if out is None:
+            out = super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, **kw
+            )
         sampled = None if self._loss_inputs is None else self._loss_inputs.get(SAMPLER_LOGPROBS)
         if sampled is not None:
             mask = self._loss_inputs["completion_mask"]

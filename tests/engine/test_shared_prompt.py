@@ -1,0 +1,91 @@
+"""The update's shared prompt pass gives TRL's log-probabilities and gradients, row for row."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import LlamaConfig, LlamaForCausalLM
+from trl.trainer.utils import add_fused_lm_head
+
+from engine.trainers.shared_prompt import SHARE_ENV, logps_with_shared_prompts, shares_prompts
+
+PROMPT, COMPLETION = 7, 5
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=50,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
+    base = LlamaForCausalLM(config)
+    add_fused_lm_head(base, temperature=0.8, outputs=("log_probs", "entropy"))
+    # LoRA on the last two layers only, as the CPU suggestion trains (random B: gradients flow)
+    lora = LoraConfig(
+        r=4, target_modules=["q_proj", "v_proj", "down_proj"], layers_to_transform=[1, 2]
+    )
+    lora.init_lora_weights = False
+    return get_peft_model(base, lora).train()
+
+
+def batch(groups: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Rows of two prompts (the second left-padded) in the order ``groups`` gives, each with
+    its own completion, some right-padded: ids, attention mask, completion mask."""
+    generator = torch.Generator().manual_seed(1)
+    prompts = torch.randint(3, 50, (2, PROMPT), generator=generator)
+    prompt_mask = torch.ones(2, PROMPT, dtype=torch.long)
+    prompts[1, :3], prompt_mask[1, :3] = 0, 0
+    rows = len(groups)
+    completions = torch.randint(3, 50, (rows, COMPLETION), generator=generator)
+    completion_mask = torch.ones(rows, COMPLETION, dtype=torch.long)
+    completion_mask[1, 3:] = completion_mask[rows - 2, 2:] = 0
+    order = torch.tensor(groups)
+    ids = torch.cat([prompts[order], completions], dim=1)
+    return ids, torch.cat([prompt_mask[order], completion_mask], dim=1), completion_mask
+
+
+def trl_forward(model, ids, mask):
+    """TRL 1.16's loss forward (``GRPOTrainer._get_per_token_logps_and_entropies``)."""
+    labels = ids.masked_fill(mask == 0, -100)
+    labels[:, :-COMPLETION] = -100
+    out = model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
+    return out.log_probs[:, -COMPLETION:], out.entropy[:, -COMPLETION:]
+
+
+def gradients(model, logps, completion_mask) -> dict[str, torch.Tensor]:
+    model.zero_grad()
+    (logps * completion_mask).sum().backward()
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def test_shared_prompts_give_trls_log_probs_and_gradients(model):
+    ids, mask, completion_mask = batch([0, 1, 0, 1, 1, 0])  # TRL shuffles a step's rows
+    expected_logps, expected_entropy = trl_forward(model, ids, mask)
+    expected = gradients(model, expected_logps, completion_mask)
+    logps, entropy, aux = logps_with_shared_prompts(model, ids, mask, COMPLETION, True)
+    got = gradients(model, logps, completion_mask)
+    kept = completion_mask.bool()
+    torch.testing.assert_close(logps[kept], expected_logps[kept], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(entropy[kept], expected_entropy[kept], atol=1e-5, rtol=1e-5)
+    assert aux is None and expected.keys() == got.keys() and len(got) == 12  # 3 modules x A, B x 2
+    for name, grad in expected.items():
+        torch.testing.assert_close(got[name], grad, atol=1e-5, rtol=1e-4)
+
+
+def test_rows_without_a_shared_prompt_are_left_to_trl(model):
+    ids, mask, _ = batch([0, 1])
+    assert logps_with_shared_prompts(model, ids, mask, COMPLETION, False) is None
+
+
+def test_shared_only_on_the_cpu_in_one_process_when_asked(model, monkeypatch):
+    ids, _, _ = batch([0, 1, 0])
+    assert shares_prompts(model, ids, batch_size=None)
+    assert not shares_prompts(model, ids, batch_size=2)  # TRL chunks the rows itself
+    monkeypatch.setenv(SHARE_ENV, "0")
+    assert not shares_prompts(model, ids, batch_size=None)
