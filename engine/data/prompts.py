@@ -50,8 +50,10 @@ def plain_prompt(prompt: Prompt) -> str:
     if isinstance(prompt, str):
         return prompt
     messages = check_messages(prompt)
+    # an opened answer (a prefilled "<think>") is the text the model writes on from
+    opening = str(messages.pop()["content"]).lstrip() if continues_answer(messages) else ""
     parts = []
-    for m in messages[:-1] if continues_answer(messages) else messages:
+    for m in messages:
         content = str(m["content"]).strip()
         if m["role"] == "user":
             parts.append(f"Question: {content}\n")
@@ -59,9 +61,7 @@ def plain_prompt(prompt: Prompt) -> str:
             parts.append(f"Answer: {content}\n\n")
         else:  # system (or any other role): a preamble paragraph
             parts.append(f"{content}\n\n")
-    if continues_answer(messages):  # the model writes on from the answer's opening words
-        return "".join(parts) + "Answer: " + str(messages[-1]["content"]).lstrip()
-    return "".join(parts) + "Answer:"
+    return "".join(parts) + ("Answer: " + opening if opening else "Answer:")
 
 
 def continues_answer(messages: Sequence[dict[str, str]]) -> bool:
