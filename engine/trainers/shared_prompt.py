@@ -64,7 +64,9 @@ def logps_with_shared_prompts(
             use_cache=True,
             logits_to_keep=1,
         )
-        cache = prefix.cache
+        cache = getattr(prefix, "cache", None)
+        if cache is None:  # a model without a key/value cache: TRL's forward
+            return None
         cache.batch_select_indices(row_prompt)
         tail = input_ids[:, width:]
         labels = tail.masked_fill(attention_mask[:, width:] == 0, -100)
