@@ -13,8 +13,10 @@ def _c(name: str, weight: float, params: dict[str, Any] | None = None, **more: A
     return {"name": name, "weight": weight, "params": params or {}, **more}
 
 
-#: The preset a pretrained instruct model starts from (engine.config.pretrained).
+#: The preset a pretrained instruct model starts from on a GPU (engine.config.pretrained).
 INSTRUCT_PRESET = "instruct model (soft format)"
+#: The same plus a bonus for stopping at the answer: the CPU suggestion's.
+INSTRUCT_STOP_PRESET = "instruct model (soft format, stop at the answer)"
 
 PRESET_DATA: dict[str, dict[str, Any]] = {
     "R1-style math": {
@@ -60,6 +62,24 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
             "model learns pays on its own. Pair it with a system prompt that shows one "
             "worked example in the format (export-config --model writes one); once the "
             "model writes the tags, R1-style math scores the strict format."
+        ),
+    },
+    INSTRUCT_STOP_PRESET: {
+        "components": [
+            _c("correctness", 1.0),
+            _c("format", 0.5, {"mode": "soft"}),
+            _c(
+                "rule",
+                0.25,
+                {"pattern": r"</answer>\s*\z", "kind": "must_contain", "effect": "bonus"},
+                label="ends_at_answer",
+            ),
+        ],
+        "description": (
+            "The instruct preset plus 0.25 for a completion that ends at </answer>. The soft "
+            "format pays in full once each tag appears, so a short run at a high learning "
+            "rate (the CPU suggestion: a few dozen updates at 1e-3) learns the tags and then "
+            "fills the rest of its tokens after </answer>; this pays for stopping there."
         ),
     },
     "format only": {

@@ -9,12 +9,13 @@ on a GPU:
   layers only, and a learning rate of 1e-3. A CPU's update is bound by its arithmetic: on two
   cores SmolLM2's step of 4 prompts x 8 x 160 tokens with LoRA on all 30 layers took about 90 s
   (7 updates in ten minutes, nothing learned); with the backward stopping at layer 22, half the
-  samples and 64 tokens it takes about 24 s, so ten minutes hold 25 updates. That is at the
+  samples and 64 tokens it took about 24 s (25 updates in ten minutes), and with each prompt
+  run once in the update (:mod:`engine.trainers.shared_prompt`) 11-14 s. 25 updates are at the
   edge of what this task learns in. Five seeds trained for the CPU's update count on a GPU
   (bench/settings_sweep.py, issue 22): 64 tokens raised held-out accuracy 2.5 points on average
   and beat 128 tokens (16 updates, -2.3) in 4 seeds of 5; learning rates of 3e-4 and 2e-3,
   temperature 0.6 and groups of 4 all did worse than 1e-3 with groups of 8. What ten CPU minutes
-  learn varies with the seed (three runs on two cores: +4.2, -0.8 and -1.6 points); thirty
+  learn varies with the seed (three runs of 25 updates on two cores: +4.2, -0.8 and -1.6); thirty
   minutes at 128 tokens raised accuracy from 6% to 15%.
 - **GPU**: 32 prompts x 8 completions a step, the micro-batch left empty so the worker picks the
   largest that fits the card (:func:`engine.models.micro_batch.with_default_micro_batch`), and a
@@ -24,11 +25,15 @@ on a GPU:
   minutes on one H100, issue 22). No adapter dropout: the sampler runs the model without it, so
   dropout would only add noise and a copy of each adapted layer's input to the update.
 
-Either way the reward starts from :data:`INSTRUCT_PRESET` and the built-in task's system prompt
-shows one worked example in the format the reward pays for
+Either way the reward starts from an instruct preset (:func:`pretrained_preset`) and the
+built-in task's system prompt shows one worked example in the format the reward pays for
 (:data:`engine.tasks.WORKED_EXAMPLE_SYSTEM_PROMPT`): an instruct model that never writes
 ``<think>`` earns nothing from a strict format reward (issue 22: format 0 on every sample), so
-the preset scores the tags softly (a share per tag) and the example shows them.
+the preset scores the tags softly (a share per tag) and the example shows them. On the CPU the
+preset also pays for ending at ``</answer>``: with the update running each prompt once, ten
+minutes hold 45-56 updates at 1e-3, and without that bonus two runs of two learned the tags
+and then filled their tokens after ``</answer>`` (strict format 0.02, accuracy +2.8 and -1.0
+points); with it strict format rose to 0.85 and 0.67 and accuracy by 2.8 and 2.0 points.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from typing import Any
 from engine.config.run_config import RunConfig
 from engine.models.specs import DEFAULT_MODEL_ALIAS
 from engine.tasks import WORKED_EXAMPLE_SYSTEM_PROMPT
-from rewards.presets import INSTRUCT_PRESET
+from rewards.presets import INSTRUCT_PRESET, INSTRUCT_STOP_PRESET
 from rewards.spec import preset
 
 CPU_SETTINGS: dict[str, Any] = {
@@ -67,6 +72,11 @@ def pretrained_lora(on_gpu: bool) -> dict[str, Any]:
     return {**LORA, "last_layers": 0 if on_gpu else CPU_LORA_LAST_LAYERS}
 
 
+def pretrained_preset(on_gpu: bool) -> str:
+    """The reward preset a pretrained model starts from on a GPU or CPU."""
+    return INSTRUCT_PRESET if on_gpu else INSTRUCT_STOP_PRESET
+
+
 def local_gpu() -> bool:
     """Whether this machine has an NVIDIA GPU (asked of nvidia-smi: no CUDA in this process)."""
     from engine.run.devices import list_gpus
@@ -84,14 +94,14 @@ def pretrained_summary(on_gpu: bool) -> str:
         f"on {'a GPU' if on_gpu else 'the CPU'}: LoRA (r {lora['r']}{layers}), learning rate "
         f"{s['training.learning_rate']:g}, {s['training.prompts_per_step']} prompts per step, "
         f"{micro_text}, up to {s['generation.max_completion_length']} new tokens; the reward "
-        f"preset {INSTRUCT_PRESET!r} and a system prompt with one worked example"
+        f"preset {pretrained_preset(on_gpu)!r} and a system prompt with one worked example"
     )
 
 
 def suggested_config(model: str = DEFAULT_MODEL_ALIAS, on_gpu: bool | None = None) -> RunConfig:
     """A starting config for ``model``: the defaults for the shipped default model; for any
     other model LoRA, :func:`pretrained_settings` for the device (``None``: this machine's),
-    the instruct preset and the worked-example system prompt on top of them."""
+    its reward preset and the worked-example system prompt on top of them."""
     data = RunConfig().to_dict()
     data["model"]["name_or_path"] = model
     if model == DEFAULT_MODEL_ALIAS:
@@ -101,6 +111,6 @@ def suggested_config(model: str = DEFAULT_MODEL_ALIAS, on_gpu: bool | None = Non
     for path, value in pretrained_settings(gpu).items():
         section, name = path.split(".")
         data[section][name] = value
-    data["reward"] = preset(INSTRUCT_PRESET).to_dict()
+    data["reward"] = preset(pretrained_preset(gpu)).to_dict()
     data["data"]["system_prompt"] = WORKED_EXAMPLE_SYSTEM_PROMPT
     return RunConfig.from_dict(data)

@@ -98,9 +98,9 @@ def test_the_cli_reports_an_unwritable_output_without_a_traceback(tmp_path, engi
 
 
 def test_a_pretrained_model_starts_from_lora_and_settings_for_its_device():
-    from engine.config.pretrained import pretrained_settings, suggested_config
+    from engine.config.pretrained import pretrained_preset, pretrained_settings, suggested_config
     from engine.tasks import WORKED_EXAMPLE_SYSTEM_PROMPT
-    from rewards.presets import INSTRUCT_PRESET
+    from rewards.presets import INSTRUCT_PRESET, INSTRUCT_STOP_PRESET
     from rewards.spec import preset
 
     assert suggested_config(on_gpu=True) == RunConfig()
@@ -111,9 +111,12 @@ def test_a_pretrained_model_starts_from_lora_and_settings_for_its_device():
         for path, value in pretrained_settings(on_gpu).items():
             section, name = path.split(".")
             assert getattr(getattr(config, section), name) == value
-        assert config.reward == preset(INSTRUCT_PRESET)
+        assert config.reward == preset(pretrained_preset(on_gpu))
         assert config.data.system_prompt == WORKED_EXAMPLE_SYSTEM_PROMPT
     gpu, cpu = (suggested_config("Qwen/Qwen2.5-0.5B-Instruct", g) for g in (True, False))
     assert gpu.completions_per_step > cpu.completions_per_step
     assert gpu.training.micro_batch_size is None and gpu.model.lora.dropout == 0
     assert gpu.model.lora.last_layers == 0 and cpu.model.lora.last_layers > 0
+    # a short CPU run also pays for stopping at </answer> (issue 22: it drifted past it)
+    assert gpu.reward == preset(INSTRUCT_PRESET) and cpu.reward == preset(INSTRUCT_STOP_PRESET)
+    assert [c.name for c in cpu.reward.components] == ["correctness", "format", "rule"]
