@@ -36,8 +36,6 @@ logger = logging.getLogger(__name__)
 # The generation batch's key for the sampler's log-probabilities, (B, T) like completion_ids.
 # Not TRL's "sampling_per_token_logps", which would switch on its vLLM importance correction.
 SAMPLER_LOGPROBS = "studio_sampler_logprobs"
-# The loss forward's keyword arguments that are not images or other inputs besides text.
-TEXT_ONLY_KWARGS = ("compute_entropy", "compute_aux_loss")
 
 
 class FastGenerationMixin:
@@ -142,10 +140,7 @@ class FastGenerationMixin:
         self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, **kw
     ):
         out = None
-        text_only = not kw.get("compute_aux_loss") and all(
-            value is None for name, value in kw.items() if name not in TEXT_ONLY_KWARGS
-        )
-        if text_only and shares_prompts(model, input_ids, batch_size):
+        if shares_prompts(model, input_ids, batch_size, kw):
             out = logps_with_shared_prompts(
                 model,
                 input_ids,

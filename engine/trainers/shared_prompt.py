@@ -28,9 +28,20 @@ import torch
 SHARE_ENV = "STUDIO_SHARE_PROMPTS"
 
 
-def shares_prompts(model: Any, input_ids: torch.Tensor, batch_size: int | None) -> bool:
-    """Whether the update may run each distinct prompt once: on the CPU, in one process,
-    without activation checkpointing and without TRL chunking the rows."""
+# The loss forward's keyword arguments that are not images or other inputs besides text.
+TEXT_ONLY_KWARGS = ("compute_entropy", "compute_aux_loss")
+
+
+def shares_prompts(
+    model: Any, input_ids: torch.Tensor, batch_size: int | None, forward_kwargs: dict[str, Any]
+) -> bool:
+    """Whether the update may run each distinct prompt once: text only (TRL's other keyword
+    arguments all None, no MoE loss), on the CPU, in one process, without activation
+    checkpointing and without TRL chunking the rows."""
+    if forward_kwargs.get("compute_aux_loss") or any(
+        value is not None for name, value in forward_kwargs.items() if name not in TEXT_ONLY_KWARGS
+    ):
+        return False
     if os.environ.get(SHARE_ENV, "1") == "0" or input_ids.device.type != "cpu":
         return False
     if torch.distributed.is_available() and torch.distributed.is_initialized():

@@ -83,9 +83,11 @@ def test_rows_without_a_shared_prompt_are_left_to_trl(model):
     assert logps_with_shared_prompts(model, ids, mask, COMPLETION, False) is None
 
 
-def test_shared_only_on_the_cpu_in_one_process_when_asked(model, monkeypatch):
+def test_shared_only_for_text_on_the_cpu_in_one_process_when_asked(model, monkeypatch):
     ids, _, _ = batch([0, 1, 0])
-    assert shares_prompts(model, ids, batch_size=None)
-    assert not shares_prompts(model, ids, batch_size=2)  # TRL chunks the rows itself
+    text = {"compute_entropy": True, "pixel_values": None}
+    assert shares_prompts(model, ids, None, text)
+    assert not shares_prompts(model, ids, 2, text)  # TRL chunks the rows itself
+    assert not shares_prompts(model, ids, None, {**text, "pixel_values": torch.zeros(1)})
     monkeypatch.setenv(SHARE_ENV, "0")
-    assert not shares_prompts(model, ids, batch_size=None)
+    assert not shares_prompts(model, ids, None, text)
