@@ -83,8 +83,9 @@ def start(name: str, variant: dict, seed: int, gpu: int | None, args, folder: Pa
     shutil.rmtree(run_dir, ignore_errors=True)  # a run of an earlier sweep would be read back
     log = (folder / f"{name}_seed{seed}.log").open("w")
     env = dict(os.environ)
-    if gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    if gpu is not None:  # the sweep's own CUDA_VISIBLE_DEVICES, if set, names the cards it may use
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+        env["CUDA_VISIBLE_DEVICES"] = visible[gpu] if visible != [""] else str(gpu)
     command = [
         sys.executable, "bench/real_model.py", "--device", args.settings_for,
         "--minutes", "600", "--eval-every", "100000", "--eval-samples", str(args.eval_samples),
