@@ -26,6 +26,7 @@ from engine.trainers.compiled_layers import (
     compiles_on,
 )
 from engine.trainers.finite_updates import FiniteUpdatesCallback, UpdateGuard
+from engine.trainers.masked_rows import repair_empty_rows
 from engine.trainers.staged_checkpoints import StagedCheckpointMixin
 from engine.trainers.weight_schedule import WeightScheduleCallback
 from engine.trainers.world_model import WorldModelLossMixin
@@ -148,6 +149,7 @@ def build_trl_trainer(
     if config.reward.has_schedules:
         record = record_metrics or (lambda step, metrics: None)
         trainer.add_callback(WeightScheduleCallback(config.reward, trainer.reward_weights, record))
+    repair_empty_rows(trainer.accelerator.unwrap_model(trainer.model))
     sharded = trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled
     if compiles_on(trainer.accelerator.device, sharded):
         compile_decoder_layers(trainer.accelerator.unwrap_model(trainer.model))

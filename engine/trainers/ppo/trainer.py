@@ -78,6 +78,7 @@ from engine.trainers.compiled_layers import (
     compiles_on,
 )
 from engine.trainers.finite_updates import UpdateGuard
+from engine.trainers.masked_rows import repair_empty_rows
 from engine.trainers.ppo.checkpoint import (
     is_peft_model,
     read_checkpoint,
@@ -141,6 +142,7 @@ class PPOTrainer:
         s, t = self.settings, config.training
         torch.manual_seed(t.seed)
         model = model.to(self.accelerator.device)
+        repair_empty_rows(model)  # before the copies below (reference, critic), which keep it
         self.is_peft = is_peft_model(model)
         uses_reference = s.kl_coef > 0 or s.kl_mode == "adaptive"
         # The reference is the starting policy, frozen: under LoRA the base with adapters off.

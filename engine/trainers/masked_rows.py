@@ -1,0 +1,52 @@
+"""Let a query row that the attention mask closes entirely attend to every key.
+
+In a left-padded batch the padding positions before a short prompt are query rows whose causal
+mask admits no key: every key at or before them is padding too. PyTorch's bfloat16 attention
+backward can return NaN for the queries of such a row. A micro-batch saved from a SmolLM2 run on
+an H200 at the step an update was skipped, replayed alone, gave NaN gradients to the last
+layer's ``q_proj`` adapter with eager layers as well as compiled ones, and none in float32
+(bench/RESULTS.md, fifteenth session). transformers made the same repair for PyTorch before 2.5
+(``sdpa_mask``'s ``allow_torch_fix``: ``causal_mask |= torch.all(~causal_mask, dim=-1,
+keepdim=True)``); it is applied here on every version.
+
+The repair changes nothing that is scored: no other query attends to a padding key, so a padding
+row's output reaches neither the loss nor another position, and the gradient it receives is
+zero.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from engine.trainers.compiled_layers import decoder_layers
+
+# Set to 0 to leave the mask as the model builds it (to compare).
+REPAIR_ENV = "STUDIO_REPAIR_EMPTY_ROWS"
+
+
+def open_empty_rows(mask: torch.Tensor | None) -> torch.Tensor | None:
+    """``mask`` (boolean, True = may attend) with each row that admits no key opened to all."""
+    if mask is None or mask.dtype != torch.bool:
+        return mask
+    return mask | ~mask.any(dim=-1, keepdim=True)
+
+
+def _repair_mask(module: torch.nn.Module, args: tuple, kwargs: dict[str, Any]) -> Any:
+    mask = kwargs.get("attention_mask")
+    repaired = open_empty_rows(mask)
+    return None if repaired is mask else (args, {**kwargs, "attention_mask": repaired})
+
+
+def repair_empty_rows(model: Any) -> int:
+    """Repair the mask each decoder layer of ``model`` receives (before the layers are compiled:
+    the compiled graph includes the hook); returns how many layers; 0 under
+    ``STUDIO_REPAIR_EMPTY_ROWS=0``."""
+    if os.environ.get(REPAIR_ENV, "1") == "0":
+        return 0
+    layers = decoder_layers(model)
+    for layer in layers:
+        layer.register_forward_pre_hook(_repair_mask, with_kwargs=True)
+    return len(layers)
