@@ -1,13 +1,16 @@
 """Let a query row that the attention mask closes entirely attend to every key.
 
 In a left-padded batch the padding positions before a short prompt are query rows whose causal
-mask admits no key: every key at or before them is padding too. PyTorch's bfloat16 attention
-backward can return NaN for the queries of such a row. A micro-batch saved from a SmolLM2 run on
-an H200 at the step an update was skipped, replayed alone, gave NaN gradients to the last
-layer's ``q_proj`` adapter with eager layers as well as compiled ones, and none in float32
-(bench/RESULTS.md, fifteenth session). transformers made the same repair for PyTorch before 2.5
-(``sdpa_mask``'s ``allow_torch_fix``: ``causal_mask |= torch.all(~causal_mask, dim=-1,
-keepdim=True)``); it is applied here on every version.
+mask admits no key: every key at or before them is padding too. The cuDNN attention backend that
+PyTorch's SDPA picks for bfloat16 on an H200 returns NaN query gradients for such rows, which
+reach every layer below through the ``q_proj`` weights. A micro-batch saved from a SmolLM2 run at
+a skipped update, replayed alone, did so with eager layers as well as compiled ones; the
+memory-efficient and math backends, float32, and this repair gave finite gradients (3-5% of the
+updates were skipped before it, none of 1,514 after: bench/RESULTS.md, fifteenth session).
+The sampler's own attention repairs these rows too (engine/generation/decoder.py), and
+transformers made this repair for PyTorch before 2.5 (``sdpa_mask``'s ``allow_torch_fix``:
+``causal_mask |= torch.all(~causal_mask, dim=-1, keepdim=True)``); here it applies on every
+version.
 
 The repair changes nothing that is scored: no other query attends to a padding key, so a padding
 row's output reaches neither the loss nor another position, and the gradient it receives is
