@@ -30,9 +30,11 @@ from engine.trainers.compiled_layers import decoder_layers
 REPAIR_ENV = "STUDIO_REPAIR_EMPTY_ROWS"
 
 
-def open_empty_rows(mask: torch.Tensor | None) -> torch.Tensor | None:
-    """``mask`` (boolean, True = may attend) with each row that admits no key opened to all."""
-    if mask is None or mask.dtype != torch.bool:
+def open_empty_rows(mask: Any) -> Any:
+    """``mask`` (boolean, (batch, heads, queries, keys), True = may attend) with each row that
+    admits no key opened to all; any other mask (flash attention's padding mask, additive
+    floats, flex attention's block mask, none) as it is."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.dim() != 4:
         return mask
     return mask | ~mask.any(dim=-1, keepdim=True)
 

@@ -50,6 +50,10 @@ def test_only_rows_without_a_key_are_opened():
     assert torch.equal(opened[1:], mask[1:])
     additive = torch.zeros(1, 1, 3, 3)
     assert open_empty_rows(additive) is additive and open_empty_rows(None) is None
+    block_mask = object()  # flex attention's BlockMask is no tensor
+    assert open_empty_rows(block_mask) is block_mask
+    padding = torch.tensor([[False, True]])  # flash attention's (batch, keys) mask
+    assert open_empty_rows(padding) is padding
 
 
 def tiny_llama() -> LlamaForCausalLM:
