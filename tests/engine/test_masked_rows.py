@@ -18,7 +18,7 @@ from engine.trainers.masked_rows import REPAIR_ENV, open_empty_rows, repair_empt
 from engine.trainers.ppo.trainer import PPOTrainer
 from engine.trainers.trl_trainers import build_trl_trainer
 from tests.engine.test_ppo_trainer import ListRecorder
-from tests.tiny_models import save_tiny_llama
+from tests.tiny_models import TINY_SHAPE, save_tiny_llama
 
 
 def closed_rows(mask: torch.Tensor) -> int:
@@ -58,16 +58,7 @@ def test_only_rows_without_a_key_are_opened():
 
 def tiny_llama() -> LlamaForCausalLM:
     torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=40,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        attn_implementation="sdpa",
-    )
-    return LlamaForCausalLM(config)
+    return LlamaForCausalLM(LlamaConfig(**TINY_SHAPE, attn_implementation="sdpa"))
 
 
 def test_repair_changes_no_scored_log_prob_or_gradient():
