@@ -46,9 +46,9 @@ def _repair_mask(module: torch.nn.Module, args: tuple, kwargs: dict[str, Any]) -
 
 
 def repair_empty_rows(model: Any) -> int:
-    """Repair the mask each decoder layer of ``model`` receives (before the layers are compiled:
-    the compiled graph includes the hook); returns how many layers; 0 under
-    ``STUDIO_REPAIR_EMPTY_ROWS=0``."""
+    """Repair the mask each decoder layer of ``model`` receives, by a forward pre-hook (added
+    before the layers are compiled, so that the compiled layers run it too); returns how many
+    layers; 0 under ``STUDIO_REPAIR_EMPTY_ROWS=0``."""
     if os.environ.get(REPAIR_ENV, "1") == "0":
         return 0
     layers = decoder_layers(model)
