@@ -52,7 +52,7 @@ class GenerationSettings:
     backend: str = knob(
         "auto",
         help=(
-            "Sampler during training: auto (compiled on a GPU, hf on CPU), hf (transformers' "
+            "Sampler during training: auto (compiled, on every device), hf (transformers' "
             "generate), compiled (static KV cache, CUDA-graph decode), vllm (TRL's colocated "
             "vLLM; needs the vllm package)."
         ),

@@ -21,15 +21,14 @@ logger = logging.getLogger(__name__)
 def make_runner(model: Any, backend: str, max_len: int) -> GenerationRunner | None:
     """The static-cache runner for ``model`` when ``backend`` resolves to ``compiled``.
 
-    None means transformers' ``generate`` (or TRL's vLLM) samples instead: for ``hf``, for
-    ``auto`` on a CPU, and, with a warning, for a model this runner does not support.
+    None means transformers' ``generate`` (or TRL's vLLM) samples instead: for ``hf`` and
+    ``vllm``, and, with a warning, for a model this runner does not support.
     """
     # torch loads here, not with the package: a config names a backend without sampling.
-    from engine.generation.decoder import base_model_of, unsupported_reason
+    from engine.generation.decoder import unsupported_reason
     from engine.generation.runner import GenerationRunner
 
-    device = next(base_model_of(model).parameters()).device
-    if resolve_backend(backend, device) != "compiled":
+    if resolve_backend(backend) != "compiled":
         return None
     reason = unsupported_reason(model, max_len)
     if reason is not None:

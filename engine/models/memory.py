@@ -79,7 +79,7 @@ Nothing is loaded or downloaded: the model is built on the meta device
 - **KV cache** of generation, which samples a device's whole step at once: layers x 2 (K, V) x
   key-value heads x head dim x completions per device x (prompt + completion length) x dtype
   bytes (HF's "model memory anatomy" guide and the transformers KV-cache docs). The static-cache
-  sampler (``generation.backend`` compiled, or auto on a GPU, one process without FSDP) rounds
+  sampler (``generation.backend`` auto or compiled, one process without FSDP) rounds
   the prompt up to its bucket and keeps the cache allocated between steps
   (:mod:`engine.generation.runner`), so there it is persistent, alive through the update too,
   with the sampler's merged copies of the q/k/v and gate/up weights
@@ -281,7 +281,7 @@ def estimate(
     b = micro_batch or config.per_device_batch_size()
     completion = g.max_completion_length
     seq = prompt_tokens + completion
-    static_cache = on_gpu and g.backend in ("auto", "compiled") and not fsdp
+    static_cache = g.backend in ("auto", "compiled") and not fsdp
     cache_seq = bucket(prompt_tokens) + completion if static_cache else seq
     compiled = layers_compile(config, on_gpu)
 

@@ -68,7 +68,7 @@ def test_trl_step_samples_with_the_runner_and_logs_the_gap(algorithm, tmp_path):
 def test_trl_hf_backend_keeps_transformers_generate(tmp_path):
     model, tokenizer = load_model_and_tokenizer(ModelSpec(), device="cpu")
     trainer = build_trl_trainer(
-        config_for("grpo", "auto"),  # auto on a CPU: hf
+        config_for("grpo", "hf"),
         model,
         tokenizer,
         Dataset.from_list(builtin_task(0).train_rows(8)),

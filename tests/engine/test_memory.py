@@ -134,7 +134,8 @@ def test_transformers_generate_frees_its_cache_before_the_update(model_dir):
     static = estimate(compiled, model_shape(compiled.model), prompt_tokens=6)
     assert static.peak == PARAMS * 2 * 3 + static.terms["kv_cache"] + update_of(est)
     cpu = estimate(compiled, model_shape(compiled.model), on_gpu=False, prompt_tokens=6)
-    assert not cpu.static_cache  # no static-cache sampler on a CPU
+    assert cpu.static_cache  # the static-cache sampler runs on a CPU too
+    assert not estimate(hf, model_shape(hf.model), on_gpu=False, prompt_tokens=6).static_cache
 
 
 def test_lora_four_bit_reference_and_separate_critic(model_dir):
