@@ -10,8 +10,10 @@ on a GPU:
   cores SmolLM2's step of 4 prompts x 8 x 160 tokens with LoRA on all 30 layers took about 90 s
   (7 updates in ten minutes, nothing learned); with the backward stopping at layer 22, half the
   samples and 64 tokens it took about 24 s (25 updates in ten minutes), and with each prompt
-  run once in the update (:mod:`engine.trainers.shared_prompt`) 11-14 s. 25 updates are at the
-  edge of what this task learns in. Five seeds trained for the CPU's update count on a GPU
+  run once in the update (:mod:`engine.trainers.shared_prompt`) 11-14 s, and about 9.5 s with
+  the static-cache sampler (about 70 updates). 25 updates are at the edge of what this task
+  learns in; at 50 updates this suggestion rose in 4 seeds of 4 on a GPU (+8.9 points on
+  average, against +5.1 at 5e-4 and -0.7 at 2e-4). Five seeds trained for 25 updates on a GPU
   (bench/settings_sweep.py, issue 22): 64 tokens raised held-out accuracy 2.5 points on average
   and beat 128 tokens (16 updates, -2.3) in 4 seeds of 5; learning rates of 3e-4 and 2e-3,
   temperature 0.6 and groups of 4 all did worse than 1e-3 with groups of 8. What ten CPU minutes
@@ -30,10 +32,11 @@ built-in task's system prompt shows one worked example in the format the reward 
 (:data:`engine.tasks.WORKED_EXAMPLE_SYSTEM_PROMPT`): an instruct model that never writes
 ``<think>`` earns nothing from a strict format reward (issue 22: format 0 on every sample), so
 the preset scores the tags softly (a share per tag) and the example shows them. On the CPU the
-preset also pays for ending at ``</answer>``: with the update running each prompt once, ten
-minutes hold 45-56 updates at 1e-3, and without that bonus two runs of two learned the tags
-and then filled their tokens after ``</answer>`` (strict format 0.02, accuracy +2.8 and -1.0
-points); with it strict format rose to 0.85 and 0.67 and accuracy by 2.8 and 2.0 points.
+preset also pays for ending at ``</answer>``: at 45-56 updates, without that bonus two runs of
+two learned the tags and then filled their tokens after ``</answer>`` (strict format 0.02,
+accuracy +2.8 and -1.0 points); with it strict format rose to 0.85 and 0.67 and accuracy by 2.8
+and 2.0 points, and with the ~70 updates of the static-cache sampler to 0.96 and 0.97, and
+accuracy from 5% to 22% and from 6% to 11% (bench/RESULTS.md).
 """
 
 from __future__ import annotations
