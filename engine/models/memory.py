@@ -110,6 +110,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.config.run_config import RunConfig
+from engine.generation.backend import resolve_backend
 from engine.generation.runner import bucket
 from engine.models.shape import ModelShape
 
@@ -281,7 +282,7 @@ def estimate(
     b = micro_batch or config.per_device_batch_size()
     completion = g.max_completion_length
     seq = prompt_tokens + completion
-    static_cache = g.backend in ("auto", "compiled") and not fsdp
+    static_cache = resolve_backend(g.backend) == "compiled" and not fsdp
     cache_seq = bucket(prompt_tokens) + completion if static_cache else seq
     compiled = layers_compile(config, on_gpu)
 
