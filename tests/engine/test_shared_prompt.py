@@ -1,4 +1,4 @@
-"""The update's shared prompt pass gives TRL's log-probabilities and gradients, row for row."""
+"""The update's packed rows give TRL's log-probabilities and gradients, row for row."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ from peft import LoraConfig, get_peft_model
 from transformers import LlamaConfig, LlamaForCausalLM
 from trl.trainer.utils import add_fused_lm_head
 
-from engine.trainers.shared_prompt import SHARE_ENV, logps_with_shared_prompts, shares_prompts
+from engine.trainers.shared_prompt import (
+    ROW_MULTIPLE,
+    SHARE_ENV,
+    logps_with_shared_prompts,
+    pack_rows,
+    packed_attention_mask,
+    shares_prompts,
+)
 
 PROMPT, COMPLETION = 7, 5
 
@@ -24,6 +31,7 @@ def model():
         num_attention_heads=4,
         num_key_value_heads=2,
     )
+    config._attn_implementation = "sdpa"
     base = LlamaForCausalLM(config)
     add_fused_lm_head(base, temperature=0.8, outputs=("log_probs", "entropy"))
     # LoRA on the last two layers only, as the CPU suggestion trains (random B: gradients flow)
@@ -36,7 +44,8 @@ def model():
 
 def batch(groups: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Rows of two prompts (the second left-padded) in the order ``groups`` gives, each with
-    its own completion, some right-padded: ids, attention mask, completion mask."""
+    its own completion, some right-padded, one with a masked token inside (a tool result) and
+    the last one empty: ids, attention mask, completion mask."""
     generator = torch.Generator().manual_seed(1)
     prompts = torch.randint(3, 50, (2, PROMPT), generator=generator)
     prompt_mask = torch.ones(2, PROMPT, dtype=torch.long)
@@ -45,6 +54,7 @@ def batch(groups: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     completions = torch.randint(3, 50, (rows, COMPLETION), generator=generator)
     completion_mask = torch.ones(rows, COMPLETION, dtype=torch.long)
     completion_mask[1, 3:] = completion_mask[rows - 2, 2:] = 0
+    completion_mask[0, 1] = completion_mask[rows - 1] = 0
     order = torch.tensor(groups)
     ids = torch.cat([prompts[order], completions], dim=1)
     return ids, torch.cat([prompt_mask[order], completion_mask], dim=1), completion_mask
@@ -78,16 +88,27 @@ def test_shared_prompts_give_trls_log_probs_and_gradients(model):
         torch.testing.assert_close(got[name], grad, atol=1e-5, rtol=1e-4)
 
 
+def test_each_prompt_is_packed_once_with_no_closed_mask_row():
+    ids, mask, _ = batch([0, 1, 0, 1, 1, 0])
+    packed = pack_rows(ids, mask, COMPLETION)
+    assert packed.input_ids.shape[0] == 2 and packed.input_ids.shape[1] % ROW_MULTIPLE == 0
+    real = packed.segment >= 0
+    # each prompt's kept tokens but its last once, then 1 + the completion's span per row
+    assert real.sum() == (PROMPT - 1) + (PROMPT - 1 - 3) + 6 + (5 + 3 + 5 + 5 + 2 + 0)
+    assert packed_attention_mask(packed).any(-1).all()
+
+
 def test_rows_without_a_shared_prompt_are_left_to_trl(model):
     ids, mask, _ = batch([0, 1])
     assert logps_with_shared_prompts(model, ids, mask, COMPLETION, False) is None
 
 
-def test_shared_only_for_text_on_the_cpu_in_one_process_when_asked(model, monkeypatch):
-    ids, _, _ = batch([0, 1, 0])
+def test_shared_only_for_text_under_sdpa_when_trl_does_not_chunk(monkeypatch):
     text = {"compute_entropy": True, "pixel_values": None}
-    assert shares_prompts(model, ids, None, text)
-    assert not shares_prompts(model, ids, 2, text)  # TRL chunks the rows itself
-    assert not shares_prompts(model, ids, None, {**text, "pixel_values": torch.zeros(1)})
+    assert shares_prompts("sdpa", None, 6, text)
+    assert not shares_prompts("sdpa", 2, 6, text)  # TRL chunks the rows itself
+    assert not shares_prompts("eager", None, 6, text)  # would add the boolean mask as numbers
+    assert not shares_prompts("sdpa", None, 6, {**text, "pixel_values": torch.zeros(1)})
+    assert not shares_prompts("sdpa", None, 6, {**text, "compute_aux_loss": True})
     monkeypatch.setenv(SHARE_ENV, "0")
-    assert not shares_prompts(model, ids, None, text)
+    assert not shares_prompts("sdpa", None, 6, text)
