@@ -10,8 +10,8 @@ It also times the sampling (``perf/generation_s``), records peak GPU memory
 (``perf/peak_memory_gib``) and compares the sampler's log-probabilities of the sampled tokens
 with those the loss recomputes (``gen/logprob_gap``): they ride in the generation batch under
 :data:`SAMPLER_LOGPROBS`, row for row with ``completion_ids``, so TRL's shuffle and split carry
-them to the loss with their completions. The loss forward runs each of a group's prompts once
-(:mod:`engine.trainers.shared_prompt`).
+them to the loss with their completions. On the CPU the loss forward runs each of a group's
+prompts once (:mod:`engine.trainers.shared_prompt`).
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ class FastGenerationMixin:
         attention = getattr(
             self.accelerator.unwrap_model(model).config, "_attn_implementation", None
         )
-        if shares_prompts(attention, batch_size, input_ids.size(0), kw):
+        if shares_prompts(attention, input_ids, batch_size, kw):
             out = logps_with_shared_prompts(
                 model,
                 input_ids,

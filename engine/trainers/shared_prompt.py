@@ -15,11 +15,14 @@ serving (vLLM's prefix caching; RadixAttention, Zheng et al. 2024, "SGLang") in 
 packed sequences with a block mask (Krell et al. 2021, "Efficient Sequence Packing without
 Cross-contamination"), applied to the update.
 
-One forward per backward and no key/value cache, so it works with compiled layers (one graph:
-the mask has the type and rank of the one transformers builds), DDP and activation
-checkpointing alike. Used for text under SDPA attention (the 4-D mask is passed as it is; eager
-attention would add it as numbers, and flash attention takes no mask), when TRL does not chunk
-the rows itself.
+One forward per backward and no key/value cache, so activation checkpointing and DDP keep
+working. Used for text under SDPA attention (the 4-D mask is passed as it is; eager attention
+would add it as numbers, and flash attention takes no mask), when TRL does not chunk the rows
+itself, on the CPU: there SmolLM2's step (2 prompts x 8, 64 tokens) took 28.1 s against 47.2 s
+with TRL's rows. On a GPU the update of such a model is bound by launching kernels, not by
+tokens: packing cut an H200's kernel time 4x (53 against 207 ms) but the forward and backward
+only 1.1-1.3x, and whole SmolLM2 runs were slower (0.96 against 0.55 s a step), so a GPU runs
+TRL's rows (bench/RESULTS.md, sixteenth session).
 """
 
 from __future__ import annotations
@@ -44,18 +47,23 @@ PROMPT_SEGMENT, PADDING_SEGMENT = 0, -1
 
 
 def shares_prompts(
-    attention: str | None, batch_size: int | None, rows: int, forward_kwargs: dict[str, Any]
+    attention: str | None,
+    input_ids: torch.Tensor,
+    batch_size: int | None,
+    forward_kwargs: dict[str, Any],
 ) -> bool:
     """Whether the update may run each distinct prompt once: text only (TRL's other keyword
-    arguments all None, no MoE loss), ``attention`` (the model's implementation) SDPA, TRL not
-    chunking the ``rows`` itself, and not turned off by ``STUDIO_SHARE_PROMPTS=0``."""
+    arguments all None, no MoE loss), ``attention`` (the model's implementation) SDPA, on the
+    CPU, TRL not chunking the rows itself, and not turned off by ``STUDIO_SHARE_PROMPTS=0``."""
     if forward_kwargs.get("compute_aux_loss") or any(
         value is not None for name, value in forward_kwargs.items() if name not in TEXT_ONLY_KWARGS
     ):
         return False
     if os.environ.get(SHARE_ENV, "1") == "0" or attention != "sdpa":
         return False
-    return batch_size is None or batch_size >= rows
+    if input_ids.device.type != "cpu":
+        return False
+    return batch_size is None or batch_size >= input_ids.size(0)
 
 
 @dataclass

@@ -103,12 +103,14 @@ def test_rows_without_a_shared_prompt_are_left_to_trl(model):
     assert logps_with_shared_prompts(model, ids, mask, COMPLETION, False) is None
 
 
-def test_shared_only_for_text_under_sdpa_when_trl_does_not_chunk(monkeypatch):
+def test_shared_only_for_text_under_sdpa_on_the_cpu_when_trl_does_not_chunk(monkeypatch):
+    ids = torch.zeros(6, 12, dtype=torch.long)
     text = {"compute_entropy": True, "pixel_values": None}
-    assert shares_prompts("sdpa", None, 6, text)
-    assert not shares_prompts("sdpa", 2, 6, text)  # TRL chunks the rows itself
-    assert not shares_prompts("eager", None, 6, text)  # would add the boolean mask as numbers
-    assert not shares_prompts("sdpa", None, 6, {**text, "pixel_values": torch.zeros(1)})
-    assert not shares_prompts("sdpa", None, 6, {**text, "compute_aux_loss": True})
+    assert shares_prompts("sdpa", ids, None, text)
+    assert not shares_prompts("sdpa", ids, 2, text)  # TRL chunks the rows itself
+    assert not shares_prompts("eager", ids, None, text)  # would add the boolean mask as numbers
+    assert not shares_prompts("sdpa", ids, None, {**text, "pixel_values": torch.zeros(1)})
+    assert not shares_prompts("sdpa", ids, None, {**text, "compute_aux_loss": True})
+    assert not shares_prompts("sdpa", ids.to("meta"), None, text)  # a GPU runs TRL's rows
     monkeypatch.setenv(SHARE_ENV, "0")
-    assert not shares_prompts("sdpa", None, 6, text)
+    assert not shares_prompts("sdpa", ids, None, text)
