@@ -68,7 +68,7 @@ def shares_prompts(
 
 @dataclass
 class PackedRows:
-    """One row per distinct prompt; ``source_*`` map each packed position to TRL's layout."""
+    """One row per distinct prompt; ``gather_*`` find each completion token of TRL's rows."""
 
     input_ids: torch.Tensor  # (prompts, width)
     position_ids: torch.Tensor  # (prompts, width): the column of TRL's padded row
@@ -85,7 +85,7 @@ def pack_rows(
 ) -> PackedRows | None:
     """Pack TRL's rows (a left-padded prompt, then a right-padded completion of
     ``completion_width`` columns) by distinct prompt; None when no two rows share a prompt."""
-    ids, mask = input_ids.cpu(), attention_mask.cpu().bool()  # one copy; the layout is host work
+    ids, mask = input_ids.cpu(), attention_mask.cpu().bool()  # the layout is built on the host
     rows, width = ids.shape
     prompt_width = width - completion_width
     head = prompt_width - 1  # the prompt's last column: it runs with each completion
