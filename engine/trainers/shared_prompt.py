@@ -34,14 +34,14 @@ from typing import Any
 
 import torch
 
+from engine.generation.runner import bucket
+from engine.trainers.compiled_layers import COMPILED_LENGTH_MULTIPLE
+
 # Set to 0 to run every completion with its prompt, as TRL does (to compare).
 SHARE_ENV = "STUDIO_SHARE_PROMPTS"
 
 # The loss forward's keyword arguments that are not images or other inputs besides text.
 TEXT_ONLY_KWARGS = ("compute_entropy", "compute_aux_loss")
-
-# Packed rows are padded to a multiple of this (the compiled layers' width multiple).
-ROW_MULTIPLE = 8
 
 PROMPT_SEGMENT, PADDING_SEGMENT = 0, -1
 
@@ -116,7 +116,8 @@ def pack_rows(
         source_row.append(torch.tensor(row_rows).repeat_interleave(counts))
         source_column.append(torch.cat(row_cols))
         segment.append(torch.tensor(row_segment).repeat_interleave(counts))
-    packed_width = -(-max(len(c) for c in source_column) // ROW_MULTIPLE) * ROW_MULTIPLE
+    # padded like the compiled layers' widths, so the same widths recur from step to step
+    packed_width = bucket(max(len(c) for c in source_column), COMPILED_LENGTH_MULTIPLE)
 
     def padded(parts: list[torch.Tensor], fill: int) -> torch.Tensor:
         out = torch.full((len(parts), packed_width), fill, dtype=torch.long)

@@ -8,8 +8,8 @@ from peft import LoraConfig, get_peft_model
 from transformers import LlamaConfig, LlamaForCausalLM
 from trl.trainer.utils import add_fused_lm_head
 
+from engine.trainers.compiled_layers import COMPILED_LENGTH_MULTIPLE
 from engine.trainers.shared_prompt import (
-    ROW_MULTIPLE,
     SHARE_ENV,
     logps_with_shared_prompts,
     pack_rows,
@@ -91,7 +91,8 @@ def test_shared_prompts_give_trls_log_probs_and_gradients(model):
 def test_each_prompt_is_packed_once_with_no_closed_mask_row():
     ids, mask, _ = batch([0, 1, 0, 1, 1, 0])
     packed = pack_rows(ids, mask, COMPLETION)
-    assert packed.input_ids.shape[0] == 2 and packed.input_ids.shape[1] % ROW_MULTIPLE == 0
+    prompts, width = packed.input_ids.shape
+    assert prompts == 2 and width % COMPILED_LENGTH_MULTIPLE == 0
     real = packed.segment >= 0
     # each prompt's kept tokens but its last once, then 1 + the completion's span per row
     assert real.sum() == (PROMPT - 1) + (PROMPT - 1 - 3) + 6 + (5 + 3 + 5 + 5 + 2 + 0)
