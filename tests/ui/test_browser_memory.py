@@ -4,6 +4,8 @@ settings and the open tab come back from the browser's storage (issue 25 item 6)
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -11,6 +13,16 @@ from playwright.sync_api import Page, expect
 from tests.ui.test_browser import column, open_tab, rows, set_number
 
 pytestmark = pytest.mark.browser
+
+
+@contextmanager
+def stored_change(page: Page, key: str) -> Iterator[None]:
+    """Waits, after the block, until the browser has written a new value under ``key``."""
+    before = page.evaluate("(key) => localStorage.getItem(key)", key)
+    yield
+    page.wait_for_function(
+        "([key, before]) => localStorage.getItem(key) !== before", arg=[key, before], timeout=60_000
+    )
 
 
 def test_a_reload_restores_the_design_the_train_form_chart_settings_and_the_tab(page: Page):
@@ -27,11 +39,14 @@ def test_a_reload_restores_the_design_the_train_form_chart_settings_and_the_tab(
     custom.press("Tab")
     expect(page.locator("#train-summary")).to_contain_text("7 steps")
     open_tab(page, "Runs")
-    page.locator("#chart-log input").check()
+    # Each change writes the chart settings once, seconds later on a busy machine: wait for each
+    # write (the stored text is encrypted with a fresh salt, so every write differs).
+    with stored_change(page, "reward-studio-charts"):
+        page.locator("#chart-log input").check()
     box = page.locator("#chart-smoothing input[type=number]")
-    box.fill("0.5")
-    box.press("Enter")
-    page.wait_for_timeout(3000)  # the browser writes its storage after each change's event
+    with stored_change(page, "reward-studio-charts"):
+        box.fill("0.5")
+        box.press("Enter")
 
     page.reload()
     page.wait_for_selector("#main-tabs")
