@@ -20,6 +20,7 @@ beside the estimate (engine/models/memory.py) at the run's longest prompt.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import subprocess
@@ -86,6 +87,38 @@ def over_like_work(timed: list[tuple], longest: dict[int, float]) -> tuple[float
             if worst is None or ratio > worst[0]:
                 worst = (round(ratio, 2), step)
     return worst
+
+
+def phases(series: Series, steps: list[int]) -> list[dict]:
+    """Where each of ``steps`` spent its time: sampling, scoring and the rest of TRL's
+    ``training_step`` (the update's forwards and backward), with its longest completion."""
+    by_step = {
+        name: {step: v for step, v, _ in series.get(name, [])}
+        for name in (
+            metric_names.STEP_TIME,
+            metric_names.GENERATION_TIME,
+            metric_names.REWARD_TIME,
+            "completions/max_length",
+        )
+    }
+    rows = []
+    for step in steps:
+        total = by_step[metric_names.STEP_TIME].get(step)
+        sampling = by_step[metric_names.GENERATION_TIME].get(step)
+        scoring = by_step[metric_names.REWARD_TIME].get(step)
+        row = {"step": step, "s": total, "generation_s": sampling, "reward_s": scoring}
+        if None not in (total, sampling, scoring):
+            row["update_s"] = total - sampling - scoring
+        row["longest"] = by_step["completions/max_length"].get(step)
+        rows.append({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()})
+    return rows
+
+
+def wall_gaps(timed: list[tuple]) -> list[float]:
+    """Wall-clock seconds between consecutive records after the first step's: what a user
+    waits, with what ``training_step`` leaves out (the optimizer step, callbacks, storing
+    samples) and any evaluation in between."""
+    return [b[2] - a[2] for a, b in itertools.pairwise(timed[1:])]
 
 
 def picked_micro_batch(config: RunConfig, prompt_tokens: int) -> int | None:
@@ -171,11 +204,15 @@ def learning_curve(args: argparse.Namespace) -> dict:
     step_times = [v for _, v, _ in timed][1:]
     if step_times:  # the first step compiles; is any later one slow?
         figures["max_step_over_median"] = round(max(step_times) / statistics.median(step_times), 2)
-        slowest = sorted(timed[1:], key=lambda point: -point[1])[:3]
-        figures["slowest_steps_s"] = [(step, round(v, 2)) for step, v, _ in slowest]
+        slowest = sorted(timed[1:], key=lambda point: -point[1])
+        figures["slowest_steps_s"] = [(step, round(v, 2)) for step, v, _ in slowest[:3]]
         longest = {step: v for step, v, _ in series.get("completions/max_length", [])}
         like = over_like_work(timed, longest) or (None, None)
         figures["max_step_over_like_work_median"], figures["slowest_like_work_step"] = like
+        figures["slowest_steps_phases"] = phases(series, [step for step, _, _ in slowest[:5]])
+        gaps = wall_gaps(timed)
+        if gaps:
+            figures["max_wall_step_over_median"] = round(max(gaps) / statistics.median(gaps), 2)
     peak_steps = series.get(metric_names.PEAK_MEMORY, [])
     if peak_steps:  # when the peak was reached: after which step (evaluations run between steps)
         top = max(v for _, v, _ in peak_steps)

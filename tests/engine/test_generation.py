@@ -307,15 +307,31 @@ def test_held_out_prompts_sample_on_the_rollouts_graph(default_model):
     assert [r["text"] for r in report.samples] == [s.text for s in samples]
 
 
-def test_the_fused_sampler_math_draws_what_the_unfused_one_draws():
-    from engine.generation.sampler import _race
+def test_the_fused_sampler_math_draws_what_the_unfused_race_draws():
+    from engine.generation.sampler import _race, exponential_race
 
     logits = torch.randn(64, 50)
-    unfused = sample_tokens(logits, 0.7, 1.0, torch.Generator().manual_seed(4))
+    probs = torch.softmax(logits / 0.7, dim=-1)
+    unfused = exponential_race(probs, torch.Generator().manual_seed(4))
     race = torch.empty(64, 50).exponential_(1.0, generator=torch.Generator().manual_seed(4))
-    fused = _race(logits, race, 0.7)
-    assert torch.equal(fused[0], unfused[0])
-    torch.testing.assert_close(fused[1], unfused[1])
+    tokens, logprobs = _race(logits, race, 0.7)
+    assert torch.equal(tokens, unfused)
+    torch.testing.assert_close(logprobs, probs.log().gather(-1, tokens[:, None])[:, 0])
+
+
+@pytest.mark.parametrize("draw", ["inverse_cdf", "exponential_race"])
+def test_each_draw_follows_unnormalised_probabilities_and_never_picks_a_zero(draw):
+    from engine.generation import sampler
+
+    # A nucleus cut leaves zeros anywhere and a mass below 1; the first and last tokens are 0.
+    weights = torch.tensor([0.0, 0.2, 0.0, 0.1, 0.3, 0.0, 0.0])
+    tokens = getattr(sampler, draw)(weights.repeat(60_000, 1), torch.Generator().manual_seed(5))
+    freq = torch.bincount(tokens, minlength=7).double() / len(tokens)
+    assert freq[weights == 0].sum() == 0
+    assert torch.allclose(freq, (weights / weights.sum()).double(), atol=0.01)
+    one = torch.zeros(3, 9)
+    one[:, 8] = 1e-30  # all the mass on the last token, however small
+    assert getattr(sampler, draw)(one, None).tolist() == [8, 8, 8]
 
 
 # ---- the decode step's own pieces -----------------------------------------------------------
