@@ -197,7 +197,7 @@ def measure(args, model, prompts, variant: str, gen) -> dict[str, float]:
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
 
-        step = graph._compiled or graph._step
+        step = graph.compiled or graph._step
         with torch.no_grad():
             step()  # the captured step ran under no_grad: the same compiled graph
             with profile(activities=[ProfilerActivity.CUDA]) as prof:

@@ -61,3 +61,17 @@ class StaticKVCache:
         width = key.shape[2]
         self.keys[layer][rows, :, :width] = key[sources]
         self.values[layer][rows, :, :width] = value[sources]
+
+    def keep_rows(self, rows: torch.Tensor, upto: int) -> StaticKVCache:
+        """A cache of ``rows`` (ascending) alone: their first ``upto`` positions move to the
+        front of these buffers, which the returned cache views. For dropping finished rows
+        between eager token steps; no captured graph may read these buffers meanwhile."""
+        kept = object.__new__(StaticKVCache)
+        count = len(rows)
+        for buffers in (self.keys, self.values):
+            for layer in buffers:
+                layer[:count, :, :upto] = layer[rows, :, :upto]  # the right side is a copy
+        kept.keys = [layer[:count] for layer in self.keys]
+        kept.values = [layer[:count] for layer in self.values]
+        kept.num_rows, kept.max_len = count, self.max_len
+        return kept
