@@ -63,7 +63,7 @@ class StaticKVCache:
         self.values[layer][rows, :, :width] = value[sources]
 
     def keep_rows(self, rows: torch.Tensor, upto: int) -> StaticKVCache:
-        """A cache of ``rows`` (ascending) alone: their first ``upto`` positions move to the
+        """A cache of ``rows`` alone, in that order: their first ``upto`` positions move to the
         front of these buffers, which the returned cache views. For dropping finished rows
         between eager token steps; no captured graph may read these buffers meanwhile."""
         kept = object.__new__(StaticKVCache)
