@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -19,6 +21,16 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # 2-core machine (pyproject's addopts), and torch's default (a thread per core in every
 # process) oversubscribed the cores, where OpenMP's waiting threads spin: the suite stalled.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# GGUF models converted on their first load (engine/models/gguf_cache.py) are kept for this
+# test process alone, not in the user's cache, and removed at its end.
+_GGUF_CACHE = None
+if "STUDIO_GGUF_CACHE" not in os.environ:
+    _GGUF_CACHE = os.environ["STUDIO_GGUF_CACHE"] = tempfile.mkdtemp(prefix="studio-gguf-")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _GGUF_CACHE is not None:
+        shutil.rmtree(_GGUF_CACHE, ignore_errors=True)
 
 
 @pytest.fixture

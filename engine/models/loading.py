@@ -16,6 +16,7 @@ Two models work with no network at all:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import logging
@@ -23,6 +24,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.models import gguf_cache
 from engine.models.batch_decode import use_batch_decode_in_rust
 from engine.models.specs import (
     ENGLISH_MODEL_ALIAS,
@@ -158,7 +160,10 @@ def load_tokenizer(spec: ModelSpec, token: bool | None = None) -> Any:
     """The tokenizer of ``spec``, with a pad token and left padding for batched generation."""
     from transformers import AutoTokenizer
 
-    spec = resolve_spec(spec)
+    spec = source = resolve_spec(spec)
+    converted = gguf_cache.any_ready(spec.name_or_path, spec.gguf_file) if spec.gguf_file else None
+    if converted is not None:  # the GGUF file's tokenizer, built and saved once
+        spec = dataclasses.replace(spec, name_or_path=str(converted), gguf_file=None)
     kwargs: dict[str, Any] = {"gguf_file": spec.gguf_file} if spec.gguf_file else {}
     if token is not None:
         kwargs["token"] = token
@@ -166,6 +171,7 @@ def load_tokenizer(spec: ModelSpec, token: bool | None = None) -> Any:
         tokenizer = AutoTokenizer.from_pretrained(spec.name_or_path, **kwargs)
     except (OSError, ValueError) as exc:
         raise _unavailable(spec.name_or_path, exc) from exc
+    tokenizer.name_or_path = source.name_or_path  # not the converted folder's
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
@@ -187,9 +193,18 @@ def load_model_and_tokenizer(
     """
     from transformers import AutoModelForCausalLM
 
-    spec = resolve_spec(spec or ModelSpec())
+    spec = source = resolve_spec(spec or ModelSpec())
     dev = pick_device(device)
     dtype = pick_dtype(spec.dtype, dev)
+    # A GGUF file is converted once (gguf_cache) and read from its folder after that.
+    convert_into = None
+    if spec.gguf_file and not spec.load_in_4bit:
+        convert_into = gguf_cache.converted_folder(
+            spec.name_or_path, spec.gguf_file, str(dtype).removeprefix("torch.")
+        )
+        if gguf_cache.ready(convert_into):
+            spec = dataclasses.replace(spec, name_or_path=str(convert_into), gguf_file=None)
+            convert_into = None
     kwargs: dict[str, Any] = {"dtype": dtype}
     if token is not None:
         kwargs["token"] = token
@@ -202,7 +217,7 @@ def load_model_and_tokenizer(
                 "needs the gguf package: pip install gguf"
             )
         kwargs["gguf_file"] = spec.gguf_file
-    tokenizer = load_tokenizer(spec, token)
+    tokenizer = load_tokenizer(source, token)
     try:
         model = AutoModelForCausalLM.from_pretrained(spec.name_or_path, **kwargs)
     except (OSError, ValueError) as exc:
@@ -211,6 +226,9 @@ def load_model_and_tokenizer(
         raise _unavailable(spec.name_or_path, exc) from exc
     if spec.gguf_file:
         drop_gguf_quantization(model)
+        if convert_into is not None:
+            gguf_cache.keep(model, tokenizer, convert_into)
+    model.config._name_or_path = source.name_or_path  # not the converted folder's (PEFT keeps it)
     if not spec.load_in_4bit:
         model.to(dev)
     if model.generation_config is not None and model.generation_config.pad_token_id is None:
@@ -219,7 +237,7 @@ def load_model_and_tokenizer(
         model = apply_lora(model, spec.lora)
     logger.info(
         "loaded %s on %s (%s, %.1fM parameters%s)",
-        spec.name_or_path,
+        source.name_or_path,
         dev,
         dtype,
         sum(p.numel() for p in model.parameters()) / 1e6,

