@@ -19,6 +19,7 @@ import hashlib
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,14 +70,12 @@ def any_ready(name_or_path: str, gguf_file: str) -> Path | None:
     return None
 
 
-def keep(model: Any, tokenizer: Any, folder: Path) -> None:
-    """Write ``model`` (dequantised, its GGUF markers dropped) and ``tokenizer`` into
-    ``folder``: into a temporary folder beside it first, renamed into place when whole, so a
-    reader never sees half of one and two runs converting at once both succeed. Skipped where
-    the disk would keep less than the folder's size free after it; a failure (read-only or full
-    disk) is logged. Either way the next load converts again."""
-    from engine.models.loading import save_plain_weights
-
+def keep(model: Any, folder: Path, write: Callable[[Path], object]) -> None:
+    """Write the dequantised ``model`` (its GGUF markers dropped) and its tokenizer into
+    ``folder`` with ``write(path)``: into a temporary folder beside it first, renamed into place
+    when whole, so a reader never sees half of one and two runs converting at once both
+    succeed. Skipped where the disk would keep less than the folder's size free after it; a
+    failure (read-only or full disk) is logged. Either way the next load converts again."""
     partial = folder.with_name(f".{folder.name}.{os.getpid()}.partial")
     size = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     try:
@@ -84,7 +83,7 @@ def keep(model: Any, tokenizer: Any, folder: Path) -> None:
         if shutil.disk_usage(folder.parent).free < 2 * size:
             logger.info("Not keeping the converted GGUF model in %s: too little disk", folder)
             return
-        save_plain_weights(model, tokenizer, partial)
+        write(partial)
         partial.rename(folder)
     except Exception as exc:  # a cache it cannot write must not fail the load
         if not ready(folder):

