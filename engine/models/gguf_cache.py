@@ -23,10 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from engine.models.specs import TORCH_DTYPES
+
 logger = logging.getLogger(__name__)
 
 CACHE_ENV = "STUDIO_GGUF_CACHE"
-DTYPES = ("float32", "bfloat16", "float16")  # the dtypes a folder is kept in, by name
 
 
 def cache_root() -> Path:
@@ -40,7 +41,7 @@ def cache_root() -> Path:
 
 def converted_folder(name_or_path: str, gguf_file: str, dtype: str) -> Path | None:
     """The folder that holds (or will hold) ``gguf_file`` in ``name_or_path`` converted at
-    ``dtype`` (a name in :data:`DTYPES`); None for a file that is not on this machine (a hub
+    ``dtype`` (a name in ``TORCH_DTYPES``); None for a file that is not on this machine (a hub
     id: transformers keeps its download)."""
     import transformers
 
@@ -63,7 +64,7 @@ def ready(folder: Path | None) -> bool:
 
 def any_ready(name_or_path: str, gguf_file: str) -> Path | None:
     """A complete conversion of the file at any dtype (its tokenizer is the same in each)."""
-    for dtype in DTYPES:
+    for dtype in TORCH_DTYPES:
         folder = converted_folder(name_or_path, gguf_file, dtype)
         if ready(folder):
             return folder

@@ -31,6 +31,7 @@ from engine.models.specs import (
     ENGLISH_MODEL_ALIAS,
     ENGLISH_MODEL_INSTALL,
     SHIPPED_MODELS,
+    TORCH_DTYPES,
     LoraSpec,
     ModelSpec,
     english_model_spec,
@@ -40,8 +41,6 @@ if TYPE_CHECKING:  # torch loads where a model does, so config-only callers stay
     import torch
 
 logger = logging.getLogger(__name__)
-
-TORCH_DTYPES = ("float32", "bfloat16", "float16")  # torch.<name>
 
 
 class ModelLoadError(RuntimeError):

