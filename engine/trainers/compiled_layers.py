@@ -49,12 +49,13 @@ def compile_decoder_layers(model: Any, backend: str = "inductor") -> int:
     return len(layers)
 
 
-# Prompt and completion widths of a run with compiled layers are padded to a multiple of this:
-# inductor specialises the layers on the first step's sequence length being a multiple of 8
-# (guard `(size[1] % 8) == 0`, seen with TORCH_LOGS=recompiles), and the first step whose length
-# was not compiled them again (37 s of SmolLM2's step 19 on an H100, 39x the median; under DDP
-# each process met its first such length at another step and waited for the other's compile).
-COMPILED_LENGTH_MULTIPLE = 8
+# Prompt and completion widths of a run with compiled layers are padded to a multiple of this.
+# Inductor specialises the layers on the first step's sequence length being a multiple of 8
+# (guard `(size[1] % 8) == 0`): the first step whose length was not compiled them again (37 s
+# of SmolLM2's step 19 on an H100). Triton then specialises each kernel on its size arguments
+# being multiples of 16: at multiples of 8 the first length of the other kind built every kernel
+# again (+0.9 s once on a cold cache: SmolLM2's step 16 on an H200, 3.5x the median).
+COMPILED_LENGTH_MULTIPLE = 16
 
 # Set to 0 to train eagerly (to compare, or to rule the compiler out).
 COMPILE_ENV = "STUDIO_COMPILE_LAYERS"
