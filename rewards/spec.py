@@ -231,6 +231,16 @@ class RewardSpec:
         """Whether any enabled component's weight changes over training."""
         return any(c.schedule is not None for _, c in self.enabled_components())
 
+    @property
+    def checks_math(self) -> bool:
+        """Whether scoring may send answers to math-verify: an enabled component compares
+        answers in math mode (``correctness``'s ``mode``, the length rewards'
+        ``correctness_mode``)."""
+        return any(
+            "math" in (c.params.get("mode"), c.params.get("correctness_mode"))
+            for _, c in self.enabled_components()
+        )
+
     def weights_at(self, step: int) -> list[float]:
         """The enabled components' weights in force at training step ``step``."""
         return [c.weight_at(step) for _, c in self.enabled_components()]

@@ -48,6 +48,7 @@ from engine.tracking.samples import sample_rows
 from engine.tracking.trackers import point_trackers_at
 from engine.trainers.callbacks import StudioCallback
 from engine.trainers.finite_updates import UpdateGuard
+from rewards.verification.mathpool import warm_up as start_math_workers
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.sqlite.db import Database
@@ -207,6 +208,8 @@ def prepare(
     checkpoint to resume."""
     folder = run_dir(data_dir, run_id)
     folder.mkdir(parents=True, exist_ok=True)
+    if config.reward.checks_math:  # they start and warm up while the model loads
+        start_math_workers()
     logger.info("Loading model %s", config.model.name_or_path)
     recorder.phase(RunPhase.LOADING_MODEL)
     spec, device = config.model, None

@@ -6,7 +6,8 @@ import time
 from rewards.composer import score
 from rewards.spec import PRESETS
 from rewards.verification.deadline import call_deadline
-from rewards.verification.mathcheck import check
+from rewards.verification.math_worker import WARM_UP_CHECKS
+from rewards.verification.mathcheck import check, first_integer_candidate, plain_integer
 from rewards.verification.mathpool import InProcessChecker, MathPool, default_workers
 
 
@@ -25,6 +26,14 @@ def test_hanging_input_is_cut_off_and_the_pool_recovers():
     finally:
         pool.close()
     assert all(p.poll() is not None for p in processes)
+
+
+def test_a_worker_warms_up_on_checks_that_reach_sympy():
+    # An integer answer found without sympy would warm nothing.
+    for gold, pred in WARM_UP_CHECKS:
+        assert plain_integer(pred) is None and first_integer_candidate(pred) is None
+        assert check(gold, pred).gold_ok
+    assert check(*WARM_UP_CHECKS[0]).equal
 
 
 def test_workers_agree_with_in_process_checks():

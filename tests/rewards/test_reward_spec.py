@@ -48,6 +48,17 @@ def test_defaults_are_filled_in():
     }
 
 
+def test_checks_math_names_specs_that_send_answers_to_math_verify():
+    assert PRESETS[DEFAULT_PRESET].checks_math
+    assert not preset("format only").checks_math
+    numeric = ComponentSpec("correctness", params={"mode": "numeric"})
+    assert not RewardSpec([numeric]).checks_math
+    length = ComponentSpec("relative_length", params={"correctness_mode": "math"})
+    assert RewardSpec([numeric, length]).checks_math
+    off = ComponentSpec("correctness", enabled=False)
+    assert not RewardSpec([off, ComponentSpec("format")]).checks_math
+
+
 def test_metric_names_for_repeated_rules_and_labels():
     spec = RewardSpec(
         [
