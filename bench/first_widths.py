@@ -4,8 +4,8 @@ A run's widths change from step to step (completions shrink as the model learns)
 layers are compiled once with dynamic shapes (engine/trainers/compiled_layers.py). This builds a
 random-init Llama of SmolLM2-135M's shape with the suggested LoRA (r16 on every projection),
 repairs and compiles its decoder layers as a run does, then times one forward and backward of
-``--rows`` rows at each width of ``--widths`` in that order, each in a cold compile cache of its
-own (Inductor's and Triton's). A width's first visit against a later visit of the same width is
+``--rows`` rows at each width of ``--widths`` in that order, from compile caches (Inductor's and
+Triton's) that start empty. A width's first visit against a later visit of the same width is
 what that width cost to build. Run it twice, once per padding multiple, to compare:
 
     python bench/first_widths.py --widths 296,296,232,192,176,184,192   # multiples of 8
