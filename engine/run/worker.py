@@ -208,7 +208,9 @@ def prepare(
     checkpoint to resume."""
     folder = run_dir(data_dir, run_id)
     folder.mkdir(parents=True, exist_ok=True)
-    if config.reward.checks_math:  # they start and warm up while the model loads
+    # The reward or the held-out evaluation (correctness in math mode, always) checks answers
+    # with math-verify: its workers start and warm up while the model loads.
+    if config.reward.checks_math or config.training.eval_samples:
         start_math_workers()
     logger.info("Loading model %s", config.model.name_or_path)
     recorder.phase(RunPhase.LOADING_MODEL)
