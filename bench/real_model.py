@@ -98,7 +98,7 @@ def phases(series: Series, steps: list[int]) -> list[dict]:
             metric_names.STEP_TIME,
             metric_names.GENERATION_TIME,
             metric_names.REWARD_TIME,
-            "completions/max_length",
+            metric_names.COMPLETION_MAX_LENGTH,
         )
     }
     rows = []
@@ -109,7 +109,7 @@ def phases(series: Series, steps: list[int]) -> list[dict]:
         row = {"step": step, "s": total, "generation_s": sampling, "reward_s": scoring}
         if None not in (total, sampling, scoring):
             row["update_s"] = total - sampling - scoring
-        row["longest"] = by_step["completions/max_length"].get(step)
+        row["longest"] = by_step[metric_names.COMPLETION_MAX_LENGTH].get(step)
         rows.append({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()})
     return rows
 
@@ -206,7 +206,7 @@ def learning_curve(args: argparse.Namespace) -> dict:
         figures["max_step_over_median"] = round(max(step_times) / statistics.median(step_times), 2)
         slowest = sorted(timed[1:], key=lambda point: -point[1])
         figures["slowest_steps_s"] = [(step, round(v, 2)) for step, v, _ in slowest[:3]]
-        longest = {step: v for step, v, _ in series.get("completions/max_length", [])}
+        longest = {step: v for step, v, _ in series.get(metric_names.COMPLETION_MAX_LENGTH, [])}
         like = over_like_work(timed, longest) or (None, None)
         figures["max_step_over_like_work_median"], figures["slowest_like_work_step"] = like
         figures["slowest_steps_phases"] = phases(series, [step for step, _, _ in slowest[:5]])

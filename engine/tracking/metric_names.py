@@ -16,6 +16,7 @@ POLICY_ENTROPY = "policy/entropy"  # mean entropy per completion token, nats
 POLICY_KL = "policy/kl"  # mean KL to the reference per completion token (TRL's "kl")
 POLICY_CLIP_RATIO = "policy/clip_ratio/region_mean"  # share of tokens whose ratio was clipped
 COMPLETION_MEAN_LENGTH = "completions/mean_length"
+COMPLETION_MAX_LENGTH = "completions/max_length"  # the step's longest completion, tokens
 COMPLETION_CLIPPED_RATIO = "completions/clipped_ratio"
 GRAD_NORM = "train/grad_norm"
 # Updates dropped because their gradients were NaN or infinite (engine/trainers/finite_updates.py).

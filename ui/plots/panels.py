@@ -117,7 +117,7 @@ PANELS: tuple[Panel, ...] = (
         names=(
             m.COMPLETION_MEAN_LENGTH,
             "completions/mean_terminated_length",
-            "completions/max_length",
+            m.COMPLETION_MAX_LENGTH,
         ),
         y_title="tokens",
     ),
