@@ -25,7 +25,13 @@ on a GPU:
   Without Regret", Schulman et al. 2025, Thinking Machines), and on SmolLM2-135M-Instruct with the
   built-in task 5e-5 was measured learning, but slowly (8.5% -> 28.5% held-out accuracy in 4
   minutes on one H100, issue 22). No adapter dropout: the sampler runs the model without it, so
-  dropout would only add noise and a copy of each adapted layer's input to the update.
+  dropout would only add noise and a copy of each adapted layer's input to the update. Up to
+  96 new tokens: the worked example's reply is about 30, and a step's sampling and update both
+  grow with its longest completion (TRL pads a step's completions to it), so the first steps,
+  where an untrained model runs on to the limit, are the slowest. On one H200 (issue 22, five
+  minutes, seed 0) 96 tokens fit 596 steps against 466 at 160 and reached 66.5% held-out accuracy
+  against 63.5% (65% at seed 1), with the slowest step after the first 1.57x the median against
+  3.9x and a peak of 38 GiB against 48.
 
 Either way the reward starts from an instruct preset (:func:`pretrained_preset`) and the
 built-in task's system prompt shows one worked example in the format the reward pays for
@@ -59,7 +65,7 @@ GPU_SETTINGS: dict[str, Any] = {
     "training.learning_rate": 2e-4,
     "training.prompts_per_step": 32,
     "training.micro_batch_size": None,  # picked from the memory estimate for the card
-    "generation.max_completion_length": 160,
+    "generation.max_completion_length": 96,
 }
 LORA: dict[str, Any] = {"r": 16, "alpha": 32, "dropout": 0.0}
 CPU_LORA_LAST_LAYERS = 8  # the backward stops there: the CPU's update is its arithmetic
