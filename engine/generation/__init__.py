@@ -18,12 +18,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def make_runner(
-    model: Any, backend: str, max_len: int, bf16_copy: bool = False
-) -> GenerationRunner | None:
-    """The static-cache runner for ``model`` when ``backend`` resolves to ``compiled``;
-    ``bf16_copy``: it may sample from a bfloat16 copy of a float32 policy on a CPU that
-    multiplies bf16 (for a trainer that corrects for the copy, :mod:`engine.trainers.off_policy`).
+def make_runner(model: Any, backend: str, max_len: int) -> GenerationRunner | None:
+    """The static-cache runner for ``model`` when ``backend`` resolves to ``compiled``.
 
     None means transformers' ``generate`` (or TRL's vLLM) samples instead: for ``hf`` and
     ``vllm``, and, with a warning, for a model this runner does not support.
@@ -40,7 +36,7 @@ def make_runner(
             "generation.backend %s: using transformers' generate for %s", backend, reason
         )
         return None
-    return GenerationRunner(model, bf16_copy=bf16_copy)
+    return GenerationRunner(model)
 
 
 __all__ = ["make_runner", "resolve_backend"]

@@ -55,8 +55,7 @@ def _in_place(modules: list[nn.Module]) -> bool:
 
 
 @torch.no_grad()
-def effective_weight(module: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(weight with its LoRA adapters merged, bias) of a plain or plain-LoRA linear."""
+def _effective(module: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
     base, adapters = linear_parts(module)
     weight = base.weight
     for adapter in adapters:
@@ -78,7 +77,7 @@ class _Projection:
         if not self.copied:
             self.weight, self.bias = modules[0].weight, modules[0].bias
             return
-        parts = [effective_weight(m) for m in modules]
+        parts = [_effective(m) for m in modules]
         self.weight = torch.cat([w for w, _ in parts])
         biases = [b for _, b in parts]
         self.bias = None
@@ -102,7 +101,7 @@ class _Projection:
             return
         row = 0
         for module in self.modules:
-            weight, bias = effective_weight(module)
+            weight, bias = _effective(module)
             rows = weight.shape[0]
             self.weight[row : row + rows].copy_(weight)
             if self.bias is not None:

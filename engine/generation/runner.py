@@ -36,7 +36,6 @@ import torch
 from engine.generation.cache import StaticKVCache
 from engine.generation.decode_weights import build_decode_weights
 from engine.generation.decoder import StaticDecoder, base_model_of
-from engine.generation.replica import bf16_replica
 from engine.generation.sampler import sample_tokens
 
 logger = logging.getLogger(__name__)
@@ -289,14 +288,11 @@ class GenerationRunner:
         compile_step: bool | None = None,
         merge_weights: bool = True,
         fill_rows: bool | None = None,
-        bf16_copy: bool = False,
     ) -> None:
         self.model = model
         self.merge_weights = merge_weights
+        self.decoder = StaticDecoder(model)
         self.device = next(base_model_of(model).parameters()).device
-        # A bfloat16 copy to sample from, where asked and this CPU multiplies bf16 natively.
-        self.replica = bf16_replica(base_model_of(model)) if bf16_copy else None
-        self.decoder = StaticDecoder(model if self.replica is None else self.replica.model)
         self.use_graphs = self.device.type == "cuda" if use_graphs is None else use_graphs
         self.compile_step = self.use_graphs if compile_step is None else compile_step
         # Fewer prompts than the kept graph's rows (a tool loop's later turns continue some
@@ -386,8 +382,6 @@ class GenerationRunner:
 
     def _generate(self, prompts, max_new_tokens, temperature, top_p, eos_ids, pad_id, seed):
         device = self.device
-        if self.replica is not None:
-            self.replica.refresh()  # the optimizer has changed the weights since
         distinct, sources = distinct_prompts(prompts)
         width = bucket(max(self.prompt_width, *(len(p) for p in distinct)))
         dtype = self.decoder.body.embed_tokens.weight.dtype  # that of the hidden states

@@ -10,10 +10,8 @@ It also times the sampling (``perf/generation_s``), records peak GPU memory
 (``perf/peak_memory_gib``) and compares the sampler's log-probabilities of the sampled tokens
 with those the loss recomputes (``gen/logprob_gap``): they ride in the generation batch under
 :data:`SAMPLER_LOGPROBS`, row for row with ``completion_ids``, so TRL's shuffle and split carry
-them to the loss with their completions. Where the runner samples from a bfloat16 copy of the
-policy (a CPU that multiplies bf16), the loss weights each completion by its importance ratio
-against that copy (:mod:`engine.trainers.off_policy`). On the CPU the loss forward runs each of
-a group's prompts once (:mod:`engine.trainers.shared_prompt`).
+them to the loss with their completions. On the CPU the loss forward runs each of a group's
+prompts once (:mod:`engine.trainers.shared_prompt`).
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ import torch
 from engine.generation import make_runner
 from engine.generation.runner import Generation, GenerationRunner
 from engine.tracking import metric_names
-from engine.trainers.off_policy import sequence_weights, straight_through
 from engine.trainers.shared_prompt import logps_with_shared_prompts, shares_prompts
 
 if TYPE_CHECKING:
@@ -65,9 +62,7 @@ class FastGenerationMixin:
             logger.warning("generation.backend %s: sharded weights, using TRL's sampler", backend)
             return
         model = self.accelerator.unwrap_model(self.model)
-        # A tool loop's completions carry no sampler log-probabilities to correct a copy with.
-        bf16_copy = not getattr(self, "tools", None)
-        self._runner = make_runner(model, backend, self.max_completion_length, bf16_copy)
+        self._runner = make_runner(model, backend, self.max_completion_length)
         if self._runner is not None:
             self._runner.prompt_width = prompt_width
             if getattr(self, "tools", None) and self._runner.fill_rows:
@@ -162,19 +157,12 @@ class FastGenerationMixin:
                 model, input_ids, attention_mask, logits_to_keep, batch_size, **kw
             )
         sampled = None if self._loss_inputs is None else self._loss_inputs.get(SAMPLER_LOGPROBS)
-        if sampled is None:
-            return out
-        mask = self._loss_inputs["completion_mask"]
-        diff = ((out[0].detach().float() - sampled).abs() * mask).sum()
-        total, count = torch.stack([diff, mask.sum().float()]).tolist()
-        if count:  # every row masked (truncated completions): nothing to compare
-            self._metrics["train"][metric_names.GEN_LOGPROB_GAP].append(total / count)
-        if self._runner is not None and self._runner.replica is not None:
-            weights = sequence_weights(out[0], sampled, mask)
-            metrics = self._metrics["train"]
-            metrics[metric_names.GEN_IS_WEIGHT].append(weights.mean().item())
-            metrics[metric_names.GEN_IS_DROPPED].append((weights == 0).float().mean().item())
-            out = (straight_through(out[0], weights), *out[1:])
+        if sampled is not None:
+            mask = self._loss_inputs["completion_mask"]
+            diff = ((out[0].detach().float() - sampled).abs() * mask).sum()
+            total, count = torch.stack([diff, mask.sum().float()]).tolist()
+            if count:  # every row masked (truncated completions): nothing to compare
+                self._metrics["train"][metric_names.GEN_LOGPROB_GAP].append(total / count)
         return out
 
 

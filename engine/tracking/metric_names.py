@@ -31,9 +31,6 @@ REWARD_TIME = "perf/reward_s"  # seconds of the step spent scoring them (the rew
 PEAK_MEMORY = "perf/peak_memory_gib"  # the most GPU memory torch held so far in the run
 # Mean |log p_sampler - log p_trainer| over sampled tokens, nats/token: a drifting sampler shows.
 GEN_LOGPROB_GAP = "gen/logprob_gap"
-# A bf16 sampler's completions: mean importance weight pi/mu and the share left out above its cap.
-GEN_IS_WEIGHT = "gen/importance_weight"
-GEN_IS_DROPPED = "gen/importance_dropped"
 # Agent runs: cross-entropy on the tool-result tokens (engine/trainers/world_model.py), nats/token.
 WORLD_MODEL_LOSS = "train/world_model_loss"
 EVAL_ACCURACY = "eval/accuracy"

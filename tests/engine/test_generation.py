@@ -1,8 +1,5 @@
 """The static-cache sampler on CPU: backend choice, sampler statistics, the runner against
-transformers' generate (greedy tokens, early stop, LoRA), and the log-prob gap it reports.
-
-The runner decodes the float32 policy here, where its tokens and log-probabilities must equal
-transformers' to rounding; its bfloat16 copy has tests of its own (test_replica.py)."""
+transformers' generate (greedy tokens, early stop, LoRA), and the log-prob gap it reports."""
 
 from __future__ import annotations
 
@@ -16,7 +13,6 @@ from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
 from engine.generation import make_runner
 from engine.generation.backend import resolve_backend, vllm_installed
-from engine.generation.replica import ENV as BF16_SAMPLING_ENV
 from engine.generation.runner import GenerationRunner, distinct_prompts
 from engine.generation.sampler import nucleus_filter, sample_tokens
 from engine.generation.sampling import (
@@ -30,11 +26,6 @@ from engine.tasks import builtin_task
 from engine.tracking.evaluation import evaluate
 from engine.trainers.ppo.formulas import logprobs_from_logits
 from tests.tiny_models import TINY_SHAPE
-
-
-@pytest.fixture(autouse=True)
-def float32_sampling(monkeypatch):
-    monkeypatch.setenv(BF16_SAMPLING_ENV, "0")
 
 
 @pytest.fixture(scope="module")
