@@ -11,12 +11,17 @@ what that width cost to build. Run it twice, once per padding multiple, to compa
     python bench/first_widths.py --widths 296,296,232,192,176,184,192   # multiples of 8
     python bench/first_widths.py --widths 304,304,240,192,176,192       # multiples of 16
 
+``--profile`` records each visit with torch.profiler and prints the host calls it spent most
+time in (a compile, a module load or a library's planning shows there by name); ``--device cpu``
+with a few rows checks the script without a GPU.
+
 Ends with one JSON line: each width's seconds, in order, and the largest first-visit excess.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -38,10 +43,17 @@ SMOLLM2_SHAPE = {
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
+def host_time_table(profile, rows: int = 8) -> str:
+    """The calls a profiled visit spent most host time in, by their own time."""
+    return profile.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--widths", default="296,296,232,192,176,184,192")
     parser.add_argument("--rows", type=int, default=256, help="rows a micro-batch")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--profile", action="store_true", help="name each visit's host time")
     args = parser.parse_args()
     cache = tempfile.mkdtemp(prefix="studio-widths-")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache, "inductor")
@@ -57,25 +69,30 @@ def main() -> None:
 
     skip_cpu_isa_probe()
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(**SMOLLM2_SHAPE)).to("cuda", torch.bfloat16)
+    device = torch.device(args.device)
+    model = LlamaForCausalLM(LlamaConfig(**SMOLLM2_SHAPE)).to(device, torch.bfloat16)
     model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules=LORA_TARGETS))
     model.train()
     repair_empty_rows(model)
     compile_decoder_layers(model)
     decoder = model.base_model.model.model
     timed: list[tuple[int, float]] = []
+    sync = torch.cuda.synchronize if device.type == "cuda" else lambda: None
     for width in (int(w) for w in args.widths.split(",")):
-        ids = torch.randint(0, SMOLLM2_SHAPE["vocab_size"], (args.rows, width), device="cuda")
+        ids = torch.randint(0, SMOLLM2_SHAPE["vocab_size"], (args.rows, width), device=device)
         mask = torch.ones_like(ids)
         for row in range(args.rows):  # left padding of 0-23 tokens, as prompts of unlike length
             mask[row, : (row * 7) % 24] = 0
-        torch.cuda.synchronize()
+        sync()
         started = time.perf_counter()
-        hidden = decoder(input_ids=ids, attention_mask=mask).last_hidden_state
-        hidden.float().square().mean().backward()
-        torch.cuda.synchronize()
+        with torch.profiler.profile() if args.profile else contextlib.nullcontext() as profile:
+            hidden = decoder(input_ids=ids, attention_mask=mask).last_hidden_state
+            hidden.float().square().mean().backward()
+            sync()
         timed.append((width, round(time.perf_counter() - started, 3)))
         print(f"width {width}: {timed[-1][1]} s", flush=True)
+        if profile is not None:
+            print(host_time_table(profile), flush=True)
     excess = []
     for i, (width, seconds) in enumerate(timed[1:], start=1):  # the first is the compile
         later = [s for w, s in timed[i + 1 :] if w == width]
@@ -84,7 +101,7 @@ def main() -> None:
     print(
         json.dumps(
             {
-                "card": torch.cuda.get_device_name(),
+                "card": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
                 "widths_s": timed,
                 "max_first_visit_excess_s": round(max(excess), 3) if excess else None,
             }
