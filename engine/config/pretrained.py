@@ -30,8 +30,8 @@ on a GPU:
   grow with its longest completion (TRL pads a step's completions to it), so the first steps,
   where an untrained model runs on to the limit, are the slowest. On one H200 (issue 22, five
   minutes, seed 0) 96 tokens fit 596 steps against 466 at 160 and reached 66.5% held-out accuracy
-  against 63.5% (65% at seed 1), with the slowest step after the first 1.57x the median against
-  3.9x and a peak of 38 GiB against 48.
+  against 63.5% (65% at seed 1); the first steps took about 0.5 s against 0.85 (medians 0.37 and
+  0.39 s), and the peak was 38 GiB against 48.
 
 Either way the reward starts from an instruct preset (:func:`pretrained_preset`) and the
 built-in task's system prompt shows one worked example in the format the reward pays for
