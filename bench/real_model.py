@@ -99,6 +99,7 @@ def phases(series: Series, steps: list[int]) -> list[dict]:
             metric_names.GENERATION_TIME,
             metric_names.REWARD_TIME,
             metric_names.COMPLETION_MAX_LENGTH,
+            metric_names.UPDATE_WIDTH,
         )
     }
     rows = []
@@ -110,8 +111,31 @@ def phases(series: Series, steps: list[int]) -> list[dict]:
         if None not in (total, sampling, scoring):
             row["update_s"] = total - sampling - scoring
         row["longest"] = by_step[metric_names.COMPLETION_MAX_LENGTH].get(step)
+        row["width"] = by_step[metric_names.UPDATE_WIDTH].get(step)
         rows.append({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()})
     return rows
+
+
+def new_width_costs(series: Series, steps: list[int], top: int = 3) -> list[tuple]:
+    """The update widths whose first visit (after the first step) cost the most over their
+    later visits: (step, width, extra update seconds), the dearest first.
+
+    A width is a step's prompt plus completion tokens as the update pads them; a kernel or plan
+    built for a new width shows here, where a step's plain time mixes it with the work."""
+    rows = [r for r in phases(series, steps) if r.get("update_s") is not None and r["width"]]
+    visits: dict[float, list[dict]] = {}
+    for row in rows:
+        visits.setdefault(row["width"], []).append(row)
+    costs = [
+        (
+            first["step"],
+            int(width),
+            round(first["update_s"] - statistics.median(r["update_s"] for r in later), 3),
+        )
+        for width, (first, *later) in visits.items()
+        if later
+    ]
+    return sorted(costs, key=lambda cost: -cost[2])[:top]
 
 
 def wall_gaps(timed: list[tuple]) -> list[float]:
@@ -210,6 +234,7 @@ def learning_curve(args: argparse.Namespace) -> dict:
         like = over_like_work(timed, longest) or (None, None)
         figures["max_step_over_like_work_median"], figures["slowest_like_work_step"] = like
         figures["slowest_steps_phases"] = phases(series, [step for step, _, _ in slowest[:5]])
+        figures["new_width_costs"] = new_width_costs(series, [step for step, _, _ in timed[1:]])
         gaps = wall_gaps(timed)
         if gaps:
             figures["max_wall_step_over_median"] = round(max(gaps) / statistics.median(gaps), 2)

@@ -117,7 +117,12 @@ class FastGenerationMixin:
         self._sampled = None
         output = super()._generate_and_score_completions(inputs)
         sampled, self._sampled = self._sampled, None
-        if sampled is not None and self.model.training:
+        if not self.model.training:
+            return output
+        # A step's update cost follows its width; a width's first visit may build kernels.
+        width = output["prompt_ids"].shape[1] + output["completion_ids"].shape[1]
+        self._metrics["train"][metric_names.UPDATE_WIDTH].append(width)
+        if sampled is not None:
             rows = sampler_rows(sampled, output["completion_ids"], output["completion_mask"])
             if rows is not None:
                 output[SAMPLER_LOGPROBS] = rows

@@ -29,6 +29,8 @@ NUM_TOKENS = "perf/num_tokens"
 GENERATION_TIME = "perf/generation_s"  # seconds of the step spent sampling completions
 REWARD_TIME = "perf/reward_s"  # seconds of the step spent scoring them (the reward functions)
 PEAK_MEMORY = "perf/peak_memory_gib"  # the most GPU memory torch held so far in the run
+# Tokens a row of the step's update runs: prompt plus completion, padded as the update pads.
+UPDATE_WIDTH = "perf/update_width"
 # Mean |log p_sampler - log p_trainer| over sampled tokens, nats/token: a drifting sampler shows.
 GEN_LOGPROB_GAP = "gen/logprob_gap"
 # Agent runs: cross-entropy on the tool-result tokens (engine/trainers/world_model.py), nats/token.

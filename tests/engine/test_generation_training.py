@@ -55,6 +55,14 @@ def test_trl_step_samples_with_the_runner_and_logs_the_gap(algorithm, tmp_path):
     calls = []
     generate = trainer._runner.generate
     trainer._runner.generate = lambda *a, **k: calls.append(len(a[0])) or generate(*a, **k)
+    widths, score = [], trainer._generate_and_score_completions
+
+    def scored(inputs):
+        out = score(inputs)
+        widths.append((out["prompt_ids"].shape[1], out["completion_ids"].shape[1]))
+        return out
+
+    trainer._generate_and_score_completions = scored
     trainer.train()
     assert calls == [8]  # 2 prompts x 4 completions, one call
     logs = next(log for log in keeper.logs if metric_names.GEN_LOGPROB_GAP in log)
@@ -63,6 +71,10 @@ def test_trl_step_samples_with_the_runner_and_logs_the_gap(algorithm, tmp_path):
     assert logs[metric_names.GENERATION_TIME] > 0 and logs[metric_names.REWARD_TIME] > 0
     batch = trainer.pop_generation_batch()
     assert len(batch.completion_ids) == 8 and all(batch.completion_ids)
+    # The update's rows: the padded prompts, then completions as wide as the longest.
+    prompt_width, completion_width = widths[0]
+    assert completion_width == max(len(c) for c in batch.completion_ids)
+    assert logs[metric_names.UPDATE_WIDTH] == prompt_width + completion_width
 
 
 def test_trl_hf_backend_keeps_transformers_generate(tmp_path):
@@ -90,6 +102,7 @@ def test_ppo_step_samples_with_the_runner_and_records_the_gap(tmp_path):
     assert rollout.sampler_logprobs is not None
     assert 0 <= metrics[metric_names.GEN_LOGPROB_GAP] < 1e-4
     assert metrics[metric_names.GENERATION_TIME] > 0 and metrics[metric_names.REWARD_TIME] > 0
+    assert metrics[metric_names.UPDATE_WIDTH] == rollout.input_ids.shape[1]
     mask = rollout.response_mask.bool()
     assert torch.equal(
         rollout.sampler_logprobs[~mask], torch.zeros_like(rollout.sampler_logprobs[~mask])

@@ -247,6 +247,7 @@ class PPOTrainer:
         if rollout.sampler_logprobs is not None:
             gap = masked_mean((rollout.logprobs - rollout.sampler_logprobs).abs(), mask)
             metrics[metric_names.GEN_LOGPROB_GAP] = mean_across(gap.item())
+        metrics[metric_names.UPDATE_WIDTH] = rollout.input_ids.shape[1]
         metrics[metric_names.GENERATION_TIME] = mean_across(rollout.generation_s)
         metrics[metric_names.REWARD_TIME] = mean_across(reward_s)
         if torch.cuda.is_available():
