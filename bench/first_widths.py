@@ -11,9 +11,11 @@ what that width cost to build. Run it twice, once per padding multiple, to compa
     python bench/first_widths.py --widths 296,296,232,192,176,184,192   # multiples of 8
     python bench/first_widths.py --widths 304,304,240,192,176,192       # multiples of 16
 
-``--profile`` records each visit with torch.profiler and prints the host calls it spent most
-time in (a compile, a module load or a library's planning shows there by name); ``--device cpu``
-with a few rows checks the script without a GPU.
+The layers' attention leaves cuDNN's kernels out, as a run's does
+(:func:`engine.trainers.compiled_layers.avoid_cudnn_attention`); ``--cudnn-attention`` lets SDPA
+pick them, to compare. ``--profile`` records each visit with torch.profiler and prints the host
+calls it spent most time in (a compile, a module load or a library's planning shows there by
+name); ``--device cpu`` with a few rows checks the script without a GPU.
 
 Ends with one JSON line: each width's seconds, in order, and the largest first-visit excess.
 """
@@ -54,6 +56,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=256, help="rows a micro-batch")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--profile", action="store_true", help="name each visit's host time")
+    parser.add_argument("--cudnn-attention", action="store_true", help="let SDPA pick cuDNN's")
     args = parser.parse_args()
     cache = tempfile.mkdtemp(prefix="studio-widths-")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache, "inductor")
@@ -64,10 +67,12 @@ def main() -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from engine.run.compile_cache import skip_cpu_isa_probe
-    from engine.trainers.compiled_layers import compile_decoder_layers
+    from engine.trainers.compiled_layers import avoid_cudnn_attention, compile_decoder_layers
     from engine.trainers.masked_rows import repair_empty_rows
 
     skip_cpu_isa_probe()
+    if not args.cudnn_attention:
+        avoid_cudnn_attention()
     torch.manual_seed(0)
     device = torch.device(args.device)
     model = LlamaForCausalLM(LlamaConfig(**SMOLLM2_SHAPE)).to(device, torch.bfloat16)
@@ -102,6 +107,7 @@ def main() -> None:
         json.dumps(
             {
                 "card": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+                "cudnn_attention": args.cudnn_attention,
                 "widths_s": timed,
                 "max_first_visit_excess_s": round(max(excess), 3) if excess else None,
             }

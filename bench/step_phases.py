@@ -38,10 +38,15 @@ PHASES: dict[str, list[tuple[str, str]]] = {
         ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_calculate_rewards"),
         ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_generate_and_score_completions"),
         ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_generate"),
+        ("engine.generation.decode_weights:DecodeWeights", "refresh"),
+        ("engine.generation.decoder:StaticDecoder", "prefill"),
+        ("engine.generation.runner:GenerationRunner", "_sample"),
         ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_tokenize_prompts"),
         ("transformers.tokenization_utils_base:PreTrainedTokenizerBase", "batch_decode"),
         ("transformers.trainer:Trainer", "get_batch_samples"),
         ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_compute_loss"),
+        ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_get_per_token_logps_and_entropies"),
+        ("engine.trainers.trl_trainers:StudioGRPOTrainer", "training_step"),
         ("accelerate:Accelerator", "backward"),
         ("accelerate:Accelerator", "clip_grad_norm_"),
         ("accelerate.optimizer:AcceleratedOptimizer", "step"),
@@ -155,6 +160,19 @@ def run_ppo(
             cprofile.enable()
 
 
+def suggested(args: argparse.Namespace) -> RunConfig:
+    """The GPU suggestion for ``--model`` as ``export-config --model`` gives it, run for
+    ``--steps`` steps of up to ``--tokens`` new tokens, logging every step, saving nothing."""
+    from engine.config.pretrained import suggested_config
+
+    data = suggested_config(args.model, on_gpu=True).to_dict()
+    data["generation"]["max_completion_length"] = args.tokens
+    data["training"].update(
+        steps=args.steps, eval_samples=0, save_steps=0, logging_steps=1, samples_per_log=0
+    )
+    return RunConfig.from_dict(data)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algorithm", choices=("grpo", "ppo"), default="grpo")
@@ -170,6 +188,12 @@ def main() -> None:
     )
     parser.add_argument("--lora", type=int, default=0, help="LoRA rank on --model (0: none)")
     parser.add_argument(
+        "--suggested",
+        action="store_true",
+        help="--model with the settings suggested for it on a GPU (engine/config/pretrained.py)"
+        " on the built-in task; --steps and --tokens still apply",
+    )
+    parser.add_argument(
         "--cprofile", type=Path, default=None, help="write a cProfile of the steps after the first"
     )
     parser.set_defaults(gpus=1)  # run_config's field: this script runs in one process
@@ -181,7 +205,9 @@ def main() -> None:
     from engine.data.datasets import load_rows
     from engine.models.loading import load_model_and_tokenizer
     from engine.models.micro_batch import local_card_bytes, with_default_micro_batch
+    from engine.trainers.compiled_layers import avoid_cudnn_attention
 
+    avoid_cudnn_attention()  # as the worker does
     clock = PhaseClock()
     install(clock, args.algorithm)
     profile: Any = contextlib.nullcontext()
@@ -198,7 +224,9 @@ def main() -> None:
         config = run_config(
             "ppo_compiled" if args.algorithm == "ppo" else "grpo_compiled", args, model_dir, data
         )
-        if args.model is not None:
+        if args.suggested:
+            config = suggested(args)
+        elif args.model is not None:
             lora = {"r": args.lora, "alpha": 2 * args.lora, "dropout": 0.0} if args.lora else None
             model_spec = {"name_or_path": args.model, "lora": lora}
             config = RunConfig.from_dict({**config.to_dict(), "model": model_spec})
@@ -217,9 +245,12 @@ def main() -> None:
         if args.profile_dir is not None:
             profile.__exit__(None, None, None)
             args.profile_dir.mkdir(parents=True, exist_ok=True)
-            table = profile.key_averages().table(sort_by="cuda_time_total", row_limit=40)
-            name = f"{args.algorithm}_mb{args.micro_batch}_profile.txt"
-            (args.profile_dir / name).write_text(table)
+            averages = profile.key_averages()
+            name = f"{args.algorithm}_mb{config.training.micro_batch_size}"
+            for sort in ("cuda_time_total", "cpu_time_total", "self_cpu_time_total"):
+                table = averages.table(sort_by=sort, row_limit=40)
+                (args.profile_dir / f"{name}_{sort}.txt").write_text(table)
+            profile.export_chrome_trace(str(args.profile_dir / f"{name}_trace.json"))
     # The first step compiles; a profiled last step is slowed by the profiler.
     measured = clock.steps[1 : -1 if args.profile_dir is not None else None]
     report: dict[str, Any] = {

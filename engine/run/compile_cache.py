@@ -2,11 +2,14 @@
 
 torch.compile's Inductor writes each compiled graph to its FX graph and AOTAutograd caches, and
 Triton writes each kernel binary to its own cache, keyed by the graph, the inputs' shapes and
-the library versions (PyTorch's "Compile Time Caching in torch.compile" tutorial). Both default
-to a folder under ``/tmp`` that a container restart or a Space's rebuild empties; a run's worker
-points them at ``<data dir>/compile_cache`` instead, beside the runs that made them. Every run of
-the data dir shares it: the caches write each entry atomically, so concurrent runs are safe.
-An operator's own ``TORCHINDUCTOR_CACHE_DIR`` / ``TRITON_CACHE_DIR`` win.
+the library versions (PyTorch's "Compile Time Caching in torch.compile" tutorial). The CUDA
+driver keeps the kernels it compiles at run time from PTX in its own JIT cache (CUDA C
+Programming Guide, "Just-in-Time Compilation": ``CUDA_CACHE_PATH``, default
+``~/.nv/ComputeCache``). All three default to folders that a container restart or a Space's
+rebuild empties; a run's worker points them at ``<data dir>/compile_cache`` instead, beside the
+runs that made them. Every run of the data dir shares it: the caches write each entry
+atomically, so concurrent runs are safe. An operator's own ``TORCHINDUCTOR_CACHE_DIR`` /
+``TRITON_CACHE_DIR`` / ``CUDA_CACHE_PATH`` win.
 """
 
 from __future__ import annotations
@@ -24,13 +27,15 @@ COMPILE_CACHE_DIR = "compile_cache"
 def use_compile_cache(
     data_dir: str | os.PathLike[str], env: MutableMapping[str, str] | None = None
 ) -> Path:
-    """Point Inductor's and Triton's caches at ``data_dir``'s compile cache in ``env`` (this
-    process's environment by default) unless already set; returns the folder. Call before the
-    first compile: both libraries read the variables when they first write."""
+    """Point Inductor's, Triton's and the CUDA driver's caches at ``data_dir``'s compile cache
+    in ``env`` (this process's environment by default) unless already set; returns the folder.
+    Call before the first compile and before CUDA starts: the libraries read the variables when
+    they first write, the driver when it starts."""
     env = os.environ if env is None else env
     folder = Path(data_dir) / COMPILE_CACHE_DIR
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(folder / "inductor"))
     env.setdefault("TRITON_CACHE_DIR", str(folder / "triton"))
+    env.setdefault("CUDA_CACHE_PATH", str(folder / "cuda"))
     return folder
 
 

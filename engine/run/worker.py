@@ -47,6 +47,7 @@ from engine.tracking.reward_watch import ConstantRewardWatch
 from engine.tracking.samples import sample_rows
 from engine.tracking.trackers import point_trackers_at
 from engine.trainers.callbacks import StudioCallback
+from engine.trainers.compiled_layers import avoid_cudnn_attention
 from engine.trainers.finite_updates import UpdateGuard
 from rewards.verification.mathpool import warm_up as start_math_workers
 from storage import runs as run_store
@@ -126,6 +127,7 @@ def run(
     data_dir = Path(data_dir)
     use_compile_cache(data_dir)  # before the first compile: a later run of a shape reuses it
     skip_cpu_isa_probe()
+    avoid_cudnn_attention()  # its kernels compile at run time, once per new step width
     main = is_main_process()
     db = Database(db_path(data_dir)) if main else None
     if stop is None:

@@ -57,6 +57,23 @@ def compile_decoder_layers(model: Any, backend: str = "inductor") -> int:
 # again (+0.9 s once on a cold cache: SmolLM2's step 16 on an H200, 3.5x the median).
 COMPILED_LENGTH_MULTIPLE = 16
 
+
+def avoid_cudnn_attention() -> None:
+    """Leave cuDNN's kernels out of those torch's attention (SDPA) picks from, in this process.
+
+    On Hopper SDPA prefers cuDNN's attention for a masked batch, and cuDNN builds its kernel for
+    each new class of sequence length at run time, through the CUDA driver's JIT compiler. A
+    training step whose width (its longest prompt plus its longest completion, padded) is of a
+    new class waited for that: on one H200 with the driver's JIT cache empty, SmolLM2's layers
+    (256 rows, LoRA r16, compiled) took 1.41 s forward and backward at their first width of 192
+    and 0.39 s at later ones (torch.profiler: 0.74 s in ``_cudnn_attention_backward``'s host
+    code), and a real run's step 19 took 3x the median (bench/RESULTS.md, issue 22). The flash
+    and memory-efficient kernels SDPA picks instead are compiled ahead of time: 0.41 s at the
+    first visit of 192 and 0.40 s later, and 1.5-5% slower than cuDNN's at a width already
+    visited (``bench/first_widths.py --cudnn-attention`` compares)."""
+    torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 # Set to 0 to train eagerly (to compare, or to rule the compiler out).
 COMPILE_ENV = "STUDIO_COMPILE_LAYERS"
 

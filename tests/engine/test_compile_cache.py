@@ -10,13 +10,14 @@ from pathlib import Path
 from engine.run.compile_cache import skip_cpu_isa_probe, use_compile_cache
 
 
-def test_points_both_caches_into_the_data_dir(tmp_path: Path) -> None:
+def test_points_every_cache_into_the_data_dir(tmp_path: Path) -> None:
     env: dict[str, str] = {}
     folder = use_compile_cache(tmp_path, env)
     assert folder == tmp_path / "compile_cache"
     assert env == {
         "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
         "TRITON_CACHE_DIR": str(folder / "triton"),
+        "CUDA_CACHE_PATH": str(folder / "cuda"),
     }
 
 

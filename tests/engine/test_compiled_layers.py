@@ -4,6 +4,8 @@ AOTAutograd backend (the graph capture and backward split that inductor builds o
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -55,3 +57,18 @@ def test_only_decoder_models_on_an_unsharded_gpu_compile(monkeypatch):
     assert not compiles_on(torch.device("cuda"), sharded=False)
     assert decoder_layers(torch.nn.Linear(2, 2)) == []
     assert compile_decoder_layers(torch.nn.Linear(2, 2)) == 0
+
+
+def test_attention_leaves_out_cudnn_and_keeps_the_precompiled_kernels():
+    """In a fresh interpreter (the switch is process-wide): SDPA may no longer pick cuDNN's
+    kernels, which compile at run time, and may still pick flash and memory-efficient ones."""
+    code = (
+        "import torch\n"
+        "from engine.trainers.compiled_layers import avoid_cudnn_attention\n"
+        "before = torch.backends.cuda.cudnn_sdp_enabled()\n"
+        "avoid_cudnn_attention()\n"
+        "b = torch.backends.cuda\n"
+        "print(before, b.cudnn_sdp_enabled(), b.flash_sdp_enabled(), b.mem_efficient_sdp_enabled())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "False", "True", "True"]
