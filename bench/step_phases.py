@@ -9,6 +9,11 @@ time are written there.
 
     python bench/step_phases.py --algorithm grpo --micro-batch 64 --steps 4
     python bench/step_phases.py --algorithm ppo --micro-batch 64 --steps 4 --profile-dir /tmp/p
+    python bench/step_phases.py --model smollm2-135m-instruct --suggested --tokens 32 --steps 25
+
+``--suggested`` runs ``--model`` with the settings ``export-config --model`` suggests for a GPU
+(the built-in task, the reward preset, the micro-batch picked for the card). ``--profile-dir``
+gets the profiled step's top calls by GPU time, host time and own host time, and its trace.
 """
 
 from __future__ import annotations
