@@ -57,6 +57,15 @@ def compile_decoder_layers(model: Any, backend: str = "inductor") -> int:
 # again (+0.9 s once on a cold cache: SmolLM2's step 16 on an H200, 3.5x the median).
 COMPILED_LENGTH_MULTIPLE = 16
 
+# Set to 0 to train eagerly (to compare, or to rule the compiler out).
+COMPILE_ENV = "STUDIO_COMPILE_LAYERS"
+
+
+def compiles_on(device: torch.device, sharded: bool) -> bool:
+    """Compile on CUDA for an unsharded model (FSDP wraps the layers after we would compile),
+    unless ``STUDIO_COMPILE_LAYERS=0``."""
+    return device.type == "cuda" and not sharded and os.environ.get(COMPILE_ENV, "1") != "0"
+
 
 def avoid_cudnn_attention() -> None:
     """Leave cuDNN's kernels out of those torch's attention (SDPA) picks from, in this process.
@@ -72,13 +81,3 @@ def avoid_cudnn_attention() -> None:
     first visit of 192 and 0.40 s later, and 1.5-5% slower than cuDNN's at a width already
     visited (``bench/first_widths.py --cudnn-attention`` compares)."""
     torch.backends.cuda.enable_cudnn_sdp(False)
-
-
-# Set to 0 to train eagerly (to compare, or to rule the compiler out).
-COMPILE_ENV = "STUDIO_COMPILE_LAYERS"
-
-
-def compiles_on(device: torch.device, sharded: bool) -> bool:
-    """Compile on CUDA for an unsharded model (FSDP wraps the layers after we would compile),
-    unless ``STUDIO_COMPILE_LAYERS=0``."""
-    return device.type == "cuda" and not sharded and os.environ.get(COMPILE_ENV, "1") != "0"
