@@ -25,6 +25,7 @@ from engine.trainers.compiled_layers import (
     compile_decoder_layers,
     compiles_on,
 )
+from engine.trainers.distinct_prompts import DistinctPromptTokensMixin
 from engine.trainers.finite_updates import FiniteUpdatesCallback, UpdateGuard
 from engine.trainers.masked_rows import repair_empty_rows
 from engine.trainers.staged_checkpoints import StagedCheckpointMixin
@@ -36,17 +37,25 @@ from rewards.trl_adapter import to_trl
 class StudioGRPOTrainer(
     WorldModelLossMixin,
     FastGenerationMixin,
+    DistinctPromptTokensMixin,
     StagedCheckpointMixin,
     BatchCaptureMixin,
     GRPOTrainer,
 ):
-    """TRL's GRPOTrainer with our sampler, keeping each generation batch for the sample view,
-    publishing only complete checkpoints and adding the world-model loss of agent runs."""
+    """TRL's GRPOTrainer with our sampler, tokenizing each distinct prompt once, keeping each
+    generation batch for the sample view, publishing only complete checkpoints and adding the
+    world-model loss of agent runs."""
 
 
-class StudioRLOOTrainer(FastGenerationMixin, StagedCheckpointMixin, BatchCaptureMixin, RLOOTrainer):
-    """TRL's RLOOTrainer with our sampler, keeping each generation batch for the sample view and
-    publishing only complete checkpoints."""
+class StudioRLOOTrainer(
+    FastGenerationMixin,
+    DistinctPromptTokensMixin,
+    StagedCheckpointMixin,
+    BatchCaptureMixin,
+    RLOOTrainer,
+):
+    """TRL's RLOOTrainer with our sampler, tokenizing each distinct prompt once, keeping each
+    generation batch for the sample view and publishing only complete checkpoints."""
 
     _hook_returns_logprobs = False
 
