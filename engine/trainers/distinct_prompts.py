@@ -39,12 +39,14 @@ class DistinctPromptTokensMixin:
         per_environment = getattr(self, "environment_factories", None) is not None
         if getattr(self, "_is_vlm", False) or per_environment or None in keys:
             return super()._tokenize_prompts(prompts)
-        position: dict[Hashable, int] = {}
-        for key in keys:
-            position.setdefault(key, len(position))
-        if len(position) == len(prompts):
+        position: dict[Hashable, int] = {}  # each key's row among the distinct prompts
+        distinct = []
+        for key, prompt in zip(keys, prompts, strict=True):
+            if key not in position:
+                position[key] = len(distinct)
+                distinct.append(prompt)
+        if len(distinct) == len(prompts):
             return super()._tokenize_prompts(prompts)
-        distinct = list({key: p for key, p in zip(keys, prompts, strict=True)}.values())
         ids, images, fields = super()._tokenize_prompts(distinct)
         if images is not None or fields:  # per-prompt extras: leave the repeats to TRL
             return super()._tokenize_prompts(prompts)
