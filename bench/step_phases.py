@@ -57,10 +57,10 @@ PHASES: dict[str, list[tuple[str, str]]] = {
         ("accelerate.optimizer:AcceleratedOptimizer", "step"),
     ],
     "ppo": [
-        ("engine.trainers.ppo.trainer:PPOTrainer", "generate"),
-        ("engine.trainers.ppo.trainer:PPOTrainer", "score"),
-        ("engine.trainers.ppo.trainer:PPOTrainer", "evaluate_rollout"),
-        ("engine.trainers.ppo.trainer:PPOTrainer", "update"),
+        ("engine.trainers.ppo.rollout:Rollouts", "generate"),
+        ("engine.trainers.ppo.rollout:Rollouts", "score"),
+        ("engine.trainers.ppo.rollout:Rollouts", "evaluate_rollout"),
+        ("engine.trainers.ppo.update:PolicyUpdate", "update"),
         ("engine.trainers.ppo.update:completion_forward", ""),
         ("accelerate:Accelerator", "backward"),
         ("accelerate:Accelerator", "clip_grad_norm_"),
@@ -171,6 +171,7 @@ def suggested(args: argparse.Namespace) -> RunConfig:
     from engine.config.pretrained import suggested_config
 
     data = suggested_config(args.model, on_gpu=True).to_dict()
+    data["algorithm"] = args.algorithm
     data["generation"]["max_completion_length"] = args.tokens
     data["training"].update(
         steps=args.steps, eval_samples=0, save_steps=0, logging_steps=1, samples_per_log=0
@@ -203,6 +204,8 @@ def main() -> None:
     )
     parser.set_defaults(gpus=1)  # run_config's field: this script runs in one process
     args = parser.parse_args()
+    if args.suggested and args.model is None:
+        parser.error("--suggested needs --model (the model whose suggestion to run)")
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -225,16 +228,17 @@ def main() -> None:
         model_dir, data = work / "model", work / "problems.jsonl"
         if args.model is None:
             build_model(model_dir, args.layers)
-        write_problems(data, 4 * args.prompts)
-        config = run_config(
-            "ppo_compiled" if args.algorithm == "ppo" else "grpo_compiled", args, model_dir, data
-        )
         if args.suggested:
             config = suggested(args)
-        elif args.model is not None:
-            lora = {"r": args.lora, "alpha": 2 * args.lora, "dropout": 0.0} if args.lora else None
-            model_spec = {"name_or_path": args.model, "lora": lora}
-            config = RunConfig.from_dict({**config.to_dict(), "model": model_spec})
+        else:
+            write_problems(data, 4 * args.prompts)
+            variant = "ppo_compiled" if args.algorithm == "ppo" else "grpo_compiled"
+            config = run_config(variant, args, model_dir, data)
+            if args.model is not None:
+                r = args.lora
+                lora = {"r": r, "alpha": 2 * r, "dropout": 0.0} if r else None
+                model_spec = {"name_or_path": args.model, "lora": lora}
+                config = RunConfig.from_dict({**config.to_dict(), "model": model_spec})
         card = local_card_bytes()
         if card is not None:  # as the worker does: an empty micro-batch is sized to the card
             config = with_default_micro_batch(config, card)
