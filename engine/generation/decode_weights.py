@@ -7,8 +7,15 @@ one in place of two (gate, up) is worth a copy of their weights: vLLM's ``QKVPar
 merged into the copies (``W + scaling * B @ A``, Hu et al. 2021, eq. 3, through peft's own
 ``get_delta_weight``), so a LoRA run decodes at the speed of a plain one.
 
-The copies are refreshed from the live weights before every generation call (:meth:`refresh`,
-a device-to-device copy), so optimizer steps and adapter updates are seen. Where a projection is
+The copies are refreshed from the live weights before every generation call (:meth:`refresh`),
+so optimizer steps and adapter updates are seen. On a GPU the base weights go over in one
+multi-tensor copy and each group of like adapters' ``B @ A`` comes from one batched product:
+merged module by module, a LoRA model's refresh launched several kernels per adapted projection,
+and at 210 of them (SmolLM2, r16 on every projection) took 17 ms of a step on an H200
+(bench/RESULTS.md, issue 22). On the CPU, where a launch costs nothing and the batched passes
+over every weight miss the cache, module by module is faster: 160 against 220 ms for SmolLM2's
+210 on two cores (``bench/decode_refresh.py``).
+Where a projection is
 something else (a quantised layer, a LoRA variant such as DoRA) or the copies would take more
 than :data:`MAX_COPY_BYTES`, :func:`build_decode_weights` returns None and the decoder calls the
 model's modules as they are.
@@ -63,6 +70,86 @@ def _effective(module: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
     return weight, base.bias
 
 
+def _cast_to_float32(tensor: torch.Tensor) -> bool:
+    """peft's merge multiplies half-precision adapters on the CPU in float32 (slow bf16 matmuls)."""
+    return tensor.device.type == "cpu" and tensor.dtype in (torch.float16, torch.bfloat16)
+
+
+def _adapter_state(module: nn.Module) -> tuple:
+    """What decides a projection's merge: changed (an adapter merged, disabled or switched,
+    its scale set), the refresh plan is built again."""
+    scaling = getattr(module, "scaling", {})
+    return (
+        getattr(module, "merged", False),
+        getattr(module, "disable_adapters", False),
+        tuple(getattr(module, "active_adapters", ())),
+        tuple(sorted(scaling.items())) if isinstance(scaling, dict) else (),
+    )
+
+
+# The most bytes of float32 deltas one batched product makes; a larger group is split.
+DELTA_CHUNK_BYTES = 2**26
+
+
+class _RefreshPlan:
+    """How the copies are rewritten from the live weights.
+
+    Each slot is a module and the rows of a copy it fills. ``batched``: the base weights go over
+    in one multi-tensor copy; each single plain adapter joins the group of adapters of its
+    shapes, dtype and scale, whose deltas ``scaling * B @ A`` (peft's ``get_delta_weight``) come
+    from one batched product per :data:`DELTA_CHUNK_BYTES` and are added in one multi-tensor
+    add. Otherwise, and for anything else (several adapters on one module), each module's merged
+    weight is copied in turn, as :func:`_effective` makes it.
+    """
+
+    def __init__(
+        self, slots: list[tuple[nn.Module, torch.Tensor, torch.Tensor | None]], batched: bool
+    ) -> None:
+        self.state = [_adapter_state(module) for module, _, _ in slots]
+        self.modules = [module for module, _, _ in slots]
+        self.base_sources: list[torch.Tensor] = []
+        self.base_copies: list[torch.Tensor] = []
+        self.groups: dict[tuple, list[tuple[nn.Module, str, torch.Tensor]]] = {}
+        self.one_by_one: list[tuple[nn.Module, torch.Tensor]] = []
+        for module, weight, bias in slots:
+            base, adapters = linear_parts(module)
+            if bias is not None and base.bias is not None:  # else its rows stay the zeros
+                self.base_sources.append(base.bias)
+                self.base_copies.append(bias)
+            if not batched or len(adapters) > 1 or getattr(module, "fan_in_fan_out", False):
+                self.one_by_one.append((module, weight))
+                continue
+            self.base_sources.append(base.weight)
+            self.base_copies.append(weight)
+            for adapter in adapters:
+                a, b = module.lora_A[adapter].weight, module.lora_B[adapter].weight
+                key = (a.shape, b.shape, a.dtype, module.scaling[adapter], weight.dtype)
+                self.groups.setdefault(key, []).append((module, adapter, weight))
+
+    def stale(self) -> bool:
+        return any(
+            _adapter_state(module) != state
+            for module, state in zip(self.modules, self.state, strict=True)
+        )
+
+    @torch.no_grad()
+    def run(self) -> None:
+        if self.base_copies:
+            torch._foreach_copy_(self.base_copies, self.base_sources)
+        for (_, _, dtype, scaling, weight_dtype), members in self.groups.items():
+            per_chunk = max(1, DELTA_CHUNK_BYTES // (members[0][2].numel() * 4))
+            for start in range(0, len(members), per_chunk):
+                chunk = members[start : start + per_chunk]
+                a = torch.stack([m.lora_A[name].weight for m, name, _ in chunk])
+                b = torch.stack([m.lora_B[name].weight for m, name, _ in chunk])
+                if _cast_to_float32(a):
+                    a, b = a.float(), b.float()
+                delta = torch.bmm(b, a).mul_(scaling).to(dtype).to(weight_dtype)
+                torch._foreach_add_([copy for _, _, copy in chunk], list(delta.unbind(0)))
+        for module, weight in self.one_by_one:
+            weight.copy_(_effective(module)[0])
+
+
 class _Projection:
     """One decode-time matrix: the concatenation of ``modules``' effective weights.
 
@@ -95,18 +182,17 @@ class _Projection:
         bias = 0 if self.bias is None else self.bias.numel() * self.bias.element_size()
         return self.weight.numel() * self.weight.element_size() + bias
 
-    @torch.no_grad()
-    def refresh(self) -> None:
+    def slots(self) -> list[tuple[nn.Module, torch.Tensor, torch.Tensor | None]]:
+        """Each module with the rows of the copy (weight, bias) it fills; [] when in place."""
         if not self.copied:
-            return
-        row = 0
+            return []
+        found, row = [], 0
         for module in self.modules:
-            weight, bias = _effective(module)
-            rows = weight.shape[0]
-            self.weight[row : row + rows].copy_(weight)
-            if self.bias is not None:
-                self.bias[row : row + rows].copy_(bias if bias is not None else 0.0)
+            rows = linear_parts(module)[0].weight.shape[0]
+            bias = None if self.bias is None else self.bias[row : row + rows]
+            found.append((module, self.weight[row : row + rows], bias))
             row += rows
+        return found
 
 
 @dataclass
@@ -123,17 +209,24 @@ class LayerWeights:
 class DecodeWeights:
     """Every decoder layer's :class:`LayerWeights`."""
 
-    def __init__(self, layers: list[LayerWeights]) -> None:
+    def __init__(self, layers: list[LayerWeights], batched: bool | None = None) -> None:
         self.layers = layers
+        slots = self._slots()
+        # None: batched where launches cost (a GPU), module by module where they do not.
+        self.batched = bool(slots) and slots[0][1].is_cuda if batched is None else batched
+        self._plan = _RefreshPlan(slots, self.batched)
+
+    def _slots(self) -> list[tuple[nn.Module, torch.Tensor, torch.Tensor | None]]:
+        return [s for layer in self.layers for p in layer.projections() for s in p.slots()]
 
     def extra_bytes(self) -> int:
         return sum(p.extra_bytes() for layer in self.layers for p in layer.projections())
 
     def refresh(self) -> None:
         """Copy the model's current weights (and merged adapters) into the decode copies."""
-        for layer in self.layers:
-            for projection in layer.projections():
-                projection.refresh()
+        if self._plan.stale():
+            self._plan = _RefreshPlan(self._slots(), self.batched)
+        self._plan.run()
 
 
 def _projections_of(layer: nn.Module) -> dict[str, nn.Module] | None:
@@ -147,9 +240,12 @@ def _projections_of(layer: nn.Module) -> dict[str, nn.Module] | None:
     return modules
 
 
-def build_decode_weights(layers: nn.ModuleList) -> DecodeWeights | None:
+def build_decode_weights(
+    layers: nn.ModuleList, batched: bool | None = None
+) -> DecodeWeights | None:
     """Decode weights for ``layers`` (Llama-style blocks), or None where a projection is not a
-    plain or LoRA linear or the copies would exceed :data:`MAX_COPY_BYTES`."""
+    plain or LoRA linear or the copies would exceed :data:`MAX_COPY_BYTES`. ``batched``: how
+    they are refreshed (:class:`DecodeWeights`; None: batched on a GPU)."""
     found = [_projections_of(layer) for layer in layers]
     if any(f is None for f in found):
         return None
@@ -171,5 +267,6 @@ def build_decode_weights(layers: nn.ModuleList) -> DecodeWeights | None:
                 down=_Projection([f["down"]]),
             )
             for f in found
-        ]
+        ],
+        batched,
     )

@@ -404,6 +404,50 @@ def test_merged_decode_weights_give_the_logits_of_the_modules(targets):
     assert not torch.allclose(stale, step(False), atol=1e-4)
 
 
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_refresh_writes_each_modules_merged_weights(batched, monkeypatch):
+    """Either refresh (batched: base weights copied at once, like adapters' B @ A in a batched
+    product, groups split in chunks; or module by module) writes what merging each module
+    writes: a bf16 model with float32 adapters, one projection with two active adapters, after
+    the weights change and after an adapter is merged into its base."""
+    from peft import LoraConfig, get_peft_model
+
+    from engine.generation import decode_weights
+    from engine.generation.decode_weights import _effective, build_decode_weights
+
+    monkeypatch.setattr(decode_weights, "DELTA_CHUNK_BYTES", 9000)  # groups in several chunks
+    torch.manual_seed(0)
+    base = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)).to(torch.bfloat16)
+    model = get_peft_model(base, LoraConfig(r=4, target_modules="all-linear"))
+    model.add_adapter("second", LoraConfig(r=2, target_modules=["q_proj"]))
+    layers = model.get_base_model().model.layers
+    layers[0].self_attn.q_proj.set_adapter(["default", "second"])
+    weights = build_decode_weights(layers, batched=batched)
+    assert weights is not None and weights.batched is batched
+
+    def expected_and_copied():
+        for copies in weights.layers:
+            for projection in copies.projections():
+                if projection.copied:
+                    merged = [_effective(m)[0] for m in projection.modules]
+                    yield torch.cat(merged), projection.weight
+
+    def change_every_weight():
+        with torch.no_grad():
+            for param in model.parameters():
+                param.add_(torch.randn_like(param) * 0.05)
+
+    change_every_weight()
+    weights.refresh()
+    for expected, copied in expected_and_copied():
+        torch.testing.assert_close(copied, expected, atol=0, rtol=2**-7)  # a bf16 rounding
+    layers[1].mlp.up_proj.merge()  # its base now holds the adapter: added once, not twice
+    change_every_weight()
+    weights.refresh()
+    for expected, copied in expected_and_copied():
+        torch.testing.assert_close(copied, expected, atol=0, rtol=2**-7)
+
+
 def test_decode_weights_are_not_built_where_they_do_not_apply(monkeypatch):
     from peft import LoraConfig, get_peft_model
 
