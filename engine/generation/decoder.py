@@ -142,6 +142,7 @@ class StaticDecoder:
         """Run U left-padded prompts (U, P) once; write their keys/values into cache ``rows``.
 
         ``valid`` (U, P) is 1 on prompt tokens. Returns the logits after each prompt, (U, V).
+        Uses :attr:`weights` (merged projections) when set, as :meth:`decode` does.
         """
         u, p = input_ids.shape
         positions = (valid.long().cumsum(-1) - 1).clamp(min=0)  # (U, P), skipping left padding
@@ -153,11 +154,12 @@ class StaticDecoder:
         cos, sin = self.body.rotary_emb(h, positions)
         group = self.shape.q_heads // self.shape.kv_heads
         for i, layer in enumerate(self.body.layers):
-            q, k, v = self._qkv(layer, layer.input_layernorm(h), cos, sin)
+            merged = None if self.weights is None else self.weights.layers[i]
+            q, k, v = self._qkv(layer, layer.input_layernorm(h), cos, sin, merged)
             cache.write_prefix(i, k, v, rows, sources)
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scaling)
-            h = self._block_rest(layer, h, out.transpose(1, 2).reshape(u, p, -1))
+            h = self._block_rest(layer, h, out.transpose(1, 2).reshape(u, p, -1), merged)
         return self.lm_head(self.body.norm(h[:, -1:]))[:, 0]
 
     def decode(

@@ -371,8 +371,8 @@ def _qwen2_with_lora(targets):
 
 @pytest.mark.parametrize("targets", ["all-linear", ["q_proj", "up_proj"]])
 def test_merged_decode_weights_give_the_logits_of_the_modules(targets):
-    """q/k/v and gate/up as one matrix each, LoRA merged in: the same decode step, also after
-    the weights change in place (an optimizer step) and the copies are refreshed."""
+    """q/k/v and gate/up as one matrix each, LoRA merged in: the same prefill and decode steps,
+    also after the weights change in place (an optimizer step) and the copies are refreshed."""
     from engine.generation.cache import StaticKVCache
     from engine.generation.decode_weights import build_decode_weights
     from engine.generation.decoder import StaticDecoder
@@ -386,12 +386,17 @@ def test_merged_decode_weights_give_the_logits_of_the_modules(targets):
     def step(merged):
         decoder.weights = weights if merged else None
         cache = StaticKVCache(s.num_layers, 2, s.kv_heads, 8, s.head_dim, torch.float32, "cpu")
-        valid = torch.zeros(2, 8, dtype=torch.bool)
-        tokens, positions = torch.tensor([5, 9]), torch.tensor([0, 0])
+        prompts = torch.tensor([[0, 3, 7, 2], [4, 6, 1, 8]])  # the first left-padded by one
+        valid = torch.tensor([[False, True, True, True], [True, True, True, True]])
+        rows = torch.tensor([0, 1])
+        cached = torch.zeros(2, 8, dtype=torch.bool)
+        cached[:, :4] = valid
+        tokens, positions = torch.tensor([5, 9]), torch.tensor([3, 4])
         with torch.no_grad():
-            first = decoder.decode(cache, tokens, positions, torch.tensor([0]), valid)
-            second = decoder.decode(cache, tokens + 1, positions + 1, torch.tensor([1]), valid)
-        return torch.stack([first, second])
+            prefilled = decoder.prefill(cache, prompts, valid, rows, rows)
+            first = decoder.decode(cache, tokens, positions, torch.tensor([4]), cached)
+            second = decoder.decode(cache, tokens + 1, positions + 1, torch.tensor([5]), cached)
+        return torch.stack([prefilled, first, second])
 
     torch.testing.assert_close(step(True), step(False), atol=1e-5, rtol=1e-4)
     with torch.no_grad():
@@ -401,7 +406,8 @@ def test_merged_decode_weights_give_the_logits_of_the_modules(targets):
     stale = step(True)
     weights.refresh()
     torch.testing.assert_close(step(True), step(False), atol=1e-5, rtol=1e-4)
-    assert not torch.allclose(stale, step(False), atol=1e-4)
+    for read_the_copies, fresh in zip(stale, step(False), strict=True):  # prefill, decodes
+        assert not torch.allclose(read_the_copies, fresh, atol=1e-4)
 
 
 @pytest.mark.parametrize("batched", [True, False])
