@@ -32,7 +32,7 @@ import time
 from collections import deque
 
 from rewards.verification.deadline import deadline_at
-from rewards.verification.mathcheck import CheckResult, check
+from rewards.verification.mathcheck import CheckResult, check, first_integer_candidate
 
 logger = logging.getLogger(__name__)
 
@@ -270,5 +270,10 @@ def get_checker() -> MathPool | InProcessChecker:
 
 
 def warm_up() -> None:
-    """Start the math-verify workers ahead of the first request (e.g. when an app starts)."""
+    """Start the math-verify workers ahead of the first request (e.g. when an app starts), and
+    load math-verify's answer patterns here, where integer answers are decided without the
+    workers: that first load imports math-verify and sympy (0.13 s on an H200's host, 0.5 s on
+    2 cores), which SmolLM2's second training step waited for (0.146 s of scoring, against
+    0.008 s later)."""
     get_checker().start()
+    first_integer_candidate("1")

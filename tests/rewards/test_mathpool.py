@@ -1,7 +1,13 @@
 """math-verify runs in supervised workers: a hanging input is cut off, the pool recovers."""
 
 import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import textwrap
 import time
+from pathlib import Path
 
 from rewards.composer import score
 from rewards.spec import PRESETS
@@ -92,3 +98,26 @@ def test_default_workers_follow_the_cores_within_bounds():
     assert default_workers(3) == 2
     assert default_workers(16) == 8  # a GPU host: a step's rewards split eight ways
     assert default_workers(128) == 8
+
+
+def test_warm_up_leaves_the_first_scoring_nothing_to_import():
+    # A fresh interpreter: this test process imported math-verify long ago.
+    script = textwrap.dedent("""
+        import json, sys
+        from rewards.verification.mathpool import warm_up
+        from rewards.verification.verify import judge_batch
+        warm_up()
+        before = set(sys.modules)
+        verdicts = judge_batch(["So 2x = 6 and the answer is 3."], ["3"], "math")
+        print(json.dumps({"new": sorted(set(sys.modules) - before), "ok": verdicts[0].correct}))
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parents[2],
+        env={**os.environ, "REWARDS_MATH_WORKERS": "1"},
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(result.stdout) == {"new": [], "ok": True}
