@@ -100,9 +100,23 @@ def test_default_workers_follow_the_cores_within_bounds():
     assert default_workers(128) == 8
 
 
+def fresh_json(script: str) -> object:
+    """What ``script`` prints as JSON, run in a fresh interpreter (this test process imported
+    math-verify and filled its parser's caches long ago) with one math worker."""
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parents[2],
+        env={**os.environ, "REWARDS_MATH_WORKERS": "1"},
+        timeout=120,
+        check=True,
+    )
+    return json.loads(result.stdout)
+
+
 def test_warm_up_leaves_the_first_scoring_nothing_to_import():
-    # A fresh interpreter: this test process imported math-verify long ago.
-    script = textwrap.dedent("""
+    out = fresh_json("""
         import json, sys
         from rewards.verification.mathpool import warm_up
         from rewards.verification.verify import judge_batch
@@ -111,13 +125,25 @@ def test_warm_up_leaves_the_first_scoring_nothing_to_import():
         verdicts = judge_batch(["So 2x = 6 and the answer is 3."], ["3"], "math")
         print(json.dumps({"new": sorted(set(sys.modules) - before), "ok": verdicts[0].correct}))
     """)
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).parents[2],
-        env={**os.environ, "REWARDS_MATH_WORKERS": "1"},
-        timeout=120,
-        check=True,
-    )
-    assert json.loads(result.stdout) == {"new": [], "ok": True}
+    assert out == {"new": [], "ok": True}
+
+
+def test_warm_up_checks_fill_the_latex_parsers_predictions_for_prose_in_dollars():
+    # ANTLR builds its prediction cache (DFA states) at each new shape of input: 0.09-0.17 s for
+    # a young model's prose between dollar signs, paid once per worker inside a training step.
+    script = """
+        import json, logging
+        from latex2sympy2_extended.gen.antlr4_13_2.PSParser import PSParser
+        from rewards.verification.math_worker import WARM_UP_CHECKS
+        from rewards.verification.mathcheck import check
+        logging.disable(logging.WARNING)
+        def states():
+            return sum(len(dfa.states) for dfa in PSParser.decisionsToDFA)
+        for gold, pred in WARM_UP_CHECKS[:COUNT]:
+            check(gold, pred)
+        before = states()
+        check("7", "the cost of $1.10 (total) and the bat costing $")
+        print(json.dumps(states() - before))
+    """
+    assert fresh_json(script.replace("COUNT", "None")) == 0
+    assert fresh_json(script.replace("COUNT", "2")) > 0  # without the prose checks
