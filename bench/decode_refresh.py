@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 
 import studio_run  # noqa: F401  (puts the repository on sys.path)
 import torch
 from first_widths import LORA_TARGETS, SMOLLM2_SHAPE
+from timed_calls import median_and_profile
 
 # Operators that make a view, not a kernel.
 VIEWS = {"select", "unbind", "slice", "as_strided", "view", "t", "transpose", "alias", "detach"}
@@ -49,30 +48,12 @@ def main() -> None:
     batched = build_decode_weights(layers, batched=True)
     module_by_module = build_decode_weights(layers, batched=False)
 
-    sync = torch.cuda.synchronize if device.type == "cuda" else lambda: None
-
     def timed(refresh) -> tuple[float, int]:
-        refresh()  # the first call allocates
-        seconds = []
-        for _ in range(args.repeats):
-            sync()
-            started = time.perf_counter()
-            refresh()
-            sync()
-            seconds.append(time.perf_counter() - started)
-        with torch.profiler.profile() as profile:
-            refresh()
-            sync()
-        events = profile.key_averages()
+        seconds, events = median_and_profile(refresh, device, args.repeats)
         if device.type == "cuda":
-            launched = sum(e.count for e in events if e.device_type.name == "CUDA")
-        else:
-            launched = sum(
-                e.count
-                for e in events
-                if e.key.startswith("aten::") and e.key.split("::")[1] not in VIEWS
-            )
-        return statistics.median(seconds), launched
+            return seconds, sum(e.count for e in events if e.device_type.name == "CUDA")
+        computing = [e for e in events if e.key.startswith("aten::")]
+        return seconds, sum(e.count for e in computing if e.key.split("::")[1] not in VIEWS)
 
     batched_s, batched_ops = timed(batched.refresh)
     one_s, one_ops = timed(module_by_module.refresh)

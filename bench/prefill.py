@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 
 import studio_run  # noqa: F401  (puts the repository on sys.path)
 import torch
+from timed_calls import median_and_profile
 
 
 def main() -> None:
@@ -58,26 +57,15 @@ def main() -> None:
     valid = torch.ones(n, width, dtype=torch.bool, device=device)
     valid[: n // 2, : width // 4] = False  # half the prompts shorter, left-padded
     rows = torch.arange(n, device=device)
-    sync = torch.cuda.synchronize if device.type == "cuda" else lambda: None
+    kind = "CUDA" if device.type == "cuda" else "CPU"
 
     @torch.no_grad()
     def timed(weights) -> tuple[float, int]:
         decoder.weights = weights
-        decoder.prefill(cache, ids, valid, rows, rows)  # the first call allocates
-        seconds = []
-        for _ in range(args.repeats):
-            sync()
-            started = time.perf_counter()
-            decoder.prefill(cache, ids, valid, rows, rows)
-            sync()
-            seconds.append(time.perf_counter() - started)
-        with torch.profiler.profile() as profile:
-            decoder.prefill(cache, ids, valid, rows, rows)
-            sync()
-        kind = "CUDA" if device.type == "cuda" else "CPU"
-        events = profile.key_averages()
-        launched = sum(e.count for e in events if e.device_type.name == kind)
-        return statistics.median(seconds), launched
+        seconds, events = median_and_profile(
+            lambda: decoder.prefill(cache, ids, valid, rows, rows), device, args.repeats
+        )
+        return seconds, sum(e.count for e in events if e.device_type.name == kind)
 
     modules_s, modules_launched = timed(None)
     merged_s, merged_launched = timed(merged)
