@@ -34,7 +34,7 @@ from transformers import TrainerCallback
 from engine.config.run_config import RunConfig
 from engine.data.datasets import load_rows
 from engine.models.loading import load_model_and_tokenizer
-from engine.trainers.trl_trainers import build_trl_args
+from engine.trainers.trl.build import build_trl_args
 from rewards.trl_adapter import to_trl
 from trl import GRPOTrainer
 

@@ -1,7 +1,7 @@
 """FSDP on two GPUs: a full fine-tune that does not fit one card under DDP trains sharded.
 
 Builds a random-init Qwen2 (``--model-shape large``: Qwen2.5-7B's shape with 32 layers, 8.5B
-parameters, whose full fine-tune the peak-memory estimate of engine/models/memory.py puts above a
+parameters, whose full fine-tune the peak-memory estimate of engine/planning/memory.py puts above a
 whole 80 GB card under DDP even one completion at a time; ``small``: Qwen2.5-0.5B's; ``tiny``:
 a CPU smoke shape) on the GPU in bfloat16 with a word-level tokenizer (bench/qwen_model.py),
 saved as safetensors to a local folder, in a child process so this one never holds GPU memory.
@@ -49,9 +49,9 @@ from gpu_throughput import write_problems  # noqa: E402
 from qwen_model import QWEN_05B, build_qwen  # noqa: E402
 
 from engine.config.run_config import RunConfig  # noqa: E402
-from engine.models.memory import CARD_BUDGET, GIB, estimate  # noqa: E402
-from engine.models.micro_batch import fitting_micro_batch  # noqa: E402
 from engine.models.shape import model_shape  # noqa: E402
+from engine.planning.memory import CARD_BUDGET, GIB, estimate  # noqa: E402
+from engine.planning.micro_batch import fitting_micro_batch  # noqa: E402
 from engine.tracking import metric_names  # noqa: E402
 
 logger = logging.getLogger("fsdp_check")

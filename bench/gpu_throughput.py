@@ -57,7 +57,7 @@ from transformers import TrainerCallback
 from engine.config.run_config import RunConfig
 from engine.data.datasets import load_rows
 from engine.models.loading import load_model_and_tokenizer
-from engine.trainers.trl_trainers import build_trl_args
+from engine.trainers.trl.build import build_trl_args
 from rewards.trl_adapter import to_trl
 from trl import GRPOTrainer
 
@@ -153,10 +153,10 @@ def run_config(variant: str, args: argparse.Namespace, model_dir: Path, data: Pa
 
 def estimated(config: RunConfig) -> dict[str, float]:
     """The micro-batch the worker will run (the config's, else picked for this card) and the
-    estimate's peak GiB for it (engine/models/memory.py), to set against the measured peak."""
-    from engine.models.memory import GIB, estimate
-    from engine.models.micro_batch import local_card_bytes, with_default_micro_batch
+    estimate's peak GiB for it (engine/planning/memory.py), to set against the measured peak."""
     from engine.models.shape import model_shape
+    from engine.planning.memory import GIB, estimate
+    from engine.planning.micro_batch import local_card_bytes, with_default_micro_batch
 
     card, shape = local_card_bytes(), model_shape(config.model)
     if shape is None:

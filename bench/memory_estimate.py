@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 from qwen_model import build_qwen_05b  # noqa: E402
 
 from engine.config.run_config import RunConfig  # noqa: E402
-from engine.models.memory import GIB, estimate  # noqa: E402
-from engine.models.micro_batch import with_default_micro_batch  # noqa: E402
 from engine.models.shape import model_shape  # noqa: E402
+from engine.planning.memory import GIB, estimate  # noqa: E402
+from engine.planning.micro_batch import with_default_micro_batch  # noqa: E402
 
 QUESTION = "Tom has 12 apples and buys 7 more . How many apples does he have now ?"
 WORDS = QUESTION.split(" ")

@@ -28,7 +28,7 @@ from engine.models.loading import apply_lora, load_model_and_tokenizer
 from engine.models.specs import ENGLISH_MODEL_ALIAS
 from engine.trainers.compiled_layers import compile_decoder_layers
 from engine.trainers.masked_rows import repair_empty_rows
-from engine.trainers.shared_prompt import logps_with_shared_prompts
+from engine.trainers.trl.shared_prompt import logps_with_shared_prompts
 
 GROUP, PROMPT_WIDTH, LONGEST = 8, 144, 160
 

@@ -4,7 +4,7 @@ Builds the GRPO trainer a run builds for ``--model`` with the settings ``export-
 suggests for a GPU (the built-in task, the worked-example system prompt), then times its
 ``_tokenize_prompts`` on a step's ``--prompts`` x ``--generations`` prompts: TRL 1.16's own,
 which renders every completion's prompt, against ours
-(:mod:`engine.trainers.distinct_prompts`), which renders each distinct prompt once. Runs on
+(:mod:`engine.trainers.trl.prompt_tokens`), which renders each distinct prompt once. Runs on
 the CPU: tokenizing is host work, which a GPU step waits for.
 
     python bench/prompt_tokens.py
@@ -39,7 +39,7 @@ def main() -> None:
     from engine.data.datasets import load_rows
     from engine.data.prompts import for_trainer
     from engine.models.loading import load_model_and_tokenizer
-    from engine.trainers.trl_trainers import build_trl_trainer
+    from engine.trainers.trl.build import build_trl_trainer
 
     data = suggested_config(args.model, on_gpu=True).to_dict()
     data["training"].update(micro_batch_size=args.prompts * args.generations, save_steps=0)

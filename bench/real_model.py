@@ -10,7 +10,7 @@ step, the micro-batch the worker picked and the peak GPU memory beside its estim
 Memory points (``--memory-points 32,64``): a few GRPO steps of the same model at 32 prompts x
 8 completions x ``--tokens`` new tokens for each micro-batch, each in its own process; the
 measured peak (``torch.cuda.max_memory_allocated``, the worker's ``perf/peak_memory_gib``)
-beside the estimate (engine/models/memory.py) at the run's longest prompt.
+beside the estimate (engine/planning/memory.py) at the run's longest prompt.
 
     python bench/real_model.py --minutes 5 --eval-every 10
     python bench/real_model.py --memory-points 32,64,128 --tokens 256 --steps 3
@@ -148,7 +148,7 @@ def wall_gaps(timed: list[tuple]) -> list[float]:
 def picked_micro_batch(config: RunConfig, prompt_tokens: int) -> int | None:
     """The micro-batch the worker runs: the config's, else the one it picks for this card
     from the same estimate and prompt length (engine/run/worker.py)."""
-    from engine.models.micro_batch import local_card_bytes, with_default_micro_batch
+    from engine.planning.micro_batch import local_card_bytes, with_default_micro_batch
 
     card = local_card_bytes()
     if card is not None:
@@ -157,8 +157,8 @@ def picked_micro_batch(config: RunConfig, prompt_tokens: int) -> int | None:
 
 
 def estimate_gib(config: RunConfig, micro_batch: int | None, prompt_tokens: int) -> float | None:
-    from engine.models.memory import GIB, estimate
     from engine.models.shape import model_shape
+    from engine.planning.memory import GIB, estimate
 
     shape = model_shape(config.model)
     if shape is None or micro_batch is None:
@@ -171,7 +171,7 @@ def estimate_gib(config: RunConfig, micro_batch: int | None, prompt_tokens: int)
 def prompt_tokens(config: RunConfig) -> int:
     from engine.data.datasets import load_rows
     from engine.models.loading import load_tokenizer
-    from engine.models.micro_batch import longest_prompt
+    from engine.planning.micro_batch import longest_prompt
 
     return longest_prompt(load_tokenizer(config.model), load_rows(config.data))
 

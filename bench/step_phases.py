@@ -39,19 +39,19 @@ from engine.config.run_config import RunConfig
 
 PHASES: dict[str, list[tuple[str, str]]] = {
     "grpo": [
-        ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_generate_single_turn"),
-        ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_calculate_rewards"),
-        ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_generate_and_score_completions"),
-        ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_generate"),
+        ("engine.trainers.trl.grpo:StudioGRPOTrainer", "_generate_single_turn"),
+        ("engine.trainers.trl.grpo:StudioGRPOTrainer", "_calculate_rewards"),
+        ("engine.trainers.trl.grpo:StudioGRPOTrainer", "_generate_and_score_completions"),
+        ("engine.trainers.trl.grpo:StudioGRPOTrainer", "_generate"),
         ("engine.generation.decode_weights:DecodeWeights", "refresh"),
         ("engine.generation.decoder:StaticDecoder", "prefill"),
         ("engine.generation.runner:GenerationRunner", "_sample"),
-        ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_tokenize_prompts"),
+        ("engine.trainers.trl.grpo:StudioGRPOTrainer", "_tokenize_prompts"),
         ("transformers.tokenization_utils_base:PreTrainedTokenizerBase", "batch_decode"),
         ("transformers.trainer:Trainer", "get_batch_samples"),
-        ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_compute_loss"),
-        ("engine.trainers.trl_trainers:StudioGRPOTrainer", "_get_per_token_logps_and_entropies"),
-        ("engine.trainers.trl_trainers:StudioGRPOTrainer", "training_step"),
+        ("engine.trainers.trl.grpo:StudioGRPOTrainer", "_compute_loss"),
+        ("engine.trainers.trl.grpo:StudioGRPOTrainer", "_get_per_token_logps_and_entropies"),
+        ("engine.trainers.trl.grpo:StudioGRPOTrainer", "training_step"),
         ("accelerate:Accelerator", "backward"),
         ("accelerate:Accelerator", "clip_grad_norm_"),
         ("accelerate.optimizer:AcceleratedOptimizer", "step"),
@@ -124,7 +124,7 @@ def run_grpo(
     from transformers import TrainerCallback
 
     from engine.data.prompts import for_trainer
-    from engine.trainers.trl_trainers import build_trl_trainer
+    from engine.trainers.trl.build import build_trl_trainer
 
     class StepEnd(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
@@ -212,7 +212,7 @@ def main() -> None:
 
     from engine.data.datasets import load_rows
     from engine.models.loading import load_model_and_tokenizer
-    from engine.models.micro_batch import local_card_bytes, with_default_micro_batch
+    from engine.planning.micro_batch import local_card_bytes, with_default_micro_batch
     from engine.trainers.compiled_layers import avoid_cudnn_attention
 
     avoid_cudnn_attention()  # as the worker does

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.config.fields import ConfigError
+from engine.fields import ConfigError
 from engine.lab_commands import add_commands as add_lab_commands
 from engine.model_commands import add_commands as add_model_commands
 
@@ -28,8 +28,8 @@ def _data_dir(value: str | None) -> Path:
 
 def _load_config(path: str):
     """The run config in file ``path``, its text parsed once."""
-    from engine.config.fields import parse_yaml
     from engine.config.run_config import RunConfig
+    from engine.fields import parse_yaml
 
     data = parse_yaml(RunConfig.read_text(path))
     if not data:  # an empty file would silently train the default config (the API refuses it too)
@@ -43,7 +43,7 @@ def _load_config(path: str):
 
 def cmd_train(args: argparse.Namespace) -> int:
     config = _load_config(args.config)  # a config it cannot use fails before torch is imported
-    from engine.models.micro_batch import describe, local_card_bytes
+    from engine.planning.micro_batch import describe, local_card_bytes
     from engine.run.devices import Assignment
     from engine.run.launcher import Launcher, run_command
     from storage.sqlite.schema import LOCAL_OWNER, RunStatus
@@ -96,8 +96,8 @@ def _tell_other_machines(config, run_dir: Path, run_id: str, data_dir: Path) -> 
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from engine.models.memory import GIB
-    from engine.models.micro_batch import describe, local_card_bytes
+    from engine.planning.memory import GIB
+    from engine.planning.micro_batch import describe, local_card_bytes
 
     config = _load_config(args.config)
     card = local_card_bytes() if args.card_gib is None else int(args.card_gib * GIB)

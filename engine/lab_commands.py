@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.config.fields import ConfigError
+from engine.fields import ConfigError
 
 #: Completions each prompt gets in ``ab`` (a GRPO group).
 AB_GROUP = 8
@@ -25,7 +25,7 @@ AB_GROUP = 8
 
 def load_spec(path: str):
     """A reward spec from a YAML/JSON file: a spec, or a run config's ``reward`` section."""
-    from engine.config.fields import parse_yaml
+    from engine.fields import parse_yaml
     from rewards.errors import RewardSpecError
     from rewards.spec import RewardSpec
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from engine.config.fields import (
+from engine.fields import (
     POSITIVE,
     ConfigError,
     check_fields,

@@ -36,9 +36,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.config.fields import ConfigError
 from engine.data.datasets import DataSpec
 from engine.data.files import FILE_TYPES
+from engine.fields import ConfigError
 from engine.models.specs import ENGLISH_MODEL_ALIAS, SHIPPED_MODELS, ModelSpec
 from engine.run.layout import NO_HUB_TOKEN_MARKER
 from rewards.input_guards.hub_ids import is_hub_id

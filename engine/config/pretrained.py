@@ -10,7 +10,7 @@ on a GPU:
   cores SmolLM2's step of 4 prompts x 8 x 160 tokens with LoRA on all 30 layers took about 90 s
   (7 updates in ten minutes, nothing learned); with the backward stopping at layer 22, half the
   samples and 64 tokens it took about 24 s (25 updates in ten minutes), and with each prompt
-  run once in the update (:mod:`engine.trainers.shared_prompt`) 11-14 s, and about 9.5 s with
+  run once in the update (:mod:`engine.trainers.trl.shared_prompt`) 11-14 s, and about 9.5 s with
   the static-cache sampler (about 70 updates). 25 updates are at the edge of what this task
   learns in; at 50 updates this suggestion rose in 4 seeds of 4 on a GPU (+8.9 points on
   average, against +5.1 at 5e-4 and -0.7 at 2e-4). Five seeds trained for 25 updates on a GPU
@@ -20,7 +20,7 @@ on a GPU:
   learn varies with the seed (three runs of 25 updates on two cores: +4.2, -0.8 and -1.6); thirty
   minutes at 128 tokens raised accuracy from 6% to 15%.
 - **GPU**: 32 prompts x 8 completions a step, the micro-batch left empty so the worker picks the
-  largest that fits the card (:func:`engine.models.micro_batch.with_default_micro_batch`), and a
+  largest that fits the card (:func:`engine.planning.micro_batch.with_default_micro_batch`), and a
   learning rate of 2e-4. LoRA's best learning rate is about ten times full fine-tuning's ("LoRA
   Without Regret", Schulman et al. 2025, Thinking Machines), and on SmolLM2-135M-Instruct with the
   built-in task 5e-5 was measured learning, but slowly (8.5% -> 28.5% held-out accuracy in 4

@@ -1,6 +1,6 @@
 """RunConfig: one file that fully describes a run, shared by the UI, the CLI and the worker.
 
-Each knob is one documented dataclass field declared with :func:`engine.config.fields.knob`: its
+Each knob is one documented dataclass field declared with :func:`engine.fields.knob`: its
 help text, allowed range and choices are written once there, shown by the Train form and written
 as comments by ``python -m engine export-config``, and enforced by ``check_fields`` in
 ``__post_init__``, which raises :class:`ConfigError` naming the dotted field, what was wrong and
@@ -16,7 +16,10 @@ from typing import Any
 import yaml
 
 from engine.config.algorithms import GRPOSettings, PPOSettings, RLOOSettings
-from engine.config.fields import (
+from engine.config.tools import ToolSettings
+from engine.config.training import TrainingSettings
+from engine.data.datasets import DataSpec
+from engine.fields import (
     ConfigError,
     check_fields,
     field_help,
@@ -26,9 +29,6 @@ from engine.config.fields import (
     to_dict,
     to_plain,
 )
-from engine.config.tools import ToolSettings
-from engine.config.training import TrainingSettings
-from engine.data.datasets import DataSpec
 from engine.generation.backend import check_available
 from engine.models.specs import ModelSpec
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.config.fields import ConfigError, check_fields, knob
+from engine.fields import ConfigError, check_fields, knob
 from engine.tools.toolbox import BUILTIN_TOOLS
 from rewards.components.python_code import ALLOW_CODE_ENV, code_enabled
 

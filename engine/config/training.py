@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.config.fields import POSITIVE, SEED, ConfigError, check_fields, knob
+from engine.fields import POSITIVE, SEED, ConfigError, check_fields, knob
 
 LR_SCHEDULERS = ("constant", "constant_with_warmup", "linear", "cosine")
 REPORT_TO = ("tensorboard", "wandb", "trackio")

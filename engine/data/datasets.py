@@ -27,11 +27,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.config.fields import POSITIVE, SEED, ConfigError, check_fields, from_dict, knob
 from engine.data.files import DatasetError as DatasetError  # where callers import it
 from engine.data.files import FileLimits, read_file
 from engine.data.hub import hub_offline as hub_offline  # where callers import it
 from engine.data.hub import read_hub
+from engine.fields import POSITIVE, SEED, ConfigError, check_fields, from_dict, knob
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class DataSpec:
         answer_format: ``"gsm8k"`` keeps what follows ``####``; ``"plain"`` keeps the
             whole answer; ``"auto"`` does the first when ``####`` is present.
 
-    The numeric knobs declare their help and range once (:func:`engine.config.fields.knob`); a
+    The numeric knobs declare their help and range once (:func:`engine.fields.knob`); a
     value outside it raises :class:`DatasetError` naming the field.
     """
 
@@ -157,7 +157,7 @@ class DataSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataSpec:
-        """Checked field by field (type, size, text) by :func:`engine.config.fields.from_dict`."""
+        """Checked field by field (type, size, text) by :func:`engine.fields.from_dict`."""
         try:
             return from_dict(cls, data)
         except ConfigError as exc:

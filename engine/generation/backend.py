@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from engine.config.fields import ConfigError
+from engine.fields import ConfigError
 
 
 def vllm_installed() -> bool:

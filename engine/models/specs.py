@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.config.fields import check_fields, knob
+from engine.fields import check_fields, knob
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
 
@@ -48,7 +48,7 @@ DTYPES = ("auto", *TORCH_DTYPES)
 class LoraSpec:
     """LoRA adapter settings (peft ``LoraConfig``; Hu et al. 2021, "LoRA").
 
-    The numeric knobs declare their help and range once (:func:`engine.config.fields.knob`);
+    The numeric knobs declare their help and range once (:func:`engine.fields.knob`);
     a value outside it raises ``ConfigError`` naming ``lora.<field>``.
 
     Attributes:
@@ -119,8 +119,8 @@ class ModelSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelSpec:
-        """Checked field by field (type, size, text) by :func:`engine.config.fields.from_dict`."""
-        from engine.config.fields import from_dict
+        """Checked field by field (type, size, text) by :func:`engine.fields.from_dict`."""
+        from engine.fields import from_dict
 
         return from_dict(cls, data)
 

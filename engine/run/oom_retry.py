@@ -1,9 +1,9 @@
 """One retry at half the micro-batch for a run that runs out of GPU memory.
 
-The memory estimate (:mod:`engine.models.memory`) picks the micro-batch from terms measured on a few
-models; a model or prompt it did not foresee can still run out of memory (issue 22: a LoRA run
-picked 256 and died in the adapters' input casts). Rather than ending such a run, the worker
-frees the device and trains it again, once, at the largest micro-batch the batch rule allows
+The memory estimate (:mod:`engine.planning.memory`) picks the micro-batch from terms measured
+on a few models; a model or prompt it did not foresee can still run out of memory (issue 22: a
+LoRA run picked 256 and died in the adapters' input casts). Rather than ending such a run, the
+worker frees the device and trains it again, once, at the largest micro-batch the batch rule allows
 that is at most half the one that ran out (from its latest checkpoint, if any), and says so in
 the log and in a ``NoteKind.OUT_OF_MEMORY_RETRY`` note the Runs view shows. Only one-process
 runs retry: the processes of a multi-GPU run would have to agree on it.
@@ -52,7 +52,7 @@ def is_out_of_memory(exc: BaseException) -> bool:
 def retry_config(config: RunConfig, ran: int | None) -> RunConfig | None:
     """``config`` at the largest allowed micro-batch at most half of ``ran`` (the one that ran
     out), or None where there is nothing to retry with (one completion already, several GPUs)."""
-    from engine.models.micro_batch import micro_batch_choices
+    from engine.planning.micro_batch import micro_batch_choices
 
     ran = ran or config.per_device_batch_size()
     if config.training.processes > 1 or ran <= 1:

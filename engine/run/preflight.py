@@ -2,7 +2,7 @@
 
 More GPUs than the machine has, a tracker that is not installed, a missing model folder, a hub
 id that cannot be fetched offline, 4-bit loading without a GPU, a dataset file that is missing or
-lacks the mapped columns: each is reported as a :class:`~engine.config.fields.ConfigError` naming
+lacks the mapped columns: each is reported as a :class:`~engine.fields.ConfigError` naming
 the field (``training.num_gpus``, ``model.name_or_path``, ``data.prompt_column``...), in the
 form, the API and the CLI, instead of a run that fails seconds later. Only cheap checks run here:
 no weights are loaded and nothing is downloaded; with network access, a hub model id that is not
@@ -19,10 +19,10 @@ from typing import Any
 
 import torch
 
-from engine.config.fields import ConfigError
 from engine.config.input_policy import InputPolicy
 from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
+from engine.fields import ConfigError
 from engine.models.loading import ModelLoadError, load_tokenizer, model_offline, resolve_spec
 from engine.models.specs import ModelSpec
 from rewards.input_guards.hub_ids import is_hub_id

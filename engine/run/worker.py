@@ -17,12 +17,12 @@ from typing import Any
 
 from datasets import Dataset
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec, load_rows
 from engine.data.prompts import for_trainer, prompt_format
+from engine.fields import ConfigError
 from engine.models.loading import ModelLoadError, load_model_and_tokenizer
-from engine.models.micro_batch import (
+from engine.planning.micro_batch import (
     describe,
     local_card_bytes,
     longest_prompt,
@@ -326,7 +326,7 @@ def _train_trl(
     run: PreparedRun, recorder: RunRecorder, stop: StopRequest, *, show_progress: bool
 ) -> str:
     # Deferred: TRL imports trackio, which reads where to write when imported (see _train).
-    from engine.trainers.trl_trainers import build_trl_trainer
+    from engine.trainers.trl.build import build_trl_trainer
 
     config = run.config
     samples = SampleStore(config, recorder)

@@ -9,8 +9,8 @@ from transformers.utils.chat_template_utils import (
     get_json_schema,
 )
 
-from engine.config.fields import ConfigError
 from engine.config.tools import ToolSettings
+from engine.fields import ConfigError
 from engine.tools.toolbox import Toolbox, toolbox_class
 from engine.tools.user_module import ToolModuleError, UserToolModule, tool_methods
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from trl.chat_template_utils import add_response_schema, supports_tool_calling
 
-from engine.config.fields import ConfigError
+from engine.fields import ConfigError
 from engine.models.char_tokenizer import CHAT_TEMPLATE, RESPONSE_TEMPLATE
 
 TOOL_MODELS = (

@@ -153,7 +153,7 @@ def test_trl_checkpoints_are_staged_and_published_after_the_commit(tmp_path):
 
     from engine.data.datasets import load_rows
     from engine.models.loading import load_model_and_tokenizer
-    from engine.trainers.trl_trainers import build_trl_trainer
+    from engine.trainers.trl.build import build_trl_trainer
 
     run_config = RunConfig.from_dict(
         {

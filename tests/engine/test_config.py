@@ -1,8 +1,8 @@
 import pytest
 import yaml
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig, documented_yaml
+from engine.fields import ConfigError
 
 
 def test_default_config_round_trips_through_yaml():

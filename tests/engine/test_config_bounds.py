@@ -11,9 +11,9 @@ import typing
 
 import pytest
 
-from engine.config.fields import ConfigError, field_help, from_dict
 from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec
+from engine.fields import ConfigError, field_help, from_dict
 from engine.models.specs import LoraSpec
 from rewards.params import Bounds, exact_number
 from rewards.spec import RewardSpec

@@ -9,8 +9,8 @@ import sys
 import pytest
 import torch
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from engine.run.devices import (
     Assignment,
     Gpu,

@@ -11,8 +11,8 @@ from engine.config.run_config import RunConfig
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import ModelSpec
 from engine.tasks import builtin_task
-from engine.trainers.distinct_prompts import prompt_key
-from engine.trainers.trl_trainers import build_trl_trainer
+from engine.trainers.trl.build import build_trl_trainer
+from engine.trainers.trl.prompt_tokens import prompt_key
 
 TRL_CLASSES = {"grpo": GRPOTrainer, "rloo": RLOOTrainer}
 

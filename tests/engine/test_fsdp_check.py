@@ -10,7 +10,7 @@ from transformers import Qwen2Config
 
 from bench import fsdp_check
 from engine.config.run_config import RunConfig
-from engine.models.micro_batch import describe
+from engine.planning.micro_batch import describe
 
 CARD = int(79.2 * 1024**3)  # an H100 as torch reports it
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from engine.generation import make_runner
 from engine.generation.backend import resolve_backend, vllm_installed
 from engine.generation.runner import GenerationRunner, distinct_prompts
@@ -474,7 +474,7 @@ def test_decode_weights_are_not_built_where_they_do_not_apply(monkeypatch):
 
 def test_sampler_rows_line_up_with_trls_completions_or_are_refused():
     from engine.generation.runner import Generation
-    from engine.generation.trl_hook import sampler_rows
+    from engine.trainers.trl.sampling import sampler_rows
 
     sampled = Generation(
         completion_ids=[[5, 6, 1], [7]],

@@ -15,7 +15,7 @@ from engine.run.stop_request import StopRequest
 from engine.tasks import builtin_task
 from engine.tracking import metric_names
 from engine.trainers.ppo.trainer import PPOTrainer
-from engine.trainers.trl_trainers import build_trl_trainer
+from engine.trainers.trl.build import build_trl_trainer
 from tests.engine.test_ppo_trainer import ListRecorder
 
 
@@ -51,10 +51,12 @@ def test_trl_step_samples_with_the_runner_and_logs_the_gap(algorithm, tmp_path):
         str(tmp_path),
         [keeper],
     )
-    assert trainer._runner is not None
+    assert trainer.generation_runner is not None
     calls = []
-    generate = trainer._runner.generate
-    trainer._runner.generate = lambda *a, **k: calls.append(len(a[0])) or generate(*a, **k)
+    generate = trainer.generation_runner.generate
+    trainer.generation_runner.generate = lambda *a, **k: (
+        calls.append(len(a[0])) or generate(*a, **k)
+    )
     widths, score = [], trainer._generate_and_score_completions
 
     def scored(inputs):
@@ -87,7 +89,7 @@ def test_trl_hf_backend_keeps_transformers_generate(tmp_path):
         str(tmp_path),
         [],
     )
-    assert trainer._runner is None
+    assert trainer.generation_runner is None
 
 
 def test_ppo_step_samples_with_the_runner_and_records_the_gap(tmp_path):

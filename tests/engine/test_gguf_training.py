@@ -12,7 +12,7 @@ from engine.data.prompts import for_trainer
 from engine.models.loading import apply_lora
 from engine.models.specs import ENGLISH_MODEL_ALIAS
 from engine.tasks import builtin_task
-from engine.trainers.trl_trainers import build_trl_trainer
+from engine.trainers.trl.build import build_trl_trainer
 
 pytestmark = pytest.mark.slow
 

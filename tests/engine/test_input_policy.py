@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config.fields import ConfigError
 from engine.config.input_policy import InputPolicy
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from engine.run.launcher import Launcher
 from engine.run.preflight import check_inputs
 from storage import runs as run_store

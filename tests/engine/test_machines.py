@@ -13,11 +13,11 @@ import yaml
 from accelerate.commands.launch import _validate_launch_command, launch_command_parser
 from accelerate.utils.launch import prepare_multi_gpu_env
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
-from engine.models.memory import estimate
-from engine.models.micro_batch import micro_batch_choices
+from engine.fields import ConfigError
 from engine.models.shape import model_shape
+from engine.planning.memory import estimate
+from engine.planning.micro_batch import micro_batch_choices
 from engine.run.launcher import run_command
 from engine.run.layout import MACHINES_CONFIG_FILE, config_path, run_dir
 from engine.run.machines import other_machines_note, store_note

@@ -16,7 +16,7 @@ from engine.tasks import builtin_task
 from engine.trainers.compiled_layers import decoder_layers
 from engine.trainers.masked_rows import REPAIR_ENV, open_empty_rows, repair_empty_rows
 from engine.trainers.ppo.trainer import PPOTrainer
-from engine.trainers.trl_trainers import build_trl_trainer
+from engine.trainers.trl.build import build_trl_trainer
 from tests.engine.test_ppo_trainer import ListRecorder
 from tests.tiny_models import TINY_SHAPE, save_tiny_llama
 

@@ -6,15 +6,15 @@ import pytest
 from transformers import LlamaConfig
 
 from engine.config.run_config import RunConfig
-from engine.models.memory import estimate, size
-from engine.models.micro_batch import (
+from engine.models.shape import model_shape
+from engine.models.specs import LoraSpec, ModelSpec
+from engine.planning.memory import estimate, size
+from engine.planning.micro_batch import (
     describe,
     fitting_micro_batch,
     longest_prompt,
     with_default_micro_batch,
 )
-from engine.models.shape import model_shape
-from engine.models.specs import LoraSpec, ModelSpec
 
 # hidden 16, intermediate 32, 2 layers, 4 heads of dim 4, 2 key-value heads, vocabulary 100.
 # Parameters: embeddings 1,600; per layer q 256 + k 128 + v 128 + o 256 + gate/up/down 3 x 512
@@ -170,8 +170,8 @@ def test_default_micro_batch_is_the_largest_that_fits_the_card(model_dir):
 def test_a_default_05b_run_at_256_by_256_fits_an_80_gib_card(qwen05b):
     """Qwen2.5-0.5B's shape, 32 prompts x 8 completions x 256 tokens: the picked micro-batch
     keeps the estimate inside the card."""
-    from engine.models.memory import CARD_BUDGET, GIB
     from engine.models.shape import shape_of
+    from engine.planning.memory import CARD_BUDGET, GIB
 
     for algorithm in ("grpo", "ppo"):
         c = RunConfig.from_dict(

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from engine.config.run_config import RunConfig
-from engine.models.memory import CARD_BUDGET, GIB, estimate
-from engine.models.micro_batch import fitting_micro_batch
 from engine.models.shape import shape_of
+from engine.planning.memory import CARD_BUDGET, GIB, estimate
+from engine.planning.micro_batch import fitting_micro_batch
 
 # The benches' prompts as their model reads them: 17-27 tokens, padded to the longest in a batch
 # (transformers 5 loads bench/qwen_model.py's tokenizer as a Qwen2Tokenizer, whose byte-level

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import torch
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from engine.generation.sampling import encode_prompts
 from engine.models.char_tokenizer import build_char_tokenizer
 from engine.models.loading import load_model_and_tokenizer

@@ -9,8 +9,8 @@ import threading
 import pytest
 import torch
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from engine.run.launcher import Launcher
 from engine.run.preflight import check_inputs
 from storage import runs as run_store

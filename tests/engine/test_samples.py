@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.tracking.samples import sample_rows
-from engine.trainers.capture import GenerationBatch
+from engine.trainers.generation_batch import GenerationBatch
 from rewards.composer import ComponentTrace, ScoredSample, score
 from rewards.spec import ComponentSpec, RewardSpec
 

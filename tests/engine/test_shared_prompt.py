@@ -9,7 +9,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from trl.trainer.utils import add_fused_lm_head
 
 from engine.trainers.compiled_layers import COMPILED_LENGTH_MULTIPLE
-from engine.trainers.shared_prompt import (
+from engine.trainers.trl.shared_prompt import (
     SHARE_ENV,
     logps_with_shared_prompts,
     pack_rows,

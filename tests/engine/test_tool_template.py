@@ -11,12 +11,12 @@ from trl.chat_template_utils import (
     supports_tool_calling,
 )
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from engine.models.char_tokenizer import CHAT_TEMPLATE, RESPONSE_TEMPLATE, build_char_tokenizer
 from engine.tools.template import prepare_tool_tokenizer
 from engine.tools.toolbox import toolbox_class
-from engine.trainers.trl_trainers import build_trl_args
+from engine.trainers.trl.build import build_trl_args
 
 # The shipped template before tools: every conversation without tools must render the same.
 BEFORE_TOOLS = (

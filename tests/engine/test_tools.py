@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
 from engine.data.datasets import DataSpec, load_rows
+from engine.fields import ConfigError
 from engine.run.preflight import check_inputs
 from engine.tools.calculator import MAX_EXPRESSION_CHARS, calculator
 from engine.tools.errors import ToolError

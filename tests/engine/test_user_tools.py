@@ -8,8 +8,8 @@ import textwrap
 import pytest
 from transformers.utils import get_json_schema
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from engine.tools.errors import ToolError
 from engine.tools.factory import toolbox_for
 

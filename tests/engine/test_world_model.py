@@ -8,13 +8,13 @@ import torch
 from datasets import Dataset
 from trl import GRPOTrainer
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import ModelSpec
 from engine.tasks import builtin_task
 from engine.tracking import metric_names
-from engine.trainers.trl_trainers import build_trl_args, build_trl_trainer
+from engine.trainers.trl.build import build_trl_args, build_trl_trainer
 
 MAX_LEN = 12
 

@@ -19,9 +19,9 @@ from fuzz_values import (
 )
 from hypothesis import strategies as st
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec
+from engine.fields import ConfigError
 
 BASE_CONFIG = RunConfig().to_dict()
 BASE_DATA = {"source": "file", "path": "x.jsonl", "prompt_column": "q", "answer_column": "a"}

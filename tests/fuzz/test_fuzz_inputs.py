@@ -16,8 +16,8 @@ from fuzz_values import (
 )
 from hypothesis import strategies as st
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from engine.run.preflight import check_inputs
 from rewards.errors import RewardSpecError
 from rewards.spec import PRESETS, RewardSpec

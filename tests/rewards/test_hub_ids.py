@@ -3,8 +3,8 @@ owner/name required except where the command line accepts the hub's owner-less l
 
 import pytest
 
-from engine.config.fields import ConfigError
 from engine.config.input_policy import is_web_hub_id
+from engine.fields import ConfigError
 from engine.run.preflight import check_hub_dataset_id
 from rewards.input_guards.hub_ids import is_hub_id
 from rewards.spec import RewardSpec, RewardSpecError

@@ -184,8 +184,8 @@ def test_export_embeds_the_code_as_text_and_matches_the_composer(code_on, tmp_pa
 
 
 def test_web_paths_follow_the_input_policy(code_on, tmp_path):
-    from engine.config.fields import ConfigError
     from engine.config.input_policy import UPLOADS_DIR, InputPolicy
+    from engine.fields import ConfigError
     from rewards.components.python_code import restrict_code_paths
 
     policy = InputPolicy.for_web(tmp_path, env={})

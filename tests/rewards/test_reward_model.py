@@ -94,8 +94,8 @@ def test_model_must_be_a_folder_or_hub_id(model):
 
 
 def test_web_runs_name_reward_models_as_they_name_policy_models(rm_dir, tmp_path):
-    from engine.config.fields import ConfigError
     from engine.config.input_policy import InputPolicy
+    from engine.fields import ConfigError
 
     policy = InputPolicy.for_web(tmp_path, env={})
     policy.check_reward(spec("owner/reward-model"))
@@ -107,7 +107,7 @@ def test_web_runs_name_reward_models_as_they_name_policy_models(rm_dir, tmp_path
 
 
 def test_a_demo_caps_the_size_of_reward_models_too(rm_dir, tmp_path, monkeypatch):
-    from engine.config.fields import ConfigError
+    from engine.fields import ConfigError
     from ui.shared.context import AppContext, DemoLimits
 
     monkeypatch.setenv("STUDIO_MODEL_ROOTS", str(rm_dir.parent))

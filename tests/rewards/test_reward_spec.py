@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from rewards.spec import (
     DEFAULT_PRESET,
     MAX_COMPONENTS,
@@ -266,7 +266,7 @@ def test_bad_json_and_yaml():
 )
 def test_the_one_parser_refuses_hostile_text_by_reason(text, reason):
     """Specs, run configs and API arguments share load_structured's guards."""
-    from engine.config.fields import ConfigError, parse_yaml
+    from engine.fields import ConfigError, parse_yaml
 
     with pytest.raises(RewardSpecError, match=reason):
         RewardSpec.from_text(text)

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from rewards.composer import score
 from rewards.errors import RewardSpecError
 from rewards.schedule import WeightSchedule

@@ -5,7 +5,7 @@ value comes back on that input's own error line."""
 import gradio as gr
 import pytest
 
-from engine.config.fields import field_help
+from engine.fields import field_help
 from ui.preview.generate import PreviewError, PreviewRequest
 from ui.preview.layout import build_preview_controls
 from ui.preview.tab import _show_error, preview_request

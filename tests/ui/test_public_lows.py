@@ -9,8 +9,8 @@ import time
 import pytest
 from gradio_client import Client
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from storage.sqlite.schema import Run, RunStatus
 from tests.ui.http_session import Browser
 from ui.runs.poll import status_markdown

@@ -2,8 +2,8 @@ import zipfile
 
 import pytest
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from storage import runs as run_store
 from storage.records import samples as sample_store
 from storage.sqlite.schema import RunStatus

@@ -3,9 +3,9 @@ import re
 
 import pytest
 
-from engine.config.fields import ConfigError
 from engine.config.pretrained import CPU_SETTINGS
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from rewards.spec import preset
 from ui.train import form as train_form
 from ui.train.form import TrainInputs, build_config, form_fields, values_from_config

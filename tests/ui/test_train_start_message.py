@@ -1,6 +1,6 @@
 """The Start button's refusal names the field, why, and where on the page it is."""
 
-from engine.config.fields import ConfigError
+from engine.fields import ConfigError
 from ui.train import form as train_form
 from ui.train.start_message import GENERAL, not_ready_summary, start_refusal
 

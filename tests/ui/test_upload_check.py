@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config.fields import ConfigError
 from engine.data.datasets import DatasetError
 from engine.data.files import FileLimits, read_file
+from engine.fields import ConfigError
 from ui.shared.upload_check import as_uploaded, check_upload, upload_named
 
 BROKEN = 'prompt,answer\n"1+1?",2\n"2+2?",4,extra,fields\n'

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.config.fields import ConfigError, from_dict
+from engine.fields import ConfigError, from_dict
 from engine.generation.playground import GenerateError, SamplingSettings
 from ui.access.identity import Viewer
 from ui.api.errors import ApiError

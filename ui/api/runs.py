@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.config.fields import ConfigError, parse_yaml
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError, parse_yaml
 from rewards.params import describe_value
 from storage import runs as run_store
 from storage.records import metrics as metric_store

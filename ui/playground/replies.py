@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import RunConfig
+from engine.fields import ConfigError
 from engine.generation.playground import (
     GenerateError,
     SamplingSettings,

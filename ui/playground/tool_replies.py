@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.config.fields import ConfigError
 from engine.config.tools import ToolSettings
+from engine.fields import ConfigError
 from engine.generation.playground import GenerateError, SamplingSettings
 
 

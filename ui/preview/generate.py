@@ -15,12 +15,12 @@ from dataclasses import Field, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from engine.config.fields import ConfigError, knob
 from engine.config.input_policy import InputPolicy
 from engine.config.run_config import GenerationSettings
 from engine.config.tools import TOOL_NAMES, ToolSettings
 from engine.data.datasets import DatasetError, DataSpec
 from engine.data.prompts import PLAIN_TEXT, prompt_format
+from engine.fields import ConfigError, knob
 from engine.generation.sampling import sample_completions
 from engine.models.loading import ModelLoadError
 from engine.models.specs import ModelSpec, available_models

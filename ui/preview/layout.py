@@ -9,7 +9,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.config.fields import field_help
+from engine.fields import field_help
 from ui.design.tab import TRACE_HEADERS, TRACE_WIDTHS
 from ui.preview.generate import PreviewRequest, model_choices, unavailable_models_note
 from ui.preview.tools_input import build_tools_input

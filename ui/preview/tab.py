@@ -15,7 +15,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.config.fields import ConfigError
+from engine.fields import ConfigError
 from rewards.analysis.probes import run_probes
 from rewards.spec import RewardSpec
 from rewards.verification.deadline import call_deadline

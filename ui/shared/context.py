@@ -168,7 +168,7 @@ class AppContext:
     def check_reward_model_sizes(self, reward: Any) -> None:
         """The demo's model-size cap for the models a reward loads (a reward model, a local
         judge), raised on that component's ``model`` field."""
-        from engine.config.fields import ConfigError
+        from engine.fields import ConfigError
         from engine.models.specs import ModelSpec
         from rewards.components.reward_model import loaded_models
 
@@ -193,7 +193,7 @@ class AppContext:
         cap = self.demo.max_model_params
         if cap is None:
             return
-        from engine.config.fields import ConfigError
+        from engine.fields import ConfigError
         from engine.models.loading import parameter_count
 
         params = parameter_count(spec, token=self._hub_token())

@@ -127,7 +127,7 @@ class DemoLimits:
         Raises:
             ConfigError: on the field, naming its cap.
         """
-        from engine.config.fields import ConfigError
+        from engine.fields import ConfigError
 
         machines = _value(config, "training.num_machines")
         if self.one_machine and machines is not None and machines > 1:

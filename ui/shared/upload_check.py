@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.config.fields import ConfigError
 from engine.config.input_policy import STORED_UPLOAD_NAME
 from engine.data.datasets import DatasetError
 from engine.data.files import FileLimits, read_file
+from engine.fields import ConfigError
 from ui.shared.messages import escape, ok, warn
 
 CHECK_ROWS = 200  # rows read at upload: enough to find a broken header or row early

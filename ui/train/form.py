@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.config import run_config
-from engine.config.fields import field_help
 from engine.config.pretrained import pretrained_settings
 from engine.config.run_config import RunConfig
+from engine.fields import field_help
 from rewards.spec import RewardSpec
 
 FormValues = dict[str, Any]  # dotted field path -> the input's value

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from engine.config.fields import ConfigError
 from engine.config.run_config import documented_yaml
+from engine.fields import ConfigError
 from engine.models.specs import ModelSpec, available_models
 from rewards.spec import RewardSpec
 from ui.design.tab import DesignHandles, elem_key

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from engine.config.fields import ConfigError
+from engine.fields import ConfigError
 from ui.shared.messages import escape
 from ui.train.form import FormField
 

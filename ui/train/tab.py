@@ -15,11 +15,11 @@ from typing import Any
 
 import gradio as gr
 
-from engine.config.fields import ConfigError
 from engine.config.pretrained import local_gpu, pretrained_lora, pretrained_summary
 from engine.config.run_config import RunConfig, documented_yaml
-from engine.models.micro_batch import describe, local_card_bytes
+from engine.fields import ConfigError
 from engine.models.specs import ENGLISH_MODEL_ALIAS, SHIPPED_MODELS
+from engine.planning.micro_batch import describe, local_card_bytes
 from rewards.spec import RewardSpec
 from ui.access.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
 from ui.design.tab import DesignHandles

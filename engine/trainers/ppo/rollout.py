@@ -25,7 +25,7 @@ from engine.generation.runner import bucket
 from engine.generation.sampling import encode_prompts, sample_completions
 from engine.tracking import metric_names
 from engine.tracking.samples import sample_rows
-from engine.trainers.capture import GenerationBatch
+from engine.trainers.generation_batch import GenerationBatch
 from engine.trainers.ppo.controllers import RunningMoments
 from engine.trainers.ppo.policy import PolicyParts
 from engine.trainers.ppo.value_head import completion_logprobs

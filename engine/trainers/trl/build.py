@@ -1,4 +1,4 @@
-"""GRPO and RLOO through TRL 1.16: RunConfig -> TRL config and trainer.
+"""RunConfig -> TRL 1.16's config and our GRPO or RLOO trainer (:mod:`.grpo`, :mod:`.rloo`).
 
 GRPO: Shao et al. 2024, "DeepSeekMath" §4 (TRL's GRPOTrainer); RLOO: Ahmadian et al. 2024,
 "Back to Basics" (TRL's RLOOTrainer). One optimizer step covers ``prompts_per_step`` prompts,
@@ -12,52 +12,17 @@ from typing import Any
 
 import torch
 from transformers import ProgressCallback
-from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
+from trl import GRPOConfig, RLOOConfig
 
 from engine.config.run_config import RunConfig
-from engine.generation.trl_hook import FastGenerationMixin
 from engine.tools.factory import toolbox_for
 from engine.tools.template import prepare_tool_tokenizer
 from engine.tracking.trackers import tracker_args
-from engine.trainers.capture import BatchCaptureMixin
-from engine.trainers.compiled_layers import (
-    COMPILED_LENGTH_MULTIPLE,
-    compile_decoder_layers,
-    compiles_on,
-)
-from engine.trainers.distinct_prompts import DistinctPromptTokensMixin
-from engine.trainers.finite_updates import FiniteUpdatesCallback, UpdateGuard
-from engine.trainers.masked_rows import repair_empty_rows
-from engine.trainers.staged_checkpoints import StagedCheckpointMixin
-from engine.trainers.weight_schedule import WeightScheduleCallback
-from engine.trainers.world_model import WorldModelLossMixin
+from engine.trainers.finite_updates import UpdateGuard
+from engine.trainers.trl.extras import StudioExtras
+from engine.trainers.trl.grpo import StudioGRPOTrainer
+from engine.trainers.trl.rloo import StudioRLOOTrainer
 from rewards.trl_adapter import to_trl
-
-
-class StudioGRPOTrainer(
-    WorldModelLossMixin,
-    FastGenerationMixin,
-    DistinctPromptTokensMixin,
-    StagedCheckpointMixin,
-    BatchCaptureMixin,
-    GRPOTrainer,
-):
-    """TRL's GRPOTrainer with our sampler, tokenizing each distinct prompt once, keeping each
-    generation batch for the sample view, publishing only complete checkpoints and adding the
-    world-model loss of agent runs."""
-
-
-class StudioRLOOTrainer(
-    FastGenerationMixin,
-    DistinctPromptTokensMixin,
-    StagedCheckpointMixin,
-    BatchCaptureMixin,
-    RLOOTrainer,
-):
-    """TRL's RLOOTrainer with our sampler, tokenizing each distinct prompt once, keeping each
-    generation batch for the sample view and publishing only complete checkpoints."""
-
-    _hook_returns_logprobs = False
 
 
 def _common_args(config: RunConfig, output_dir: str, *, show_progress: bool) -> dict[str, Any]:
@@ -138,6 +103,20 @@ def build_trl_trainer(
     ``update_guard`` drops (and reports) an update whose gradients are not finite;
     ``prompt_width``: the longest prompt in tokens, which the sampler's first cache holds."""
     reward_funcs, _ = to_trl(config.reward)  # the weights: per step, from the spec's schedules
+    if config.tools.enabled and prompt_width:
+        # A later turn's prompt is the first one, the turns so far and the tool results: TRL
+        # keeps all of that within max_completion_length of the prompt.
+        prompt_width += config.generation.max_completion_length
+    extras = StudioExtras(
+        backend=config.generation.backend,
+        prompt_width=prompt_width,
+        update_guard=update_guard or UpdateGuard(),
+        before_publish=before_checkpoint_publish,
+        schedule=config.reward if config.reward.has_schedules else None,
+        world_model_coeff=config.grpo.world_model_coeff,
+        world_loss_normalization=config.grpo.world_loss_normalization,
+        **({"record_metrics": record_metrics} if record_metrics else {}),
+    )
     trainer_cls = StudioGRPOTrainer if config.algorithm == "grpo" else StudioRLOOTrainer
     trainer = trainer_cls(
         model=model,
@@ -146,28 +125,9 @@ def build_trl_trainer(
         train_dataset=train_dataset,
         processing_class=tokenizer,
         callbacks=callbacks,
+        extras=extras,
         **tool_args(config, tokenizer),
     )
-    trainer.before_publish = before_checkpoint_publish
-    if config.algorithm == "grpo":
-        trainer.world_model_coeff = config.grpo.world_model_coeff
-        trainer.world_loss_normalization = config.grpo.world_loss_normalization
-    trainer.update_guard = update_guard or UpdateGuard()
-    trainer.update_guard.watch_head(model)
-    trainer.add_callback(FiniteUpdatesCallback(trainer.update_guard))
-    if config.reward.has_schedules:
-        record = record_metrics or (lambda step, metrics: None)
-        trainer.add_callback(WeightScheduleCallback(config.reward, trainer.reward_weights, record))
-    repair_empty_rows(trainer.accelerator.unwrap_model(trainer.model))
-    sharded = trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled
-    if compiles_on(trainer.accelerator.device, sharded):
-        compile_decoder_layers(trainer.accelerator.unwrap_model(trainer.model))
-        trainer.pad_to_multiple_of = COMPILED_LENGTH_MULTIPLE  # masked tokens: one graph
-    if config.tools.enabled and prompt_width:
-        # A later turn's prompt is the first one, the turns so far and the tool results: TRL
-        # keeps all of that within max_completion_length of the prompt.
-        prompt_width += config.generation.max_completion_length
-    trainer.use_generation_backend(config.generation.backend, prompt_width)
     if show_progress:  # a bar with the reward, instead of every log dict printed under it
         trainer.remove_callback(ProgressCallback)
         trainer.add_callback(CompactProgress())

@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from engine.config.run_config import RunConfig
-from engine.models.memory import CARD_BUDGET, PROMPT_TOKENS, estimate, size
 from engine.models.shape import ModelShape, model_shape
+from engine.planning.memory import CARD_BUDGET, PROMPT_TOKENS, estimate, size
 
 
 def micro_batch_choices(config: RunConfig) -> list[int]:

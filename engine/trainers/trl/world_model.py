@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import torch
 
-from engine.tracking import metric_names
-
 
 def tool_result_mask(completion_mask: torch.Tensor, tool_mask: torch.Tensor) -> torch.Tensor:
     """1 on the tool-result tokens the GRPO loss leaves out, 0 elsewhere (padding too)."""
@@ -51,39 +49,16 @@ def world_model_loss(
     raise ValueError(f"unknown world-model loss normalization {normalization!r}")
 
 
-class WorldModelLossMixin:
-    """Mixed in before TRL's GRPOTrainer: adds :func:`world_model_loss` to ``_compute_loss``
-    when ``world_model_coeff`` > 0 and the batch holds tool results, and logs it."""
-
-    world_model_coeff: float = 0.0
-    world_loss_normalization: str = "selected_tokens"
-    # The policy's log-probabilities from the forward of the loss being computed, kept for the CE.
-    _loss_logps: torch.Tensor | None = None
-    _keep_logps: bool = False
-
-    def _compute_loss(self, model, inputs):
-        self._keep_logps = self.world_model_coeff > 0 and "tool_mask" in inputs
-        try:
-            loss = super()._compute_loss(model, inputs)
-            logps = self._loss_logps
-        finally:
-            self._keep_logps, self._loss_logps = False, None
-        if logps is None:
-            return loss
-        world_mask = tool_result_mask(inputs["completion_mask"], inputs["tool_mask"])
-        world = world_model_loss(
-            logps, world_mask, self.world_loss_normalization, self.max_completion_length
-        )
-        mode = "train" if self.model.training else "eval"
-        # Scaled for gradient accumulation as TRL scales its policy loss (no HF auto-scaling).
-        accumulation = self.current_gradient_accumulation_steps if mode == "train" else 1.0
-        self._metrics[mode][metric_names.WORLD_MODEL_LOSS].append(
-            self.accelerator.gather(world.detach()).mean().item()
-        )
-        return loss + self.world_model_coeff * world / accumulation
-
-    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
-        out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
-        if self._keep_logps:  # only the loss's own forward, never the reference's
-            self._loss_logps = out[0]
-        return out
+def world_model_term(
+    per_token_logps: torch.Tensor,
+    inputs: dict,
+    coeff: float,
+    normalization: str,
+    max_completion_length: int,
+    accumulation: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """What GRPO's loss gains, ``coeff * world / accumulation`` (scaled for gradient
+    accumulation as TRL scales its policy loss), and the unscaled ``world`` to log."""
+    world_mask = tool_result_mask(inputs["completion_mask"], inputs["tool_mask"])
+    world = world_model_loss(per_token_logps, world_mask, normalization, max_completion_length)
+    return coeff * world / accumulation, world

@@ -197,3 +197,28 @@ def logps_with_shared_prompts(
 
     entropy = unpacked(out.entropy) if compute_entropy else None
     return unpacked(out.log_probs), entropy, None
+
+
+def shared_prompt_logps(
+    trainer: Any,
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    logits_to_keep: int,
+    batch_size: int | None,
+    forward_kwargs: dict[str, Any],
+) -> tuple[torch.Tensor, torch.Tensor | None, None] | None:
+    """The trainer's ``_get_per_token_logps_and_entropies`` with each distinct prompt run once,
+    where :func:`shares_prompts` allows it; None where TRL's own rows must run."""
+    config = trainer.accelerator.unwrap_model(model).config
+    attention = getattr(config, "_attn_implementation", None)
+    if not shares_prompts(attention, input_ids, batch_size, forward_kwargs):
+        return None
+    return logps_with_shared_prompts(
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        forward_kwargs.get("compute_entropy", False),
+        trainer.accelerator.autocast(),
+    )
