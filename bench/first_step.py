@@ -5,7 +5,7 @@ Builds a random-init Qwen2 (``--model-shape large``: issue 22's 8.5B 7B-shape, `
 trains the same GRPO config twice through ``python -m engine train`` in ONE data dir: LoRA r16,
 ``--prompts`` x ``--generations`` completions x ``--tokens`` new tokens, the micro-batch the
 worker picks from the memory estimate, no evaluation or checkpoints. The first run compiles
-into ``<data dir>/compile_cache`` (engine/run/compile_cache.py), the second reads it.
+into ``<data dir>/compile_cache`` (engine/runtime/compile_cache.py), the second reads it.
 
 Per run: the first step's seconds (TRL's ``perf/step_time``), the median of the others, the
 slowest of the others over that median, the peak GiB, the run's wall time (model load included).

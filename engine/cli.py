@@ -44,8 +44,8 @@ def _load_config(path: str):
 def cmd_train(args: argparse.Namespace) -> int:
     config = _load_config(args.config)  # a config it cannot use fails before torch is imported
     from engine.planning.micro_batch import describe, local_card_bytes
-    from engine.run.devices import Assignment
     from engine.run.launcher import Launcher, run_command
+    from engine.runtime.devices import Assignment
     from storage.sqlite.schema import LOCAL_OWNER, RunStatus
 
     launcher = Launcher(_data_dir(args.data_dir))
@@ -126,7 +126,7 @@ def _final_status(data_dir: Path, run_id: str, returncode: int) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from engine.run.stop_request import StopRequest, install_stop_handlers
+    from engine.runtime.stop_request import StopRequest, install_stop_handlers
 
     stop = StopRequest()  # before the worker's imports, which take seconds
     install_stop_handlers(stop)

@@ -21,8 +21,8 @@ logger = logging.getLogger(__name__)
 def cmd_export(args: argparse.Namespace) -> int:
     if args.format:
         return _export_model(args)
-    from engine.run.checkpoints import latest_model_dir
     from engine.run.launcher import Launcher, LaunchError
+    from engine.runtime.checkpoints import latest_model_dir
     from storage.export import export_run
     from storage.paths import db_path
     from storage.runs import get_run

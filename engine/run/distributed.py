@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from engine.models.loading import meta_model, save_plain_weights
-from engine.run.layout import FSDP_CONFIG_FILE
+from engine.runtime.layout import FSDP_CONFIG_FILE
 
 logger = logging.getLogger(__name__)
 

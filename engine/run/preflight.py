@@ -51,7 +51,7 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
     if config.tools.enabled:
         check_tool_template(config)
     if config.tools.python_module:
-        from engine.tools.factory import toolbox_for  # lists the module's tools in a child
+        from engine.config.toolbox import toolbox_for  # lists the module's tools in a child
 
         toolbox_for(config.tools)
     if config.data.source == "hub":
@@ -114,7 +114,7 @@ def check_gpu_ids(ids: list[int]) -> None:
     """GPUs named in ``training.gpu_ids`` exist here (as nvidia-smi numbers them)."""
     if not ids:
         return
-    from engine.run.devices import list_gpus
+    from engine.runtime.devices import list_gpus
 
     here = sorted(g.index for g in list_gpus())
     missing = [i for i in ids if i not in here]

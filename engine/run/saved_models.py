@@ -17,8 +17,8 @@ from typing import Any
 
 from engine.config.run_config import RunConfig
 from engine.models.specs import ModelSpec
-from engine.run.checkpoints import checkpoints
-from engine.run.layout import POLICY_DIR, final_model_dir
+from engine.runtime.checkpoints import checkpoints
+from engine.runtime.layout import POLICY_DIR, final_model_dir
 from storage.paths import db_path
 from storage.runs import get_run
 from storage.sqlite.db import Database

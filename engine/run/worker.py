@@ -28,18 +28,18 @@ from engine.planning.micro_batch import (
     longest_prompt,
     with_default_micro_batch,
 )
-from engine.run.checkpoints import (
+from engine.run.distributed import save_final_model
+from engine.run.oom_retry import Attempt, free_device_memory, is_out_of_memory, retry_config
+from engine.runtime.checkpoints import (
     checkpoint_step,
     clean_incomplete,
     latest_checkpoint,
     load_trained_weights,
 )
-from engine.run.compile_cache import skip_cpu_isa_probe, use_compile_cache
-from engine.run.devices import apply_cpu_share
-from engine.run.distributed import save_final_model
-from engine.run.layout import final_model_dir, run_dir
-from engine.run.oom_retry import Attempt, free_device_memory, is_out_of_memory, retry_config
-from engine.run.stop_request import StopRequest, install_stop_handlers
+from engine.runtime.compile_cache import skip_cpu_isa_probe, use_compile_cache
+from engine.runtime.devices import apply_cpu_share
+from engine.runtime.layout import final_model_dir, run_dir
+from engine.runtime.stop_request import StopRequest, install_stop_handlers
 from engine.tracking import metric_names
 from engine.tracking.heldout import HeldoutEvaluation
 from engine.tracking.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder

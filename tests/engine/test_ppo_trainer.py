@@ -13,7 +13,7 @@ from engine.generation.sampling import encode_prompts
 from engine.models.char_tokenizer import build_char_tokenizer
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import LoraSpec, ModelSpec
-from engine.run.stop_request import StopRequest
+from engine.runtime.stop_request import StopRequest
 from engine.tasks import builtin_task
 from engine.trainers.ppo.checkpoint import (
     CRITIC_FILE,

@@ -24,8 +24,8 @@ from engine.config.run_config import RunConfig
 from engine.generation.runner import bucket
 from engine.generation.sampling import encode_prompts, sample_completions
 from engine.tracking import metric_names
+from engine.tracking.generation_batch import GenerationBatch
 from engine.tracking.samples import sample_rows
-from engine.trainers.generation_batch import GenerationBatch
 from engine.trainers.ppo.controllers import RunningMoments
 from engine.trainers.ppo.policy import PolicyParts
 from engine.trainers.ppo.value_head import completion_logprobs

@@ -64,11 +64,11 @@ from transformers import get_scheduler
 from engine.config.run_config import RunConfig
 from engine.generation import make_runner
 from engine.models.loading import save_plain_weights
-from engine.run.compile_cache import log_compile_time
-from engine.run.heap import freeze_long_lived
-from engine.run.layout import checkpoint_dir, final_model_dir
-from engine.run.oom_retry import inject_fault
-from engine.run.stop_request import StopRequest
+from engine.runtime.compile_cache import log_compile_time
+from engine.runtime.heap import freeze_long_lived
+from engine.runtime.layout import checkpoint_dir, final_model_dir
+from engine.runtime.oom_fault import inject_fault
+from engine.runtime.stop_request import StopRequest
 from engine.tracking import metric_names
 from engine.tracking.recorder import RunRecorder
 from engine.trainers.callbacks import checkpoint_saved, checkpoint_started

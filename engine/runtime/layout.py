@@ -5,7 +5,7 @@
     <data dir>/studio.db                 the database (:mod:`storage.paths`)
     <data dir>/dispatch.lock             held while queued runs are counted and started
     <data dir>/compile_cache/            compiled kernels every run reuses
-                                         (:mod:`engine.run.compile_cache`)
+                                         (:mod:`engine.runtime.compile_cache`)
     <data dir>/runs/<run id>/            one folder per run (:func:`run_dir`)
         config.yaml                      the worker's copy of the run config, written from the
                                          run's database row each time a worker starts (the row
