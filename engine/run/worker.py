@@ -22,10 +22,12 @@ from engine.data.datasets import DatasetError, DataSpec, load_rows
 from engine.data.prompts import for_trainer, prompt_format
 from engine.fields import ConfigError
 from engine.models.loading import ModelLoadError, load_model_and_tokenizer
+from engine.planning.memory import GIB
 from engine.planning.micro_batch import (
     describe,
     local_card_bytes,
     longest_prompt,
+    run_estimate,
     with_default_micro_batch,
 )
 from engine.run.distributed import save_final_model
@@ -232,6 +234,15 @@ def prepare(
             longest_prompt(tokenizer, rows) for rows in (train_rows, eval_rows) if rows
         )
         config = with_default_micro_batch(config, card, prompt_tokens)
+        est = run_estimate(config, card, prompt_tokens)
+        if est is not None:  # beside the measured perf/peak_memory_gib, as data
+            recorder.metrics(
+                0,
+                {
+                    metric_names.ESTIMATED_PEAK: est.peak / GIB,
+                    metric_names.MICRO_BATCH: est.micro_batch,
+                },
+            )
     logger.info("%s", describe(config, card, prompt_tokens))
     if attempt is not None:
         attempt.micro_batch = config.per_device_batch_size()
