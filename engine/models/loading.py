@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.models import gguf_cache
+from engine.models.adapters import is_adapter_folder, read_base_pointer
 from engine.models.batch_decode import use_batch_decode_in_rust
 from engine.models.specs import (
     ENGLISH_MODEL_ALIAS,
@@ -95,6 +96,9 @@ def meta_model(name_or_path: str, gguf_file: str | None = None, token: bool | No
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    if is_adapter_folder(name_or_path):  # a LoRA run's final model: its base's shapes
+        base = resolve_spec(read_base_pointer(name_or_path).spec())
+        return meta_model(base.name_or_path, base.gguf_file, token)
     kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
     if token is not None:
         kwargs["token"] = token
@@ -194,6 +198,10 @@ def load_model_and_tokenizer(
     from transformers import AutoModelForCausalLM
 
     spec = source = resolve_spec(spec or ModelSpec())
+    if is_adapter_folder(spec.name_or_path):  # a LoRA run's final model or checkpoint
+        from engine.models.adapters import load_with_adapter
+
+        return load_with_adapter(spec, device, token)
     dev = pick_device(device)
     dtype = pick_dtype(spec.dtype, dev)
     # A GGUF file is converted once (gguf_cache) and read from its folder after that.

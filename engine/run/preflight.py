@@ -23,6 +23,7 @@ from engine.config.input_policy import InputPolicy
 from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
 from engine.fields import ConfigError
+from engine.models.adapters import is_adapter_folder, read_base_pointer
 from engine.models.loading import ModelLoadError, load_tokenizer, model_offline, resolve_spec
 from engine.models.specs import ModelSpec
 from rewards.input_guards.hub_ids import is_hub_id
@@ -158,6 +159,13 @@ def check_model(spec: ModelSpec) -> None:
         raise ConfigError(field, str(exc)) from None
     name = resolved.name_or_path.strip()
     path = Path(name).expanduser()
+    if is_adapter_folder(path):  # a LoRA run's final model: its base must load too
+        try:
+            base = read_base_pointer(path)
+        except ValueError as exc:
+            raise ConfigError(field, str(exc)) from None
+        check_model(base.spec())
+        return
     if path.exists():
         if path.is_dir() and not (path / "config.json").is_file() and not resolved.gguf_file:
             raise ConfigError(

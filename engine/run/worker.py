@@ -37,6 +37,7 @@ from engine.run.checkpoints import (
 from engine.run.compile_cache import skip_cpu_isa_probe, use_compile_cache
 from engine.run.devices import apply_cpu_share
 from engine.run.distributed import save_final_model
+from engine.run.final_model import final_model_bytes, save_or_keep
 from engine.run.layout import final_model_dir, run_dir
 from engine.run.oom_retry import Attempt, free_device_memory, is_out_of_memory, retry_config
 from engine.run.stop_request import StopRequest, install_stop_handlers
@@ -367,7 +368,14 @@ def _train_trl(
     if stop.is_set():
         return RunStatus.STOPPED
     recorder.phase(RunPhase.SAVING_FINAL, config.training.steps)
-    save_final_model(trainer.accelerator, trainer.model, run.tokenizer, final_model_dir(run.folder))
+    model, out = trainer.model, final_model_dir(run.folder)
+    save_or_keep(
+        lambda: save_final_model(trainer.accelerator, model, run.tokenizer, out, config.model),
+        run.folder,
+        final_model_bytes(trainer.accelerator.unwrap_model(model)),
+        recorder,
+        config.training.steps,
+    )
     return RunStatus.COMPLETED
 
 

@@ -63,8 +63,9 @@ from transformers import get_scheduler
 
 from engine.config.run_config import RunConfig
 from engine.generation import make_runner
-from engine.models.loading import save_plain_weights
 from engine.run.compile_cache import log_compile_time
+from engine.run.distributed import save_final_model
+from engine.run.final_model import final_model_bytes, save_or_keep
 from engine.run.heap import freeze_long_lived
 from engine.run.layout import checkpoint_dir, final_model_dir
 from engine.run.oom_retry import inject_fault
@@ -372,10 +373,16 @@ class PPOTrainer:
             return RunStatus.STOPPED
         self.evaluate(step)
         self.recorder.phase(RunPhase.SAVING_FINAL, step)
-        if self.accelerator.is_main_process:
-            save_plain_weights(self.policy, self.tokenizer, final_model_dir(self.run_dir))
-            logger.info("Saved the final model to %s", final_model_dir(self.run_dir))
-        self.accelerator.wait_for_everyone()
+        out = final_model_dir(self.run_dir)
+        save_or_keep(
+            lambda: save_final_model(
+                self.accelerator, self.policy, self.tokenizer, out, self.config.model
+            ),
+            self.run_dir,
+            final_model_bytes(self.accelerator.unwrap_model(self.policy)),
+            self.recorder,
+            step,
+        )
         return RunStatus.COMPLETED
 
 
