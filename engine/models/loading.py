@@ -3,7 +3,8 @@
 ``load_model_and_tokenizer(ModelSpec(...))`` is the one entry point the trainers, the preview and
 evaluation use. It picks dtype and device (bf16 on a GPU, fp32 on CPU), applies LoRA (peft) and
 4-bit quantisation (bitsandbytes, GPU only) when asked, and turns "not here and no network" into
-one clear :class:`ModelUnavailableError`.
+one clear :class:`ModelUnavailableError`. A LoRA adapter folder (a LoRA run's final model or
+checkpoint) loads as its base with the adapter merged (:mod:`engine.models.adapters`).
 
 Two models work with no network at all:
 

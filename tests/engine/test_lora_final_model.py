@@ -14,6 +14,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from engine.config.run_config import RunConfig
 from engine.exports.gguf_file import write_gguf
+from engine.exports.hub import merged_folder
 from engine.exports.run_export import export_recorded_run
 from engine.models.adapters import ADAPTER_WEIGHTS, BASE_POINTER, attach_adapter
 from engine.models.char_tokenizer import build_char_tokenizer
@@ -160,3 +161,17 @@ def test_a_final_folder_saved_the_old_way_still_loads(lora_run, tmp_path):
     assert which.key == "final"
     prompts = chat_prompts(tok)
     assert greedy(model, tok, prompts)[0] == greedy(reference, tokenizer, prompts)[0]
+
+
+def test_a_hub_push_merged_uploads_the_merge_and_otherwise_the_adapter(lora_run, tmp_path):
+    _, _, run_dir, config = lora_run
+    final = run_dir / "final"
+    reference, tokenizer = attached(final, config)
+    folder = merged_folder(final, tmp_path / "push")
+    assert (folder / "model.safetensors").is_file() and not (folder / ADAPTER_CONFIG).exists()
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    prompts = chat_prompts(tokenizer)
+    assert greedy(model, tokenizer, prompts)[0] == greedy(reference, tokenizer, prompts)[0]
+    plain = tmp_path / "plain"
+    save_plain_weights(reference, tokenizer, plain)
+    assert merged_folder(plain, tmp_path / "unused") == plain  # nothing to merge
