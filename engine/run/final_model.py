@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.models.adapters import is_peft_model
+from engine.planning.disk import size_text
 from engine.run.checkpoints import latest_checkpoint
 from engine.run.layout import final_model_dir
 from engine.tracking.recorder import RunRecorder
@@ -37,7 +38,6 @@ logger = logging.getLogger(__name__)
 FAULT_ENV = "STUDIO_INJECT_FULL_DISK"
 #: errno values that mean "the disk (or the user's quota on it) is full".
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
-GB = 1e9
 
 
 class FinalSaveError(OSError):
@@ -63,8 +63,8 @@ class FinalSaveFailure:
     def message(self) -> str:
         kept = f"{self.kept} kept" if self.kept else "no checkpoint to keep"
         return (
-            f"final save failed: {self.error}, {self.needed_bytes / GB:.1f} GB needed, "
-            f"{self.free_bytes / GB:.1f} GB free; {kept}"
+            f"final save failed: {self.error}, {size_text(self.needed_bytes)} needed, "
+            f"{size_text(self.free_bytes)} free; {kept}"
         )
 
 

@@ -2,9 +2,11 @@
 
 More GPUs than the machine has, a tracker that is not installed, a missing model folder, a hub
 id that cannot be fetched offline, 4-bit loading without a GPU, a dataset file that is missing or
-lacks the mapped columns: each is reported as a :class:`~engine.fields.ConfigError` naming
-the field (``training.num_gpus``, ``model.name_or_path``, ``data.prompt_column``...), in the
-form, the API and the CLI, instead of a run that fails seconds later. Only cheap checks run here:
+lacks the mapped columns, checkpoints and a final model that will not fit the data dir's free
+disk (``training.save_total_limit``, :mod:`engine.planning.disk`): each is reported as a
+:class:`~engine.fields.ConfigError` naming the field (``training.num_gpus``,
+``model.name_or_path``, ``data.prompt_column``...), in the form, the API and the CLI, instead of
+a run that fails seconds later. Only cheap checks run here:
 no weights are loaded and nothing is downloaded; with network access, a hub model id that is not
 cached is looked up once (``model_info``, a few seconds at most, a network failure lets it pass).
 """
@@ -26,6 +28,7 @@ from engine.fields import ConfigError
 from engine.models.adapters import is_adapter_folder, read_base_pointer
 from engine.models.loading import ModelLoadError, load_tokenizer, model_offline, resolve_spec
 from engine.models.specs import ModelSpec
+from engine.planning.disk import check_disk
 from rewards.input_guards.hub_ids import is_hub_id
 
 logger = logging.getLogger(__name__)
@@ -36,8 +39,12 @@ HUB_LOOKUP_TIMEOUT_S = 5.0
 HEAD_ROWS = 1000
 
 
-def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
-    """Raise ``ConfigError`` when the run's GPUs, model or data cannot be used as configured.
+def check_inputs(
+    config: RunConfig, policy: InputPolicy | None = None, data_dir: Path | None = None
+) -> None:
+    """Raise ``ConfigError`` when the run's GPUs, model or data cannot be used as configured,
+    or (with ``data_dir``) when what it will write does not fit the data dir's free space
+    (:func:`engine.planning.disk.check_disk`).
 
     ``policy`` limits what a run started from the web may read (no limit for the CLI).
     """
@@ -63,6 +70,8 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
             head = min(data.max_rows or HEAD_ROWS, HEAD_ROWS)
             data = dataclasses.replace(data, split="all", max_rows=head)
         check_data(data, policy, config.tools.lookup_column)
+    if data_dir is not None:
+        check_disk(config, data_dir)
 
 
 def check_data(

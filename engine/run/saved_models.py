@@ -4,9 +4,10 @@ A run folder holds ``final/`` once it completes: full weights for a full fine-tu
 adapter and a pointer to its base for a LoRA run (:mod:`engine.models.adapters`; runs saved
 before issue 42 hold full merged weights there, which load as any full model), and
 ``checkpoint-<step>/`` folders on the way: full weights, or a LoRA adapter
-(``adapter_config.json``) for a LoRA run; PPO keeps its policy in ``checkpoint-<step>/policy/``. :func:`load_run_model` turns any of them into a
-plain transformers model, merging an adapter into its base (peft ``merge_and_unload``), so the
-Playground, ``generate`` and the exports all read models the same way.
+(``adapter_config.json``) for a LoRA run; PPO keeps its policy in ``checkpoint-<step>/policy/``.
+:func:`load_run_model` turns any of them into a plain transformers model, merging an adapter into
+its base (peft ``merge_and_unload``), so the Playground, ``generate`` and the exports all read
+models the same way.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import logging
 import os
 import traceback
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from engine.run.checkpoints import (
 )
 from engine.run.compile_cache import skip_cpu_isa_probe, use_compile_cache
 from engine.run.devices import apply_cpu_share
+from engine.run.disk_check import plan_writes
 from engine.run.distributed import save_final_model
 from engine.run.final_model import final_model_bytes, save_or_keep
 from engine.run.layout import final_model_dir, run_dir
@@ -247,6 +249,7 @@ def prepare(
     if eval_rows and is_main_process() and not sharded:
         evaluation = HeldoutEvaluation(config, tokenizer, eval_rows, recorder)
     resume_from = resume_point(folder, config, recorder)
+    plan_writes(config, data_dir, resume_from, recorder)
     return PreparedRun(
         config, folder, model, tokenizer, train_rows, evaluation, resume_from, prompt_tokens or 0
     )
@@ -368,14 +371,10 @@ def _train_trl(
     if stop.is_set():
         return RunStatus.STOPPED
     recorder.phase(RunPhase.SAVING_FINAL, config.training.steps)
-    model, out = trainer.model, final_model_dir(run.folder)
-    save_or_keep(
-        lambda: save_final_model(trainer.accelerator, model, run.tokenizer, out, config.model),
-        run.folder,
-        final_model_bytes(trainer.accelerator.unwrap_model(model)),
-        recorder,
-        config.training.steps,
-    )
+    model, out, accelerator = trainer.model, final_model_dir(run.folder), trainer.accelerator
+    size = final_model_bytes(accelerator.unwrap_model(model))
+    save = partial(save_final_model, accelerator, model, run.tokenizer, out, config.model)
+    save_or_keep(save, run.folder, size, recorder, config.training.steps)
     return RunStatus.COMPLETED
 
 
