@@ -9,7 +9,8 @@ where PEFT's ``base_model_name_or_path`` holds this machine's path), the GGUF fi
 any, and the base's Hub revision (commit hash) where it was loaded from the Hub.
 
 A folder like this loads anywhere a model folder does (:func:`engine.models.loading.
-load_model_and_tokenizer`): its base is loaded and the adapter merged into it (peft
+load_model_and_tokenizer`, with :func:`attach_adapter`): its base is loaded and the adapter
+merged into it (peft
 ``merge_and_unload``, Hu et al. 2021 §4.1: ``W = W0 + BA`` adds no inference latency).
 """
 
@@ -65,19 +66,19 @@ def is_adapter_folder(folder: str | Path) -> bool:
 
 
 def base_pointer(base: ModelSpec, model: Any) -> BasePointer:
-    """The pointer to ``base`` (the run's model spec) of the loaded ``model``."""
-    from engine.models.loading import resolve_spec
-
-    resolved = resolve_spec(base)
+    """The pointer to ``base`` (the run's model spec) of the loaded ``model``, whose config
+    names where the base was loaded from (:func:`engine.models.loading.load_model_and_tokenizer`
+    sets it)."""
     config = (model.get_base_model() if is_peft_model(model) else model).config
-    config_file = Path(resolved.name_or_path).expanduser() / "config.json"
+    loaded_from = str(getattr(config, "_name_or_path", "") or base.name_or_path)
+    config_file = Path(loaded_from).expanduser() / "config.json"
     digest = None
     if config_file.is_file():
         digest = hashlib.sha256(config_file.read_bytes()).hexdigest()
     return BasePointer(
         name_or_path=base.name_or_path,
         gguf_file=base.gguf_file,
-        loaded_from=resolved.name_or_path,
+        loaded_from=loaded_from,
         revision=getattr(config, "_commit_hash", None),
         config_sha256=digest,
     )
@@ -142,38 +143,3 @@ def attach_adapter(base_model: Any, folder: str | Path, *, merge: bool = True) -
 
     model = PeftModel.from_pretrained(base_model, str(Path(folder).expanduser()))
     return model.merge_and_unload() if merge else model
-
-
-def load_with_adapter(spec: ModelSpec, device: Any = None, token: bool | None = None) -> Any:
-    """``(model, tokenizer)`` of an adapter folder ``spec.name_or_path``: its base loaded as
-    :func:`~engine.models.loading.load_model_and_tokenizer` loads any model, the adapter merged
-    into it, then ``spec.lora`` (a new run's adapter) applied on top."""
-    from dataclasses import replace
-
-    from engine.models.loading import (
-        ModelLoadError,
-        apply_lora,
-        load_model_and_tokenizer,
-        load_tokenizer,
-    )
-
-    folder = Path(spec.name_or_path).expanduser()
-    if spec.load_in_4bit:
-        raise ModelLoadError(
-            f"model.load_in_4bit: {folder} is a LoRA adapter, merged into its base on load; "
-            "4-bit loading of the merge is not supported. Turn load_in_4bit off, or export the "
-            "run merged and start from that folder"
-        )
-    try:
-        pointer = read_base_pointer(folder)
-    except ValueError as exc:
-        raise ModelLoadError(str(exc)) from None
-    base, _ = load_model_and_tokenizer(pointer.spec(spec.dtype), device=device, token=token)
-    check_revision(pointer, base)
-    model = attach_adapter(base, folder)
-    tokenizer = load_tokenizer(replace(spec, lora=None), token)  # the run saved its own
-    model.config._name_or_path = str(folder)  # a new adapter's base is this merge
-    logger.info("merged the LoRA adapter of %s into %s", folder, pointer.name_or_path)
-    if spec.lora is not None:
-        model = apply_lora(model, spec.lora)
-    return model, tokenizer

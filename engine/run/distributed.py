@@ -18,7 +18,8 @@ from typing import Any
 import yaml
 
 from engine.models.adapters import is_peft_model, save_adapter
-from engine.models.loading import meta_model, save_plain_weights
+from engine.models.loading import meta_model
+from engine.models.saving import save_plain_weights
 from engine.models.specs import ModelSpec
 from engine.run.layout import FSDP_CONFIG_FILE
 

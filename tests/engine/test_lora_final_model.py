@@ -18,7 +18,8 @@ from engine.exports.hub import merged_folder
 from engine.exports.run_export import export_recorded_run
 from engine.models.adapters import ADAPTER_WEIGHTS, BASE_POINTER, attach_adapter
 from engine.models.char_tokenizer import build_char_tokenizer
-from engine.models.loading import load_model_and_tokenizer, parameter_count, save_plain_weights
+from engine.models.loading import load_model_and_tokenizer, parameter_count
+from engine.models.saving import save_plain_weights
 from engine.models.specs import ModelSpec
 from engine.run.devices import bounded_threads
 from engine.run.preflight import check_model

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine.models.loading import save_plain_weights
+from engine.models.saving import save_plain_weights
 from engine.run.checkpoints import publish
 from engine.run.checkpoints import rotate_checkpoints as rotate_checkpoints  # PPO's import path
 from engine.run.layout import COMPLETE_MARKER, POLICY_DIR, staged_checkpoint_dir
