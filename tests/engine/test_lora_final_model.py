@@ -176,3 +176,25 @@ def test_a_hub_push_merged_uploads_the_merge_and_otherwise_the_adapter(lora_run,
     plain = tmp_path / "plain"
     save_plain_weights(reference, tokenizer, plain)
     assert merged_folder(plain, tmp_path / "unused") == plain  # nothing to merge
+
+
+def test_a_ppo_lora_run_saves_its_adapter_too(tmp_path):
+    from engine.models.specs import LoraSpec
+    from tests.engine.test_ppo_trainer import make_trainer, tiny_run_config
+
+    model_dir = save_tiny_llama(tmp_path / "tiny", build_char_tokenizer())
+    config = tiny_run_config(model_dir, entropy_coef=0.5)  # entropy moves a random model
+    config.training.steps, config.training.save_steps = 1, 0
+    trainer = make_trainer(config, tmp_path / "run", lora=LoraSpec(r=4, alpha=8))
+    assert trainer.train() == RunStatus.COMPLETED
+    final = tmp_path / "run" / "final"
+    assert {ADAPTER_WEIGHTS, ADAPTER_CONFIG, BASE_POINTER} <= {p.name for p in final.iterdir()}
+    assert not (final / "model.safetensors").exists()
+    reference = attach_adapter(
+        load_model_and_tokenizer(ModelSpec(str(model_dir), dtype="float32"), device="cpu")[0],
+        final,
+        merge=False,
+    ).eval()
+    model, tokenizer = load_model_and_tokenizer(ModelSpec(str(final), dtype="float32"))
+    prompts = chat_prompts(tokenizer)
+    assert greedy(model.eval(), tokenizer, prompts)[0] == greedy(reference, tokenizer, prompts)[0]
