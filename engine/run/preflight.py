@@ -160,8 +160,8 @@ def check_trackers(report_to: list[str], algorithm: str = "grpo") -> None:
 def check_model(spec: ModelSpec) -> None:
     """The model exists locally, is in the download cache, or can be downloaded now."""
     field = "model.name_or_path"
-    if spec.load_in_4bit and not torch.cuda.is_available():
-        raise ConfigError("model.load_in_4bit", "4-bit loading needs a CUDA GPU; turn it off")
+    if spec.load_in_4bit:
+        check_four_bit()
     try:
         resolved = resolve_spec(spec)
     except ModelLoadError as exc:
@@ -201,6 +201,23 @@ def check_model(spec: ModelSpec) -> None:
             f"access first (`huggingface-cli download {name}`).",
         )
     check_hub_model(name)
+
+
+def check_four_bit() -> None:
+    """4-bit (QLoRA: NF4 weights, Dettmers et al. 2023) runs through bitsandbytes' CUDA kernels:
+    refused by name where there is no CUDA GPU or no bitsandbytes, before the run loads."""
+    missing = []
+    if not torch.cuda.is_available():
+        missing.append("a CUDA GPU, and this machine has none")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        missing.append("the bitsandbytes package (pip install bitsandbytes), not installed here")
+    if missing:
+        raise ConfigError(
+            "model.load_in_4bit",
+            f"4-bit (QLoRA) loading needs {'; and '.join(missing)}. Set model.load_in_4bit to "
+            "false to train the weights in 16-bit (bf16 on a GPU, fp32 on CPU), with model.lora "
+            "for a LoRA run",
+        )
 
 
 def check_tool_template(config: RunConfig) -> None:
