@@ -125,3 +125,48 @@ def test_a_full_disk_at_the_final_save_keeps_the_checkpoint_and_says_so(data_dir
     assert (run_dir / "checkpoint-2" / ADAPTER_CONFIG).is_file()
     _, _, which = load_run_model(run_dir, "latest", config=config)  # the Playground's pick
     assert which.key == "checkpoint-2"
+
+
+def test_a_full_disk_with_no_checkpoint_to_keep_fails_the_run_saying_so(
+    data_dir, tmp_path, monkeypatch
+):
+    from tests.in_process_run import run_in_process
+
+    model_dir = save_tiny_llama(tmp_path / "tiny", build_char_tokenizer())
+    config = tiny_lora_config(model_dir)
+    config.training.save_steps = 0  # no checkpoints: the final save is all there would be
+    monkeypatch.setenv(final_model.FAULT_ENV, "final")
+    run_id, status = run_in_process(data_dir, config)
+    assert status == RunStatus.FAILED
+    with Database(db_path(data_dir)) as db:
+        run = run_store.get_run(db, run_id)
+    assert "final save failed: no space left on device" in run.error_message
+    assert run.error_message.endswith("; no checkpoint to keep")
+    assert not (runs_dir(data_dir) / run_id / "final").exists()
+
+
+def test_a_run_that_takes_most_of_the_free_disk_is_noted_before_its_first_step(
+    data_dir, big_model_dir
+):
+    from engine.run.disk_check import plan_writes
+    from engine.tracking.recorder import StorageRecorder
+
+    def with_rank(r: int) -> RunConfig:
+        model = {"name_or_path": str(big_model_dir), "lora": {"r": r}}
+        return RunConfig.from_dict({"model": model, "training": {"save_steps": 10}})
+
+    # The plan grows linearly with the adapter's rank: pick the rank that takes 90% of the disk.
+    one, two = plan_disk(with_rank(1), data_dir), plan_disk(with_rank(2), data_dir)
+    per_rank = two.total_bytes - one.total_bytes
+    rank = int((0.9 * one.free_bytes - one.total_bytes) / per_rank) + 1
+    config = with_rank(rank)
+    assert plan_disk(config, data_dir).tight and plan_disk(config, data_dir).fits
+    run_id = Launcher(data_dir).record(config)  # it fits: recorded
+    with Database(db_path(data_dir)) as db:
+        recorder = StorageRecorder(db, run_id)
+        plan_writes(config, data_dir, None, recorder)
+        recorder.close()
+        (note,) = notes_of_run(db, run_id)
+    assert note.kind == NoteKind.DISK_SPACE_LOW
+    assert note.message.startswith("the run will write about ") and " free" in note.message
+    assert 0.8 * note.detail["free_bytes"] < note.detail["needed_bytes"]
