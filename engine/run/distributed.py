@@ -118,7 +118,7 @@ def save_final_model(
 
     A LoRA run writes its adapter alone (:func:`engine.models.adapters.save_adapter`: tens of
     MB, no copy of the model; exports merge it); a full fine-tune its weights
-    (:func:`engine.models.loading.save_plain_weights`). Under FSDP the full weights exist only
+    (:func:`engine.models.saving.save_plain_weights`). Under FSDP the full weights exist only
     while all ranks gather them: the state dict comes from accelerate's ``get_state_dict``
     (``FULL_STATE_DICT``, gathered onto the main process's CPU), which every rank must enter,
     and the main process writes it (PEFT picks the adapter's weights out of it). Read on the

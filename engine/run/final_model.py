@@ -23,10 +23,12 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from engine.models.adapters import is_peft_model
+from engine.models.specs import ModelSpec
 from engine.planning.disk import size_text
 from engine.run.checkpoints import latest_checkpoint
 from engine.run.layout import final_model_dir
@@ -138,3 +140,23 @@ def save_or_keep(
     logger.error("%s", failure.message())
     recorder.note(step, NoteKind.FINAL_SAVE_FAILED, failure.message(), asdict(failure))
     return failure
+
+
+def save_final(
+    accelerator: Any,
+    model: Any,
+    tokenizer: Any,
+    run_folder: Path,
+    base: ModelSpec,
+    recorder: RunRecorder,
+    step: int,
+) -> FinalSaveFailure | None:
+    """Write the run's final model (:func:`engine.run.distributed.save_final_model`; every
+    process calls this), keeping the newest checkpoint when the disk is full
+    (:func:`save_or_keep`)."""
+    from engine.run.distributed import save_final_model
+
+    out = final_model_dir(run_folder)
+    size = final_model_bytes(accelerator.unwrap_model(model))
+    save = partial(save_final_model, accelerator, model, tokenizer, out, base)
+    return save_or_keep(save, run_folder, size, recorder, step)

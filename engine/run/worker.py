@@ -12,7 +12,6 @@ import logging
 import os
 import traceback
 from dataclasses import dataclass, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +37,8 @@ from engine.run.checkpoints import (
 from engine.run.compile_cache import skip_cpu_isa_probe, use_compile_cache
 from engine.run.devices import apply_cpu_share
 from engine.run.disk_check import plan_writes
-from engine.run.distributed import save_final_model
-from engine.run.final_model import final_model_bytes, save_or_keep
-from engine.run.layout import final_model_dir, run_dir
+from engine.run.final_model import save_final
+from engine.run.layout import run_dir
 from engine.run.oom_retry import Attempt, free_device_memory, is_out_of_memory, retry_config
 from engine.run.stop_request import StopRequest, install_stop_handlers
 from engine.tracking import metric_names
@@ -371,10 +369,10 @@ def _train_trl(
     if stop.is_set():
         return RunStatus.STOPPED
     recorder.phase(RunPhase.SAVING_FINAL, config.training.steps)
-    model, out, accelerator = trainer.model, final_model_dir(run.folder), trainer.accelerator
-    size = final_model_bytes(accelerator.unwrap_model(model))
-    save = partial(save_final_model, accelerator, model, run.tokenizer, out, config.model)
-    save_or_keep(save, run.folder, size, recorder, config.training.steps)
+    save_final(
+        trainer.accelerator, trainer.model, run.tokenizer, run.folder, config.model, recorder,
+        config.training.steps,
+    )  # fmt: skip
     return RunStatus.COMPLETED
 
 

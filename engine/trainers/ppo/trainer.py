@@ -36,9 +36,9 @@ advantages, no reward normalisation or clipping (the reward presets are already 
 
 The trainer drives the worker's objects directly: metrics and samples go to the
 :class:`~engine.tracking.recorder.RunRecorder`, held-out evaluation through the worker's
-``evaluate``, checkpoints to ``run_dir/checkpoint-<step>/`` and the final model to
-``run_dir/final``. Under ``accelerate launch`` every process samples its share of the step,
-gradients are averaged by DDP, and only the main process writes.
+``evaluate``, checkpoints to ``run_dir/checkpoint-<step>/`` and the final model (a LoRA run's
+adapter) to ``run_dir/final``. Under ``accelerate launch`` every process samples its share of the
+step, gradients are averaged by DDP, and only the main process writes.
 
 The parts, composed here: :class:`~engine.trainers.ppo.policy.PolicyParts` (the policy and
 critic, the reference, the accelerator), :class:`~engine.trainers.ppo.rollout.Rollouts` (steps 1
@@ -64,10 +64,9 @@ from transformers import get_scheduler
 from engine.config.run_config import RunConfig
 from engine.generation import make_runner
 from engine.run.compile_cache import log_compile_time
-from engine.run.distributed import save_final_model
-from engine.run.final_model import final_model_bytes, save_or_keep
+from engine.run.final_model import save_final
 from engine.run.heap import freeze_long_lived
-from engine.run.layout import checkpoint_dir, final_model_dir
+from engine.run.layout import checkpoint_dir
 from engine.run.oom_retry import inject_fault
 from engine.run.stop_request import StopRequest
 from engine.tracking import metric_names
@@ -373,16 +372,10 @@ class PPOTrainer:
             return RunStatus.STOPPED
         self.evaluate(step)
         self.recorder.phase(RunPhase.SAVING_FINAL, step)
-        out = final_model_dir(self.run_dir)
-        save_or_keep(
-            lambda: save_final_model(
-                self.accelerator, self.policy, self.tokenizer, out, self.config.model
-            ),
-            self.run_dir,
-            final_model_bytes(self.accelerator.unwrap_model(self.policy)),
-            self.recorder,
-            step,
-        )
+        save_final(
+            self.accelerator, self.policy, self.tokenizer, self.run_dir, self.config.model,
+            self.recorder, step,
+        )  # fmt: skip
         return RunStatus.COMPLETED
 
 
