@@ -165,14 +165,15 @@ class Launcher:
         CLI run). Returns the run id. ``policy``
         (default: the launcher's) limits what the run may read: the owner's scope of it.
 
-        Raises ``ConfigError`` (naming the field) when the model or data cannot be used, before
+        Raises ``ConfigError`` (naming the field) when the model or data cannot be used or the
+        run would not fit the data dir's free disk, before
         anything is written, and ``TooManyActiveRunsError`` when the run would pass one of
         ``caps`` on queued and running runs (the folder is removed again).
         """
         from engine.run.preflight import check_inputs  # loads torch, which listing runs never needs
 
         policy = policy or self.policy
-        check_inputs(config, policy)
+        check_inputs(config, policy, self.data_dir)
         run_id = run_store.new_run_id(config.algorithm)
         folder = self.run_dir(run_id)
         folder.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,8 @@ from engine.planning.micro_batch import (
     run_estimate,
     with_default_micro_batch,
 )
-from engine.run.distributed import save_final_model
+from engine.run.disk_check import plan_writes
+from engine.run.final_model import save_final
 from engine.run.oom_retry import Attempt, free_device_memory, is_out_of_memory, retry_config
 from engine.runtime.checkpoints import (
     checkpoint_step,
@@ -40,7 +41,7 @@ from engine.runtime.checkpoints import (
 )
 from engine.runtime.compile_cache import skip_cpu_isa_probe, use_compile_cache
 from engine.runtime.devices import apply_cpu_share
-from engine.runtime.layout import final_model_dir, run_dir
+from engine.runtime.layout import run_dir
 from engine.runtime.stop_request import StopRequest, install_stop_handlers
 from engine.tracking import metric_names
 from engine.tracking.heldout import HeldoutEvaluation
@@ -257,6 +258,7 @@ def prepare(
     if eval_rows and is_main_process() and not sharded:
         evaluation = HeldoutEvaluation(config, tokenizer, eval_rows, recorder)
     resume_from = resume_point(folder, config, recorder)
+    plan_writes(config, data_dir, resume_from, recorder)
     return PreparedRun(
         config, folder, model, tokenizer, train_rows, evaluation, resume_from, prompt_tokens or 0
     )
@@ -315,11 +317,11 @@ def _train(
 def _train_ppo(
     run: PreparedRun, recorder: RunRecorder, stop: StopRequest, *, show_progress: bool
 ) -> str:
-    from engine.trainers.ppo.trainer import train_ppo
+    from engine.trainers.ppo.trainer import PPOTrainer
 
     if run.config.training.activation_checkpointing:  # TRL's trainers do this themselves
         run.model.gradient_checkpointing_enable({"use_reentrant": False})
-    return train_ppo(
+    trainer = PPOTrainer(
         run.config,
         run.model,
         run.tokenizer,
@@ -328,9 +330,16 @@ def _train_ppo(
         recorder,
         stop,
         evaluate=run.evaluate,
-        resume_from=run.resume_from,
         show_progress=show_progress,
     )
+    status = trainer.train(run.resume_from)
+    if status == RunStatus.COMPLETED:
+        recorder.phase(RunPhase.SAVING_FINAL, trainer.last_step)
+        save_final(
+            trainer.accelerator, trainer.policy, run.tokenizer, run.folder, run.config.model,
+            recorder, trainer.last_step,
+        )  # fmt: skip
+    return status
 
 
 def _train_trl(
@@ -378,7 +387,10 @@ def _train_trl(
     if stop.is_set():
         return RunStatus.STOPPED
     recorder.phase(RunPhase.SAVING_FINAL, config.training.steps)
-    save_final_model(trainer.accelerator, trainer.model, run.tokenizer, final_model_dir(run.folder))
+    save_final(
+        trainer.accelerator, trainer.model, run.tokenizer, run.folder, config.model, recorder,
+        config.training.steps,
+    )  # fmt: skip
     return RunStatus.COMPLETED
 
 

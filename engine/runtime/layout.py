@@ -21,7 +21,8 @@
         checkpoint-<step>/               a published checkpoint, complete once it holds
                                          trainer_state.json (written last)
             policy/                      a PPO checkpoint's policy (TRL's hold it at the top)
-        final/                           the model of a completed run
+        final/                           the model of a completed run: full weights, or a
+                                         LoRA run's adapter + base_model.json
         trackio/                         trackio's local logs (``training.report_to: [trackio]``)
 
 This module imports nothing heavy, so listing or stopping runs never loads torch.

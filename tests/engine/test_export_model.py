@@ -34,7 +34,7 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def lora_run(tmp_path_factory):
-    """A tiny Llama trained 2 steps with LoRA: checkpoint-1 holds an adapter, final/ the merge."""
+    """A tiny Llama trained 2 steps with LoRA: checkpoint-1 and final/ hold its adapter."""
     return train_tiny_llama(
         tmp_path_factory.mktemp("export-run"),
         "Tiny LoRA",

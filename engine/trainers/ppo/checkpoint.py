@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine.models.loading import save_plain_weights
+from engine.models.saving import save_plain_weights
 from engine.runtime.checkpoints import publish
 from engine.runtime.checkpoints import rotate_checkpoints as rotate_checkpoints  # PPO's import path
 from engine.runtime.layout import COMPLETE_MARKER, POLICY_DIR, staged_checkpoint_dir
