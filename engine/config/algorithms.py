@@ -195,6 +195,16 @@ class PPOSettings:
         lo_open=True,
     )
 
+    value_warmup_steps: int = knob(
+        0,
+        help=(
+            "Steps at the start that train only the critic (the policy's learning rate is 0), "
+            "so its first advantages are not the untrained critic's noise."
+        ),
+        lo=0,
+        hi=1_000_000,
+    )
+
     def __post_init__(self) -> None:
         check_fields(self, "ppo")
         if self.kl_mode == "adaptive" and self.kl_coef == 0:
