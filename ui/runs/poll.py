@@ -168,6 +168,7 @@ _NOTE_TITLES = {
     NoteKind.CONSTANT_COMPONENT: "Reward gives no signal",
     NoteKind.OUT_OF_MEMORY_RETRY: "Retried after running out of memory",
     NoteKind.SKIPPED_UPDATE: "Update skipped: gradients not finite",
+    NoteKind.CRITIC_NOT_LEARNING: "PPO's critic is not learning",
 }
 
 
