@@ -48,10 +48,13 @@ KEY_FIELDS = frozenset(
         "grpo.epsilon_high",
         "rloo.beta",
         "rloo.epsilon",
+        "rloo.normalize_advantages",
         "ppo.kl_coef",
         "ppo.gamma",
         "ppo.lam",
         "ppo.vf_coef",
+        "ppo.value_learning_rate",
+        "ppo.value_warmup_steps",
     }
 )
 
