@@ -11,10 +11,14 @@ one JSON line (snake_case keys, units in the names).
 ``--seeds`` are run for every algorithm named in ``--seeds-for`` (default: all); the others
 run at the first seed. ``--concurrent`` runs them side by side, one GPU each (``gpu_ids``) and
 an equal share of the cores, so five 5-minute runs fit one call on a host of 8 GPUs.
-``--override-for ppo='{"ppo": {...}}'`` changes one algorithm's config (a variant to compare).
+``--override-for ppo='{"ppo": {...}}'`` changes one algorithm's config; a run named
+``ALGORITHM+LABEL`` (``ppo+group``) is that algorithm with its own ``--override-for``, a variant
+to compare with it in the same call.
 
     python bench/every_algorithm.py --algorithms grpo rloo ppo --minutes 5 --seeds 0 1 2 \\
         --seeds-for grpo --concurrent
+    python bench/every_algorithm.py --algorithms ppo ppo+group --concurrent \
+        --override-for 'ppo+group={"ppo": {"reward_normalization": "group"}}'
 """
 
 from __future__ import annotations
@@ -46,10 +50,18 @@ def merged(data: dict, override: dict) -> dict:
     return data
 
 
-def run_config(algorithm: str, seed: int, gpu: int | None, args: argparse.Namespace) -> RunConfig:
+def algorithm_of(name: str) -> str:
+    """The algorithm of a run name: ``ppo`` or a variant ``ppo+LABEL``."""
+    algorithm = name.partition("+")[0]
+    if algorithm not in ALGORITHMS:
+        raise SystemExit(f"{name!r}: the algorithm must be one of {', '.join(ALGORITHMS)}")
+    return algorithm
+
+
+def run_config(name: str, seed: int, gpu: int | None, args: argparse.Namespace) -> RunConfig:
     on_gpu = None if args.device == "auto" else args.device == "gpu"
-    data = suggested_config(args.model, on_gpu, algorithm).to_dict()
-    data["name"] = f"every algorithm {algorithm} seed {seed}"
+    data = suggested_config(args.model, on_gpu, algorithm_of(name)).to_dict()
+    data["name"] = f"every algorithm {name} seed {seed}"
     data["training"].update(
         steps=100_000,
         time_budget_minutes=args.minutes,
@@ -60,7 +72,7 @@ def run_config(algorithm: str, seed: int, gpu: int | None, args: argparse.Namesp
         gpu_ids="" if gpu is None else str(gpu),
     )
     data = merged(data, json.loads(args.override))
-    return RunConfig.from_dict(merged(data, args.overrides.get(algorithm, {})))
+    return RunConfig.from_dict(merged(data, args.overrides.get(name, {})))
 
 
 def minutes_to(points: list[tuple[float, float]], target: float) -> float | None:
@@ -106,7 +118,7 @@ def planned_runs(args: argparse.Namespace) -> list[tuple[str, int]]:
 
 
 def train_all(runs: list[tuple[str, int]], tmp: Path, args: argparse.Namespace) -> list[Path]:
-    dirs = [tmp / f"{a}-seed{seed}" for a, seed in runs]
+    dirs = [tmp / f"{a.replace('+', '-')}-seed{seed}" for a, seed in runs]
     if not args.concurrent:
         for (a, seed), data_dir in zip(runs, dirs, strict=True):
             if launch(run_config(a, seed, None, args), data_dir).wait() != 0:
@@ -159,9 +171,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=ENGLISH_MODEL_ALIAS)
     parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
-    parser.add_argument("--algorithms", nargs="+", choices=ALGORITHMS, default=list(ALGORITHMS))
+    parser.add_argument(
+        "--algorithms", nargs="+", default=list(ALGORITHMS), help="grpo, rloo, ppo, or ppo+LABEL"
+    )
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
-    parser.add_argument("--seeds-for", nargs="*", choices=ALGORITHMS, default=None)
+    parser.add_argument("--seeds-for", nargs="*", default=None, help="runs given every seed")
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--target", type=float, default=0.4, help="held-out accuracy to time")
     parser.add_argument("--eval-every", type=int, default=10, help="steps between evaluations")
@@ -177,6 +191,8 @@ def main() -> None:
     )
     parser.add_argument("--keep", type=Path, default=None, help="train in this folder, kept")
     args = parser.parse_args()
+    for name in args.algorithms:
+        algorithm_of(name)
     args.overrides = {}
     for pair in args.override_for:
         algorithm, _, text = pair.partition("=")
