@@ -167,17 +167,27 @@ def _lifecycle(action: str):
 
 
 def cmd_export_config(args: argparse.Namespace) -> int:
-    from engine.config.pretrained import suggested_config
+    from engine.config.pretrained import local_gpu
     from engine.config.run_config import documented_yaml
+    from engine.config.suggestions import suggested_config, suggestion_sources
+    from engine.models.specs import DEFAULT_MODEL_ALIAS
 
     on_gpu = {"auto": None, "gpu": True, "cpu": False}[args.device]
+    sources: dict[str, str] = {}
     if args.task == "agent":
         from engine.config.agent import agent_config
 
         config = agent_config()
+        if args.algorithm:
+            from engine.config.run_config import RunConfig
+
+            config = RunConfig.from_dict({**config.to_dict(), "algorithm": args.algorithm})
     else:
-        config = suggested_config(args.model, on_gpu)
-    text = documented_yaml(config)
+        gpu = local_gpu() if on_gpu is None else on_gpu
+        algorithm = args.algorithm or "grpo"
+        config = suggested_config(args.model, gpu, algorithm)
+        sources = suggestion_sources(algorithm, args.model != DEFAULT_MODEL_ALIAS, gpu)
+    text = documented_yaml(config, sources)
     if args.output == "-":
         sys.stdout.write(text)
     else:
@@ -262,6 +272,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "gpu", "cpu"),
         default="auto",
         help="the device the pretrained settings are for (auto: a GPU if this machine has one)",
+    )
+    p.add_argument(
+        "--algorithm",
+        default=None,
+        help="the algorithm to suggest settings for: grpo (default), rloo or ppo; a comment "
+        "says where each suggested number comes from",
     )
     add_model_commands(add)
     add_lab_commands(add)

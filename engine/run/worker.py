@@ -44,6 +44,7 @@ from engine.runtime.devices import apply_cpu_share
 from engine.runtime.layout import run_dir
 from engine.runtime.stop_request import StopRequest, install_stop_handlers
 from engine.tracking import metric_names
+from engine.tracking.critic_watch import CriticWatch
 from engine.tracking.heldout import HeldoutEvaluation
 from engine.tracking.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
 from engine.tracking.reward_watch import ConstantRewardWatch
@@ -145,6 +146,8 @@ def run(
         if db is not None:
             run_store.set_status(db, run_id, RunStatus.RUNNING, pid=os.getpid())
             recorder = ConstantRewardWatch(StorageRecorder(db, run_id), config.reward)
+            if config.algorithm == "ppo":
+                recorder = CriticWatch(recorder, config.ppo.value_warmup_steps)
             recorder.phase(RunPhase.STARTING)
             log_handler = StorageLogHandler(db, run_id)
             log_handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))

@@ -170,6 +170,7 @@ _NOTE_TITLES = {
     NoteKind.SKIPPED_UPDATE: "Update skipped: gradients not finite",
     NoteKind.FINAL_SAVE_FAILED: "Final model not saved",
     NoteKind.DISK_SPACE_LOW: "Disk space is short",
+    NoteKind.CRITIC_NOT_LEARNING: "PPO's critic is not learning",
 }
 
 
