@@ -170,6 +170,10 @@ def test_explained_variance():
     assert explained_variance(returns.clone(), returns, mask) == pytest.approx(1.0)
     assert explained_variance(torch.full_like(returns, 2.0), returns, mask) == pytest.approx(0.0)
     assert math.isnan(explained_variance(returns, torch.ones_like(returns), mask))
+    # Returns equal but for rounding (a step whose groups all scored alike, normalised per
+    # group): undefined, not -1e12 (issue 43's GPU run logged -7.2e12).
+    level = torch.full_like(returns, 0.1) + torch.tensor([[0.0, 1e-7, -1e-7, 0.0]])
+    assert math.isnan(explained_variance(returns, level, mask))
 
 
 def test_kl_controllers():

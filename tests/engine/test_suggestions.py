@@ -24,7 +24,7 @@ def test_each_algorithm_has_its_own_suggestion_and_it_validates(on_gpu):
     ppo, rloo = configs["ppo"].ppo, configs["rloo"].rloo
     assert ppo.kl_coef == 0.0 != PPOSettings().kl_coef  # no reference forward
     assert ppo.value_warmup_steps > 0 == PPOSettings().value_warmup_steps
-    assert ppo.reward_normalization == "batch" != PPOSettings().reward_normalization
+    assert ppo.reward_normalization == "group" != PPOSettings().reward_normalization
     assert rloo.normalize_advantages is not RLOOSettings().normalize_advantages
     suggestions = {a: algorithm_suggestions(a, True, on_gpu) for a in ALGORITHMS}
     assert len({frozenset(s) for s in suggestions.values()}) == len(ALGORITHMS)

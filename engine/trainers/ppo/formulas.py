@@ -347,9 +347,14 @@ def chunked_logprobs_entropy(
     return torch.cat(logps), torch.cat(entropies)
 
 
+# Returns whose variance is below this (on a reward scale of about 1) are taken as constant.
+EV_MIN_RETURN_VAR = 1e-10
+
+
 def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float:
-    """``1 - Var(R - V) / Var(R)`` over real tokens (cleanrl ``ppo.py``); NaN when Var(R) = 0."""
+    """``1 - Var(R - V) / Var(R)`` over real tokens (cleanrl ``ppo.py``); NaN when Var(R) is 0
+    up to float32 rounding (``EV_MIN_RETURN_VAR``), where the ratio only measures the noise."""
     var_returns = masked_var(returns, mask, unbiased=False)
-    if var_returns.item() == 0.0:
+    if var_returns.item() < EV_MIN_RETURN_VAR:
         return math.nan
     return (1.0 - masked_var(returns - values, mask, unbiased=False) / var_returns).item()
