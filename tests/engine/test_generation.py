@@ -20,12 +20,15 @@ from engine.generation.sampling import (
     sample_completions,
     sample_on_captured_graph,
 )
+from engine.generation.settings import SamplingSettings
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import ModelSpec
 from engine.tasks import builtin_task
 from engine.tracking.evaluation import evaluate
 from engine.trainers.ppo.formulas import logprobs_from_logits
 from tests.tiny_models import TINY_SHAPE
+
+GREEDY_12 = SamplingSettings(temperature=0, max_new_tokens=12)
 
 
 @pytest.fixture(scope="module")
@@ -114,9 +117,7 @@ def test_greedy_tokens_equal_transformers_generate(default_model, prompt_ids):
     # each prompt twice: one prefill serves both rows of its group
     out = runner.generate(
         [p for p in prompt_ids for _ in range(2)],
-        max_new_tokens=80,
-        temperature=0,
-        top_p=1.0,
+        SamplingSettings(temperature=0, max_new_tokens=80),
         eos_ids=[tok.eos_token_id],
         pad_id=tok.pad_token_id,
     )
@@ -131,9 +132,7 @@ def test_sampler_logprobs_equal_a_full_forward(default_model, prompt_ids):
     prompts = prompt_ids * 2
     out = GenerationRunner(model).generate(
         prompts,
-        max_new_tokens=80,
-        temperature=0.8,
-        top_p=1.0,
+        SamplingSettings(temperature=0.8, max_new_tokens=80),
         eos_ids=[tok.eos_token_id],
         pad_id=tok.pad_token_id,
         seed=3,
@@ -156,9 +155,7 @@ def test_stops_once_every_row_has_finished(default_model, prompt_ids):
     runner.decoder.decode = lambda *a: calls.append(len(a[1])) or decode(*a)  # its rows
     out = runner.generate(
         prompt_ids,
-        max_new_tokens=400,
-        temperature=0,
-        top_p=1.0,
+        SamplingSettings(temperature=0, max_new_tokens=400),
         eos_ids=[tok.eos_token_id],
         pad_id=tok.pad_token_id,
     )
@@ -174,10 +171,11 @@ def test_stops_once_every_row_has_finished(default_model, prompt_ids):
 def test_seeded_sampling_is_reproducible(default_model, prompt_ids):
     model, tok = default_model
     runner = GenerationRunner(model)
-    kwargs = dict(max_new_tokens=30, temperature=1.0, top_p=0.9, eos_ids=[tok.eos_token_id])
-    a = runner.generate(prompt_ids * 3, pad_id=tok.pad_token_id, seed=5, **kwargs)
-    b = runner.generate(prompt_ids * 3, pad_id=tok.pad_token_id, seed=5, **kwargs)
-    c = runner.generate(prompt_ids * 3, pad_id=tok.pad_token_id, seed=6, **kwargs)
+    settings = SamplingSettings(temperature=1.0, top_p=0.9, max_new_tokens=30)
+    kwargs = dict(eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id)
+    a = runner.generate(prompt_ids * 3, settings, seed=5, **kwargs)
+    b = runner.generate(prompt_ids * 3, settings, seed=5, **kwargs)
+    c = runner.generate(prompt_ids * 3, settings, seed=6, **kwargs)
     assert a.completion_ids == b.completion_ids != c.completion_ids
 
 
@@ -198,9 +196,7 @@ def test_other_layouts_and_lora_match_generate(arch):
     runner = GenerationRunner(model)
 
     def check():
-        out = runner.generate(
-            prompts, max_new_tokens=12, temperature=0, top_p=1.0, eos_ids=[], pad_id=0
-        )
+        out = runner.generate(prompts, GREEDY_12, eos_ids=[], pad_id=0)
         for p, c in zip(prompts, out.completion_ids, strict=True):
             ref = model.generate(
                 input_ids=torch.tensor([p]), max_new_tokens=12, do_sample=False, eos_token_id=None
@@ -235,12 +231,13 @@ def test_a_narrower_prompt_bucket_reuses_the_wider_cache():
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)).eval()
     runner = GenerationRunner(model)
-    kwargs = dict(max_new_tokens=6, temperature=0, top_p=1.0, eos_ids=[], pad_id=0)
+    greedy = SamplingSettings(temperature=0, max_new_tokens=6)
+    kwargs = dict(eos_ids=[], pad_id=0)
     long = [[2 + i % 60 for i in range(70)], list(range(3, 40))]  # a 128-token bucket
-    runner.generate(long, **kwargs)
+    runner.generate(long, greedy, **kwargs)
     graph = runner._graph
     short = [[5, 6, 7], [9, 10]]
-    out = runner.generate(short, **kwargs)
+    out = runner.generate(short, greedy, **kwargs)
     assert runner._graph is graph and graph.cache.max_len == 128 + 6
     for p, c in zip(short, out.completion_ids, strict=True):
         ref = model.generate(input_ids=torch.tensor([p]), max_new_tokens=6, do_sample=False)
@@ -254,11 +251,12 @@ def test_the_runs_longest_prompt_sizes_the_first_cache():
     model = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)).eval()
     runner = GenerationRunner(model)
     runner.prompt_width = 70
-    kwargs = dict(max_new_tokens=6, temperature=0, top_p=1.0, eos_ids=[], pad_id=0)
-    runner.generate([[5, 6, 7], [9, 10]], **kwargs)
+    greedy = SamplingSettings(temperature=0, max_new_tokens=6)
+    kwargs = dict(eos_ids=[], pad_id=0)
+    runner.generate([[5, 6, 7], [9, 10]], greedy, **kwargs)
     graph = runner._graph
     assert graph.cache.max_len == 128 + 6
-    out = runner.generate([[2 + i % 60 for i in range(70)], [3, 4]], **kwargs)
+    out = runner.generate([[2 + i % 60 for i in range(70)], [3, 4]], greedy, **kwargs)
     assert runner._graph is graph
     ref = model.generate(input_ids=torch.tensor([[3, 4]]), max_new_tokens=6, do_sample=False)
     assert out.completion_ids[1] == ref[0, 2:].tolist()
@@ -270,11 +268,12 @@ def test_fewer_rows_than_the_kept_graph_fill_it_up():
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)).eval()
     runner = GenerationRunner(model, fill_rows=True)
-    kwargs = dict(max_new_tokens=5, temperature=0, top_p=1.0, eos_ids=[], pad_id=0)
-    runner.generate([[3, 4, 5], [6, 7], [8, 9, 10], [11]], **kwargs)
+    greedy = SamplingSettings(temperature=0, max_new_tokens=5)
+    kwargs = dict(eos_ids=[], pad_id=0)
+    runner.generate([[3, 4, 5], [6, 7], [8, 9, 10], [11]], greedy, **kwargs)
     graph = runner._graph
     turn = [[3, 4, 5, 12, 13, 14], [8, 9]]
-    out = runner.generate(turn, **kwargs)
+    out = runner.generate(turn, greedy, **kwargs)
     assert runner._graph is graph and len(out.completion_ids) == 2
     assert out.token_rows.shape[0] == out.logprob_rows.shape[0] == len(out.truncated) == 2
     for p, c in zip(turn, out.completion_ids, strict=True):
@@ -289,26 +288,24 @@ def test_held_out_prompts_sample_on_the_rollouts_graph(default_model):
     model, tok = default_model
     rows = builtin_task().eval_rows(5)
     runner = GenerationRunner(model, fill_rows=True)  # as on a GPU, where graphs are captured
-    assert sample_on_captured_graph(runner, tok, ["x"], 0.9, 1.0, 12) is None  # no rollout yet
+    settings = SamplingSettings(temperature=0.9, max_new_tokens=12, seed=3)
+    assert sample_on_captured_graph(runner, tok, ["x"], settings) is None  # no rollout yet
     rollout = encode_prompts(tok, [r["prompt"] for r in rows[:2]]) * 2  # 4 rows, like G=2
     runner.generate(
         rollout,
-        max_new_tokens=12,
-        temperature=0.9,
-        top_p=1.0,
+        settings,
         eos_ids=[tok.eos_token_id],
         pad_id=tok.pad_token_id,
     )
     graph = runner._graph
-    samples = sample_on_captured_graph(
-        runner, tok, [r["prompt"] for r in rows], 0.9, 1.0, 12, seed=3
-    )
+    samples = sample_on_captured_graph(runner, tok, [r["prompt"] for r in rows], settings)
     assert runner._graph is graph
     assert [s.prompt_index for s in samples] == [0, 1, 2, 3, 4]
     for s in samples:
         assert s.text == tok.decode(s.token_ids, skip_special_tokens=True)
         assert len(s.logprobs) == len(s.token_ids)
-    assert sample_on_captured_graph(runner, tok, ["x"], 0.5, 1.0, 12) is None  # other sampling
+    other = SamplingSettings(temperature=0.5, max_new_tokens=12)
+    assert sample_on_captured_graph(runner, tok, ["x"], other) is None  # other sampling
     report = evaluate(model, tok, rows, temperature=0.9, max_new_tokens=12, seed=3, runner=runner)
     assert [r["text"] for r in report.samples] == [s.text for s in samples]
 
