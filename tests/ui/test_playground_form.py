@@ -14,7 +14,7 @@ from engine.generation.settings import SamplingSettings
 from engine.run.saved_models import recorded_config
 from ui.access.identity import LOCAL_VIEWER
 from ui.playground.replies import PlaygroundCache
-from ui.playground.tab import build_form, form_settings, run_picked
+from ui.playground.tab import build_form, form_settings, playground_knobs, run_picked
 from ui.shared.context import AppContext
 
 KNOBS = {f.name: f for f in dataclasses.fields(SamplingSettings)}
@@ -28,10 +28,12 @@ def form():
 
 def test_every_sampling_input_is_a_settings_field_with_its_declared_range(form):
     assert set(form.sampling) == set(KNOBS)
+    shown = playground_knobs()
     for name, comp in form.sampling.items():
-        assert comp.info == field_help(KNOBS[name])
-        assert KNOBS[name].metadata["bounds"].describe() in comp.info
+        assert comp.info == field_help(shown[name])
+        assert shown[name].metadata["bounds"].describe() in comp.info
         assert comp.value == KNOBS[name].default
+    assert "allowed: [1, 8]" in form.sampling["num_samples"].info  # a request's cap
     defaults = {comp: comp.value for comp in form.sampling.values()}
     assert form_settings(form, defaults) == SamplingSettings()
 

@@ -16,7 +16,8 @@ from typing import Any
 import gradio as gr
 
 from engine.fields import ConfigError, field_help
-from engine.generation.settings import SamplingSettings
+from engine.generation.playground import MAX_NEW_TOKENS, MAX_SAMPLES
+from engine.generation.settings import SamplingSettings, sampling_knob
 from engine.run.saved_models import BASE, FINAL
 from rewards.completions.text import question_text
 from ui.access.identity import Viewer, viewer_for
@@ -75,6 +76,16 @@ class PlaygroundForm:
     right_out: gr.HTML
 
 
+def playground_knobs() -> dict[str, dataclasses.Field]:
+    """SamplingSettings' fields as the Playground takes them: samples and new tokens capped at
+    what one request may ask (``engine.generation.playground``), so the help says so."""
+    caps = {"num_samples": MAX_SAMPLES, "max_new_tokens": MAX_NEW_TOKENS}
+    return {
+        f.name: sampling_knob(f.name, f.default, hi=caps.get(f.name))
+        for f in dataclasses.fields(SamplingSettings)
+    }
+
+
 def sampling_input(f: dataclasses.Field, label: str) -> gr.components.Component:
     """The input of SamplingSettings field ``f``: a slider over its range (a float), else a
     whole number; the range shows in its help."""
@@ -102,7 +113,7 @@ def build_form() -> PlaygroundForm:
         left_custom = gr.Textbox(label="Left: folder or hub id (for 'Another model')")
         right = gr.Dropdown(label="Right model", choices=[], value=None, elem_id="pg-right")
         right_custom = gr.Textbox(label="Right: folder or hub id (for 'Another model')")
-    knobs = {f.name: f for f in dataclasses.fields(SamplingSettings)}
+    knobs = playground_knobs()
     with gr.Row():
         sampling = {
             name: sampling_input(knobs[name], label) for name, label in SAMPLING_INPUTS.items()
