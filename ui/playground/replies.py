@@ -27,8 +27,8 @@ from engine.generation.playground import (
     check_reply_settings,
 )
 from engine.generation.settings import SamplingSettings
+from engine.interactive.loaded_models import LoadedRunModels
 from engine.interactive.replies import finished_replies, reply_stream, side_by_side
-from engine.interactive.run_models import LoadedRunModels
 from engine.models.loading import ModelLoadError
 from engine.run.saved_models import RunModelError, run_models
 from rewards.composer import ScoredSample, score
