@@ -30,7 +30,7 @@ from engine.fields import (
     to_plain,
 )
 from engine.generation.backend import check_available
-from engine.generation.settings import SamplingSettings, sampling_knob
+from engine.generation.settings import sampling_knob
 from engine.models.specs import ModelSpec
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
 
@@ -68,17 +68,6 @@ class GenerationSettings:
     def __post_init__(self) -> None:
         check_fields(self, "generation")
         check_available(self.backend)
-
-    @property
-    def sampling(self) -> SamplingSettings:
-        """These knobs as the samplers take them: a group of completions per prompt, unseeded."""
-        return SamplingSettings(
-            temperature=self.temperature,
-            top_p=self.top_p,
-            max_new_tokens=self.max_completion_length,
-            num_samples=self.num_generations,
-            seed=None,
-        )
 
 
 @dataclass

@@ -89,7 +89,7 @@ def stream_replies(
         else min(int(settings.max_new_tokens), room - length)
     )
     device = next(model.parameters()).device
-    generator = torch.Generator(device=device).manual_seed(settings.seed or 0)
+    generator = torch.Generator(device=device).manual_seed(settings.seed)
     step_input = encoded.input_ids.to(device).repeat(settings.num_samples, 1)  # (S, T)
     eos = stop_token_ids(model, tokenizer)
     tokens: list[list[int]] = [[] for _ in range(settings.num_samples)]

@@ -102,8 +102,8 @@ def sample(
     carry their log-probabilities.
 
     Reproducible: the same model, prompts and settings give the same samples (the torch RNG is
-    seeded inside a forked RNG state, so the caller's RNG is untouched; an unseeded
-    ``settings.seed`` of None draws from seed 0). ``temperature == 0`` decodes greedily. Results
+    seeded with ``settings.seed`` inside a forked RNG state, so the caller's RNG is untouched).
+    ``temperature == 0`` decodes greedily. Results
     are ordered by (prompt_index, sample_index). Generation uses torch's intra-op threads as
     they are set, as TRL's trainers do, so PPO and GRPO sample at the same speed.
     """
@@ -119,7 +119,7 @@ def sample(
     eos_ids = stop_token_ids(model, tokenizer)
     encoded = encode_prompts(tokenizer, prompts)
     jobs = [(i, j) for i in range(len(prompts)) for j in range(settings.num_samples)]
-    seed = settings.seed or 0
+    seed = settings.seed
     if runner is not None:
         return _sample_with_runner(
             runner,
@@ -242,7 +242,7 @@ def sample_on_captured_graph(
         encoded,
         jobs,
         sampling=sampling,
-        seed=sampling.seed or 0,
+        seed=sampling.seed,
         batch_size=rows,
         eos_ids=set(spec.eos_ids),
         pad_id=spec.pad_id,

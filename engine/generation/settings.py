@@ -39,8 +39,7 @@ class SamplingSettings:
         96, help="Most new tokens per completion; longer ones are truncated.", lo=1, hi=32768
     )
     num_samples: int = knob(2, help="Completions sampled per prompt.", lo=1, hi=64)
-    #: None: unseeded (a training step's rollouts draw from the running generator).
-    seed: int | None = knob(0, help="Seed of the sampling.", **SEED)
+    seed: int = knob(0, help="Seed of the sampling.", **SEED)
 
     def __post_init__(self) -> None:
         check_knobs(self)
@@ -95,7 +94,7 @@ def check_knobs(
     for f in dataclasses.fields(settings):
         bounds: Bounds | None = f.metadata.get("bounds")
         value = getattr(settings, f.name)
-        if bounds is None or (value is None and "None" in str(f.type)):  # optional, left empty
+        if bounds is None:
             continue
         path = f"{section}.{f.name}" if section else f.name
         cap = caps.get(f.name)

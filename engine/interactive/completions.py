@@ -60,7 +60,7 @@ def completion_sampler(tokenizer: Any, model_name: str, tools: Sequence[str]) ->
         temperature=settings.temperature,
         top_p=settings.top_p,
         max_new_tokens=settings.max_new_tokens,
-        seed=settings.seed or 0,
+        seed=settings.seed,
     )
 
 
@@ -79,7 +79,7 @@ def sample_in_chunks(
     until ``time.monotonic()`` passes ``deadline``."""
     progress = progress or (lambda fraction, text: None)
     per_call = max(1, CHUNK_SAMPLES // settings.num_samples)
-    seed = settings.seed or 0
+    seed = settings.seed
     samples: list[Any] = []
     for start in range(0, len(prompts), per_call):
         if start and deadline is not None and time.monotonic() > deadline:

@@ -52,7 +52,7 @@ def tool_replies(
         temperature=settings.temperature,
         top_p=settings.top_p,
         max_new_tokens=settings.max_new_tokens,
-        seed=settings.seed or 0,
+        seed=settings.seed,
     )
     return [r.conversation for r in rollouts]
 

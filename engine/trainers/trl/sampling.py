@@ -76,8 +76,8 @@ def sample(runner: GenerationRunner, trainer: Any, prompt_ids: list[list[int]]) 
         temperature=trainer.temperature,
         top_p=trainer.top_p,
         max_new_tokens=trainer.max_completion_length,
-        seed=None,
     )
+    # Unseeded: a step's rollouts draw from the running generator, as TRL's sampler does.
     return runner.generate(
         prompt_ids, settings, eos_ids=trainer.eos_token_ids, pad_id=trainer._tokenizer.pad_token_id
     )
