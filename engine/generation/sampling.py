@@ -133,16 +133,17 @@ def sample(
             pad_id=pad_id,
         )
 
-    temperature = settings.temperature
     gen_kwargs: dict[str, Any] = {
         "max_new_tokens": settings.max_new_tokens,
         "pad_token_id": pad_id,
         "eos_token_id": sorted(eos_ids) if eos_ids else None,
     }
-    if temperature == 0:
+    if settings.greedy:
         gen_kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
     else:
-        gen_kwargs.update(do_sample=True, temperature=temperature, top_p=settings.top_p, top_k=0)
+        gen_kwargs.update(
+            do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=0
+        )
 
     was_training = model.training
     model.eval()

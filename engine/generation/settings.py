@@ -27,7 +27,8 @@ from rewards.params import Bounds, describe_value
 
 @dataclass(frozen=True)
 class SamplingSettings:
-    """How replies are drawn: ``num_samples`` completions of each prompt, seeded."""
+    """How replies are drawn: ``num_samples`` completions of each prompt, seeded. The defaults
+    are the training's (``generation.*``) and the Playground's two samples."""
 
     temperature: float = knob(
         0.8, help="Sampling temperature; 0 is greedy (every sample the likeliest).", lo=0, hi=2
@@ -46,6 +47,7 @@ class SamplingSettings:
 
     @property
     def greedy(self) -> bool:
+        """Temperature 0: the likeliest token at every step."""
         return self.temperature == 0
 
     def check(self, max_samples: int | None = None, max_tokens: int | None = None) -> None:
