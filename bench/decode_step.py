@@ -26,6 +26,7 @@ from transformers import AutoModelForCausalLM
 from engine.generation import decoder, sampler, sampling_kernel
 from engine.generation.runner import GenerationRunner
 from engine.generation.sampler import compiled_race, sample_tokens
+from engine.generation.settings import SamplingSettings
 
 VARIANTS = {  # name: (attention, merged projections, fused sampler)
     "sdpa": ("sdpa", False, "kernel"),
@@ -63,8 +64,11 @@ def seeded_calls_reproduce(model, prompts, tokens: int) -> bool:
     """The same seed gives the same completions through the captured graph, another seed not;
     raises otherwise."""
     runner = GenerationRunner(model)
-    kwargs = dict(max_new_tokens=tokens, temperature=0.8, top_p=1.0, eos_ids=[], pad_id=0)
-    a, b, c = (runner.generate(prompts, seed=s, **kwargs).completion_ids for s in (5, 5, 6))
+    settings = SamplingSettings(temperature=0.8, top_p=1.0, max_new_tokens=tokens)
+    kwargs = dict(eos_ids=[], pad_id=0)
+    a, b, c = (
+        runner.generate(prompts, settings, seed=s, **kwargs).completion_ids for s in (5, 5, 6)
+    )
     runner.release()
     if not (a == b and a != c):
         raise AssertionError("seeded sampling through the graph does not reproduce")
@@ -178,9 +182,10 @@ def measure(args, model, prompts, variant: str, gen) -> dict[str, float]:
     decoder.DECODE_ATTENTION = attention
     sampler.FUSED_SAMPLER = fused_sampler
     runner = GenerationRunner(model, merge_weights=merged)
-    kwargs = dict(max_new_tokens=args.tokens, temperature=0.8, top_p=1.0, eos_ids=[], pad_id=0)
-    runner.generate(prompts, **kwargs)  # capture
-    generate_ms = cuda_ms(lambda: runner.generate(prompts, **kwargs), 3)
+    settings = SamplingSettings(temperature=0.8, top_p=1.0, max_new_tokens=args.tokens)
+    kwargs = dict(eos_ids=[], pad_id=0)
+    runner.generate(prompts, settings, **kwargs)  # capture
+    generate_ms = cuda_ms(lambda: runner.generate(prompts, settings, **kwargs), 3)
     graph = runner._graph
 
     def one_token() -> None:  # a replay of the captured token step, from the first slot

@@ -79,12 +79,14 @@ def _model_key(checkpoint: str) -> str:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Replies of a run's model to a prompt, streamed, then scored by the run's reward."""
+    from engine.fields import ConfigError
     from engine.generation.playground import (
-        GenerateError,
-        SamplingSettings,
+        MAX_NEW_TOKENS,
         chat_prompt,
+        check_reply_settings,
         stream_replies,
     )
+    from engine.generation.settings import SamplingSettings
     from engine.run.launcher import Launcher, LaunchError
     from engine.run.saved_models import RunModelError, load_run_model, recorded_config
     from rewards.composer import score
@@ -95,16 +97,18 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if config is None:
         raise LaunchError(f"no run with id {args.run_id!r}")
     key = "base" if args.base else _model_key(args.checkpoint or "latest")
-    settings = SamplingSettings(
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
-        num_samples=args.samples,
-        seed=args.seed,
-    )
     try:
-        settings.check()
+        settings = SamplingSettings(
+            temperature=args.temperature,
+            # As many new tokens as the run trained with (within a request's), unless asked.
+            max_new_tokens=args.max_new_tokens
+            or min(config.generation.max_completion_length, MAX_NEW_TOKENS),
+            num_samples=args.samples,
+            seed=args.seed,
+        )
+        check_reply_settings(settings)
         model, tokenizer, which = load_run_model(run_dir, key, config=config)
-    except (GenerateError, RunModelError) as exc:
+    except (ConfigError, RunModelError) as exc:
         raise LaunchError(str(exc)) from None
     system = _data_system_prompt(config)
     prompt = chat_prompt(args.prompt, system)
@@ -201,7 +205,12 @@ def add_commands(add) -> None:
     p.add_argument("--base", action="store_true", help="the model the run started from")
     p.add_argument("--samples", type=int, default=1, help="replies to draw")
     p.add_argument("--temperature", type=float, default=0.8, help="0 for greedy")
-    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=None,
+        help="most new tokens per reply (default: the run's generation.max_completion_length)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p = add("push", cmd_push, "Upload a run's final model (or newest checkpoint) to the Hub.")
     p.add_argument("run_id")

@@ -96,21 +96,33 @@ def score(
         if len(judgements) != len(texts):
             raise RuntimeError(f"{fn.__name__} returned {len(judgements)} scores for {len(texts)}")
         per_component.append((fn, weight, judgements))
+    weights = [weight for _, weight, _ in per_component]
     out = []
     for i in range(len(texts)):
         trace = []
-        total = 0.0
-        scored = False
         for fn, weight, judgements in per_component:
             j = judgements[i]
             contribution = None if j.value is None else weight * j.value
-            if contribution is not None:
-                total += contribution
-                scored = True
             trace.append(
                 ComponentTrace(
                     fn.__name__, j.value, weight, contribution, j.explanation, fn.component
                 )
             )
-        out.append(ScoredSample(total if scored else None, trace))
+        total = weighted_total([t.raw for t in trace], weights)
+        out.append(ScoredSample(total, trace))
     return out
+
+
+def weighted_total(values: Sequence[float | None], weights: Sequence[float]) -> float | None:
+    """``sum(weight * value)`` over the values that are not None, in order; None when every
+    value is None (TRL's ``nansum`` of the weighted rewards, with an unscored sample kept apart).
+
+    Standalone (no imports): the exported reward module totals with this function's source.
+    """
+    total = 0.0
+    scored = False
+    for value, weight in zip(values, weights, strict=True):
+        if value is not None:
+            total += weight * value
+            scored = True
+    return total if scored else None

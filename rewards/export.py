@@ -1,13 +1,18 @@
 """A RewardSpec as one standalone Python module for a user's own TRL script.
 
-The module is assembled from this library's own standalone sources (text handling, answer
-extraction, math-verify checks, the batched language identifier, the component classes), so
-the exported reward computes exactly what the app computes; only the registry metadata and the
-imports between our modules are left out, and math-verify runs in-process instead of in
-supervised workers (with math-verify's own timeouts in the main thread, as TRL's
-``accuracy_reward`` does). It imports only public libraries: math-verify, py3langid, numpy,
-google-re2 (``re2``) and the standard library (components that need more import it where
-they use it: jieba, rouge-score, sacrebleu, torch/transformers).
+The module is assembled from the code the app runs: this library's own standalone sources
+(text handling, answer extraction, math-verify checks, the batched language identifier, the
+component classes), the composer's :func:`~rewards.composer.weighted_total` and the schedule's
+:func:`~rewards.schedule.scheduled_weight`, then :mod:`rewards.export_runtime` (a real,
+linted module: the exported ``score``, ``weights_at``, ``schedule_callback`` and the parts the
+export runs its own way) with the spec's values written into its data slots. Each is inlined
+by its syntax tree: its docstring, its imports of ``rewards`` and the registry-only
+definitions left out, the public imports hoisted into one block (those the module reads), the
+rest verbatim; the spec's data laid out as ruff formats it. So the exported reward computes
+exactly what the app computes, and ruff passes on it (tests/rewards/test_export.py). It
+imports only public libraries: math-verify, py3langid, numpy, google-re2 (``re2``) and the
+standard library (components that need more import it where they use it: jieba,
+rouge-score, sacrebleu, torch/transformers).
 
 A ``python`` component's code (from its text, or read from its file now) is embedded as a
 string literal and executed by the importing script on the component's first call, in that
@@ -20,20 +25,24 @@ from __future__ import annotations
 import ast
 import inspect
 import json
-import pprint
 import re
+import sys
+import unicodedata
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from rewards import export_runtime
 from rewards.components.python_code import read_path as _read_user_code
+from rewards.composer import weighted_total
 from rewards.errors import RewardSpecError
 from rewards.schedule import scheduled_weight
 from rewards.spec import RewardSpec
 
 _ROOT = Path(__file__).resolve().parent
-# The schedule formula, carried verbatim (it needs only ``math``).
-_SCHEDULE_SOURCE = inspect.getsource(scheduled_weight)
+LINE_LENGTH = 100
 
-#: Sources included, in dependency order.
+#: Sources included, in dependency order; the exported module's own parts last
+#: (:mod:`rewards.export_runtime`, with the spec's data in its slots).
 _MODULES = (
     "input_guards/describe.py",
     "verification/deadline.py",
@@ -41,10 +50,8 @@ _MODULES = (
     "verification/answers.py",
     "input_guards/safe_regex.py",
     "verification/mathcheck.py",
-    "@in_process_checker",
     "verification/verify.py",
     "completions/langid_batch.py",
-    "@given_params",
     "components/base.py",
     "components/correctness.py",
     "components/format.py",
@@ -61,112 +68,40 @@ _MODULES = (
     "components/language.py",
     "components/rule.py",
     "components/python_values.py",
-    "@python_code",
     "completions/tool_calls.py",
     "components/tool_format.py",
     "components/tool_errors.py",
     "components/tool_budget.py",
     "components/tool_answer.py",
 )
+_RUNTIME = "export_runtime.py"
+#: Single functions of modules not included whole (they need only the standard library);
+#: their imports, for the hoisted import block.
+_FUNCTIONS: tuple[tuple[Callable, tuple[str, ...]], ...] = (
+    (scheduled_weight, (":math",)),
+    (weighted_total, ("collections.abc:Sequence",)),
+)
 
-# Definitions that only describe components for the registry (forms, validation).
+# Definitions that only describe components for the registry (forms, validation); the
+# runtime part defines its own PARAMS.
 _REGISTRY_ONLY = {"PARAMS", "INFO", "_check"}
 
-_IN_PROCESS_CHECKER = '''
-class _InProcessChecker:
-    """math-verify in this process; its own timeouts where signals work (the main thread)."""
 
-    def check_many(self, pairs):
-        main = threading.current_thread() is threading.main_thread()
-        return [check(gold, pred, 10 if main else None) for gold, pred in pairs]
-
-
-def get_checker():
-    return _InProcessChecker()
-'''
-
-# Components fill left-out parameters from their ParamSpecs (registry-only, left out here); the
-# exported module always passes every parameter, the spec's validated values.
-_GIVEN_PARAMS = """
-PARAMS = ()
-
-
-def with_defaults(_specs, given):
-    return dict(given)
-"""
-
-# The python component's user code travels as a string literal in ``_ENABLED``; this class runs
-# it in the importing process, on the first call (the app ran it in a child process with time
-# and memory limits, which a standalone module leaves to the user's own script). Its values are
-# read as the app reads them (``read_values``): a raise or a bad value leaves the batch unscored.
-_PYTHON_CODE = '''
-class PythonCode(RewardComponent):
-    """Your own reward(completions, **columns), exported as text and run in this process."""
-
-    component = "python"
-
-    def __init__(self, name=None, *, code, path="", timeout_s=None, memory_mb=None):
-        super().__init__(name)
-        self.code = code
-        self._reward = None
-
-    def __getstate__(self):
-        return {**self.__dict__, "_reward": None}
-
-    def judge(self, texts, ctx):
-        columns = {k: ctx.column(k) for k in ctx.columns}
-        if ctx.prompts is not None:
-            columns["prompts"] = list(ctx.prompts)
-        try:
-            if self._reward is None:
-                namespace = {"__name__": "__reward__"}
-                exec(compile(self.code, f"<reward {self.__name__}>", "exec"), namespace)
-                if not callable(namespace.get("reward")):
-                    raise NameError("the code defines no function named 'reward'")
-                self._reward = namespace["reward"]
-            values = self._reward(texts, **columns)
-        except Exception as exc:
-            detail = f"{type(exc).__name__}: {exc}"[:500]
-            why = f"python component {self.__name__!r}: reward() raised {detail}"
-            return [Judgement(None, why) for _ in texts]
-        try:
-            return read_values(self.__name__, values, len(texts))
-        except UserCodeError as err:
-            return [Judgement(None, str(err)) for _ in texts]
-'''
-
-_CLASSES = {
-    "correctness": "Correctness",
-    "format": "Format",
-    "reasoning_steps": "ReasoningSteps",
-    "repetition": "Repetition",
-    "conciseness": "Conciseness",
-    "language": "Language",
-    "rule": "Rule",
-    "relative_length": "RelativeLength",
-    "code_format": "CodeFormat",
-    "similarity": "Similarity",
-    "reward_model": "RewardModel",
-    "judge": "Judge",
-    "python": "PythonCode",
-    "tool_format": "ToolFormat",
-    "tool_errors": "ToolErrors",
-    "tool_budget": "ToolBudget",
-    "tool_answer": "ToolAnswer",
-}
-
-
-_THIRD_PARTY = ("math_verify", "numpy", "py3langid", "re2")
-
-
-def _strip(path: str, imports: set[str]) -> str:
-    """A module's source without its docstring, imports and registry-only parts.
+def _strip(
+    path: str,
+    imports: set[str],
+    drop: set[str] = _REGISTRY_ONLY,
+    slots: Mapping[str, object] | None = None,
+) -> str:
+    """A module's source without its docstring, its imports and the definitions named in
+    ``drop``; an assignment to a name in ``slots`` is written again with that value.
 
     Its imports of public libraries are added to ``imports`` (to be hoisted to the top).
     """
     source = (_ROOT / path).read_text()
+    slots = slots or {}
     tree = ast.parse(source)
-    drop: list[tuple[int, int]] = []
+    spans: dict[int, tuple[int, str]] = {}  # first line -> (last line, replacement)
     for i, node in enumerate(tree.body):
         is_doc = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
         is_future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
@@ -184,14 +119,27 @@ def _strip(path: str, imports: set[str]) -> str:
             names = {node.target.id}
         elif isinstance(node, ast.FunctionDef | ast.ClassDef):
             names = {node.name}
-        if is_doc or is_import or names & _REGISTRY_ONLY:
-            start = node.lineno
-            if getattr(node, "decorator_list", None):
-                start = min(d.lineno for d in node.decorator_list)
-            drop.append((start, node.end_lineno or node.lineno))
+        start = node.lineno
+        if getattr(node, "decorator_list", None):
+            start = min(d.lineno for d in node.decorator_list)
+        end = node.end_lineno or node.lineno
+        if is_doc or is_import or names & drop:
+            spans[start] = (end, "")
+        elif len(names) == 1 and (name := next(iter(names))) in slots:
+            spans[start] = (end, f"{name} = {_literal(slots[name], len(name) + 3)}")
     lines = source.splitlines()
-    keep = [line for n, line in enumerate(lines, start=1) if not any(a <= n <= b for a, b in drop)]
-    return "\n".join(keep).strip("\n")
+    out: list[str] = []
+    n = 1
+    while n <= len(lines):
+        if n in spans:
+            end, text = spans[n]
+            if text:
+                out.append(text)
+            n = end + 1
+        else:
+            out.append(lines[n - 1])
+            n += 1
+    return "\n".join(out).strip("\n")
 
 
 def _check_unique_names(source: str) -> None:
@@ -214,39 +162,131 @@ def _check_unique_names(source: str) -> None:
         seen[name] = node.lineno
 
 
-def _import_block(imports: set[str]) -> str:
-    """``module:name`` entries ("" module: plain import) as isort-style import lines."""
-    plain: dict[str, list[str]] = {}
-    from_: dict[str, list[str]] = {}
+def _used_names(source: str) -> set[str]:
+    """Every name ``source`` reads (the root of each attribute chain included)."""
+    return {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
+
+
+def _bound_name(entry: str) -> str:
+    """The name an import entry (``module:name [as alias]``) binds."""
+    module, name = entry.split(":")
+    if " as " in name:
+        return name.split(" as ")[1]
+    return name if module else name.split(".")[0]
+
+
+def _name_order(name: str) -> tuple[int, str]:
+    """isort's order-by-type, as ruff sorts imported names: constants, classes, the rest."""
+    bare = name.split(" as ")[0]
+    rank = 0 if bare.isupper() and len(bare) > 1 else 1 if bare[:1].isupper() else 2
+    return rank, bare.lower()
+
+
+def _import_block(imports: set[str], used: set[str]) -> str:
+    """The ``module:name`` entries (``""`` module: a plain import) that ``used`` reads, as the
+    import sections ruff's isort writes: the standard library, then the rest; in each, plain
+    imports, then ``from`` imports, by module."""
+    plain: dict[bool, set[str]] = {False: set(), True: set()}
+    from_: dict[bool, dict[str, set[str]]] = {False: {}, True: {}}
     for entry in imports:
+        if _bound_name(entry) not in used:
+            continue
         module, name = entry.split(":")
+        third_party = (module or name).split(".")[0] not in sys.stdlib_module_names
         if module:
-            from_.setdefault(module, []).append(name)
+            from_[third_party].setdefault(module, set()).add(name)
         else:
-            plain.setdefault(name.split()[0], []).append(name)
-    sections: dict[bool, list[tuple[bool, str, str]]] = {False: [], True: []}
-    for root, names in plain.items():
-        for name in names:
-            sections[root.split(".")[0] in _THIRD_PARTY].append((False, root, f"import {name}"))
-    for module, names in from_.items():
-        joined = ", ".join(sorted(set(names)))
-        line = f"from {module} import {joined}"
-        sections[module.split(".")[0] in _THIRD_PARTY].append((True, module, line))
-    blocks = ["\n".join(line for *_, line in sorted(sections[k])) for k in (False, True)]
-    return "\n\n".join(b for b in blocks if b)
+            plain[third_party].add(name)
+    blocks = []
+    for third_party in (False, True):
+        lines = [f"import {name}" for name in sorted(plain[third_party], key=str.lower)]
+        for module in sorted(from_[third_party], key=str.lower):
+            names = sorted(from_[third_party][module], key=_name_order)
+            line = f"from {module} import {', '.join(names)}"
+            if len(line) > LINE_LENGTH:
+                line = f"from {module} import (\n" + "".join(f"    {n},\n" for n in names) + ")"
+            lines.append(line)
+        if lines:
+            blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
 
 
-def _literal(value: object) -> str:
-    """``value`` as Python literal source, checked to read back as the same data.
+def _literal(value: object, prefix: int = 0) -> str:
+    """``value`` (plain data) as Python literal source laid out as ruff formats it, on a line
+    that already holds ``prefix`` columns; checked to read back as the same data.
 
-    User text (descriptions, rule patterns, labels) enters the module only this way: ``repr``
-    escapes quotes, backslashes, newlines, NUL and surrogates, so no value can end its string
-    and become code; ``ast.literal_eval`` proves the source is a literal before it is written.
+    User text (descriptions, rule patterns, labels) enters the module only this way: each
+    character is escaped as ``repr`` escapes it, so no value can end its string and become
+    code; ``ast.literal_eval`` proves the source is a literal before it is written.
     """
-    source = pprint.pformat(value, indent=1, width=96, sort_dicts=False)
+    source = _layout(value, 0, LINE_LENGTH - prefix)
     if ast.literal_eval(source) != value:
         raise ValueError("a spec value does not survive as a Python literal")
     return source
+
+
+def _layout(value: object, indent: int, room: int) -> str:
+    """``value`` at ``indent``, where ``room`` columns are left on its first line. Containers
+    one item a line with a trailing comma (ruff keeps them so)."""
+    inner = " " * (indent + 4)
+    if isinstance(value, dict) and value:
+        items = []
+        for k, v in value.items():
+            key = _layout(k, indent + 4, LINE_LENGTH - indent - 4 - 1)
+            left = LINE_LENGTH - indent - 4 - _columns(key) - 2 - 1  # ": " before, "," after
+            items.append(f"{inner}{key}: {_layout(v, indent + 4, left)},\n")
+        return "{\n" + "".join(items) + " " * indent + "}"
+    if isinstance(value, list | tuple) and value:
+        room_each = LINE_LENGTH - indent - 4 - 1
+        items = [f"{inner}{_layout(v, indent + 4, room_each)},\n" for v in value]
+        opening, closing = ("[", "]") if isinstance(value, list) else ("(", ")")
+        return opening + "\n" + "".join(items) + " " * indent + closing
+    if isinstance(value, str):
+        return _string(value, indent, room)
+    if value is None or isinstance(value, bool | int | float | dict | list | tuple):
+        return repr(value)
+    raise ValueError(f"a spec value of type {type(value).__name__} is not plain data")
+
+
+def _columns(text: str) -> int:
+    """Display columns of ``text`` as ruff counts them (a wide character takes two)."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _string(text: str, indent: int, room: int) -> str:
+    """A string literal whole where it fits in ``room`` columns; else parenthesised pieces,
+    one a line at ``indent + 4``, each within the line limit (ruff joins pieces only where the
+    whole fits). Each literal in double quotes, single where that escapes fewer, as ruff
+    prefers for each piece."""
+    whole = _quoted(text)
+    if _columns(whole) <= room:
+        return whole
+    width = LINE_LENGTH - indent - 4 - 2
+    pieces: list[str] = [""]
+    used = 0
+    for c in text:
+        columns = 2 if c in "'\"" else _columns(_quoted(c)) - 2  # a quote may need escaping
+        if used + columns > width:
+            pieces.append("")
+            used = 0
+        pieces[-1] += c
+        used += columns
+    inner = " " * (indent + 4)
+    return "(\n" + "".join(f"{inner}{_quoted(p)}\n" for p in pieces) + " " * indent + ")"
+
+
+def _quoted(text: str) -> str:
+    """``text`` as one string literal: every character escaped as ``repr`` escapes it."""
+    quote = "'" if text.count('"') > text.count("'") else '"'
+
+    def escaped(c: str) -> str:
+        if c in "\\" + quote:
+            return "\\" + c
+        if c in "'\"":
+            return c  # the other quote needs no escape
+        return repr(c)[1:-1]  # printable as itself, else its escape (\n, \x00, \u2028)
+
+    return quote + "".join(escaped(c) for c in text) + quote
 
 
 def export_module(spec: RewardSpec, module_name: str = "reward_studio_reward") -> str:
@@ -271,7 +311,7 @@ def export_module(spec: RewardSpec, module_name: str = "reward_studio_reward") -
         for name, comp in spec.enabled_components()
     ]
     for entry in enabled:
-        if entry["component"] not in _CLASSES:
+        if entry["component"] not in export_runtime.CLASSES:
             raise RewardSpecError(
                 "components", f"component {entry['component']!r} cannot be exported yet"
             )
@@ -279,19 +319,32 @@ def export_module(spec: RewardSpec, module_name: str = "reward_studio_reward") -
             # the file's code is embedded, so the module runs without the file
             code = _read_user_code(entry["params"]["path"])
             entry["params"] = {**entry["params"], "code": code, "path": ""}
-    parts = []
-    imports = {":threading"}
-    for entry in _MODULES:
-        if entry == "@in_process_checker":
-            parts.append(_IN_PROCESS_CHECKER.strip("\n"))
-        elif entry == "@given_params":
-            parts.append(_GIVEN_PARAMS.strip("\n"))
-        elif entry == "@python_code":
-            parts.append(_PYTHON_CODE.strip("\n"))
-        else:
-            parts.append(f"# --- from Reward Studio rewards/{entry} ---\n" + _strip(entry, imports))
-    body = "\n\n\n".join(parts)
-    header = f'''"""{module_name}: a reward exported from Reward Studio.
+    json.dumps(enabled)  # parameters are plain data
+    imports: set[str] = set()
+    parts = [
+        f"# --- from Reward Studio rewards/{path} ---\n" + _strip(path, imports)
+        for path in _MODULES
+    ]
+    for fn, needs in _FUNCTIONS:
+        imports.update(needs)
+        where = Path(inspect.getsourcefile(fn) or "").relative_to(_ROOT)
+        parts.append(f"# --- from Reward Studio rewards/{where} ---\n" + inspect.getsource(fn))
+    slots = {
+        "DESCRIPTION": spec.description or "A weighted reward.",
+        "SPEC": spec.to_dict(),
+        "_ENABLED": enabled,
+    }
+    runtime = _strip(_RUNTIME, imports, drop=_REGISTRY_ONLY - {"PARAMS"}, slots=slots)
+    parts.append(f"# --- the reward (Reward Studio rewards/{_RUNTIME}) ---\n" + runtime)
+    body = re.sub(r"\n{4,}", "\n\n\n", "\n\n\n".join(p.strip("\n") for p in parts))
+    source = _header(module_name) + _import_block(imports, _used_names(body)) + "\n\n" + body + "\n"
+    _check_unique_names(source)
+    return source
+
+
+def _header(module_name: str) -> str:
+    """The module's docstring (how to use it) and its future import."""
+    return f'''"""{module_name}: a reward exported from Reward Studio.
 
 What it rewards is in ``DESCRIPTION``; its components, weights and parameters are in ``SPEC``.
 
@@ -315,66 +368,4 @@ a reward model).
 
 from __future__ import annotations
 
-{_import_block(imports)}
 '''
-    footer = f'''
-
-# --- the reward ---
-
-DESCRIPTION = {_literal(spec.description or "A weighted reward.")}
-
-SPEC = {_literal(spec.to_dict())}
-
-_ENABLED = {_literal(enabled)}
-
-_CLASSES = {{
-{"".join(f"    {k!r}: {v},{chr(10)}" for k, v in _CLASSES.items())}}}
-
-
-def build_reward_funcs():
-    """One reward function per enabled component, and their weights at the first step."""
-    funcs = [_CLASSES[e["component"]](e["name"], **e["params"]) for e in _ENABLED]
-    return funcs, weights_at(1)
-
-
-{_SCHEDULE_SOURCE}
-
-def weights_at(step):
-    """The components' weights in force at training step ``step`` (the first step is 1)."""
-    return [scheduled_weight(e["weight"], e["schedule"], step) for e in _ENABLED]
-
-
-def schedule_callback(trainer):
-    """A TRL callback that sets ``trainer.reward_weights`` to ``weights_at(step)`` before each
-    step (``step = state.global_step + 1``)."""
-    import torch
-    from transformers import TrainerCallback
-
-    class WeightSchedule(TrainerCallback):
-        def on_step_begin(self, args, state, control, **kwargs):
-            values = torch.tensor(weights_at(state.global_step + 1), dtype=torch.float32)
-            trainer.reward_weights.copy_(values.to(trainer.reward_weights.dtype))
-
-    return WeightSchedule()
-
-
-reward_funcs, reward_weights = build_reward_funcs()
-
-
-def score(completions, step=None, **kwargs):
-    """Weighted totals as TRL aggregates them: None components skipped; all None gives None.
-    ``step``: use the weights in force at that training step."""
-    totals = [0.0] * len(completions)
-    scored = [False] * len(completions)
-    weights = reward_weights if step is None else weights_at(step)
-    for fn, weight in zip(reward_funcs, weights, strict=True):
-        for i, value in enumerate(fn(completions, **kwargs)):
-            if value is not None:
-                totals[i] += weight * value
-                scored[i] = True
-    return [t if s else None for t, s in zip(totals, scored, strict=True)]
-'''
-    source = re.sub(r"\n{4,}", "\n\n\n", header + "\n\n" + body + "\n" + footer)
-    _check_unique_names(source)
-    json.dumps(enabled)  # parameters are plain data
-    return source

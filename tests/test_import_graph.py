@@ -87,6 +87,7 @@ ENGINE_FLOORS = [
     "trainers",
     "planning",  # memory and micro-batch: read the config, the sampler and the trainers
     "run",  # the worker, the launcher and the preflight
+    "interactive",  # the Preview's and the Playground's sampling, on loaded or run models
     "exports",
     "builds",  # the scripts that build the shipped models
 ]

@@ -30,6 +30,7 @@ from engine.fields import (
     to_plain,
 )
 from engine.generation.backend import check_available
+from engine.generation.settings import sampling_knob
 from engine.models.specs import ModelSpec
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
 
@@ -44,11 +45,16 @@ class GenerationSettings:
     num_generations: int = knob(
         8, help="Completions sampled per prompt (the group size).", lo=2, hi=64
     )
-    max_completion_length: int = knob(
-        96, help="Most new tokens per completion; longer ones are truncated.", lo=1, hi=32768
+    # The sampling knobs are SamplingSettings' (one range, one help), under the config's names.
+    max_completion_length: int = sampling_knob("max_new_tokens", 96)
+    # Training draws: not greedy (a group of identical completions has nothing to learn from).
+    temperature: float = sampling_knob(
+        "temperature",
+        0.8,
+        help="Sampling temperature; above 0, as training draws (0 is greedy).",
+        lo_open=True,
     )
-    temperature: float = knob(0.8, help="Sampling temperature.", lo=0, hi=2, lo_open=True)
-    top_p: float = knob(1.0, help="Nucleus sampling mass.", lo=0, hi=1, lo_open=True)
+    top_p: float = sampling_knob("top_p", 1.0)
     backend: str = knob(
         "auto",
         help=(

@@ -1,8 +1,10 @@
 """Fast sampling for training: a static KV cache, a CUDA-graph decode step and a device sampler.
 
 The seams follow nano-vllm and gpt-fast: :mod:`.cache` (the static cache), :mod:`.decoder` (the
-model's forward over it), :mod:`.runner` (prefill, decode loop, graphs), :mod:`.sampler`, and
-:mod:`.backend` (which sampler a run uses). :func:`make_runner` is the one entry point.
+model's forward over it), :mod:`.runner` (prefill, the decode loop, the kept cache and graph),
+:mod:`.token_step` (one token step and its captured graph), :mod:`.sampler`, and :mod:`.backend`
+(which sampler a run uses); :mod:`.settings` declares the sampling knobs every sampler takes.
+:func:`make_runner` is the one entry point.
 """
 
 from __future__ import annotations

@@ -20,13 +20,14 @@ Per call (one training step's rollout):
 
 CUDA graphs record device addresses: weights updated in place by the optimizer (full or LoRA)
 are seen by the next replay; if any parameter is re-allocated the graphs are captured again.
+The token step and its graph are :mod:`engine.generation.token_step`'s; this module keeps the
+cache and graph between calls and runs the prefill and the loop.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,13 +37,19 @@ import torch
 from engine.generation.cache import StaticKVCache
 from engine.generation.decode_weights import build_decode_weights
 from engine.generation.decoder import StaticDecoder, base_model_of
-from engine.generation.sampler import sample_tokens
+from engine.generation.settings import SamplingSettings
+from engine.generation.token_step import (
+    FINISH_CHECK_EVERY,
+    DecodeGraph,
+    SamplingSpec,
+    TokenBuffers,
+    decode_live_rows,
+    record_token,
+)
 
 logger = logging.getLogger(__name__)
 
 PROMPT_BUCKET = 64
-# How many decode steps pass between checks that every row has finished (each check syncs).
-FINISH_CHECK_EVERY = 8
 # Prompt tokens prefilled per forward: bounds the prefill's activation memory.
 PREFILL_TOKENS = 16384
 
@@ -87,184 +94,6 @@ def distinct_prompts(prompts: Sequence[Sequence[int]]) -> tuple[list[list[int]],
     return [list(p) for p in index], sources
 
 
-@dataclass(frozen=True)
-class SamplingSpec:
-    """What a token step needs besides the logits; a captured step is recorded for one."""
-
-    temperature: float
-    top_p: float
-    pad_id: int
-    eos_ids: tuple[int, ...]
-    max_new_tokens: int
-
-
-class _TokenBuffers:
-    """The loop's record on the device: sampled tokens and log-probabilities by column, which
-    rows have finished, and the next column."""
-
-    def __init__(self, rows: int, spec: SamplingSpec, device: torch.device) -> None:
-        shape = (rows, spec.max_new_tokens)
-        self.pad_id = spec.pad_id
-        self.out_tokens = torch.full(shape, spec.pad_id, dtype=torch.long, device=device)
-        self.out_logprobs = torch.zeros(shape, dtype=torch.float32, device=device)
-        self.done = torch.zeros(rows, dtype=torch.bool, device=device)
-        self.column = torch.zeros(1, dtype=torch.long, device=device)
-        self.eos = torch.tensor(spec.eos_ids or (-1,), dtype=torch.long, device=device)
-
-    def reset(self) -> None:
-        self.out_tokens.fill_(self.pad_id)
-        self.out_logprobs.zero_()
-        self.done.zero_()
-        self.column.zero_()
-
-
-def record_token(
-    logits: torch.Tensor,
-    spec: SamplingSpec,
-    buffers: _TokenBuffers,
-    generator: torch.Generator | None,
-    fused: bool,
-    rows: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Sample the next token of each row, write it and its log-probability into the buffers'
-    current column (padding for finished rows) and move to the next column. No host sync.
-
-    ``rows`` (M,): the buffers' rows that ``logits`` (M, V) are of, when not all of them."""
-    tokens, logprobs = sample_tokens(logits, spec.temperature, spec.top_p, generator, fused=fused)
-    done = buffers.done if rows is None else buffers.done[rows]
-    tokens, logprobs = tokens.masked_fill(done, spec.pad_id), logprobs.masked_fill(done, 0)
-    finished = done | torch.isin(tokens, buffers.eos)
-    if rows is None:
-        buffers.out_tokens.index_copy_(1, buffers.column, tokens[:, None])
-        buffers.out_logprobs.index_copy_(1, buffers.column, logprobs[:, None])
-        buffers.done.copy_(finished)
-    else:
-        buffers.out_tokens.index_put_((rows, buffers.column), tokens)
-        buffers.out_logprobs.index_put_((rows, buffers.column), logprobs)
-        buffers.done.index_put_((rows,), finished)
-    buffers.column += 1
-    return tokens
-
-
-class _DecodeGraph:
-    """Static inputs of a token step (decode, sample, record, advance) and, on CUDA, its
-    captured graph, so each token is one replay; for one cache shape and sampling spec."""
-
-    def __init__(
-        self,
-        decoder: StaticDecoder,
-        cache: StaticKVCache,
-        use_graph: bool,
-        compile_step: bool,
-        sampling: SamplingSpec,
-    ) -> None:
-        device = cache.keys[0].device
-        n, length = cache.num_rows, cache.max_len
-        self.decoder, self.cache, self.sampling = decoder, cache, sampling
-        self.tokens = torch.zeros(n, dtype=torch.long, device=device)
-        self.positions = torch.zeros(n, dtype=torch.long, device=device)
-        self.slot = torch.zeros(1, dtype=torch.long, device=device)
-        self.valid = torch.zeros(n, length, dtype=torch.bool, device=device)
-        self.buffers = _TokenBuffers(n, sampling, device)
-        self.graph: torch.cuda.CUDAGraph | None = None
-        self.fused_sampler = compile_step
-        self.compiled = torch.compile(self._step, dynamic=False) if compile_step else None
-        if use_graph:
-            self._capture()
-
-    def _step(self) -> torch.Tensor:
-        return self.decoder.decode(self.cache, self.tokens, self.positions, self.slot, self.valid)
-
-    def _fused_step(self) -> torch.Tensor:
-        if self.compiled is not None:
-            try:
-                return self.compiled()
-            except Exception as exc:  # no compiler toolchain, an op inductor cannot lower...
-                logger.warning("torch.compile of the decode step failed (%s); running eager", exc)
-                self.compiled = None
-        return self._step()
-
-    def decode(self) -> torch.Tensor:
-        """One decode step's logits, outside any graph (for sampling with a generator)."""
-        return self._fused_step()
-
-    def _token_step(self) -> None:
-        tokens = record_token(
-            self._fused_step(), self.sampling, self.buffers, None, self.fused_sampler
-        )
-        self.advance(tokens)
-
-    def advance(self, tokens: torch.Tensor) -> None:
-        """Feed ``tokens`` to the next decode step, one position further on."""
-        self.tokens.copy_(tokens)
-        self.positions += 1
-        self.slot += 1
-
-    def _capture(self) -> None:
-        # Warm up on a side stream (lazy kernel and workspace set-up), then record one step.
-        # The garbage these steps write is overwritten before it is ever read.
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        started = time.perf_counter()
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                self.slot.zero_()
-                self.buffers.column.zero_()
-                self._token_step()
-        torch.cuda.current_stream().wait_stream(stream)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self._token_step()
-        logger.info(
-            "Captured the token step (%s) in %.1f s",
-            "compiled" if self.compiled is not None else "eager",
-            time.perf_counter() - started,
-        )
-
-    def run_token(self) -> None:
-        """One whole token step: a replay, or eager without a graph."""
-        if self.graph is None:
-            self._token_step()
-        else:
-            self.graph.replay()
-
-
-def _decode_live_rows(
-    g: _DecodeGraph, spec: SamplingSpec, generator: torch.Generator | None
-) -> int:
-    """Eager token steps after the first over the rows still going: once a quarter of them
-    have finished, the others move to the front of the cache and the batch shrinks to them.
-
-    One long completion otherwise keeps every finished row decoding: SmolLM2's token step on
-    a 2-core CPU took 73 ms for 16 rows, 50 for 4 and 30 for one. A graph replays one fixed
-    shape, so a captured step decodes all rows instead. Returns the steps taken."""
-    buffers, cache = g.buffers, g.cache
-    tokens, positions, valid = g.tokens, g.positions, g.valid
-    live = torch.arange(cache.num_rows, device=tokens.device)  # the buffers' row of each
-    # A check reads the device; on the CPU that costs nothing, elsewhere a sync.
-    check_every = 1 if tokens.device.type == "cpu" else FINISH_CHECK_EVERY
-    steps = 1
-    while steps < spec.max_new_tokens:
-        if steps % check_every == 0:
-            going = (~buffers.done[live]).nonzero().squeeze(-1)
-            if len(going) == 0:
-                break
-            if len(going) <= len(live) * 3 // 4:
-                cache = cache.keep_rows(going, int(g.slot))
-                live, tokens, positions, valid = (
-                    live[going],
-                    tokens[going],
-                    positions[going],
-                    valid[going],
-                )
-        logits = g.decoder.decode(cache, tokens, positions, g.slot, valid)
-        tokens = record_token(logits, spec, buffers, generator, False, live)
-        positions = positions + 1
-        g.slot += 1
-        steps += 1
-    return steps
-
-
 @contextlib.contextmanager
 def _device_rng_seeded(device: torch.device, seed: int | None) -> Iterator[None]:
     """Seed ``device``'s default CUDA generator for the block and restore its state after."""
@@ -299,7 +128,7 @@ class GenerationRunner:
         # rollouts; evaluation's last batch) are filled up to them: decoding the filler rows
         # costs less than compiling and capturing a step for each row count.
         self.fill_rows = self.use_graphs if fill_rows is None else fill_rows
-        self._graph: _DecodeGraph | None = None
+        self._graph: DecodeGraph | None = None
         self._weights_key: tuple[int, ...] = ()
         # The widest prompt a run will sample (0: unknown): the first cache is made that wide,
         # so a wider prompt bucket later in the run never compiles and captures a new step.
@@ -320,7 +149,7 @@ class GenerationRunner:
 
     def _decode_graph(
         self, rows: int, length: int, dtype: torch.dtype, sampling: SamplingSpec
-    ) -> _DecodeGraph:
+    ) -> DecodeGraph:
         weights_key = tuple(p.data_ptr() for p in self.model.parameters())
         g = self._graph
         if (
@@ -337,7 +166,7 @@ class GenerationRunner:
             cache = StaticKVCache(
                 s.num_layers, rows, s.kv_heads, length, s.head_dim, dtype, self.device
             )
-            self._graph = _DecodeGraph(
+            self._graph = DecodeGraph(
                 self.decoder, cache, self.use_graphs, self.compile_step, sampling
             )
             self._weights_key = weights_key
@@ -353,15 +182,16 @@ class GenerationRunner:
     def generate(
         self,
         prompts: Sequence[Sequence[int]],
+        sampling: SamplingSettings,
         *,
-        max_new_tokens: int,
-        temperature: float,
-        top_p: float,
         eos_ids: Sequence[int],
         pad_id: int,
         seed: int | None = None,
     ) -> Generation:
-        """Sample one completion per prompt in ``prompts`` (token ids; repeats share a prefill)."""
+        """Sample one completion per prompt in ``prompts`` (token ids; repeats share a prefill)
+        with ``sampling``'s temperature, top-p and length; ``seed`` seeds this call (a caller
+        that splits a request into calls offsets the request's seed for each), None: unseeded.
+        """
         if not prompts:
             return Generation([], torch.zeros(0, 0, dtype=torch.long), torch.zeros(0, 0), [])
         if any(len(p) == 0 for p in prompts):
@@ -373,14 +203,14 @@ class GenerationRunner:
         was_training = self.model.training
         self.model.eval()  # no dropout while sampling
         try:
-            out = self._generate(
-                prompts, max_new_tokens, temperature, top_p, list(eos_ids), pad_id, seed
-            )
+            out = self._generate(prompts, SamplingSpec.of(sampling, pad_id, eos_ids), seed)
         finally:
             self.model.train(was_training)
         return out.first(n) if fill > 0 else out
 
-    def _generate(self, prompts, max_new_tokens, temperature, top_p, eos_ids, pad_id, seed):
+    def _generate(
+        self, prompts: Sequence[Sequence[int]], spec: SamplingSpec, seed: int | None
+    ) -> Generation:
         device = self.device
         distinct, sources = distinct_prompts(prompts)
         width = bucket(max(self.prompt_width, *(len(p) for p in distinct)))
@@ -388,15 +218,13 @@ class GenerationRunner:
         old = self._graph
         if old is not None and old.cache.num_rows == len(prompts):
             # A narrower prompt bucket reuses the wider cache (and its compiled graph).
-            width = max(width, old.cache.max_len - max_new_tokens)
-        # The end ids as a set (sorted): callers that list them in another order share a graph.
-        spec = SamplingSpec(temperature, top_p, pad_id, tuple(sorted(set(eos_ids))), max_new_tokens)
-        g = self._decode_graph(len(prompts), width + max_new_tokens, dtype, spec)
+            width = max(width, old.cache.max_len - spec.max_new_tokens)
+        g = self._decode_graph(len(prompts), width + spec.max_new_tokens, dtype, spec)
         if self.decoder.weights is not None:
             self.decoder.weights.refresh()  # the optimizer has changed the weights since
         buffers = g.buffers
         buffers.reset()
-        seeded = seed is not None and temperature > 0
+        seeded = seed is not None and spec.temperature > 0
         # A captured step draws from the device's default generator (the only one a graph
         # replays), seeded for this call and restored after; without a graph, a generator.
         generator = None
@@ -433,7 +261,7 @@ class GenerationRunner:
         g.positions.copy_(torch.tensor([len(p) for p in prompts], device=device))
         g.slot.fill_(width)
         if g.graph is None and g.compiled is None:
-            return self._collect(buffers, _decode_live_rows(g, spec, generator))
+            return self._collect(buffers, decode_live_rows(g, spec, generator))
         steps = 1
         while steps < spec.max_new_tokens:
             if steps % FINISH_CHECK_EVERY == 0 and bool(buffers.done.all()):
@@ -446,7 +274,7 @@ class GenerationRunner:
         return self._collect(buffers, steps)
 
     @staticmethod
-    def _collect(buffers: _TokenBuffers, steps: int) -> Generation:
+    def _collect(buffers: TokenBuffers, steps: int) -> Generation:
         """Cut each row after its first end-of-sequence token (found on the device: one copy
         of the tokens and their lengths to the host, no per-token Python)."""
         tokens, logprobs = buffers.out_tokens[:, :steps], buffers.out_logprobs[:, :steps]

@@ -11,6 +11,8 @@ import torch
 
 from engine.data.prompts import Prompt, adds_special_tokens, render_prompt
 from engine.generation.runner import GenerationRunner
+from engine.generation.settings import SamplingSettings
+from engine.generation.token_step import SamplingSpec
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +61,6 @@ def stop_token_ids(model: Any, tokenizer: Any) -> set[int]:
     return ids
 
 
-@torch.no_grad()
 def sample_completions(
     model: Any,
     tokenizer: Any,
@@ -72,26 +73,40 @@ def sample_completions(
     batch_size: int = 64,
     runner: GenerationRunner | None = None,
 ) -> list[GeneratedSample]:
-    """Sample ``num_samples`` completions for each prompt, batched, left-padded.
+    """:func:`sample` with the settings given as keywords (checked as :class:`SamplingSettings`
+    checks them: ``ConfigError``, a ``ValueError``, naming the knob)."""
+    settings = SamplingSettings(
+        temperature=temperature,
+        top_p=top_p,
+        max_new_tokens=max_new_tokens,
+        num_samples=num_samples,
+        seed=seed,
+    )
+    return sample(model, tokenizer, prompts, settings, batch_size=batch_size, runner=runner)
+
+
+@torch.no_grad()
+def sample(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[Prompt],
+    settings: SamplingSettings,
+    *,
+    batch_size: int = 64,
+    runner: GenerationRunner | None = None,
+) -> list[GeneratedSample]:
+    """Sample ``settings.num_samples`` completions for each prompt, batched, left-padded.
 
     With a ``runner`` (see :mod:`engine.generation`) the static-cache sampler replaces
     transformers' ``generate``: each prompt is prefilled once for its samples, and the samples
     carry their log-probabilities.
 
-    Reproducible: the same model, prompts and arguments give the same samples (the torch RNG is
-    seeded inside a forked RNG state, so the caller's RNG is untouched). ``temperature == 0``
-    decodes greedily. Results are ordered by (prompt_index, sample_index). Generation uses
-    torch's intra-op threads as they are set, as TRL's trainers do, so PPO and GRPO sample at
-    the same speed.
+    Reproducible: the same model, prompts and settings give the same samples (the torch RNG is
+    seeded with ``settings.seed`` inside a forked RNG state, so the caller's RNG is untouched).
+    ``temperature == 0`` decodes greedily. Results
+    are ordered by (prompt_index, sample_index). Generation uses torch's intra-op threads as
+    they are set, as TRL's trainers do, so PPO and GRPO sample at the same speed.
     """
-    if num_samples < 1:
-        raise ValueError(f"num_samples must be >= 1, got {num_samples}")
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}")
-    if not 0.0 < top_p <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-    if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if not prompts:
@@ -103,31 +118,32 @@ def sample_completions(
         pad_id = tokenizer.eos_token_id
     eos_ids = stop_token_ids(model, tokenizer)
     encoded = encode_prompts(tokenizer, prompts)
-    jobs = [(i, j) for i in range(len(prompts)) for j in range(num_samples)]
+    jobs = [(i, j) for i in range(len(prompts)) for j in range(settings.num_samples)]
+    seed = settings.seed
     if runner is not None:
         return _sample_with_runner(
             runner,
             tokenizer,
             encoded,
             jobs,
-            temperature,
-            top_p,
-            max_new_tokens,
-            seed,
-            batch_size,
-            eos_ids,
-            pad_id,
+            sampling=settings,
+            seed=seed,
+            batch_size=batch_size,
+            eos_ids=eos_ids,
+            pad_id=pad_id,
         )
 
     gen_kwargs: dict[str, Any] = {
-        "max_new_tokens": max_new_tokens,
+        "max_new_tokens": settings.max_new_tokens,
         "pad_token_id": pad_id,
         "eos_token_id": sorted(eos_ids) if eos_ids else None,
     }
-    if temperature == 0:
+    if settings.greedy:
         gen_kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
     else:
-        gen_kwargs.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+        gen_kwargs.update(
+            do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=0
+        )
 
     was_training = model.training
     model.eval()
@@ -172,22 +188,21 @@ def _sample_with_runner(
     tokenizer: Any,
     encoded: list[list[int]],
     jobs: list[tuple[int, int]],
-    temperature: float,
-    top_p: float,
-    max_new_tokens: int,
+    *,
+    sampling: SamplingSettings,
     seed: int,
     batch_size: int,
     eos_ids: set[int],
     pad_id: int,
 ) -> list[GeneratedSample]:
+    """The ``jobs`` (prompt, sample) in batches of ``batch_size`` on ``runner``; batch ``b``
+    seeded ``seed + its first job's index``."""
     results = []
     for start in range(0, len(jobs), batch_size):
         batch = jobs[start : start + batch_size]
         out = runner.generate(
             [encoded[i] for i, _ in batch],
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
+            sampling,
             eos_ids=sorted(eos_ids),
             pad_id=pad_id,
             seed=seed + start,
@@ -204,23 +219,21 @@ def sample_on_captured_graph(
     runner: GenerationRunner,
     tokenizer: Any,
     prompts: Sequence[Prompt],
-    temperature: float,
-    top_p: float,
-    max_new_tokens: int,
-    seed: int = 0,
+    sampling: SamplingSettings,
 ) -> list[GeneratedSample] | None:
     """One completion per prompt from the graph the runner kept from its last call (a run's
     rollouts), in batches of its rows (the runner fills a smaller last batch up); None when the
     runner has no graph or samples differently (temperature, top-p, length), so sampling here
     would compile and capture a second step and evict the rollouts' one.
 
-    The graph's end and padding ids are used, those of the rollouts it was captured for.
+    The graph's end and padding ids are used, those of the rollouts it was captured for;
+    ``sampling.num_samples`` is not read (one each).
     """
     kept = runner.captured
     if kept is None:
         return None
     rows, spec = kept
-    if (spec.temperature, spec.top_p, spec.max_new_tokens) != (temperature, top_p, max_new_tokens):
+    if SamplingSpec.of(sampling, spec.pad_id, spec.eos_ids) != spec:
         return None
     jobs = [(i, 0) for i in range(len(prompts))]
     encoded = encode_prompts(tokenizer, prompts)
@@ -229,11 +242,9 @@ def sample_on_captured_graph(
         tokenizer,
         encoded,
         jobs,
-        temperature,
-        top_p,
-        max_new_tokens,
-        seed,
-        rows,
-        set(spec.eos_ids),
-        spec.pad_id,
+        sampling=sampling,
+        seed=sampling.seed,
+        batch_size=rows,
+        eos_ids=set(spec.eos_ids),
+        pad_id=spec.pad_id,
     )

@@ -95,7 +95,7 @@ def sample_tool_rollouts(
             temperature=temperature,
             top_p=top_p,
             max_new_tokens=room,
-            seed=seed + 1000 * round_,
+            seed=(seed + 1000 * round_) % 2**31,  # a seed in the sampler's range
             batch_size=batch_size,
         )
         going = []

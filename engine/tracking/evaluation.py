@@ -15,11 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.generation.runner import GenerationRunner
-from engine.generation.sampling import (
-    GeneratedSample,
-    sample_completions,
-    sample_on_captured_graph,
-)
+from engine.generation.sampling import GeneratedSample, sample, sample_on_captured_graph
+from engine.generation.settings import SamplingSettings
 
 logger = logging.getLogger(__name__)
 
@@ -153,23 +150,18 @@ def evaluate(
         raise ValueError("rows must not be empty")
 
     prompts = [r["prompt"] for r in rows]
+    settings = SamplingSettings(
+        temperature=temperature,
+        top_p=top_p,
+        max_new_tokens=max_new_tokens,
+        num_samples=num_samples,
+        seed=seed,
+    )
     samples = None
     if runner is not None and num_samples == 1:
-        samples = sample_on_captured_graph(
-            runner, tokenizer, prompts, temperature, top_p, max_new_tokens, seed
-        )
+        samples = sample_on_captured_graph(runner, tokenizer, prompts, settings)
     if samples is None:
-        samples = _sample_eagerly(
-            model,
-            tokenizer,
-            prompts,
-            num_samples,
-            temperature,
-            top_p,
-            max_new_tokens,
-            seed,
-            batch_size,
-        )
+        samples = _sample_eagerly(model, tokenizer, prompts, settings, batch_size)
     golds = [rows[s.prompt_index].get("answer") for s in samples]
     correct, strict = score_texts([s.text for s in samples], golds)
     records = []
@@ -210,7 +202,11 @@ def evaluate(
 
 
 def _sample_eagerly(
-    model, tokenizer, prompts, num_samples, temperature, top_p, max_new_tokens, seed, batch_size
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[Any],
+    settings: SamplingSettings,
+    batch_size: int,
 ) -> list[GeneratedSample]:
     """transformers' ``generate``, eager, never compiled: on a GPU the run's decoder layers are
     compiled for training (engine.trainers.compiled_layers), and ``generate`` calls them with a
@@ -220,14 +216,4 @@ def _sample_eagerly(
     import torch
 
     with torch.compiler.set_stance("force_eager"):
-        return sample_completions(
-            model,
-            tokenizer,
-            prompts,
-            num_samples=num_samples,
-            temperature=temperature,
-            top_p=top_p,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
-            batch_size=batch_size,
-        )
+        return sample(model, tokenizer, prompts, settings, batch_size=batch_size)

@@ -1,4 +1,4 @@
-"""The static-cache sampler on CPU: backend choice, sampler statistics, the runner against
+"""The static-cache sampler on CPU: backend choice, the runner against
 transformers' generate (greedy tokens, early stop, LoRA), and the log-prob gap it reports."""
 
 from __future__ import annotations
@@ -14,18 +14,20 @@ from engine.fields import ConfigError
 from engine.generation import make_runner
 from engine.generation.backend import resolve_backend, vllm_installed
 from engine.generation.runner import GenerationRunner, distinct_prompts
-from engine.generation.sampler import nucleus_filter, sample_tokens
 from engine.generation.sampling import (
     encode_prompts,
     sample_completions,
     sample_on_captured_graph,
 )
+from engine.generation.settings import SamplingSettings
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import ModelSpec
 from engine.tasks import builtin_task
 from engine.tracking.evaluation import evaluate
 from engine.trainers.ppo.formulas import logprobs_from_logits
 from tests.tiny_models import TINY_SHAPE
+
+GREEDY_12 = SamplingSettings(temperature=0, max_new_tokens=12)
 
 
 @pytest.fixture(scope="module")
@@ -70,37 +72,6 @@ def test_make_runner_follows_the_backend_and_skips_unsupported_models(default_mo
     assert "model type 'gpt2'" in caplog.text
 
 
-# ---- sampler --------------------------------------------------------------------------------
-def test_temperature_sampling_matches_the_softmax_frequencies():
-    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0, 0.5]]).repeat(40_000, 1)
-    gen = torch.Generator().manual_seed(0)
-    tokens, logprobs = sample_tokens(logits, 0.7, 1.0, gen)
-    expected = torch.softmax(logits[0] / 0.7, dim=-1)
-    freq = torch.bincount(tokens, minlength=5).double() / len(tokens)
-    assert torch.allclose(freq, expected.double(), atol=0.01)
-    torch.testing.assert_close(logprobs, expected.log()[tokens])
-
-
-def test_top_p_keeps_the_smallest_nucleus_and_renormalises():
-    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]])).repeat(40_000, 1)
-    kept = nucleus_filter(torch.softmax(logits[:1], -1), 0.75)
-    assert kept[0].tolist() == pytest.approx([0.5, 0.3, 0.0, 0.0])
-    tokens, _ = sample_tokens(logits, 1.0, 0.75, torch.Generator().manual_seed(1))
-    freq = torch.bincount(tokens, minlength=4).double() / len(tokens)
-    assert freq[2:].sum() == 0
-    assert freq[0].item() == pytest.approx(0.5 / 0.8, abs=0.01)
-    # a nucleus smaller than the top token still keeps it
-    tokens, _ = sample_tokens(logits[:100], 1.0, 0.1, torch.Generator().manual_seed(2))
-    assert tokens.eq(0).all()
-
-
-def test_greedy_takes_the_argmax_with_temperature_one_logprobs():
-    logits = torch.randn(6, 11)
-    tokens, logprobs = sample_tokens(logits, 0.0)
-    assert tokens.tolist() == logits.argmax(-1).tolist()
-    torch.testing.assert_close(logprobs, torch.log_softmax(logits, -1).max(-1).values)
-
-
 # ---- runner ---------------------------------------------------------------------------------
 def test_distinct_prompts_keep_first_seen_order():
     assert distinct_prompts([[1, 2], [1, 2], [3], [1, 2], [3]]) == ([[1, 2], [3]], [0, 0, 1, 0, 1])
@@ -114,9 +85,7 @@ def test_greedy_tokens_equal_transformers_generate(default_model, prompt_ids):
     # each prompt twice: one prefill serves both rows of its group
     out = runner.generate(
         [p for p in prompt_ids for _ in range(2)],
-        max_new_tokens=80,
-        temperature=0,
-        top_p=1.0,
+        SamplingSettings(temperature=0, max_new_tokens=80),
         eos_ids=[tok.eos_token_id],
         pad_id=tok.pad_token_id,
     )
@@ -131,9 +100,7 @@ def test_sampler_logprobs_equal_a_full_forward(default_model, prompt_ids):
     prompts = prompt_ids * 2
     out = GenerationRunner(model).generate(
         prompts,
-        max_new_tokens=80,
-        temperature=0.8,
-        top_p=1.0,
+        SamplingSettings(temperature=0.8, max_new_tokens=80),
         eos_ids=[tok.eos_token_id],
         pad_id=tok.pad_token_id,
         seed=3,
@@ -156,9 +123,7 @@ def test_stops_once_every_row_has_finished(default_model, prompt_ids):
     runner.decoder.decode = lambda *a: calls.append(len(a[1])) or decode(*a)  # its rows
     out = runner.generate(
         prompt_ids,
-        max_new_tokens=400,
-        temperature=0,
-        top_p=1.0,
+        SamplingSettings(temperature=0, max_new_tokens=400),
         eos_ids=[tok.eos_token_id],
         pad_id=tok.pad_token_id,
     )
@@ -174,10 +139,11 @@ def test_stops_once_every_row_has_finished(default_model, prompt_ids):
 def test_seeded_sampling_is_reproducible(default_model, prompt_ids):
     model, tok = default_model
     runner = GenerationRunner(model)
-    kwargs = dict(max_new_tokens=30, temperature=1.0, top_p=0.9, eos_ids=[tok.eos_token_id])
-    a = runner.generate(prompt_ids * 3, pad_id=tok.pad_token_id, seed=5, **kwargs)
-    b = runner.generate(prompt_ids * 3, pad_id=tok.pad_token_id, seed=5, **kwargs)
-    c = runner.generate(prompt_ids * 3, pad_id=tok.pad_token_id, seed=6, **kwargs)
+    settings = SamplingSettings(temperature=1.0, top_p=0.9, max_new_tokens=30)
+    kwargs = dict(eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id)
+    a = runner.generate(prompt_ids * 3, settings, seed=5, **kwargs)
+    b = runner.generate(prompt_ids * 3, settings, seed=5, **kwargs)
+    c = runner.generate(prompt_ids * 3, settings, seed=6, **kwargs)
     assert a.completion_ids == b.completion_ids != c.completion_ids
 
 
@@ -198,9 +164,7 @@ def test_other_layouts_and_lora_match_generate(arch):
     runner = GenerationRunner(model)
 
     def check():
-        out = runner.generate(
-            prompts, max_new_tokens=12, temperature=0, top_p=1.0, eos_ids=[], pad_id=0
-        )
+        out = runner.generate(prompts, GREEDY_12, eos_ids=[], pad_id=0)
         for p, c in zip(prompts, out.completion_ids, strict=True):
             ref = model.generate(
                 input_ids=torch.tensor([p]), max_new_tokens=12, do_sample=False, eos_token_id=None
@@ -235,12 +199,13 @@ def test_a_narrower_prompt_bucket_reuses_the_wider_cache():
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)).eval()
     runner = GenerationRunner(model)
-    kwargs = dict(max_new_tokens=6, temperature=0, top_p=1.0, eos_ids=[], pad_id=0)
+    greedy = SamplingSettings(temperature=0, max_new_tokens=6)
+    kwargs = dict(eos_ids=[], pad_id=0)
     long = [[2 + i % 60 for i in range(70)], list(range(3, 40))]  # a 128-token bucket
-    runner.generate(long, **kwargs)
+    runner.generate(long, greedy, **kwargs)
     graph = runner._graph
     short = [[5, 6, 7], [9, 10]]
-    out = runner.generate(short, **kwargs)
+    out = runner.generate(short, greedy, **kwargs)
     assert runner._graph is graph and graph.cache.max_len == 128 + 6
     for p, c in zip(short, out.completion_ids, strict=True):
         ref = model.generate(input_ids=torch.tensor([p]), max_new_tokens=6, do_sample=False)
@@ -254,11 +219,12 @@ def test_the_runs_longest_prompt_sizes_the_first_cache():
     model = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)).eval()
     runner = GenerationRunner(model)
     runner.prompt_width = 70
-    kwargs = dict(max_new_tokens=6, temperature=0, top_p=1.0, eos_ids=[], pad_id=0)
-    runner.generate([[5, 6, 7], [9, 10]], **kwargs)
+    greedy = SamplingSettings(temperature=0, max_new_tokens=6)
+    kwargs = dict(eos_ids=[], pad_id=0)
+    runner.generate([[5, 6, 7], [9, 10]], greedy, **kwargs)
     graph = runner._graph
     assert graph.cache.max_len == 128 + 6
-    out = runner.generate([[2 + i % 60 for i in range(70)], [3, 4]], **kwargs)
+    out = runner.generate([[2 + i % 60 for i in range(70)], [3, 4]], greedy, **kwargs)
     assert runner._graph is graph
     ref = model.generate(input_ids=torch.tensor([[3, 4]]), max_new_tokens=6, do_sample=False)
     assert out.completion_ids[1] == ref[0, 2:].tolist()
@@ -270,11 +236,12 @@ def test_fewer_rows_than_the_kept_graph_fill_it_up():
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)).eval()
     runner = GenerationRunner(model, fill_rows=True)
-    kwargs = dict(max_new_tokens=5, temperature=0, top_p=1.0, eos_ids=[], pad_id=0)
-    runner.generate([[3, 4, 5], [6, 7], [8, 9, 10], [11]], **kwargs)
+    greedy = SamplingSettings(temperature=0, max_new_tokens=5)
+    kwargs = dict(eos_ids=[], pad_id=0)
+    runner.generate([[3, 4, 5], [6, 7], [8, 9, 10], [11]], greedy, **kwargs)
     graph = runner._graph
     turn = [[3, 4, 5, 12, 13, 14], [8, 9]]
-    out = runner.generate(turn, **kwargs)
+    out = runner.generate(turn, greedy, **kwargs)
     assert runner._graph is graph and len(out.completion_ids) == 2
     assert out.token_rows.shape[0] == out.logprob_rows.shape[0] == len(out.truncated) == 2
     for p, c in zip(turn, out.completion_ids, strict=True):
@@ -289,187 +256,26 @@ def test_held_out_prompts_sample_on_the_rollouts_graph(default_model):
     model, tok = default_model
     rows = builtin_task().eval_rows(5)
     runner = GenerationRunner(model, fill_rows=True)  # as on a GPU, where graphs are captured
-    assert sample_on_captured_graph(runner, tok, ["x"], 0.9, 1.0, 12) is None  # no rollout yet
+    settings = SamplingSettings(temperature=0.9, max_new_tokens=12, seed=3)
+    assert sample_on_captured_graph(runner, tok, ["x"], settings) is None  # no rollout yet
     rollout = encode_prompts(tok, [r["prompt"] for r in rows[:2]]) * 2  # 4 rows, like G=2
     runner.generate(
         rollout,
-        max_new_tokens=12,
-        temperature=0.9,
-        top_p=1.0,
+        settings,
         eos_ids=[tok.eos_token_id],
         pad_id=tok.pad_token_id,
     )
     graph = runner._graph
-    samples = sample_on_captured_graph(
-        runner, tok, [r["prompt"] for r in rows], 0.9, 1.0, 12, seed=3
-    )
+    samples = sample_on_captured_graph(runner, tok, [r["prompt"] for r in rows], settings)
     assert runner._graph is graph
     assert [s.prompt_index for s in samples] == [0, 1, 2, 3, 4]
     for s in samples:
         assert s.text == tok.decode(s.token_ids, skip_special_tokens=True)
         assert len(s.logprobs) == len(s.token_ids)
-    assert sample_on_captured_graph(runner, tok, ["x"], 0.5, 1.0, 12) is None  # other sampling
+    other = SamplingSettings(temperature=0.5, max_new_tokens=12)
+    assert sample_on_captured_graph(runner, tok, ["x"], other) is None  # other sampling
     report = evaluate(model, tok, rows, temperature=0.9, max_new_tokens=12, seed=3, runner=runner)
     assert [r["text"] for r in report.samples] == [s.text for s in samples]
-
-
-def test_the_fused_sampler_math_draws_what_the_unfused_race_draws():
-    from engine.generation.sampler import _race, exponential_race
-
-    logits = torch.randn(64, 50)
-    probs = torch.softmax(logits / 0.7, dim=-1)
-    unfused = exponential_race(probs, torch.Generator().manual_seed(4))
-    race = torch.empty(64, 50).exponential_(1.0, generator=torch.Generator().manual_seed(4))
-    tokens, logprobs = _race(logits, race, 0.7)
-    assert torch.equal(tokens, unfused)
-    torch.testing.assert_close(logprobs, probs.log().gather(-1, tokens[:, None])[:, 0])
-
-
-@pytest.mark.parametrize("draw", ["inverse_cdf", "exponential_race"])
-def test_each_draw_follows_unnormalised_probabilities_and_never_picks_a_zero(draw):
-    from engine.generation import sampler
-
-    # A nucleus cut leaves zeros anywhere and a mass below 1; the first and last tokens are 0.
-    weights = torch.tensor([0.0, 0.2, 0.0, 0.1, 0.3, 0.0, 0.0])
-    tokens = getattr(sampler, draw)(weights.repeat(60_000, 1), torch.Generator().manual_seed(5))
-    freq = torch.bincount(tokens, minlength=7).double() / len(tokens)
-    assert freq[weights == 0].sum() == 0
-    assert torch.allclose(freq, (weights / weights.sum()).double(), atol=0.01)
-    one = torch.zeros(3, 9)
-    one[:, 8] = 1e-30  # all the mass on the last token, however small
-    assert getattr(sampler, draw)(one, None).tolist() == [8, 8, 8]
-
-
-# ---- the decode step's own pieces -----------------------------------------------------------
-def test_decode_attention_products_equal_torch_attention():
-    from engine.generation.decoder import decode_attention
-
-    torch.manual_seed(0)
-    q, keys, values = torch.randn(3, 2, 7, 16), torch.randn(3, 2, 20, 16), torch.randn(3, 2, 20, 16)
-    valid = torch.rand(3, 20) > 0.4
-    valid[:, 0] = True  # every row sees at least one position, as a prompt guarantees
-    valid[:, 15:] = False  # nothing written past the slot
-    ours = decode_attention(q, keys, values, valid, torch.tensor([14]), 0.25)
-    reference = torch.nn.functional.scaled_dot_product_attention(
-        q, keys, values, attn_mask=valid[:, None, None, :], scale=0.25
-    )
-    torch.testing.assert_close(ours, reference, atol=1e-5, rtol=1e-5)
-
-
-def _qwen2_with_lora(targets):
-    from peft import LoraConfig, get_peft_model
-
-    torch.manual_seed(0)
-    base = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE, eos_token_id=1, pad_token_id=0))
-    model = get_peft_model(base, LoraConfig(r=4, target_modules=targets))
-    with torch.no_grad():  # a trained adapter: B is zero at init
-        for name, param in model.named_parameters():
-            if "lora_B" in name:
-                param.normal_(0, 0.05)
-    return model.eval()
-
-
-@pytest.mark.parametrize("targets", ["all-linear", ["q_proj", "up_proj"]])
-def test_merged_decode_weights_give_the_logits_of_the_modules(targets):
-    """q/k/v and gate/up as one matrix each, LoRA merged in: the same prefill and decode steps,
-    also after the weights change in place (an optimizer step) and the copies are refreshed."""
-    from engine.generation.cache import StaticKVCache
-    from engine.generation.decode_weights import build_decode_weights
-    from engine.generation.decoder import StaticDecoder
-
-    model = _qwen2_with_lora(targets)
-    decoder = StaticDecoder(model)
-    s = decoder.shape
-    weights = build_decode_weights(decoder.body.layers)
-    assert weights is not None and weights.extra_bytes() > 0
-
-    def step(merged):
-        decoder.weights = weights if merged else None
-        cache = StaticKVCache(s.num_layers, 2, s.kv_heads, 8, s.head_dim, torch.float32, "cpu")
-        prompts = torch.tensor([[0, 3, 7, 2], [4, 6, 1, 8]])  # the first left-padded by one
-        valid = torch.tensor([[False, True, True, True], [True, True, True, True]])
-        rows = torch.tensor([0, 1])
-        cached = torch.zeros(2, 8, dtype=torch.bool)
-        cached[:, :4] = valid
-        tokens, positions = torch.tensor([5, 9]), torch.tensor([3, 4])
-        with torch.no_grad():
-            prefilled = decoder.prefill(cache, prompts, valid, rows, rows)
-            first = decoder.decode(cache, tokens, positions, torch.tensor([4]), cached)
-            second = decoder.decode(cache, tokens + 1, positions + 1, torch.tensor([5]), cached)
-        return torch.stack([prefilled, first, second])
-
-    torch.testing.assert_close(step(True), step(False), atol=1e-5, rtol=1e-4)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "lora_A" in name or "q_proj.base_layer.bias" in name:
-                param.add_(torch.randn_like(param) * 0.1)
-    stale = step(True)
-    weights.refresh()
-    torch.testing.assert_close(step(True), step(False), atol=1e-5, rtol=1e-4)
-    for read_the_copies, fresh in zip(stale, step(False), strict=True):  # prefill, decodes
-        assert not torch.allclose(read_the_copies, fresh, atol=1e-4)
-
-
-@pytest.mark.parametrize("batched", [True, False])
-def test_a_refresh_writes_each_modules_merged_weights(batched, monkeypatch):
-    """Either refresh (batched: base weights copied at once, like adapters' B @ A in a batched
-    product, groups split in chunks; or module by module) writes what merging each module
-    writes: a bf16 model with float32 adapters, one projection with two active adapters, after
-    the weights change and after an adapter is merged into its base."""
-    from peft import LoraConfig, get_peft_model
-
-    from engine.generation import decode_weights
-    from engine.generation.decode_weights import _effective, build_decode_weights
-
-    monkeypatch.setattr(decode_weights, "DELTA_CHUNK_BYTES", 9000)  # groups in several chunks
-    torch.manual_seed(0)
-    base = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)).to(torch.bfloat16)
-    model = get_peft_model(base, LoraConfig(r=4, target_modules="all-linear"))
-    model.add_adapter("second", LoraConfig(r=2, target_modules=["q_proj"]))
-    layers = model.get_base_model().model.layers
-    layers[0].self_attn.q_proj.set_adapter(["default", "second"])
-    weights = build_decode_weights(layers, batched=batched)
-    assert weights is not None and weights.batched is batched
-
-    def expected_and_copied():
-        for copies in weights.layers:
-            for projection in copies.projections():
-                if projection.copied:
-                    merged = [_effective(m)[0] for m in projection.modules]
-                    yield torch.cat(merged), projection.weight
-
-    def change_every_weight():
-        with torch.no_grad():
-            for param in model.parameters():
-                param.add_(torch.randn_like(param) * 0.05)
-
-    change_every_weight()
-    weights.refresh()
-    for expected, copied in expected_and_copied():
-        torch.testing.assert_close(copied, expected, atol=0, rtol=2**-7)  # a bf16 rounding
-    layers[1].mlp.up_proj.merge()  # its base now holds the adapter: added once, not twice
-    change_every_weight()
-    weights.refresh()
-    for expected, copied in expected_and_copied():
-        torch.testing.assert_close(copied, expected, atol=0, rtol=2**-7)
-
-
-def test_decode_weights_are_not_built_where_they_do_not_apply(monkeypatch):
-    from peft import LoraConfig, get_peft_model
-
-    from engine.generation import decode_weights
-    from engine.generation.decode_weights import build_decode_weights
-
-    torch.manual_seed(0)
-    plain = Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE))
-    assert build_decode_weights(plain.model.layers) is not None
-    dora = get_peft_model(
-        Qwen2ForCausalLM(Qwen2Config(**TINY_SHAPE)),
-        LoraConfig(r=4, target_modules=["v_proj"], use_dora=True),
-    )
-    assert build_decode_weights(dora.get_base_model().model.layers) is None
-    monkeypatch.setattr(decode_weights, "MAX_COPY_BYTES", 1000)
-    assert build_decode_weights(plain.model.layers) is None
 
 
 def test_sampler_rows_line_up_with_trls_completions_or_are_refused():
@@ -489,29 +295,3 @@ def test_sampler_rows_line_up_with_trls_completions_or_are_refused():
     shuffled = ids.flip(0)  # rows in another order: not the sampler's
     assert sampler_rows(sampled, shuffled, mask.flip(0)) is None
     assert sampler_rows(sampled, ids[:1], mask[:1]) is None
-
-
-@pytest.mark.parametrize(("group", "length", "first", "slot"), [(7, 130, 70, 100), (1, 64, 0, 63)])
-def test_the_decode_attention_kernel_equals_the_products(monkeypatch, group, length, first, slot):
-    """The Triton kernel in Triton's interpreter (on the CPU, float16), against the batched
-    products in float32: a whole block of left padding, a hole, nothing read past the slot."""
-    pytest.importorskip("triton")
-    from engine.generation import attention_kernel
-    from engine.generation.decoder import decode_attention
-
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    attention_kernel._kernel.cache_clear()
-    torch.manual_seed(0)
-    n, heads, dim = 2, 2, 32
-    q = torch.randn(n, heads, group, dim).half()
-    keys, values = (torch.randn(n, heads, length, dim).half() for _ in range(2))
-    valid = torch.zeros(n, length, dtype=torch.bool)
-    valid[:, first : slot + 1] = True
-    valid[0, first + 3] = False
-    keys[:, :, slot + 1 :] = float("nan")  # past the slot: must not be read
-    out = torch.full_like(q, float("nan"))
-    attention_kernel.launch(q, keys, values, valid, torch.tensor([slot]), 0.125, out)
-    attention_kernel._kernel.cache_clear()
-    k32, v32 = keys.float().nan_to_num(), values.float()
-    reference = decode_attention(q.float(), k32, v32, valid, torch.tensor([slot]), 0.125)
-    torch.testing.assert_close(out.float(), reference, atol=2e-3, rtol=2e-3)

@@ -64,9 +64,9 @@ def test_prompt_rendering_and_argument_errors(default_model, prompts):
     text = render_prompt(tok, prompts[0])
     assert text.startswith("<|system|>") and text.endswith("<|end|><|assistant|>")
     assert render_prompt(tok, "raw text") == "raw text"
-    with pytest.raises(ValueError, match="num_samples must be >= 1"):
+    with pytest.raises(ValueError, match=r"num_samples: must be a whole number in \[1, 64\]"):
         sample_completions(model, tok, prompts, num_samples=0)
-    with pytest.raises(ValueError, match="top_p must be in"):
+    with pytest.raises(ValueError, match=r"top_p: must be in \(0, 1\]"):
         sample_completions(model, tok, prompts, top_p=0)
     with pytest.raises(ValueError, match="'role' and 'content'"):
         sample_completions(model, tok, [[{"text": "hi"}]])

@@ -11,7 +11,9 @@ from fuzz_values import FUZZ_SETTINGS, HOSTILE_TEXT, JSON_LIKE, LEAVES, MAX_EXAM
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from engine.generation.playground import GenerateError, SamplingSettings, check_prompt
+from engine.fields import ConfigError
+from engine.generation.playground import GenerateError, check_prompt, check_reply_settings
+from engine.generation.settings import SamplingSettings
 from ui.api import ApiError, sampling_settings
 
 pytestmark = pytest.mark.reliability
@@ -23,10 +25,10 @@ def test_fuzz_sampling_settings(record_property):
     numbers = st.one_of(LEAVES, st.integers(-5, 5000), st.floats(-5, 5000))
 
     def check(temperature, top_p, max_new, samples, seed):
-        settings = SamplingSettings(temperature, top_p, max_new, samples, seed)
-        try:
-            settings.check(max_samples=4, max_tokens=512)
-        except GenerateError as exc:
+        try:  # the type checks its ranges when made, the request's caps after
+            settings = SamplingSettings(temperature, top_p, max_new, samples, seed)
+            check_reply_settings(settings, max_samples=4, max_tokens=512)
+        except ConfigError as exc:
             check_message(exc)
             assert exc.field in FIELDS
 

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -164,3 +165,25 @@ def test_hostile_text_is_refused_or_exported_as_inert_data(tmp_path):
 def test_the_module_name_must_be_an_identifier():
     with pytest.raises(ValueError, match="identifier"):
         export_module(SPEC, module_name='x"""\nimport os')
+
+
+def test_ruff_passes_on_the_exported_module(tmp_path, monkeypatch):
+    """The module is code ruff reads like ours (the project's lint rules and format): sources
+    inlined whole, the runtime part a real module, the spec's data laid out as ruff would."""
+    from ruff.__main__ import find_ruff_bin
+
+    from rewards.components.python_code import ALLOW_CODE_ENV
+    from tests.rewards.test_python_component import CASES_CODE, spec_of
+
+    monkeypatch.setenv(ALLOW_CODE_ENV, "1")  # a python component: its code a long string
+
+    config = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    specs = [SPEC, *PRESETS.values(), *hostile_specs(), spec_of(CASES_CODE)]
+    for i, spec in enumerate(specs):
+        (tmp_path / f"exported_{i}.py").write_text(export_module(spec), encoding="utf-8")
+    ruff = [find_ruff_bin(), "--config", str(config)]
+    for command in (["check", "--no-cache"], ["format", "--check", "--no-cache"]):
+        done = subprocess.run(
+            [*ruff, *command, str(tmp_path)], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

@@ -8,7 +8,7 @@ import zipfile
 import pytest
 import torch
 
-from engine.generation.playground import SamplingSettings
+from engine.generation.settings import SamplingSettings
 from engine.run.saved_models import BASE, FINAL
 from engine.runtime.devices import bounded_threads
 from ui import api

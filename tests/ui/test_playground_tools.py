@@ -9,7 +9,7 @@ import pytest
 
 from engine.config.agent import agent_config
 from engine.config.run_config import RunConfig
-from engine.generation.playground import SamplingSettings
+from engine.generation.settings import SamplingSettings
 from engine.run.saved_models import BASE, FINAL
 from engine.runtime.devices import bounded_threads
 from storage.sqlite.schema import RunStatus

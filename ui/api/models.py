@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from engine.fields import ConfigError, from_dict
-from engine.generation.playground import GenerateError, SamplingSettings
+from engine.generation.playground import GenerateError
+from engine.generation.settings import SamplingSettings
 from ui.access.identity import Viewer
 from ui.api.errors import ApiError
 from ui.api.runs import owned_run
@@ -36,21 +37,16 @@ def generate(
         raise ApiError(str(exc)) from None
 
 
-def sampling_settings(settings: Any) -> SamplingSettings:
-    """``settings`` (a mapping of :class:`SamplingSettings` fields, or None) read as a config
-    section is (unknown fields and types refused by name); the app's own caps are checked where
-    the run is known."""
+def sampling_settings(settings: Any) -> SamplingSettings | None:
+    """``settings`` (a mapping of :class:`SamplingSettings` fields, or None: the run's own)
+    read as a config section is, validated by the type (unknown fields, types and ranges
+    refused by name); the app's own caps are checked where the run is known."""
     if settings is None:
-        return SamplingSettings()
+        return None
     try:
-        out = from_dict(SamplingSettings, settings, "settings")
+        return from_dict(SamplingSettings, settings, "settings")
     except ConfigError as exc:
         raise ApiError(str(exc)) from None
-    try:
-        out.check()
-    except GenerateError as exc:
-        raise ApiError(f"settings.{exc}") from None
-    return out
 
 
 def export_model(

@@ -12,26 +12,25 @@ from __future__ import annotations
 
 import html
 import logging
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from engine.config.run_config import RunConfig
 from engine.fields import ConfigError
 from engine.generation.playground import (
+    MAX_NEW_TOKENS,
     GenerateError,
-    SamplingSettings,
     chat_prompt,
     check_prompt,
-    generate_replies,
-    stream_replies,
+    check_reply_settings,
 )
+from engine.generation.settings import SamplingSettings
+from engine.interactive.loaded_models import LoadedRunModels
+from engine.interactive.replies import finished_replies, reply_stream, side_by_side
 from engine.models.loading import ModelLoadError
-from engine.run.saved_models import RunModelError, load_run_model, run_models
-from engine.runtime.devices import bounded_threads
+from engine.run.saved_models import RunModelError, run_models
 from rewards.composer import ScoredSample, score
 from rewards.spec import RewardSpec
 from rewards.verification.deadline import call_deadline
@@ -41,7 +40,6 @@ from storage.runs import RunInfo
 from ui.access.identity import Viewer
 from ui.design.tab import TRACE_HEADERS
 from ui.playground.reads import RunReadCache, RunReads
-from ui.playground.tool_replies import tool_replies
 from ui.preview.generate import CUSTOM, PreviewError, preview_thread_count, resolve_model
 from ui.runs.actions import RunActionError, owned_run
 from ui.shared.context import AppContext
@@ -49,9 +47,6 @@ from ui.shared.conversation_view import completion_view
 from ui.shared.trace_view import fmt
 
 logger = logging.getLogger(__name__)
-
-#: Run models kept loaded (two sides).
-KEEP_LOADED = 2
 
 
 class PlaygroundError(ValueError):
@@ -67,32 +62,11 @@ class Side:
     custom: str = ""
 
 
-class LoadedModels:
-    """The run models the Playground has loaded, newest kept (a folder that changed since
-    loads again)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._models: dict[tuple, tuple[Any, Any]] = {}
-
-    def get(self, run: RunReads, key: str) -> tuple[Any, Any]:
-        folder = run.run_dir / key
-        stamp = folder.stat().st_mtime_ns if folder.exists() else 0
-        cache_key = (str(run.run_dir), key, stamp)
-        with self._lock:
-            if cache_key not in self._models:
-                model, tokenizer, _ = load_run_model(run.run_dir, key, config=run.config)
-                while len(self._models) >= KEEP_LOADED:
-                    self._models.pop(next(iter(self._models)))
-                self._models[cache_key] = (model, tokenizer)
-            return self._models[cache_key]
-
-
 @dataclass
 class PlaygroundCache:
     """What the Playground keeps between requests: loaded run models and runs' reads."""
 
-    models: LoadedModels = field(default_factory=LoadedModels)
+    models: LoadedRunModels = field(default_factory=LoadedRunModels)
     runs: RunReadCache = field(default_factory=RunReadCache)
 
 
@@ -181,12 +155,21 @@ def scoring_spec(
 def check_settings(ctx: AppContext, settings: SamplingSettings) -> None:
     """Bounded work: a public app's preview caps bound samples and new tokens here too."""
     try:
-        settings.check(
+        check_reply_settings(
+            settings,
             max_samples=ctx.demo.max_preview_samples,
             max_tokens=ctx.demo.sizes.get("generation.max_completion_length"),
         )
     except GenerateError as exc:
         raise PlaygroundError(str(exc)) from None
+
+
+def run_settings(ctx: AppContext, run: RunReads) -> SamplingSettings:
+    """The sampling a request of ``run`` starts from: as many new tokens as it trained with
+    (``generation.max_completion_length``), within what one request may ask here."""
+    cap = min(MAX_NEW_TOKENS, ctx.demo.sizes.get("generation.max_completion_length") or 2**31)
+    length = run.config.generation.max_completion_length
+    return replace(SamplingSettings(), max_new_tokens=min(length, cap))
 
 
 def load_side(
@@ -206,7 +189,7 @@ def load_side(
             raise PlaygroundError(
                 f"model: the run has no model {side.key!r}; it has {', '.join(labels)}"
             )
-        model, tokenizer = cache.models.get(run, side.key)
+        model, tokenizer = cache.models.get(run.run_dir, side.key, run.config)
         return model, tokenizer, labels[side.key]
     except PreviewError as exc:
         raise PlaygroundError(f"model: {exc}") from None
@@ -214,17 +197,6 @@ def load_side(
         raise PlaygroundError(f"model: {exc.reason}") from None
     except (ModelLoadError, RunModelError, OSError) as exc:
         raise PlaygroundError(f"model: {exc}") from None
-
-
-def _tool_replies(
-    run: RunReads, model: Any, tokenizer: Any, prompt: Any, settings: SamplingSettings
-) -> list[Any]:
-    try:
-        return tool_replies(
-            model, tokenizer, prompt, settings, run.config.tools, run.config.model.name_or_path
-        )
-    except GenerateError as exc:
-        raise PlaygroundError(str(exc)) from None
 
 
 def score_replies(
@@ -265,6 +237,19 @@ def _trace_table(sample: ScoredSample) -> str:
     return f'<table class="pg-trace"><tr>{head}</tr>{rows}</table>'
 
 
+def _run_tools(run: RunReads | None) -> tuple[Any, str]:
+    """The run's tools and the model whose chat template carries their calls (none: plain)."""
+    return (None, "") if run is None else (run.config.tools, run.config.model.name_or_path)
+
+
+def _reply_stream(stream: Iterator[list[Any]]) -> Iterator[list[Any]]:
+    """``stream`` with its refusals (a tool the model cannot call) as :class:`PlaygroundError`."""
+    try:
+        yield from stream
+    except GenerateError as exc:
+        raise PlaygroundError(str(exc)) from None
+
+
 def compare_stream(
     ctx: AppContext,
     cache: PlaygroundCache,
@@ -282,22 +267,14 @@ def compare_stream(
     run = run_reads(ctx, cache, viewer, run_id) if run_id else None
     prompt = chat_prompt(prompt_text, run.system if run else None)
     loaded = [load_side(ctx, cache, run, side) for side in sides]
-    if run is not None and run.config.tools.enabled:  # replies through the run's tools
-        streams = [iter([_tool_replies(run, m, t, prompt, settings)]) for m, t, _ in loaded]
-    else:
-        streams = [stream_replies(m, t, prompt, settings) for m, t, _ in loaded]
-    current: list[list[Any]] = [[""] * settings.num_samples for _ in loaded]
-    active = [True, True]
+    streams = [
+        _reply_stream(reply_stream(m, t, prompt, settings, *_run_tools(run))) for m, t, _ in loaded
+    ]
+    current = [[""] * settings.num_samples for _ in loaded]
     deadline = ctx.demo.call_deadline()
-    with bounded_threads(preview_thread_count(ctx)):
-        while any(active) and (deadline is None or time.monotonic() < deadline):
-            for i, stream in enumerate(streams):  # take turns: both sides grow together
-                if active[i]:
-                    try:
-                        current[i] = next(stream)
-                    except StopIteration:
-                        active[i] = False
-            yield tuple(replies_html(loaded[i][2], current[i], None) for i in range(2))
+    threads = preview_thread_count(ctx)
+    for current in side_by_side(streams, settings.num_samples, threads, deadline):
+        yield tuple(replies_html(loaded[i][2], current[i], None) for i in range(2))
     if spec is not None:
         yield tuple(
             replies_html(
@@ -314,25 +291,31 @@ def generate_once(
     run_id: str | None,
     model: str,
     prompt_text: str,
-    settings: SamplingSettings,
+    settings: SamplingSettings | None = None,
 ) -> dict[str, Any]:
     """Replies of one model of the viewer's run, scored by the run's reward spec (for the
     ``/generate`` endpoint): ``model`` is ``base``, ``final``, ``checkpoint-N`` or
-    ``latest`` (final, else the newest checkpoint)."""
+    ``latest`` (final, else the newest checkpoint); ``settings`` None: the run's own."""
     check_prompt(prompt_text)
-    check_settings(ctx, settings)
     run = run_reads(ctx, cache, viewer, run_id)
+    settings = settings or run_settings(ctx, run)
+    check_settings(ctx, settings)
     if model == "latest":
         model = run_models(run.run_dir, run.config)[-1].key
     loaded, tokenizer, label = load_side(ctx, cache, run, Side(model))
     prompt = chat_prompt(prompt_text, run.system)
-    with bounded_threads(preview_thread_count(ctx)):
-        if run.config.tools.enabled:
-            replies: list[Any] = _tool_replies(run, loaded, tokenizer, prompt, settings)
-        else:
-            replies = generate_replies(
-                loaded, tokenizer, prompt, settings, deadline=ctx.demo.call_deadline()
-            )
+    try:
+        replies = finished_replies(
+            loaded,
+            tokenizer,
+            prompt,
+            settings,
+            preview_thread_count(ctx),
+            *_run_tools(run),
+            deadline=ctx.demo.call_deadline(),
+        )
+    except GenerateError as exc:
+        raise PlaygroundError(str(exc)) from None
     scored = score_replies(run.config.reward, prompt_text, replies, None)
     return {
         "model": model,

@@ -4,20 +4,23 @@ One prompt (typed, or picked from the run's data), two models (by default the ru
 model and its final one; any checkpoint of the run, or a model folder the app allows), the
 same sampling settings and seed, replies streamed token by token, then each reply scored with
 its trace by the run's own reward (as trained; the Design tab's on request), named above them.
-The work is :mod:`ui.playground.replies`'s.
+The form is carried by name (component -> value); the work is :mod:`ui.playground.replies`'s.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
-from engine.generation.playground import GenerateError, SamplingSettings
+from engine.fields import ConfigError, field_help
+from engine.generation.playground import MAX_NEW_TOKENS, MAX_SAMPLES
+from engine.generation.settings import SamplingSettings, sampling_knob
 from engine.run.saved_models import BASE, FINAL
 from rewards.completions.text import question_text
-from rewards.spec import RewardSpec
-from ui.access.identity import viewer_for
+from ui.access.identity import Viewer, viewer_for
 from ui.design.tab import DesignHandles
 from ui.playground.replies import (
     RUN_REWARD,
@@ -30,19 +33,73 @@ from ui.playground.replies import (
     model_choices,
     run_choices,
     run_reads,
+    run_settings,
     scoring_spec,
 )
 from ui.shared.context import AppContext
 from ui.shared.messages import escape, hint, warn
+from ui.shared.named_values import Updates, Values
+
+#: Label of each sampling input, in form order; its range, default and help are the
+#: SamplingSettings field's. Temperature and top-p are sliders of this step.
+SAMPLING_INPUTS = {
+    "temperature": "Temperature",
+    "top_p": "top_p",
+    "max_new_tokens": "Max new tokens",
+    "num_samples": "Samples per model",
+    "seed": "Seed",
+}
+SLIDER_STEP = 0.05
+#: The knobs that are whole numbers (gr.Number sends them as floats).
+WHOLE = {f.name for f in dataclasses.fields(SamplingSettings) if isinstance(f.default, int)}
 
 
-def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> None:
-    cache = PlaygroundCache()
-    gr.Markdown(
-        "Talk to a run's models: the same prompt, sampling settings and seed for both sides, "
-        "replies streamed, then scored with a trace by the reward the run was trained with "
-        "(or the Design tab's current one, if you pick it below)."
-    )
+@dataclass
+class PlaygroundForm:
+    """The Playground's inputs and outputs; ``sampling`` maps SamplingSettings fields to
+    their inputs."""
+
+    run: gr.Dropdown
+    picked: gr.Dropdown
+    prompt: gr.Textbox
+    answer: gr.State
+    rows: gr.State
+    left: gr.Dropdown
+    left_custom: gr.Textbox
+    right: gr.Dropdown
+    right_custom: gr.Textbox
+    sampling: dict[str, gr.components.Component]
+    score_with: gr.Radio
+    go: gr.Button
+    message: gr.Markdown
+    left_out: gr.HTML
+    right_out: gr.HTML
+
+
+def playground_knobs() -> dict[str, dataclasses.Field]:
+    """SamplingSettings' fields as the Playground takes them: samples and new tokens capped at
+    what one request may ask (``engine.generation.playground``), so the help says so."""
+    caps = {"num_samples": MAX_SAMPLES, "max_new_tokens": MAX_NEW_TOKENS}
+    return {
+        f.name: sampling_knob(f.name, f.default, hi=caps.get(f.name))
+        for f in dataclasses.fields(SamplingSettings)
+    }
+
+
+def sampling_input(f: dataclasses.Field, label: str) -> gr.components.Component:
+    """The input of SamplingSettings field ``f``: a slider over its range (a float), else a
+    whole number; the range shows in its help."""
+    bounds = f.metadata["bounds"]
+    if isinstance(f.default, float):
+        low = bounds.lo + SLIDER_STEP if bounds.lo_open else bounds.lo
+        return gr.Slider(
+            low, bounds.hi, value=f.default, step=SLIDER_STEP, label=label, info=field_help(f)
+        )
+    return gr.Number(value=f.default, precision=0, label=label, info=field_help(f))
+
+
+def build_form() -> PlaygroundForm:
+    """The Playground's components, laid out."""
     with gr.Row():
         run = gr.Dropdown(label="Run", choices=[], value=None, elem_id="pg-run")
         picked = gr.Dropdown(
@@ -56,12 +113,11 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
         left_custom = gr.Textbox(label="Left: folder or hub id (for 'Another model')")
         right = gr.Dropdown(label="Right model", choices=[], value=None, elem_id="pg-right")
         right_custom = gr.Textbox(label="Right: folder or hub id (for 'Another model')")
+    knobs = playground_knobs()
     with gr.Row():
-        temperature = gr.Slider(0, 2, value=0.8, step=0.05, label="Temperature")
-        top_p = gr.Slider(0.05, 1, value=1.0, step=0.05, label="top_p")
-        max_new = gr.Number(value=64, precision=0, label="Max new tokens")
-        samples = gr.Number(value=2, precision=0, label="Samples per model")
-        seed = gr.Number(value=0, precision=0, label="Seed")
+        sampling = {
+            name: sampling_input(knobs[name], label) for name, label in SAMPLING_INPUTS.items()
+        }
     score_with = gr.Radio(
         SCORING_CHOICES, value=RUN_REWARD, label="Score replies with", elem_id="pg-score-with"
     )
@@ -70,6 +126,73 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
     with gr.Row():
         left_out = gr.HTML(elem_id="pg-left-out")
         right_out = gr.HTML(elem_id="pg-right-out")
+    return PlaygroundForm(
+        run=run,
+        picked=picked,
+        prompt=prompt,
+        answer=answer,
+        rows=rows,
+        left=left,
+        left_custom=left_custom,
+        right=right,
+        right_custom=right_custom,
+        sampling=sampling,
+        score_with=score_with,
+        go=go,
+        message=message,
+        left_out=left_out,
+        right_out=right_out,
+    )
+
+
+def form_settings(form: PlaygroundForm, values: Values) -> SamplingSettings:
+    """The sampling settings of the form's values (raises ConfigError naming the knob); an
+    emptied seed input is seed 0, as in the Preview."""
+    named = {name: values[c] for name, c in form.sampling.items()}
+    if named["seed"] is None:
+        named["seed"] = 0
+    return SamplingSettings(
+        **{name: _whole(v) if name in WHOLE else v for name, v in named.items()}
+    )
+
+
+def run_picked(
+    ctx: AppContext, cache: PlaygroundCache, form: PlaygroundForm, viewer: Viewer, run_id: Any
+) -> Updates:
+    """The form once a run is picked: its models on both sides, its data's prompts to pick
+    from, and the run's completion length as the max new tokens (what it trained at)."""
+    choices = model_choices(ctx, viewer, run_id)
+    a, b = default_sides(choices)
+    try:
+        run = run_reads(ctx, cache, viewer, run_id) if run_id else None
+        note = ""
+    except PlaygroundError as exc:
+        run, note = None, warn(escape(exc))
+    found = run.rows if run else []
+    picks = [(question_text(r["prompt"])[:120], i) for i, r in enumerate(found)]
+    updates: Updates = {
+        form.left: gr.Dropdown(choices=choices, value=a),
+        form.right: gr.Dropdown(choices=choices, value=b),
+        form.picked: gr.Dropdown(choices=picks, value=None),
+        form.rows: [
+            {"question": question_text(r["prompt"]), "answer": r.get("answer")} for r in found
+        ],
+        form.message: note,
+    }
+    if run is not None:
+        tokens = run_settings(ctx, run).max_new_tokens
+        updates[form.sampling["max_new_tokens"]] = gr.Number(value=tokens)
+    return updates
+
+
+def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> PlaygroundForm:
+    cache = PlaygroundCache()
+    gr.Markdown(
+        "Talk to a run's models: the same prompt, sampling settings and seed for both sides, "
+        "replies streamed, then scored with a trace by the reward the run was trained with "
+        "(or the Design tab's current one, if you pick it below)."
+    )
+    form = build_form()
 
     def on_tab(current: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None):
         choices = run_choices(ctx, viewer_for(request, profile))
@@ -78,30 +201,24 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
         pick = next((r for r in (current, requested) if r in ids), next(iter(ids), None))
         return gr.Dropdown(choices=choices, value=pick)
 
-    tab.select(on_tab, inputs=run, outputs=run, api_visibility="private")
+    tab.select(on_tab, inputs=form.run, outputs=form.run, api_visibility="private")
 
-    def on_run(run_id: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None):
-        viewer = viewer_for(request, profile)
-        choices = model_choices(ctx, viewer, run_id)
-        a, b = default_sides(choices)
-        try:
-            found = run_reads(ctx, cache, viewer, run_id).rows if run_id else []
-            note = ""
-        except PlaygroundError as exc:
-            found, note = [], warn(escape(exc))
-        picks = [(question_text(r["prompt"])[:120], i) for i, r in enumerate(found)]
-        return (
-            gr.Dropdown(choices=choices, value=a),
-            gr.Dropdown(choices=choices, value=b),
-            gr.Dropdown(choices=picks, value=None),
-            [{"question": question_text(r["prompt"]), "answer": r.get("answer")} for r in found],
-            note,
-        )
+    def on_run(
+        run_id: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> Updates:
+        return run_picked(ctx, cache, form, viewer_for(request, profile), run_id)
 
-    run.change(
+    form.run.change(
         on_run,
-        inputs=run,
-        outputs=[left, right, picked, rows, message],
+        inputs=form.run,
+        outputs=[
+            form.left,
+            form.right,
+            form.picked,
+            form.rows,
+            form.message,
+            form.sampling["max_new_tokens"],
+        ],
         api_visibility="private",
     )
 
@@ -110,72 +227,68 @@ def build_playground(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> Non
             return gr.skip(), None
         return found[index]["question"], found[index]["answer"]
 
-    picked.change(
-        on_pick, inputs=[picked, rows], outputs=[prompt, answer], api_visibility="private"
+    form.picked.change(
+        on_pick,
+        inputs=[form.picked, form.rows],
+        outputs=[form.prompt, form.answer],
+        api_visibility="private",
     )
-    prompt.input(lambda: None, outputs=answer, api_visibility="private")  # typed: no gold answer
+    # typed: no gold answer
+    form.prompt.input(lambda: None, outputs=form.answer, api_visibility="private")
 
-    def on_generate(
-        run_id,
-        text,
-        gold,
-        a,
-        a_custom,
-        b,
-        b_custom,
-        temp,
-        p,
-        new,
-        n,
-        s,
-        source: str | None,
-        design_spec: RewardSpec | None,
-        request: gr.Request,
-        profile: gr.OAuthProfile | None = None,
-    ):
+    def on_generate(values: Values, request: gr.Request, profile: gr.OAuthProfile | None = None):
         viewer = viewer_for(request, profile)
+        run_id = values[form.run]
         try:
-            settings = SamplingSettings(
-                temperature=temp,
-                top_p=p,
-                max_new_tokens=_whole(new),
-                num_samples=_whole(n),
-                seed=_whole(s),
+            settings = form_settings(form, values)
+            sides = (
+                Side(values[form.left] or BASE, values[form.left_custom] or ""),
+                Side(values[form.right] or FINAL, values[form.right_custom] or ""),
             )
-            sides = (Side(a or BASE, a_custom or ""), Side(b or FINAL, b_custom or ""))
-            spec, which = scoring_spec(ctx, cache, viewer, run_id, source, design_spec)
+            spec, which = scoring_spec(
+                ctx, cache, viewer, run_id, values[form.score_with], values[design.spec_state]
+            )
             for left_html, right_html in compare_stream(
-                ctx, cache, viewer, run_id, sides, text, gold, settings, spec
+                ctx,
+                cache,
+                viewer,
+                run_id,
+                sides,
+                values[form.prompt],
+                values[form.answer],
+                settings,
+                spec,
             ):
-                yield left_html, right_html, hint(escape(which))
-        except (PlaygroundError, GenerateError) as exc:
-            yield gr.skip(), gr.skip(), warn(escape(exc))
+                yield {
+                    form.left_out: left_html,
+                    form.right_out: right_html,
+                    form.message: hint(escape(which)),
+                }
+        except (PlaygroundError, ConfigError) as exc:
+            yield {form.message: warn(escape(exc))}
 
-    go.click(
+    form.go.click(
         on_generate,
-        inputs=[
-            run,
-            prompt,
-            answer,
-            left,
-            left_custom,
-            right,
-            right_custom,
-            temperature,
-            top_p,
-            max_new,
-            samples,
-            seed,
-            score_with,
+        inputs={
+            form.run,
+            form.prompt,
+            form.answer,
+            form.left,
+            form.left_custom,
+            form.right,
+            form.right_custom,
+            *form.sampling.values(),
+            form.score_with,
             design.spec_state,
-        ],
-        outputs=[left_out, right_out, message],
+        },
+        outputs=[form.left_out, form.right_out, form.message],
         api_visibility="private",
         # one generation at a time across the app, shared with the Preview and /generate: two
         # models streaming per click, and any number of sessions can click
         concurrency_limit=1,
         concurrency_id="generate",
     )
+    return form
 
 
 def _whole(value: Any) -> Any:

@@ -9,7 +9,6 @@ checkpoint of a run; the prompts from any ``DataSpec`` (built-in task, uploaded 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import Field, dataclass, fields
 from pathlib import Path
@@ -17,18 +16,18 @@ from typing import Any
 
 from engine.config.input_policy import InputPolicy
 from engine.config.run_config import GenerationSettings
-from engine.config.tools import TOOL_NAMES, ToolSettings
+from engine.config.tools import TOOL_NAMES
 from engine.data.datasets import DatasetError, DataSpec
 from engine.data.prompts import PLAIN_TEXT, prompt_format
 from engine.fields import ConfigError, knob
-from engine.generation.sampling import sample_completions
+from engine.generation.settings import SamplingSettings, check_knobs, sampling_knob
+from engine.interactive.completions import completion_sampler, sample_in_chunks
 from engine.models.loading import ModelLoadError
 from engine.models.specs import ModelSpec, available_models
 from engine.run.preflight import check_data
 from engine.runtime.checkpoints import latest_model_dir
-from engine.runtime.devices import bounded_threads, preview_threads
+from engine.runtime.devices import preview_threads
 from rewards.completions.text import question_text
-from rewards.params import describe_value
 from storage.sqlite.schema import RunStatus
 from ui.preview.cache import PreviewCache
 from ui.shared.context import AppContext
@@ -46,6 +45,7 @@ MAX_NEW_TOKENS = 2048
 MAX_PREVIEW_TOKENS = 131_072
 
 Progress = Callable[[float, str], None]
+_TRAINING = GenerationSettings()
 
 
 class PreviewError(ValueError):
@@ -101,37 +101,37 @@ def resolve_model(ctx: AppContext, key: str, custom: str = "") -> ModelSpec:
     raise PreviewError("model", f"unknown model choice {key!r}")
 
 
-_TRAINING_SAMPLING = {f.name: f.default for f in fields(GenerationSettings)}
-
-
 @dataclass(frozen=True)
 class PreviewRequest:
-    """What the user asked the preview to generate; each sampling knob's range, default and
-    help are declared once here (the Preview form is built from them)."""
+    """What the user asked the preview to generate. The sampling knobs are
+    :class:`SamplingSettings`' (one range and help; the Preview form is built from them), with
+    the training's defaults, samples and tokens capped at what one preview may do."""
 
     model_key: str
     custom_model: str
     data: dict[str, Any]
     num_prompts: int = knob(4, help="Prompts drawn from the data.", lo=1, hi=MAX_PROMPTS)
-    samples_per_prompt: int = knob(
-        4, help="Completions sampled for each prompt.", lo=1, hi=MAX_SAMPLES
+    samples_per_prompt: int = sampling_knob(
+        "num_samples", 4, help="Completions sampled for each prompt.", hi=MAX_SAMPLES
     )
-    temperature: float = knob(
-        _TRAINING_SAMPLING["temperature"],
-        help="Sampling temperature (0 = greedy).",
-        lo=0,
-        hi=2,
+    temperature: float = sampling_knob("temperature", _TRAINING.temperature)
+    max_new_tokens: int = sampling_knob(
+        "max_new_tokens", _TRAINING.max_completion_length, hi=MAX_NEW_TOKENS
     )
-    max_new_tokens: int = knob(
-        _TRAINING_SAMPLING["max_completion_length"],
-        help="Most new tokens per completion.",
-        lo=1,
-        hi=MAX_NEW_TOKENS,
-    )
-    seed: int = knob(0, help="Seed of the sampling.", lo=0, hi=2**31 - 1)
+    seed: int = sampling_knob("seed", 0)
     #: Built-in tools the model may call: each rollout then runs TRL's tool loop (call, result,
     #: answer) as a run with ``tools.builtin`` samples it; empty = plain completions.
     tools: tuple[str, ...] = ()
+
+    @property
+    def sampling(self) -> SamplingSettings:
+        """The request's sampling as the sampler takes it (call :meth:`check` first)."""
+        return SamplingSettings(
+            temperature=self.temperature,
+            max_new_tokens=int(self.max_new_tokens),
+            num_samples=int(self.samples_per_prompt),
+            seed=int(self.seed),
+        )
 
     def check(self, max_completions: int | None = None) -> None:
         """Raise :class:`PreviewError` naming the first input out of range."""
@@ -140,22 +140,10 @@ class PreviewRequest:
             raise PreviewError(
                 "tools", f"must be distinct built-in tools among {', '.join(TOOL_NAMES)}"
             )
-        for f in fields(self):
-            bounds = f.metadata.get("bounds")
-            value = getattr(self, f.name)
-            if bounds is None:
-                continue
-            if isinstance(f.default, int):
-                if not bounds.contains(value) or not float(value).is_integer():
-                    raise PreviewError(
-                        f.name,
-                        f"must be a whole number in {bounds.describe()}, "
-                        f"got {describe_value(value)}",
-                    )
-            elif not bounds.contains(value):
-                raise PreviewError(
-                    f.name, f"must be in {bounds.describe()}, got {describe_value(value)}"
-                )
+        try:
+            check_knobs(self)
+        except ConfigError as exc:
+            raise PreviewError(exc.field, exc.reason) from None
         cap = min(MAX_COMPLETIONS, max_completions or MAX_COMPLETIONS)
         total = int(self.num_prompts) * int(self.samples_per_prompt)
         if total > cap:
@@ -213,24 +201,21 @@ def generate_preview(
     except (ModelLoadError, ValueError, OSError) as exc:
         raise PreviewError("model", str(exc)) from None
     prompts = [row["prompt"] for row in rows]
-    sample = _sampler(request, tokenizer, spec)
-    per_call = max(1, 32 // int(request.samples_per_prompt))
-    samples: list[Any] = []
-    deadline = ctx.demo.call_deadline()
-    done = len_asked = len(prompts)
-    for start in range(0, len(prompts), per_call):
-        if start and deadline is not None and time.monotonic() > deadline:
-            done = start  # a public app's bound on one call: keep the prompts done so far
-            rows, prompts = rows[:done], prompts[:done]
-            break
-        progress(
-            0.1 + 0.9 * start / len(prompts),
-            f"Generating: prompt {start + 1} of {len(prompts)}",
-        )
-        # Re-read each chunk: a run may have started or ended since the last one.
-        with bounded_threads(preview_thread_count(ctx)):
-            chunk = sample(model, prompts[start : start + per_call], int(request.seed) + start)
-        samples.extend(_shift(chunk, start))
+    try:
+        sampler = completion_sampler(tokenizer, spec.name_or_path, request.tools)
+    except ConfigError as exc:
+        raise PreviewError("tools", exc.reason) from None
+    drawn = sample_in_chunks(
+        model,
+        prompts,
+        request.sampling,
+        sampler,
+        threads=lambda: preview_thread_count(ctx),
+        deadline=ctx.demo.call_deadline(),
+        progress=progress,
+    )
+    samples, done, len_asked = drawn.samples, drawn.done, len(prompts)
+    rows, prompts = rows[:done], prompts[:done]
     progress(1.0, "Scoring")
     name = Path(spec.name_or_path).name or spec.name_or_path
     cut = (
@@ -244,32 +229,6 @@ def generate_preview(
         f"T={request.temperature:g} · max {request.max_new_tokens} tokens · "
         f"{tools_note(request.tools)}{prompt_note(tokenizer)}",
         model=repr(spec),
-    )
-
-
-def _sampler(request: PreviewRequest, tokenizer: Any, spec: ModelSpec) -> Callable[..., list]:
-    """``sample(model, prompts, seed)``: plain completions, or tool rollouts when the request
-    names tools (the tokenizer checked to carry tool calls, as a run's is)."""
-    kwargs = {
-        "num_samples": int(request.samples_per_prompt),
-        "temperature": float(request.temperature),
-        "max_new_tokens": int(request.max_new_tokens),
-    }
-    if not request.tools:
-        return lambda model, prompts, seed: sample_completions(
-            model, tokenizer, prompts, seed=seed, **kwargs
-        )
-    from engine.config.toolbox import toolbox_for
-    from engine.tools.rollout import sample_tool_rollouts
-    from engine.tools.template import prepare_tool_tokenizer
-
-    try:
-        prepare_tool_tokenizer(tokenizer, spec.name_or_path)
-        toolbox = toolbox_for(ToolSettings(builtin=list(request.tools)))
-    except ConfigError as exc:
-        raise PreviewError("tools", exc.reason) from None
-    return lambda model, prompts, seed: sample_tool_rollouts(
-        model, tokenizer, prompts, toolbox, seed=seed, **kwargs
     )
 
 
@@ -289,10 +248,3 @@ def prompt_note(tokenizer: Any) -> str:
     if prompt_format(tokenizer) == PLAIN_TEXT:
         return "prompts as plain text (the tokenizer has no chat template)"
     return "prompts through the chat template"
-
-
-def _shift(samples: Sequence[Any], offset: int) -> list[Any]:
-    """Samples of a chunk with prompt indices relative to the whole prompt list."""
-    from dataclasses import replace
-
-    return [replace(s, prompt_index=s.prompt_index + offset) for s in samples]

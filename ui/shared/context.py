@@ -62,6 +62,13 @@ def auth_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]
     return pairs or None
 
 
+def _latest_model() -> Any:
+    """The preview's model cache (engine imported lazily, as elsewhere in this module)."""
+    from engine.interactive.loaded_models import LatestModel
+
+    return LatestModel()
+
+
 @dataclass
 class AppContext:
     """Shared by every tab and session of one running app.
@@ -77,8 +84,8 @@ class AppContext:
     demo: DemoLimits = field(default_factory=DemoLimits)
     _supervisor: threading.Thread | None = field(default=None, init=False, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
-    _model_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-    _models: dict[str, tuple[Any, Any]] = field(default_factory=dict, init=False, repr=False)
+    # The preview's one loaded model (engine.interactive.loaded_models.LatestModel).
+    _latest_model: Any = field(default_factory=_latest_model, init=False, repr=False)
 
     @cached_property
     def db(self) -> Database:
@@ -112,23 +119,21 @@ class AppContext:
         """The (model, tokenizer) of a ``ModelSpec``, loaded once per spec and kept.
 
         Only the latest model stays loaded: a preview of a large model must not keep the
-        previous one in memory.
+        previous one in memory. A model over the size cap is refused before the kept one goes.
         """
         from engine.models.loading import load_model_and_tokenizer
 
         key = repr(spec)
-        with self._model_lock:
-            if key not in self._models:
-                self.check_model_size(spec)
-                self._models.clear()
-                self._models[key] = load_model_and_tokenizer(spec, token=self._hub_token())
-            return self._models[key]
+        if self._latest_model.kept(key) is None:
+            self.check_model_size(spec)
+        return self._latest_model.get(
+            key, lambda: load_model_and_tokenizer(spec, token=self._hub_token())
+        )
 
     def cached_tokenizer(self, key: str) -> Any:
         """``tokenize(text) -> ids`` of the loaded model with this key (``repr`` of its spec),
         or ``None`` when that model is no longer loaded."""
-        with self._model_lock:
-            loaded = self._models.get(key)
+        loaded = self._latest_model.kept(key)
         if loaded is None:
             return None
         tokenizer = loaded[1]

@@ -26,6 +26,7 @@ import torch
 
 from engine.generation import make_runner
 from engine.generation.runner import Generation, GenerationRunner
+from engine.generation.settings import SamplingSettings
 from engine.tracking import metric_names
 
 logger = logging.getLogger(__name__)
@@ -71,13 +72,14 @@ def runner_applies(trainer: Any, runner: GenerationRunner | None, images: Any) -
 
 def sample(runner: GenerationRunner, trainer: Any, prompt_ids: list[list[int]]) -> Generation:
     """One turn of completions for ``prompt_ids`` with the trainer's sampling settings."""
-    return runner.generate(
-        prompt_ids,
-        max_new_tokens=trainer.max_completion_length,
+    settings = SamplingSettings(
         temperature=trainer.temperature,
         top_p=trainer.top_p,
-        eos_ids=trainer.eos_token_ids,
-        pad_id=trainer._tokenizer.pad_token_id,
+        max_new_tokens=trainer.max_completion_length,
+    )
+    # Unseeded: a step's rollouts draw from the running generator, as TRL's sampler does.
+    return runner.generate(
+        prompt_ids, settings, eos_ids=trainer.eos_token_ids, pad_id=trainer._tokenizer.pad_token_id
     )
 
 
