@@ -79,9 +79,7 @@ def check_as_uploaded(browser: Browser, path: Path) -> str:
     return json.dumps(browser._event([target, "change"], [value]))
 
 
-def test_no_file_of_the_bomb_set_takes_the_web_process_memory(
-    start_app, tmp_path, record_property
-):
+def test_no_file_of_the_bomb_set_takes_the_web_process_memory(start_app, tmp_path, record_property):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     files = bomb_set(tmp_path)
