@@ -17,7 +17,12 @@ import gradio as gr
 from storage.paths import persistence_note
 from ui.access.client_limits import ClientLimits, events_per_s
 from ui.access.identity import ownership_note, viewer_for
-from ui.access.upload_budget import UploadBudget, budget_caps
+from ui.access.upload_budget import (
+    UploadBudget,
+    budget_caps,
+    stale_seconds,
+    use_incoming_folder,
+)
 from ui.access.visitor_cookie import VisitorCookies, server_secret
 from ui.api import build_api
 from ui.api.lab import build_lab_api
@@ -209,6 +214,9 @@ def middleware(ctx: AppContext) -> list:
             per_client=per_client,
             total=total,
             window_s=CACHE_SWEEP[1],
+            # Uploads stream into a folder of their own, swept of aborted ones.
+            incoming=use_incoming_folder(ctx.data_dir),
+            stale_s=stale_seconds(os.environ),
         ),
     ]
 
