@@ -201,11 +201,12 @@ def middleware(ctx: AppContext) -> list:
 
     per_client, total = budget_caps(os.environ, is_public())
     return [
-        # Gradio's /monitoring pages (events, timings) are for the operator, not visitors.
+        # Gradio's /monitoring pages (events, timings) are for the operator, not visitors, and
+        # its dev-mode reload stream (/gradio_api/dev/reload) for a developer's own machine.
         Middleware(
             VisitorCookies,
             secret=server_secret(ctx.data_dir),
-            closed=("/monitoring",) if is_public() else (),
+            closed=("/monitoring", "/gradio_api/dev") if is_public() else (),
         ),
         Middleware(ClientLimits, rate=events_per_s(os.environ)),
         Middleware(
