@@ -75,6 +75,11 @@ def use_incoming_folder(data_dir: Path) -> Path:
     digest = hashlib.sha256(str(Path(data_dir).resolve()).encode()).hexdigest()[:12]
     folder = Path(tempfile.gettempdir()) / f"studio-incoming-{digest}"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # Gradio derives its cache folder from the temp folder when GRADIO_TEMP_DIR is unset:
+    # keep it where it was, or files it already serves would be refused.
+    from gradio.utils import get_upload_folder
+
+    os.environ.setdefault("GRADIO_TEMP_DIR", get_upload_folder())
     tempfile.tempdir = str(folder)
     return folder
 
