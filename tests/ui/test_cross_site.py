@@ -97,9 +97,9 @@ def test_another_sites_page_cannot_list_or_stop_the_victims_runs(
     record_property(
         "probes_passed", int("victims-run" not in seen["list"]) + int(status != RunStatus.STOPPED)
     )
-    assert seen["list"].startswith("refused 403"), seen
+    assert seen["list"].startswith(("refused 403", "blocked")), seen
     assert "victims-run" not in seen["list"], seen
-    assert seen["stop"].startswith("refused 403") and status != RunStatus.STOPPED, seen
+    assert seen["stop"].startswith(("refused 403", "blocked")) and status != RunStatus.STOPPED, seen
 
 
 # Every kind of route Gradio serves: the page's config, an API call, the queue, uploads, files.
@@ -137,6 +137,7 @@ def test_every_route_refuses_a_foreign_origin_or_a_cross_site_fetch(public_app, 
             ok = response.status_code == 403 and "cross-site request refused" in response.text
             refused += ok
             assert ok, (verb, path, foreign, response.status_code, response.text[:200])
+            assert "access-control-allow-origin" not in response.headers, (path, foreign)
     # The app's own page, and a navigation from another site (a Space's frame), still load.
     own = http.get("/config", headers={"Origin": public_app.url.rstrip("/")})
     framed = http.get("/", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"})
@@ -149,3 +150,20 @@ def test_every_route_refuses_a_foreign_origin_or_a_cross_site_fetch(public_app, 
     record_property("probes_passed", refused)
     assert own.status_code == 200 and framed.status_code == 200, (own.text, framed.text)
     assert same.status_code == 200 and "event_id" in json.loads(same.text), same.text
+
+
+def test_no_answer_vouches_for_another_origin_behind_a_public_host(public_app):
+    """Gradio's CORS answers any Origin with credentials when the Host is not local (a
+    Space's): neither a preflight nor a request from another origin gets it."""
+    foreign = {"Origin": "https://other-space.hf.space", "Host": "studio.hf.space"}
+    preflight = httpx.options(
+        f"{public_app.url}gradio_api/call/list_runs",
+        headers={**foreign, "Access-Control-Request-Method": "POST"},
+    )
+    call = httpx.post(
+        f"{public_app.url}gradio_api/call/list_runs", json={"data": []}, headers=foreign
+    )
+    for response in (preflight, call):
+        assert "access-control-allow-origin" not in response.headers, dict(response.headers)
+        assert "access-control-allow-credentials" not in response.headers
+        assert response.status_code == 403

@@ -73,3 +73,33 @@ def _same_host(origin: str, host: str) -> bool:
         and asked.hostname == own.hostname
         and asked_port == own_port
     )
+
+
+class CrossSiteShield:
+    """ASGI wrapper outside Gradio's own CORS middleware: a request from another site (a CORS
+    preflight included) is answered 403 here, so no answer to it carries Gradio's
+    ``Access-Control-Allow-Origin: <their origin>`` with ``Allow-Credentials: true``.
+    :class:`~ui.access.visitor_cookie.VisitorCookies` refuses the same requests inside Gradio;
+    this only keeps Gradio from vouching for them."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        refusal = cross_site_problem(scope) if scope["type"] == "http" else ""
+        if not refusal:
+            await self.app(scope, receive, send)
+            return
+        from ui.access.visitor_cookie import answer
+
+        await answer(send, 403, refusal)
+
+
+def shield(server_app: Any) -> None:
+    """Put :class:`CrossSiteShield` outside a started Gradio server's middleware stack.
+
+    Gradio adds its CORS middleware outside every middleware an app passes it, and builds the
+    stack at its first request (its own start-up check), so the shield wraps the built stack.
+    """
+    stack = server_app.middleware_stack or server_app.build_middleware_stack()
+    server_app.middleware_stack = CrossSiteShield(stack)
