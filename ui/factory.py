@@ -189,6 +189,9 @@ def launch_kwargs(ctx: AppContext) -> dict:
         "blocked_paths": [str(ctx.data_dir)],
         # Uploads land on the server's disk (and a dataset is copied once more into uploads/).
         "max_file_size": upload_limit_bytes(),
+        # Gradio's SSR proxy forwarded the client's Host (CVE-2026-134825, 6.27-6.32): off on
+        # every start, whatever GRADIO_SSR_MODE says.
+        "ssr_mode": False,
         "app_kwargs": {"middleware": middleware(ctx)},
     }
 
