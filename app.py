@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     from storage.paths import resolve_data_dir
     from ui.access.identity import run_caps
     from ui.access.login import LoginGuard
+    from ui.access.same_origin import shield
     from ui.factory import build_app, launch_kwargs
     from ui.shared.context import (
         PUBLIC_ENV,
@@ -92,8 +93,11 @@ def main(argv: list[str] | None = None) -> int:
             auth_message="Reward Studio: log in with the credentials set for this app."
             if auth
             else None,
+            prevent_thread_lock=True,
             **launch_kwargs(ctx),
         )
+        shield(demo.server_app)  # another site's request never gets Gradio's CORS answer
+        demo.block_thread()
     finally:
         ctx.close()
     return 0

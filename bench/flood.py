@@ -3,11 +3,20 @@
 Starts ``python app.py`` as a public app (``STUDIO_PUBLIC=1``) on a fresh data dir, measures a
 fresh visitor's page load (``GET /``, ``GET /config`` and the page's load event through the
 queue, as a browser opening the page does) idle, then again while one client sends
-``--parallel`` (100) events at once without pause, each on a new session (the runs list's
-``tick`` poll and ``/list_runs``), keeping no cookie. Prints a table, then one JSON line:
-``{"page_load_p95_s": ..., "idle_page_load_s": ..., ...}``.
+``--parallel`` (100) requests at once without pause, in each ``--mode``:
 
-    python bench/flood.py [--parallel 100] [--loads 20]
+- ``events``: queue events, each on a new session (the runs list's ``tick`` poll and
+  ``/list_runs``), keeping no cookie;
+- ``cookies``: the same, each from a new visitor cookie (fetched first, as ``GET /config``
+  gives one);
+- ``calls``: ``POST /gradio_api/call/list_runs`` and its result stream;
+- ``reload``: ``GET /gradio_api/dev/reload`` streams (404 on a public app).
+
+The flooder and the visitor come through a proxy on this machine, as on a Space: each sends
+its own ``X-Forwarded-For`` address. Prints a table, then one JSON line per mode:
+``{"mode": ..., "page_load_p95_s": ..., "idle_page_load_s": ..., ...}``.
+
+    python bench/flood.py [--parallel 100] [--loads 20] [--mode events cookies calls reload]
 """
 
 from __future__ import annotations
@@ -89,11 +98,16 @@ def event(http: httpx.Client, fn_index: int, session: str, trigger: int | None =
 PARTS: dict[str, list[float]] = {"page": [], "load event": []}
 
 
+VISITOR = {"X-Forwarded-For": "10.1.1.1"}
+FLOODER = {"X-Forwarded-For": "10.9.9.9"}
+MODES = ("events", "cookies", "calls", "reload")
+
+
 def page_load(url: str) -> float:
     """Seconds a fresh visitor takes to load the page and run its load event (the two parts
     are kept in ``PARTS``)."""
     started = time.perf_counter()
-    with httpx.Client(base_url=url, timeout=120) as http:
+    with httpx.Client(base_url=url, timeout=120, headers=VISITOR) as http:
         http.get("/").raise_for_status()
         config = http.get("/config").json()
         page = time.perf_counter()
@@ -111,10 +125,69 @@ def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1] if len(values) > 1 else values[0]
 
 
+def flood_once(http: httpx.Client, mode: str, target: tuple[int, int | None]) -> int:
+    """One request of the flood in ``mode``; its HTTP status."""
+    http.cookies.clear()
+    if mode == "cookies":
+        http.get("/theme.css")  # a new visitor cookie, kept for the event
+    if mode in ("events", "cookies"):
+        return event(http, target[0], secrets.token_hex(8), target[1])
+    if mode == "calls":
+        called = http.post("/gradio_api/call/list_runs", json={"data": []})
+        if called.status_code != 200:
+            return called.status_code
+        with http.stream("GET", f"/gradio_api/call/list_runs/{called.json()['event_id']}") as s:
+            for _ in s.iter_lines():
+                pass
+        return 200
+    with http.stream("GET", "/gradio_api/dev/reload") as s:  # held open until the app closes it
+        for _ in s.iter_lines():
+            pass
+        return s.status_code
+
+
+def flooded_loads(url: str, mode: str, parallel: int, loads: int, targets: list) -> dict:
+    stop = threading.Event()
+    sent, refused = [0], [0]
+    lock = threading.Lock()
+
+    def flood(k: int) -> None:
+        http = httpx.Client(base_url=url, timeout=120, headers=FLOODER)
+        while not stop.is_set():
+            try:
+                code = flood_once(http, mode, targets[k % len(targets)])
+            except httpx.HTTPError:
+                code = 0
+            with lock:
+                sent[0] += 1
+                refused[0] += code in (404, 429)
+        http.close()
+
+    threads = [threading.Thread(target=flood, args=(k,)) for k in range(parallel)]
+    for thread in threads:
+        thread.start()
+    time.sleep(5)  # let the flood build up
+    for values in PARTS.values():
+        values.clear()
+    flooded = [page_load(url) for _ in range(loads)]
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=120)
+    return {
+        "mode": mode,
+        "page_load_p95_s": round(p95(flooded), 3),
+        "page_load_median_s": round(statistics.median(flooded), 3),
+        "flood_parallel": parallel,
+        "flood_requests_sent": sent[0],
+        "flood_requests_refused": refused[0],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parallel", type=int, default=100)
     parser.add_argument("--loads", type=int, default=20)
+    parser.add_argument("--mode", nargs="+", choices=MODES, default=list(MODES))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, public_app(Path(tmp) / "data") as url:
         config = httpx.get(f"{url}/config", timeout=30).json()
@@ -125,52 +198,19 @@ def main() -> None:
         ]
         page_load(url)  # warm up
         idle = [page_load(url) for _ in range(args.loads)]
+        results = [flooded_loads(url, m, args.parallel, args.loads, targets) for m in args.mode]
 
-        stop = threading.Event()
-        sent, refused = [0], [0]
-        lock = threading.Lock()
-
-        def flood(k: int) -> None:
-            http = httpx.Client(base_url=url, timeout=120)  # keeps no cookie between events
-            while not stop.is_set():
-                http.cookies.clear()
-                fn_index, trigger = targets[k % len(targets)]
-                try:
-                    code = event(http, fn_index, secrets.token_hex(8), trigger)
-                except httpx.HTTPError:
-                    code = 0
-                with lock:
-                    sent[0] += 1
-                    refused[0] += code == 429
-            http.close()
-
-        threads = [threading.Thread(target=flood, args=(k,)) for k in range(args.parallel)]
-        for thread in threads:
-            thread.start()
-        time.sleep(5)  # let the flood build up
-        for values in PARTS.values():
-            values.clear()
-        flooded = [page_load(url) for _ in range(args.loads)]
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=120)
-
-    print(f"{'':24}{'median s':>10}{'p95 s':>10}")
-    for name, values in (("idle page load", idle), ("page load under flood", flooded)):
-        print(f"{name:24}{statistics.median(values):10.3f}{p95(values):10.3f}")
-    for name, values in PARTS.items():
-        print(f"{'  ' + name + ' (flood)':24}{statistics.median(values):10.3f}{p95(values):10.3f}")
-    print(f"flood: {sent[0]} events sent by {args.parallel} threads, {refused[0]} refused (429)")
-    result = {
-        "page_load_p95_s": round(p95(flooded), 3),
-        "page_load_median_s": round(statistics.median(flooded), 3),
-        "idle_page_load_s": round(statistics.median(idle), 3),
-        "idle_page_load_p95_s": round(p95(idle), 3),
-        "flood_parallel": args.parallel,
-        "flood_events_sent": sent[0],
-        "flood_events_refused": refused[0],
-    }
-    print(json.dumps(result))
+    print(f"{'':24}{'median s':>10}{'p95 s':>10}{'sent':>8}{'refused':>9}")
+    print(f"{'idle page load':24}{statistics.median(idle):10.3f}{p95(idle):10.3f}")
+    for r in results:
+        print(
+            f"{'under ' + r['mode'] + ' flood':24}{r['page_load_median_s']:10.3f}"
+            f"{r['page_load_p95_s']:10.3f}{r['flood_requests_sent']:8}"
+            f"{r['flood_requests_refused']:9}"
+        )
+    for r in results:
+        r["idle_page_load_s"] = round(statistics.median(idle), 3)
+        print(json.dumps(r))
 
 
 if __name__ == "__main__":

@@ -123,6 +123,7 @@ def render(results: list[TestResult], bench: str | None, when: str) -> str:
         lines += ["", f"{passed} of {len(results)} passed."]
     else:
         lines.append("No test is marked `reliability`.")
+    lines += ["", *advisory_lines()]
     lines += ["", "## kill -9 fault bench (`bench/kill_faults.py`)", ""]
     if bench is None:
         lines.append("Not run this time (`--kill-trials 0`).")
@@ -132,6 +133,30 @@ def render(results: list[TestResult], bench: str | None, when: str) -> str:
         lines += [f"| {key} | {json.dumps(value)} |" for key, value in json.loads(last).items()]
         lines += ["", "Each trial:", "", "```", *table, "```"]
     return "\n".join(lines) + "\n"
+
+
+def advisory_lines() -> list[str]:
+    """Every public Gradio advisory since 6.0 against the installed (pinned) Gradio; the table
+    is the one ``tests/ui/test_gradio_advisories.py`` checks."""
+    import gradio
+    from packaging.version import Version
+
+    sys.path.insert(0, str(ROOT))
+    from tests.ui.test_gradio_advisories import ADVISORIES
+
+    version = Version(gradio.__version__)
+    lines = [
+        f"## Gradio advisories against the pin (gradio {gradio.__version__})",
+        "",
+        "| advisory | what | affected | fixed in | the pin |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for cve, (first, fixed, what) in ADVISORIES.items():
+        inside = Version(first) <= version and (fixed is None or version < Version(fixed))
+        span = f"{first} to before {fixed}" if fixed else f"{first} and later (6.32.0 included)"
+        verdict = "AFFECTED" if inside else "outside"
+        lines.append(f"| {cve} | {what} | {span} | {fixed or 'no release yet'} | {verdict} |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

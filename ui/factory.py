@@ -17,7 +17,12 @@ import gradio as gr
 from storage.paths import persistence_note
 from ui.access.client_limits import ClientLimits, events_per_s
 from ui.access.identity import ownership_note, viewer_for
-from ui.access.upload_budget import UploadBudget, budget_caps
+from ui.access.upload_budget import (
+    UploadBudget,
+    budget_caps,
+    stale_seconds,
+    use_incoming_folder,
+)
 from ui.access.visitor_cookie import VisitorCookies, server_secret
 from ui.api import build_api
 from ui.api.lab import build_lab_api
@@ -184,6 +189,9 @@ def launch_kwargs(ctx: AppContext) -> dict:
         "blocked_paths": [str(ctx.data_dir)],
         # Uploads land on the server's disk (and a dataset is copied once more into uploads/).
         "max_file_size": upload_limit_bytes(),
+        # Gradio's SSR proxy forwarded the client's Host (CVE-2026-134825, 6.27-6.32): off on
+        # every start, whatever GRADIO_SSR_MODE says.
+        "ssr_mode": False,
         "app_kwargs": {"middleware": middleware(ctx)},
     }
 
@@ -196,11 +204,12 @@ def middleware(ctx: AppContext) -> list:
 
     per_client, total = budget_caps(os.environ, is_public())
     return [
-        # Gradio's /monitoring pages (events, timings) are for the operator, not visitors.
+        # Gradio's /monitoring pages (events, timings) are for the operator, not visitors, and
+        # its dev-mode reload stream (/gradio_api/dev/reload) for a developer's own machine.
         Middleware(
             VisitorCookies,
             secret=server_secret(ctx.data_dir),
-            closed=("/monitoring",) if is_public() else (),
+            closed=("/monitoring", "/gradio_api/dev") if is_public() else (),
         ),
         Middleware(ClientLimits, rate=events_per_s(os.environ)),
         Middleware(
@@ -209,6 +218,9 @@ def middleware(ctx: AppContext) -> list:
             per_client=per_client,
             total=total,
             window_s=CACHE_SWEEP[1],
+            # Uploads stream into a folder of their own, swept of aborted ones.
+            incoming=use_incoming_folder(ctx.data_dir),
+            stale_s=stale_seconds(os.environ),
         ),
     ]
 

@@ -14,9 +14,18 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from engine.data.decoded import (
+    DecodedBudget,
+    json_cost,
+    parquet_batch_rows,
+    parquet_pages_bytes,
+    record_cost,
+)
 
 
 class DatasetError(ValueError):
@@ -33,7 +42,7 @@ class DatasetError(ValueError):
 
 
 FILE_TYPES = (".jsonl", ".json", ".csv", ".parquet")
-PARQUET_BATCH_ROWS = 1024
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
 class FileLimits:
@@ -95,26 +104,39 @@ def _read_parquet(path: Path, limits: FileLimits) -> list[dict[str, Any]]:
         raise _error(f"dataset file {path.name!r} is not readable Parquet: {exc}") from exc
     meta = parquet.metadata
     limits.check_count(meta.num_rows, path.name)  # the metadata says at once: nothing is read
+    budget = DecodedBudget(path.name, limits.max_bytes)
     records: list[dict[str, Any]] = []
     for group in range(meta.num_row_groups):
-        # A row group is decoded whole: its uncompressed size counts against the byte cap.
-        size = meta.row_group(group).total_byte_size
-        if size > limits.max_bytes:
+        # Pages are decompressed whole: their uncompressed size (the dictionary page's
+        # included, not total_byte_size's encoded one) counts against the cap before any read.
+        pages = parquet_pages_bytes(meta.row_group(group))
+        if pages > limits.max_bytes:
             raise _error(
-                f"dataset file {path.name!r} holds a row group of {size / 1e6:.1f} MB "
+                f"dataset file {path.name!r} holds a row group of {pages / 1e6:.1f} MB "
                 f"uncompressed, over the {limits.max_bytes / 1e6:g} MB limit; use a smaller "
                 "file or raise max_file_mb",
                 "max_file_mb",
             )
+        batches = parquet.iter_batches(
+            batch_size=parquet_batch_rows(meta.row_group(group)),
+            row_groups=[group],
+            use_threads=False,
+        )
         try:
-            table = parquet.read_row_group(group)
+            for batch in batches:
+                if not budget.spend(batch.nbytes):
+                    raise _error(budget.problem(), "max_file_mb")
+                rows = batch.to_pylist()
+                if not budget.spend(sum(record_cost(r) for r in rows)):
+                    raise _error(budget.problem(), "max_file_mb")
+                records.extend(rows)
+                limits.check_count(len(records), path.name)
+                if limits.full(len(records)):
+                    return records[: limits.stop_at]
+        except DatasetError:
+            raise
         except Exception as exc:
             raise _error(f"dataset file {path.name!r} is not readable Parquet: {exc}") from exc
-        for batch in table.to_batches(max_chunksize=PARQUET_BATCH_ROWS):
-            records.extend(batch.to_pylist())
-            limits.check_count(len(records), path.name)
-            if limits.full(len(records)):
-                return records[: limits.stop_at]
     return records
 
 
@@ -136,9 +158,12 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 def _read_jsonl(path: Path, limits: FileLimits) -> list[dict[str, Any]]:
     records = []
+    budget = DecodedBudget(path.name, limits.max_bytes)
     for n, line in _lines(path):
         if not line.strip():
             continue
+        if not budget.spend(json_cost(line)):  # before the line is parsed
+            raise _error(f"{budget.problem()} (line {n})", "max_file_mb")
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -159,6 +184,7 @@ def _read_jsonl(path: Path, limits: FileLimits) -> list[dict[str, Any]]:
 def _read_csv(path: Path, limits: FileLimits) -> list[dict[str, Any]]:
     rows = csv.reader(text for _, text in _lines(path))
     records: list[dict[str, Any]] = []
+    budget = DecodedBudget(path.name, limits.max_bytes)
     try:
         header = next(rows, None)
         if header is None:
@@ -171,7 +197,10 @@ def _read_csv(path: Path, limits: FileLimits) -> list[dict[str, Any]]:
                     f"dataset file {path.name!r} is not readable CSV: row {len(records)} has "
                     f"{len(row)} fields, the header {len(header)}"
                 )
-            records.append(dict(zip(header, row + [""] * (len(header) - len(row)), strict=True)))
+            record = dict(zip(header, row + [""] * (len(header) - len(row)), strict=True))
+            if not budget.spend(record_cost(record)):
+                raise _error(budget.problem(), "max_file_mb")
+            records.append(record)
             limits.check_count(len(records), path.name)
             if limits.full(len(records)):
                 break
@@ -187,19 +216,41 @@ def _starts_with_bracket(path: Path) -> bool:
 
 
 def _read_json_array(path: Path, limits: FileLimits) -> list[dict[str, Any]]:
-    """A JSON array of objects: parsed whole, which the file's byte cap (checked before this)
-    bounds."""
+    """A JSON array of objects, decoded one element at a time: the elements are counted as
+    they come (``stop_at``, ``max_rows``), and the whole array's decoded size is estimated from
+    its text before any element is built (:func:`~engine.data.decoded.json_cost`)."""
     text = "".join(line for _, line in _lines(path))
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _error(f"dataset file {path.name!r} is not valid JSON: {exc}") from exc
-    except RecursionError:
-        raise _error(f"dataset file {path.name!r} nests values too deeply to read") from None
-    if not isinstance(data, list):
-        raise _error(f"{path.name} must hold a list of objects (one per row)")
-    limits.check_count(len(data), path.name)
-    for i, record in enumerate(data):
+    budget = DecodedBudget(path.name, limits.max_bytes)
+    if not budget.spend(json_cost(text)):
+        raise _error(budget.problem(), "max_file_mb")
+    decoder = json.JSONDecoder()
+    records: list[dict[str, Any]] = []
+    at = _WHITESPACE.match(text, text.index("[") + 1).end()
+    closed = text.startswith("]", at)
+    at += closed
+    while not closed:
+        try:
+            record, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as exc:
+            raise _error(f"dataset file {path.name!r} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise _error(f"dataset file {path.name!r} nests values too deeply to read") from None
         if not isinstance(record, dict):
-            raise _error(f"{path.name} row {i} is {type(record).__name__}, not an object")
-    return data[: limits.stop_at]
+            raise _error(
+                f"{path.name} row {len(records)} is {type(record).__name__}, not an object"
+            )
+        records.append(record)
+        limits.check_count(len(records), path.name)
+        if limits.full(len(records)):
+            return records
+        at = _WHITESPACE.match(text, at).end()
+        closed = text.startswith("]", at)
+        if not closed and not text.startswith(",", at):
+            raise _error(
+                f"dataset file {path.name!r} is not valid JSON: expected ',' or ']' at "
+                f"character {at}"
+            )
+        at = _WHITESPACE.match(text, at + 1).end()
+    if text[at:].strip():
+        raise _error(f"dataset file {path.name!r} is not valid JSON: extra data at character {at}")
+    return records

@@ -78,3 +78,27 @@ def test_a_space_like_start_without_a_hugging_face_login_serves_visitors(
     record_property("probes_tried", 2)
     record_property("probes_passed", 1 + (monitoring.status_code == 404))
     assert monitoring.status_code == 404
+
+
+def test_a_tool_call_that_is_not_an_object_is_a_field_error(ctx):
+    from ui.api.errors import ApiError
+    from ui.api.scoring import score_preview
+
+    turn = {"role": "assistant", "content": "hi", "tool_calls": ["x"]}
+    with pytest.raises(ApiError, match=r"completions\[0\]\[0\]\.tool_calls\[0\]: must be"):
+        score_preview(ctx, '{"components": [{"name": "format"}]}', [[turn]])
+
+
+def test_an_endpoint_that_fails_on_its_input_names_itself_not_null():
+    import gradio as gr
+
+    from ui.api.errors import as_gradio_error
+
+    @as_gradio_error
+    def rescore_run_endpoint(spec: str) -> dict:
+        return {"n": len(spec.encode())}  # a lone surrogate cannot be encoded
+
+    with pytest.raises(
+        gr.Error, match=r"rescore_run: this input could not be handled \(UnicodeEncodeError\)"
+    ):
+        rescore_run_endpoint("\ud800")

@@ -262,10 +262,11 @@ def test_uploads_are_capped_in_size(space, record_property):
 
 
 def test_one_client_cannot_fill_the_disk_through_uploads_or_downloads(space, record_property):
-    """Gradio's upload route: at most STUDIO_MAX_CLIENT_UPLOADS_MB (2 here) per client within
-    the sweep window, whatever the size of each file; "Download config file" writes no
-    client text over its cap."""
-    client, other = Browser(space.url), Browser(space.url)
+    """Gradio's upload route: at most STUDIO_MAX_CLIENT_UPLOADS_MB (2 here) per client (its
+    address: the proxy's X-Forwarded-For hop) within the sweep window, whatever the size of
+    each file; "Download config file" writes no client text over its cap."""
+    client = Browser(space.url, headers={"X-Forwarded-For": "10.1.0.1"})
+    other = Browser(space.url, headers={"X-Forwarded-For": "10.1.0.2"})
     client.config()  # the page's first request: the client now keeps its visitor cookie
     other.config()
     part = b"x" * (900 * 2**10)

@@ -12,12 +12,18 @@ client is) that, before Gradio sees a request:
   and open at most :data:`NEW_SESSIONS_PER_S` new sessions a second (Gradio builds state for
   each session, so a new session per event is the expensive flood);
 - lets each client hold at most ``max_streams`` open event streams at once;
+- counts a call of ``/gradio_api/call/<name>`` as a new session (Gradio makes one per call)
+  and its result stream ``GET /gradio_api/call/<name>/<event_id>`` as a stream;
 - answers a refusal for rate or streams only after :data:`REFUSAL_DELAY_S`, so a client that
   retries at once cannot turn refusals into a flood of its own.
 
 A client is its visitor cookie, or its address when it presents none
 (:func:`~ui.access.visitor_cookie.client_key`), so a client opening a new session per request
-is still one client. Refusals are HTTP 400, 413 or 429 with the reason.
+is still one client. A new cookie is free (any ``GET /config`` gives one), so every limit holds
+per address too, at :data:`ADDRESS_SHARE` times a client's (a household or an office behind
+one address); behind a Space's proxy the address is the hop the proxy appended to
+``X-Forwarded-For`` (:func:`~ui.access.visitor_cookie.client_address`). Refusals are HTTP 400,
+413 or 429 with the reason.
 """
 
 from __future__ import annotations
@@ -32,7 +38,16 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from urllib.parse import parse_qs
 
-from ui.access.visitor_cookie import ASGIApp, Message, Receive, Scope, Send, answer, client_key
+from ui.access.visitor_cookie import (
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    answer,
+    client_address,
+    client_key,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +62,7 @@ DEFAULT_MAX_STREAMS = 24  # a heartbeat and an event stream per tab: a dozen tab
 REFUSAL_DELAY_S = 1.0
 NEW_SESSIONS_PER_S = 0.5  # a page load or an API client opens one
 NEW_SESSIONS_BURST = 10
+ADDRESS_SHARE = 4  # an address may use this many clients' limits, however many cookies it takes
 _SESSION_HASH = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_SESSION_HASH}}}")
 # A component's server function (the Design editor's check) is an event like any other.
 _EVENT_ROUTES = (
@@ -55,7 +71,8 @@ _EVENT_ROUTES = (
     "/gradio_api/run/",
     "/gradio_api/component_server",
 )
-_STREAM_ROUTES = ("/gradio_api/queue/data", "/gradio_api/heartbeat/")
+_STREAM_ROUTES = ("/gradio_api/queue/data", "/gradio_api/heartbeat/", "/gradio_api/call/")
+_CALL_ROUTE = "/gradio_api/call/"  # each call is a session of its own
 _MAX_CLIENTS = 100_000
 
 
@@ -105,6 +122,10 @@ class ClientLimits:
         # Gradio builds per-session state on a session's first event: a client opening a new
         # session per event costs far more than its events do (a page load opens one).
         self.sessions = TokenBucket(NEW_SESSIONS_PER_S, NEW_SESSIONS_BURST)
+        self.address_events = TokenBucket(rate * ADDRESS_SHARE, burst * ADDRESS_SHARE)
+        self.address_sessions = TokenBucket(
+            NEW_SESSIONS_PER_S * ADDRESS_SHARE, NEW_SESSIONS_BURST * ADDRESS_SHARE
+        )
         self._seen: OrderedDict[str, str] = OrderedDict()  # session hash -> its client
         self.max_streams = max_streams
         self._streams: dict[str, int] = {}
@@ -121,8 +142,9 @@ class ClientLimits:
             await answer(send, 400, problem)
             return
         client = client_key(scope)
+        address = "ip:" + client_address(scope, _header(scope, b"x-forwarded-for"))
         if scope.get("method") == "POST" and any(r in path for r in _EVENT_ROUTES):
-            if not self.events.take(client):
+            if not (self.events.take(client) and self.address_events.take(address)):
                 self._refused(client, "events")
                 # Answered late: a client that retries at once is slowed to one request per
                 # connection and delay, for the price of a sleeping coroutine here.
@@ -141,7 +163,9 @@ class ClientLimits:
             if problem:
                 await answer(send, 400, problem)
                 return
-            if session and not self._known_session(client, session):
+            if _CALL_ROUTE in path:
+                session = f"call:{id(body)}:{time.monotonic_ns()}"  # never seen before
+            if session and not self._known_session(client, address, session):
                 self._refused(client, "a new session")
                 await asyncio.sleep(REFUSAL_DELAY_S)
                 await answer(
@@ -154,7 +178,7 @@ class ClientLimits:
             await self.app(scope, _replay(body, receive), send)
             return
         if scope.get("method") == "GET" and any(r in path for r in _STREAM_ROUTES):
-            if not self._open_stream(client):
+            if not self._open_stream(client, address):
                 self._refused(client, "a stream")
                 await asyncio.sleep(REFUSAL_DELAY_S)
                 await answer(
@@ -167,6 +191,7 @@ class ClientLimits:
                 await self.app(scope, receive, send)
             finally:
                 self._close_stream(client)
+                self._close_stream(address)
             return
         await self.app(scope, receive, send)
 
@@ -181,26 +206,31 @@ class ClientLimits:
                 self._logged.clear()
         logger.warning("Refused %s from client %s (429)", what, client[:24])
 
-    def _known_session(self, client: str, session: str) -> bool:
-        """True for a session this client used before, or a new one within its rate."""
+    def _known_session(self, client: str, address: str, session: str) -> bool:
+        """True for a session this client used before, or a new one within its rate and its
+        address's."""
         with self._lock:
             if self._seen.get(session) == client:
                 self._seen.move_to_end(session)
                 return True
-        if not self.sessions.take(client):
+        if not (self.sessions.take(client) and self.address_sessions.take(address)):
             return False
+        if session.startswith("call:"):
+            return True  # a call's session is used once: nothing to remember
         with self._lock:
             self._seen[session] = client
             while len(self._seen) > _MAX_CLIENTS:
                 self._seen.popitem(last=False)
         return True
 
-    def _open_stream(self, client: str) -> bool:
+    def _open_stream(self, client: str, address: str) -> bool:
         with self._lock:
             held = self._streams.get(client, 0)
-            if held >= self.max_streams:
+            at_address = self._streams.get(address, 0)
+            if held >= self.max_streams or at_address >= self.max_streams * ADDRESS_SHARE:
                 return False
             self._streams[client] = held + 1
+            self._streams[address] = at_address + 1
             return True
 
     def _close_stream(self, client: str) -> None:
@@ -210,6 +240,13 @@ class ClientLimits:
                 self._streams[client] = held
             else:
                 self._streams.pop(client, None)
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return ""
 
 
 def _query_or_path_problem(scope: Scope, path: str) -> str:

@@ -13,8 +13,9 @@ event handlers as the header :data:`OWNER_HEADER`, vouched for with a key that l
 process (a client that sends that header itself is ignored: the header is replaced). Nothing a
 page, a link, a query parameter or a component value carries takes part. It also turns Gradio's
 deep links off: ``/gradio_api/deep_link`` answers 404 and a ``deep_link`` query parameter is
-dropped, since a deep link replays one session's component values into another browser. On
-a public app it answers 404 for Gradio's ``/monitoring`` pages too.
+dropped, since a deep link replays one session's component values into another browser. A
+request from another site's page is refused first (:mod:`ui.access.same_origin`). On a public
+app it answers 404 for Gradio's ``/monitoring`` pages too.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
+
+from ui.access.same_origin import cross_site_problem
 
 COOKIE_NAME = "studio_visitor"
 SECRET_ENV = "STUDIO_COOKIE_SECRET"
@@ -165,6 +168,11 @@ class VisitorCookies:
             await self.app(scope, receive, send)
             return
         path = scope.get("path", "")
+        # Before any route, the cookie included: another site's page never acts as a visitor.
+        refusal = cross_site_problem(scope)
+        if refusal:
+            await answer(send, 403, refusal)
+            return
         if path.rstrip("/").endswith("/gradio_api/deep_link"):
             await answer(send, 404, "deep links are turned off on this app")
             return

@@ -82,7 +82,7 @@ def _turn(where: str, turn: Any, limit: int) -> int:
 
 def _call(where: str, call: Any, limit: int) -> int:
     function = call.get("function") if isinstance(call, dict) else None
-    if call.get("type", "function") != "function" or not isinstance(function, dict):
+    if not isinstance(function, dict) or call.get("type", "function") != "function":
         raise CompletionError(
             f'{where}: must be {{"type": "function", "function": {{"name", "arguments"}}}}'
         )

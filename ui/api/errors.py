@@ -4,10 +4,13 @@ as a ``gr.Error`` (never a traceback)."""
 from __future__ import annotations
 
 import functools
+import logging
 
 import gradio as gr
 
 from ui.access.identity import IdentityError
+
+logger = logging.getLogger(__name__)
 
 
 class ApiError(ValueError):
@@ -23,5 +26,17 @@ def as_gradio_error(fn):
             return fn(*args, **kwargs)
         except (ApiError, IdentityError) as exc:
             raise gr.Error(str(exc), print_exception=False) from None
+        except gr.Error:
+            raise
+        except Exception as exc:
+            # A check that missed a shape of input: the client gets an error naming the
+            # endpoint (Gradio would answer `error: null`), the log the traceback.
+            name = fn.__name__.removesuffix("_endpoint")
+            logger.exception("API endpoint %s failed on its input", name)
+            raise gr.Error(
+                f"{name}: this input could not be handled ({type(exc).__name__}); check the "
+                "arguments against the endpoint's description in the API page",
+                print_exception=False,
+            ) from None
 
     return wrapped

@@ -28,6 +28,7 @@ from rewards.verification.deadline import call_deadline
 from rewards.verification.mathpool import INTERACTIVE_DEADLINE_S
 from ui.access.identity import Viewer, viewer_for
 from ui.api import scoring
+from ui.api.call_share import OnePerClient
 from ui.api.errors import ApiError, as_gradio_error
 from ui.shared.context import AppContext
 
@@ -38,7 +39,9 @@ MAX_COMPARE_COMPLETIONS = 256
 MAX_COMPARE_CHARS = scoring.MAX_API_TOTAL_CHARS // 7
 #: Most stored samples one web re-score reads (the CLI reads up to engine's own cap).
 MAX_API_RESCORE_SAMPLES = 4_000
-CONCURRENCY = {"compare_specs": 1, "rescore_run": 1}
+# Two workers each: a client's second call while its first runs is refused at once
+# (ui.api.call_share), so one client holds at most one of them.
+CONCURRENCY = {"compare_specs": 2, "rescore_run": 2}
 
 
 def compare_specs(
@@ -104,6 +107,7 @@ def rescore(ctx: AppContext, run_id: str, spec: dict | str, *, viewer: Viewer) -
 
 def build_lab_api(ctx: AppContext) -> None:
     """Register ``/compare_specs`` and ``/rescore_run`` on the Blocks being built."""
+    shares = {name: OnePerClient(name) for name in CONCURRENCY}
 
     @as_gradio_error
     def compare_specs_endpoint(
@@ -113,10 +117,12 @@ def build_lab_api(ctx: AppContext) -> None:
         prompts: list[str] | None = None,
         answers: list[str | None] | None = None,
         scale_rewards: str = "group",
+        request: gr.Request = None,
     ) -> dict:
         """Compare 2-4 reward specs (JSON or YAML text) on the same completions, grouped by
         prompt id: totals, GRPO advantages, sign flips, rank correlations, probes."""
-        return compare_specs(ctx, specs, completions, groups, prompts, answers, scale_rewards)
+        with shares["compare_specs"].hold(request):
+            return compare_specs(ctx, specs, completions, groups, prompts, answers, scale_rewards)
 
     @as_gradio_error
     def rescore_run_endpoint(
@@ -126,7 +132,8 @@ def build_lab_api(ctx: AppContext) -> None:
         profile: gr.OAuthProfile | None = None,
     ) -> dict:
         """One of your runs' stored samples re-scored with a spec, every logged step."""
-        return rescore(ctx, run_id, spec, viewer=viewer_for(request, profile))
+        with shares["rescore_run"].hold(request):
+            return rescore(ctx, run_id, spec, viewer=viewer_for(request, profile))
 
     for fn, name in (
         (compare_specs_endpoint, "compare_specs"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.config.input_policy import STORED_UPLOAD_NAME
+from engine.config.input_policy import DEFAULT_MAX_FILE_ROWS, STORED_UPLOAD_NAME
 from engine.data.datasets import DatasetError
 from engine.data.files import FileLimits, read_file
 from engine.fields import ConfigError
@@ -20,6 +20,8 @@ from ui.shared.messages import escape, ok, warn
 
 CHECK_ROWS = 200  # rows read at upload: enough to find a broken header or row early
 CHECK_MAX_BYTES = 200_000_000  # the data spec's default max_file_mb
+# The web process's row cap: a file whose metadata claims more is refused before any read.
+CHECK_MAX_ROWS = DEFAULT_MAX_FILE_ROWS
 
 
 def uploaded_path(file: Any) -> Path | None:
@@ -35,7 +37,7 @@ def check_upload(file: Any) -> str:
     if path is None:
         return ""
     try:
-        rows = read_file(path, FileLimits(CHECK_MAX_BYTES, None, CHECK_ROWS))
+        rows = read_file(path, FileLimits(CHECK_MAX_BYTES, CHECK_MAX_ROWS, CHECK_ROWS))
     except DatasetError as exc:
         return warn(escape(exc))
     except OSError as exc:

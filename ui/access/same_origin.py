@@ -1,0 +1,105 @@
+"""Requests from another site are refused: the visitor cookie means "this visitor" only when
+the request comes from the app's own page.
+
+On a Space the visitor cookie is ``SameSite=None; Partitioned`` and every Space's frame shares
+huggingface.co's partition, so a page in another Space that calls the app with
+``credentials: "include"`` carries the victim's cookie; Gradio's CORS middleware answers any
+Origin with credentials when the Host is not local. The check here (called by
+:class:`~ui.access.visitor_cookie.VisitorCookies` before anything else, on every route) uses
+what only the browser writes, never a page script, so a cross-site page cannot forge it:
+
+- ``Sec-Fetch-Site`` (Fetch Metadata, W3C): ``cross-site`` or ``same-site`` is refused, except
+  a ``GET``/``HEAD`` navigation (the Space's frame loading the page, a link being followed),
+  whose answer the other site cannot read;
+- ``Origin``: it must name the request's own ``Host`` (a browser sets ``Host`` to the site it
+  asks, so an attacker's page cannot make them match; a client that forges both sends no
+  visitor's cookie but its own). ``Origin: null`` (a sandboxed frame, a file) is refused.
+
+``X-Forwarded-Host`` is never read: a cross-site page may add any header Gradio's CORS
+preflight lets through. Requests with neither header (``gradio_client``, curl) pass: they carry
+only their own cookies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any
+from urllib.parse import urlsplit
+
+Scope = MutableMapping[str, Any]
+
+_FOREIGN_SITES = ("cross-site", "same-site")
+_READ_ONLY = ("GET", "HEAD")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def cross_site_problem(scope: Scope) -> str:
+    """Why the request comes from another site than the app's page, or ``""``."""
+    found: dict[str, str] = {}
+    for name, value in scope.get("headers", []):
+        text = name.decode("latin-1").lower()
+        if text in ("origin", "host", "sec-fetch-site", "sec-fetch-mode"):
+            found.setdefault(text, value.decode("latin-1").strip())
+    site = found.get("sec-fetch-site", "").lower()
+    navigation = (
+        found.get("sec-fetch-mode", "").lower() == "navigate"
+        and scope.get("method", "GET") in _READ_ONLY
+    )
+    if site in _FOREIGN_SITES and not navigation:
+        return f"cross-site request refused: Sec-Fetch-Site is {site}; use the app's own page"
+    origin = found.get("origin")
+    if origin is None:
+        return ""
+    if not _same_host(origin, found.get("host", "")):
+        shown = origin[:100]
+        return f"cross-site request refused: Origin {shown!r} is not this app's; use its own page"
+    return ""
+
+
+def _same_host(origin: str, host: str) -> bool:
+    """True when ``origin`` (``scheme://host[:port]``) names ``host`` (``host[:port]``)."""
+    if not origin or origin == "null" or not host:
+        return False
+    try:
+        asked = urlsplit(origin)
+        own = urlsplit(f"{asked.scheme}://{host}")
+        asked_port = asked.port or _DEFAULT_PORTS.get(asked.scheme)
+        own_port = own.port or _DEFAULT_PORTS.get(asked.scheme)
+    except ValueError:
+        return False
+    return (
+        asked.scheme in _DEFAULT_PORTS
+        and bool(asked.hostname)
+        and asked.hostname == own.hostname
+        and asked_port == own_port
+    )
+
+
+class CrossSiteShield:
+    """ASGI wrapper outside Gradio's own CORS middleware: a request from another site (a CORS
+    preflight included) is answered 403 here, so no answer to it carries Gradio's
+    ``Access-Control-Allow-Origin: <their origin>`` with ``Allow-Credentials: true``.
+    :class:`~ui.access.visitor_cookie.VisitorCookies` refuses the same requests inside Gradio;
+    this only keeps Gradio from vouching for them."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        refusal = cross_site_problem(scope) if scope["type"] == "http" else ""
+        if not refusal:
+            await self.app(scope, receive, send)
+            return
+        from ui.access.visitor_cookie import answer
+
+        await answer(send, 403, refusal)
+
+
+def shield(server_app: Any) -> None:
+    """Put :class:`CrossSiteShield` outside a started Gradio server's middleware stack.
+
+    Gradio adds its CORS middleware outside every middleware an app passes it, and builds the
+    stack at its first request (its own start-up check), so the shield wraps the built stack.
+    """
+    stack = server_app.middleware_stack or server_app.build_middleware_stack()
+    server_app.middleware_stack = CrossSiteShield(stack)
