@@ -142,7 +142,7 @@ def advisory_lines() -> list[str]:
     from packaging.version import Version
 
     sys.path.insert(0, str(ROOT))
-    from tests.ui.test_gradio_advisories import ADVISORIES
+    from tests.ui.test_gradio_advisories import ADVISORIES, MITIGATED
 
     version = Version(gradio.__version__)
     lines = [
@@ -154,7 +154,9 @@ def advisory_lines() -> list[str]:
     for cve, (first, fixed, what) in ADVISORIES.items():
         inside = Version(first) <= version and (fixed is None or version < Version(fixed))
         span = f"{first} to before {fixed}" if fixed else f"{first} and later (6.32.0 included)"
-        verdict = "AFFECTED" if inside else "outside"
+        verdict = "outside"
+        if inside:
+            verdict = f"inside, mitigated: {MITIGATED[cve]}" if cve in MITIGATED else "AFFECTED"
         lines.append(f"| {cve} | {what} | {span} | {fixed or 'no release yet'} | {verdict} |")
     return lines
 

@@ -1,6 +1,7 @@
-"""The Gradio we pin is outside every public advisory since 6.0 (RELIABILITY.md lists them),
-and a request with a forged ``Host: localhost`` reaches nothing that spends a server
-credential: the operator's saved Hugging Face token never leaves the process.
+"""The Gradio we pin is outside every public advisory since 6.0 but those mitigated where they
+live (RELIABILITY.md lists them), and a request with a forged ``Host: localhost`` reaches nothing
+that spends a server credential, SSR asked for or not: the operator's saved Hugging Face token
+never leaves the process.
 
 The Hub is a local recorder (``HF_ENDPOINT``), so any request made with the token is seen."""
 
@@ -33,6 +34,10 @@ ADVISORIES = {
     "CVE-2026-28416": ("6.0.0", "6.6.0", "SSRF via gr.load proxy_url"),
     "CVE-2026-28415": ("6.0.0", "6.6.0", "OAuth open redirect"),
     "CVE-2026-27167": ("6.0.0", "6.6.0", "mocked-OAuth credential exposure"),
+}
+# The advisories the pin is inside, and how the app closes each (requirements.txt says why).
+MITIGATED = {
+    "CVE-2026-134825": "SSR off on every start; the run-history routes answer 404",
 }
 # What Gradio 6.27+ serves with the local token to a loopback caller, and the rest of its API.
 PROBES = [
@@ -73,14 +78,27 @@ def hub_recorder():
         server.server_close()
 
 
-def test_the_pinned_gradio_is_outside_every_advisory():
-    version = Version(gradio.__version__)
-    inside = [
+def advisories_inside(version: str) -> list[str]:
+    """The advisories whose affected range holds ``version``."""
+    v = Version(version)
+    return [
         cve
         for cve, (first, fixed, _) in ADVISORIES.items()
-        if Version(first) <= version and (fixed is None or version < Version(fixed))
+        if Version(first) <= v and (fixed is None or v < Version(fixed))
     ]
-    assert not inside, (gradio.__version__, inside)
+
+
+def test_the_pinned_gradio_is_outside_every_advisory_it_does_not_mitigate():
+    assert advisories_inside("6.31.0") == ["CVE-2026-134825"]
+    assert advisories_inside("6.26.0") == []
+    unmitigated = set(advisories_inside(gradio.__version__)) - set(MITIGATED)
+    assert not unmitigated, (gradio.__version__, unmitigated)
+
+
+def test_ssr_is_off_on_every_start(ctx):
+    from ui.factory import launch_kwargs
+
+    assert launch_kwargs(ctx)["ssr_mode"] is False  # launch's argument wins over GRADIO_SSR_MODE
 
 
 def test_a_forged_localhost_host_spends_no_server_credential(start_app, tmp_path):
@@ -91,7 +109,7 @@ def test_a_forged_localhost_host_spends_no_server_credential(start_app, tmp_path
             "STUDIO_PUBLIC": "1",
             "HF_TOKEN": OPERATOR_TOKEN,
             "HF_ENDPOINT": f"http://127.0.0.1:{hub.server_address[1]}",
-            "GRADIO_SSR_MODE": "False",
+            "GRADIO_SSR_MODE": "True",  # asked for: the start turns it off all the same
         }
         with start_app(data_dir, env) as app:
             http = httpx.Client(base_url=app.url, timeout=30, headers={"Host": "localhost"})

@@ -75,18 +75,35 @@ def _same_host(origin: str, host: str) -> bool:
     )
 
 
+# Gradio 6.27+'s routes that act on the Hub with the operator's saved token for a caller it
+# takes for local (CVE-2026-134825: a forged Host passes that check); the app uses none of them.
+CREDENTIAL_ROUTES = ("/gradio_api/run-history",)
+
+
+def refused_route(path: str) -> bool:
+    """Whether ``path`` is one of :data:`CREDENTIAL_ROUTES` (or below one)."""
+    return any(path == route or path.startswith(route + "/") for route in CREDENTIAL_ROUTES)
+
+
 class CrossSiteShield:
     """ASGI wrapper outside Gradio's own CORS middleware: a request from another site (a CORS
     preflight included) is answered 403 here, so no answer to it carries Gradio's
     ``Access-Control-Allow-Origin: <their origin>`` with ``Allow-Credentials: true``.
     :class:`~ui.access.visitor_cookie.VisitorCookies` refuses the same requests inside Gradio;
-    this only keeps Gradio from vouching for them."""
+    this only keeps Gradio from vouching for them. It also answers the
+    :data:`CREDENTIAL_ROUTES` 404, whoever asks."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        refusal = cross_site_problem(scope) if scope["type"] == "http" else ""
+        http = scope["type"] == "http"
+        if http and refused_route(scope.get("path", "")):
+            from ui.access.visitor_cookie import answer
+
+            await answer(send, 404, "not found")
+            return
+        refusal = cross_site_problem(scope) if http else ""
         if not refusal:
             await self.app(scope, receive, send)
             return
