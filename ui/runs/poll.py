@@ -185,19 +185,28 @@ def all_figures(
     return {p.key: charts.panel_figure(p, view.series, options, view.run_id) for p in panels.PANELS}
 
 
+class _Kept:
+    """The selection argument of a timer tick: whatever the view shows."""
+
+
+KEPT = _Kept()
+
+
 def poll(
     db: Database,
     view: RunView,
-    selected: str | None,
+    selected: str | _Kept | None = KEPT,
     *,
     owner: str | None = None,
     force: bool = False,
     options: charts.ChartOptions | None = None,
     run_filter: RunFilter | None = None,
 ) -> RunsUpdate:
-    """One tick of the Runs view for the run ``selected`` (``force``: redraw everything), its
-    charts drawn as ``options`` say, the runs table as ``run_filter`` says (the run picker
-    lists every run).
+    """One tick of the Runs view (``force``: redraw everything), its charts drawn as ``options``
+    say, the runs table as ``run_filter`` says (the run picker lists every run).
+
+    ``selected`` is the run a selection event picked; a timer tick passes none (:data:`KEPT`) and
+    never changes the selection, whatever the page held when it was sent.
 
     With ``owner`` (a viewer's :attr:`~ui.access.identity.Viewer.scope`), only that owner's runs are
     listed and read; a selected run of someone else shows as no run at all.
@@ -213,11 +222,11 @@ def poll(
         update.runs_table = runs_table(run_filter.apply(runs, labels), labels=labels)
         update.run_choices = run_choices(runs)
         view.list_key = list_key
-    if not isinstance(selected, str):
-        selected = None
-    if selected != view.run_id:
-        view.select(selected)
-        force = True
+    if not isinstance(selected, _Kept):
+        selected = selected if isinstance(selected, str) else None
+        if selected != view.run_id:
+            view.select(selected)
+            force = True
     progress = snapshot.get(view.run_id)
     if view.run_id is None or progress is None:
         if force or view.status is not None:
