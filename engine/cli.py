@@ -173,10 +173,21 @@ def cmd_export_config(args: argparse.Namespace) -> int:
     on_gpu = {"auto": None, "gpu": True, "cpu": False}[args.device]
     if args.task == "agent":
         from engine.config.agent import agent_config
+        from engine.models.specs import AGENT_MODEL_ALIAS
 
+        # The agent run's settings are the shipped agent model's (its length, learning rate,
+        # the calculator it already calls): written for another model they would mislead.
+        if args.model not in (None, AGENT_MODEL_ALIAS):
+            print(
+                f"error: --task agent trains the shipped agent model ({AGENT_MODEL_ALIAS!r}), "
+                f"not {args.model!r}: drop --model, or write the agent config and set "
+                "model.name_or_path in it",
+                file=sys.stderr,
+            )
+            return 2
         config = agent_config()
     else:
-        config = suggested_config(args.model, on_gpu)
+        config = suggested_config(args.model or "default", on_gpu)
     text = documented_yaml(config)
     if args.output == "-":
         sys.stdout.write(text)
@@ -247,15 +258,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("output", nargs="?", default="-", help="file to write (default: stdout)")
     p.add_argument(
         "--model",
-        default="default",
-        help="model to start from; any model but the default gets LoRA and pretrained settings",
+        default=None,
+        help="model to start from (default: the shipped model); any model but the default gets "
+        "LoRA and pretrained settings; refused with --task agent, which trains the agent model",
     )
     p.add_argument(
         "--task",
         choices=("arithmetic", "agent"),
         default="arithmetic",
         help="arithmetic: the built-in word problems; agent: the shipped agent model, the "
-        "calculator and the multi-digit products where calling it pays (--model is ignored)",
+        "calculator and the multi-digit products where calling it pays",
     )
     p.add_argument(
         "--device",

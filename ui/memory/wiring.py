@@ -97,19 +97,23 @@ def _model_keys(parts: TrainParts) -> list[str]:
 
 
 def wire_train_memory(demo: gr.Blocks, parts: TrainParts, secret: str | None = None) -> None:
-    """The Train form's name, algorithm, model and hyperparameters are kept (not the data
-    inputs: an uploaded file lives on the server); a reload puts back each value its input
-    takes, and names those it dropped."""
+    """The Train form's name, algorithm, model, data (not an uploaded file: it lives on the
+    server) and hyperparameters are kept; a reload puts back each value its input takes, and
+    names those it dropped. The data task was once left out: a reload brought back the agent
+    model, its tool and length with the arithmetic task, and Start trained on the wrong data."""
     store = gr.BrowserState(None, storage_key=KEY + "train", secret=secret)
     m = parts.model
     model_inputs = dict(zip(saved.MODEL_KEYS, m.all, strict=True))
-    inputs = [parts.name, parts.algorithm, *m.all, *parts.hyper.values()]
+    d = parts.data
+    data_inputs = {key: getattr(d, key) for key in saved.DATA_KEYS}
+    inputs = [parts.name, parts.algorithm, *m.all, *data_inputs.values(), *parts.hyper.values()]
 
     def save(raw: Values) -> dict[str, Any]:
         return {
             "name": raw[parts.name],
             "algorithm": raw[parts.algorithm],
             "model": {key: raw[comp] for key, comp in model_inputs.items()},
+            "data": {key: raw[comp] for key, comp in data_inputs.items()},
             "hyper": {path: raw[comp] for path, comp in parts.hyper.items()},
         }
 
@@ -126,6 +130,7 @@ def wire_train_memory(demo: gr.Blocks, parts: TrainParts, secret: str | None = N
         got = saved.train_values(value, parts.fields, train_form.algorithms(), _model_keys(parts))
         updates: Updates = {parts.hyper[path]: v for path, v in got.hyper.items()}
         updates.update({model_inputs[key]: v for key, v in got.model.items()})
+        updates.update({data_inputs[key]: v for key, v in got.data.items()})
         if got.name is not None:
             updates[parts.name] = got.name
         if got.algorithm is not None:
