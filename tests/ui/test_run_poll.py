@@ -127,9 +127,9 @@ def test_runs_table_formats_duration():
     )
     row = runs_table([run], now=5000.0)[0]
     assert row[3] == "5"
-    assert row[4] == ""  # no tags
-    assert row[5].endswith("00:00")  # created, which a resume (a new started_at) keeps
-    assert row[6] == "1:02:05"  # ended_at - started_at, not "now"
+    assert row[4] == row[5] == ""  # no tags, no note
+    assert row[6].endswith("00:00")  # created, which a resume (a new started_at) keeps
+    assert row[7] == "1:02:05"  # ended_at - started_at, not "now"
 
 
 @pytest.fixture

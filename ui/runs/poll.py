@@ -31,8 +31,9 @@ from ui.runs.state import RunsSnapshot, RunView
 from ui.shared import hints, messages
 
 # "created" never moves; "duration" counts every attempt of a resumed run.
-RUN_COLUMNS = ["run", "name", "status", "step", "tags", "created", "duration"]
-RUN_COLUMN_WIDTHS = ["14%", "22%", "10%", "8%", "18%", "16%", "12%"]
+RUN_COLUMNS = ["run", "name", "status", "step", "tags", "note", "created", "duration"]
+RUN_COLUMN_WIDTHS = ["12%", "17%", "9%", "7%", "14%", "19%", "12%", "10%"]
+NOTE_CHARS = 80  # a note's first line in the runs table, cut there (all of it is in the editor)
 METRIC_PAGE = 20_000
 LOG_PAGE = 500
 
@@ -88,13 +89,19 @@ def step_text(run: RunInfo) -> str:
     return f"{run.last_step}/{run.total_steps}" if run.total_steps else str(run.last_step)
 
 
+def note_cell(note: str) -> str:
+    """A note as the runs table shows it: its first line, at most :data:`NOTE_CHARS` long."""
+    first = note.strip().splitlines()[0] if note.strip() else ""
+    return first if len(first) <= NOTE_CHARS else first[: NOTE_CHARS - 1] + "…"
+
+
 def runs_table(
     runs: list[RunInfo],
     now: float | None = None,
     labels: Mapping[str, RunLabel] | None = None,
 ) -> list[list[Any]]:
-    """Rows of the run list in the order given, in :data:`RUN_COLUMNS` order (the user's tags are
-    plain text cells: the table does not render them as HTML)."""
+    """Rows of the run list in the order given, in :data:`RUN_COLUMNS` order (the user's tags and
+    note are plain text cells: the table does not render them as HTML)."""
     now = time.time() if now is None else now
     labels = labels or {}
     return [
@@ -104,6 +111,7 @@ def runs_table(
             str(r.status),
             step_text(r),
             ", ".join(labels[r.id].tags) if r.id in labels else "",
+            note_cell(labels[r.id].note) if r.id in labels else "",
             _when(r.created_at),
             _duration(r, now),
         ]
