@@ -126,3 +126,38 @@ def test_the_samples_are_the_open_runs_at_the_step_shown(page: Page, live_app):
     expect(step).to_have_value("3")
     expect(samples).to_contain_text("ppo-q3")
     expect(samples).not_to_contain_text("grpo-q")
+
+
+COMPONENTS = ("correctness", "format", "tool_answer", "tool_calls", "repetition")
+# Per header: how many px its text needs beyond its cell (> 0: cut), and each column's width.
+HEADER_FIT = """() => [...document.querySelectorAll('#run-samples thead th')].map((th) => {
+  const text = th.querySelector('.header') || th;
+  return [th.getAttribute('title'), text.scrollWidth - text.clientWidth,
+          th.getBoundingClientRect().width]; })"""
+
+
+def test_a_sample_table_with_many_components_cuts_no_column(page: Page, live_app):
+    from storage.paths import db_path
+    from storage.records import samples as sample_store
+    from storage.sqlite.db import Database
+
+    run_id = record_run(live_app.data_dir, "many components", steps=1)
+    trace = [{"name": n, "raw": 1.0, "explanation": f"{n} paid in full here"} for n in COMPONENTS]
+    completion = " ".join(["too"] * 60)
+    with Database(db_path(live_app.data_dir)) as db:
+        row = {"prompt": "q", "completion": completion, "total": 5.0, "trace": trace}
+        sample_store.add_samples(db, run_id, 1, [row])
+    page.goto(f"{live_app.url}?run={run_id}")
+    page.wait_for_selector("#main-tabs")
+    expect(page.locator("#run-samples")).to_contain_text("repetition paid in full")
+    fit = page.evaluate(HEADER_FIT)
+    assert [name for name, _, _ in fit][-6:] == [*COMPONENTS, "why"]
+    assert [name for name, over, _ in fit if over > 1] == []  # no header cut ("correc")
+    assert fit[-1][2] >= 150, fit  # the explanations have room to be read
+    # No cell's text runs past its column ("too too too tot").
+    cut = page.evaluate(
+        "() => [...document.querySelectorAll('#run-samples tbody td')]"
+        ".filter((td) => td.scrollWidth - td.clientWidth > 1)"
+        ".map((td) => [td.cellIndex, td.scrollWidth, td.clientWidth])"
+    )
+    assert cut == []

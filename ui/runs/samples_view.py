@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from ui.runs.layout import RunsParts
 
 FIXED_COLUMNS = 7  # group, prompt, completion, answer, total, advantage ... why
+# group, prompt, completion, answer, total, advantage ("advantage" whole beside its menu button)
+FIXED_WIDTHS = ["64px", "170px", "340px", "80px", "72px", "108px"]
+WHY_WIDTH = "300px"
+CHAR_PX, MENU_PX, MIN_COMPONENT_PX = 9, 40, 84  # a header's character (0.85em) and menu button
 
 
 def samples_value(db: Database, viewer: Viewer, key: tuple[str, int] | None) -> gr.Dataframe:
@@ -31,13 +35,21 @@ def samples_value(db: Database, viewer: Viewer, key: tuple[str, int] | None) -> 
     headers, rows = run_actions.samples_table(db, viewer, run_id, step)
     if len(headers) < FIXED_COLUMNS:  # no samples: the placeholder headers
         return gr.Dataframe(value=rows, headers=headers)
-    n_components = len(headers) - FIXED_COLUMNS
+    components = headers[FIXED_COLUMNS - 1 : -1]
     datatypes = ["number", "str", "html", "str", "str", "str"]
-    datatypes += ["str"] * n_components + ["str"]
-    # "advantage" needs 9% to show whole beside its menu button.
-    widths = ["5%", "14%", "31%", "6%", "6%", "9%", *["6%"] * n_components]
-    widths.append(f"{max(10, 29 - 6 * n_components)}%")
-    return gr.Dataframe(value=rows, headers=headers, datatype=datatypes, column_widths=widths)
+    datatypes += ["str"] * len(components) + ["str"]
+    return gr.Dataframe(
+        value=rows, headers=headers, datatype=datatypes, column_widths=column_widths(components)
+    )
+
+
+def column_widths(components: list[str]) -> list[str]:
+    """Widths in px: each component's column as wide as its name beside the header's menu
+    button, the explanations readable. Shares of the box (which once added up to more than
+    100% past three components) cut "correctness" to "correc"; a table wider than its box
+    scrolls instead."""
+    named = [f"{max(MIN_COMPONENT_PX, CHAR_PX * len(name) + MENU_PX)}px" for name in components]
+    return [*FIXED_WIDTHS, *named, WHY_WIDTH]
 
 
 def samples_updates(
