@@ -161,3 +161,27 @@ def test_a_sample_table_with_many_components_cuts_no_column(page: Page, live_app
         ".map((td) => [td.cellIndex, td.scrollWidth, td.clientWidth])"
     )
     assert cut == []
+
+
+def test_the_run_picked_is_in_the_address_kept_on_reload_and_back_and_forward(page: Page, live_app):
+    first = record_run(live_app.data_dir, "address first", steps=2)
+    second = record_run(live_app.data_dir, "address second", steps=2)
+    page.reload()
+    page.wait_for_selector("#main-tabs")
+    page.get_by_role("tab", name="Runs", exact=True).click()
+    status = page.locator("#run-status")
+    pick_run(page, "address first")
+    expect(status).to_contain_text("address first")
+    page.wait_for_url(f"**?run={first}")
+    click_row(page, "address second")
+    expect(status).to_contain_text("address second")
+    page.wait_for_url(f"**?run={second}")
+    page.reload()
+    page.wait_for_selector("#main-tabs")
+    expect(status).to_contain_text("address second")  # kept on reload, on the Runs tab
+    page.go_back()
+    page.wait_for_url(f"**?run={first}")
+    expect(status).to_contain_text("address first")
+    page.go_forward()
+    page.wait_for_url(f"**?run={second}")
+    expect(status).to_contain_text("address second")

@@ -190,15 +190,33 @@ def save_tab_js(label: str) -> str:
     return f"() => {{ localStorage.setItem({TAB_KEY!r}, {label!r}); }}"
 
 
+# A run the user opens goes into the address as ?run=ID (a history entry each), so a reload or a
+# shared link opens it (``ui.factory``'s load reads ?run=, for the viewer's own runs only), and
+# back/forward open the run of that entry: the page loads it again, as a link would. Only the
+# user's picks are written: the run a page opens by default stays out of the address.
+RUN_IN_URL = """window.studioUrlRun = new URLSearchParams(location.search).get('run');
+window.studioRunInUrl = (run) => {
+  if (typeof run !== 'string' || !run || run === window.studioUrlRun) return;
+  const url = new URL(location.href);
+  url.searchParams.set('run', run);
+  history.pushState({ run }, '', url);
+  window.studioUrlRun = run;
+};
+window.addEventListener('popstate', () => {
+  if (new URLSearchParams(location.search).get('run') !== window.studioUrlRun) location.reload();
+});"""
+
+
 def tab_head() -> str:
     """``<head>`` HTML: the tab open at the last visit, read before the page mounts (the
     page's first tab fires its select event as it mounts, which saves itself over it), and
-    whether the user has clicked a tab since (a trusted click: the restore's own is not)."""
+    whether the user has clicked a tab since (a trusted click: the restore's own is not); and
+    the run the user opened, in the address (:data:`RUN_IN_URL`)."""
     return (
         f"<script>window.studioLastTab = localStorage.getItem({TAB_KEY!r});"
         " document.addEventListener('click', (e) => { if (e.isTrusted"
         " && e.target.closest?.('#main-tabs [role=tab]')) window.studioTabChosen = true; },"
-        " true);</script>"
+        f" true);\n{RUN_IN_URL}</script>"
     )
 
 

@@ -40,6 +40,7 @@ from ui.shared.named_values import Updates, Values
 POLL_SECONDS = 1.0
 POLL_CONCURRENCY = 8  # polls of all sessions served at once (Gradio runs them in threads)
 _PANELS = {p.key: p for p in PANELS}
+URL_JS = "(run) => { window.studioRunInUrl?.(run); }"
 
 
 @dataclass
@@ -213,7 +214,12 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
     # belong to the run now open (a confirm after switching would delete the wrong run),
     # however it was opened: picked, a row clicked, or a run just started in Train.
     cleared = [parts.download, parts.action_md, parts.confirm_row]
-    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private")
+    # The user's picks (a row clicked, the menu) go into the address (ui.memory.wiring).
+    in_url = {"inputs": parts.run_select, "js": URL_JS, "api_visibility": "private"}
+    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private").then(
+        None, **in_url
+    )
+    parts.run_select.input(None, **in_url)
     parts.run_select.change(
         clear_action_output, outputs=cleared, api_visibility="private", show_progress="hidden"
     )
