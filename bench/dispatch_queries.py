@@ -31,8 +31,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from engine.run.devices import list_gpus  # noqa: E402
 from engine.run.launcher import Launcher  # noqa: E402
+from engine.runtime.devices import list_gpus  # noqa: E402
 from storage.paths import db_path  # noqa: E402
 from storage.runs import create_run, set_status  # noqa: E402
 from storage.sqlite.db import Database  # noqa: E402

@@ -5,11 +5,13 @@ Builds a random-init Qwen2 (``--model-shape large``: issue 22's 8.5B 7B-shape, `
 trains the same GRPO config twice through ``python -m engine train`` in ONE data dir: LoRA r16,
 ``--prompts`` x ``--generations`` completions x ``--tokens`` new tokens, the micro-batch the
 worker picks from the memory estimate, no evaluation or checkpoints. The first run compiles
-into ``<data dir>/compile_cache`` (engine/run/compile_cache.py), the second reads it.
+into ``<data dir>/compile_cache`` (engine/runtime/compile_cache.py), the second reads it.
 
 Per run: the first step's seconds (TRL's ``perf/step_time``), the median of the others, the
-slowest of the others over that median, the peak GiB, the run's wall time (model load included).
-Ends with one JSON line.
+slowest of the others over that median, the peak GiB, the run's wall time (model load included),
+and its final model: MB on disk, its files, and the seconds from the ``saving_final`` phase to the
+run's end (issue 42: a LoRA run writes its adapter, where it used to merge a copy of the model and
+write 17 GB of full weights). Ends with one JSON line.
 
     python bench/first_step.py                       # 8.5B shape on one GPU (~7 minutes)
     python bench/first_step.py --model-shape small --steps 4
@@ -58,6 +60,34 @@ def step_figures(data_dir: Path) -> dict[str, Any]:
     }
 
 
+def final_figures(data_dir: Path) -> dict[str, Any]:
+    """The newest run's final model: MB on disk, its files, and the seconds it took to save
+    (from the ``saving_final`` phase to the run's end)."""
+    import sqlite3
+
+    from engine.runtime.layout import final_model_dir, run_dir
+    from storage.paths import db_path
+
+    con = sqlite3.connect(db_path(data_dir))
+    try:
+        run_id, ended = con.execute(
+            "SELECT id, ended_at FROM run ORDER BY created_at DESC LIMIT 1"
+        ).fetchone()
+        saving = con.execute(
+            "SELECT MAX(time) FROM run_phase WHERE run_id = ? AND phase = 'saving_final'",
+            (run_id,),
+        ).fetchone()[0]
+    finally:
+        con.close()
+    final = final_model_dir(run_dir(data_dir, run_id))
+    files = sorted(p for p in final.rglob("*") if p.is_file()) if final.is_dir() else []
+    return {
+        "final_mb": round(sum(p.stat().st_size for p in files) / 1e6, 1),
+        "final_files": [p.name for p in files],
+        "final_save_s": round(ended - saving, 2) if ended and saving else None,
+    }
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-shape", choices=sorted(SHAPES), default="large")
@@ -92,6 +122,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             figures = {"exit": ran["exit"], "wall_s": ran["wall_s"], **read_back(work / "data")}
             if ran["exit"] == 0:
                 figures.update(step_figures(work / "data"))
+                figures.update(final_figures(work / "data"))
             else:
                 figures["log_tail"] = ran.get("log_tail", "")[-1500:]
             name = "cold" if index == 0 else f"warm_{index}"

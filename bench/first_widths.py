@@ -66,7 +66,7 @@ def main() -> None:
     from peft import LoraConfig, get_peft_model
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from engine.run.compile_cache import skip_cpu_isa_probe
+    from engine.runtime.compile_cache import skip_cpu_isa_probe
     from engine.trainers.compiled_layers import avoid_cudnn_attention, compile_decoder_layers
     from engine.trainers.masked_rows import repair_empty_rows
 

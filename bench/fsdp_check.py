@@ -167,7 +167,7 @@ def run_config(args: argparse.Namespace, model_dir: Path, data: Path, strategy: 
 
 def card_bytes() -> int:
     """The first GPU's memory as nvidia-smi reports it, else an 80 GiB card's."""
-    from engine.run.devices import list_gpus
+    from engine.runtime.devices import list_gpus
 
     gpus = list_gpus()
     return gpus[0].total_bytes if gpus else CARD_BYTES
@@ -193,7 +193,7 @@ def verdict(config: RunConfig, card: int) -> dict[str, Any]:
 def launch_files(config: RunConfig, work: Path) -> dict[str, Any]:
     """The worker command and FSDP file the launcher writes for ``config`` (nothing runs)."""
     from engine.run.launcher import run_command
-    from engine.run.layout import FSDP_CONFIG_FILE
+    from engine.runtime.layout import FSDP_CONFIG_FILE
 
     run_dir = work / f"launch-{config.training.distributed}"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -223,7 +223,7 @@ def build(folder: Path, shape_name: str, words: list[str]) -> int:
 def train(config: RunConfig, data_dir: Path, timeout: float) -> dict[str, Any]:
     """Run ``python -m engine train`` in its own process group; its status, wall time and the
     most memory nvidia-smi saw in use on each GPU meanwhile."""
-    from engine.run.devices import list_gpus
+    from engine.runtime.devices import list_gpus
 
     data_dir.mkdir(parents=True, exist_ok=True)
     path = config.save(data_dir / "config.yaml")

@@ -151,22 +151,6 @@ def run_config(variant: str, args: argparse.Namespace, model_dir: Path, data: Pa
     )
 
 
-def estimated(config: RunConfig) -> dict[str, float]:
-    """The micro-batch the worker will run (the config's, else picked for this card) and the
-    estimate's peak GiB for it (engine/planning/memory.py), to set against the measured peak."""
-    from engine.models.shape import model_shape
-    from engine.planning.memory import GIB, estimate
-    from engine.planning.micro_batch import local_card_bytes, with_default_micro_batch
-
-    card, shape = local_card_bytes(), model_shape(config.model)
-    if shape is None:
-        return {}
-    if card is not None:
-        config = with_default_micro_batch(config, card)
-    est = estimate(config, shape, on_gpu=card is not None)
-    return {"micro_batch": est.micro_batch, "estimate_gib": est.peak / GIB}
-
-
 def measure(variant: str, config: RunConfig, work: Path) -> dict[str, float]:
     """Median s/step, generation s/step, mean completion length, peak GiB and log-prob gap."""
     if variant == "anchor":
@@ -190,6 +174,13 @@ def measure(variant: str, config: RunConfig, work: Path) -> dict[str, float]:
         "mean_length": statistics.mean(values(metric_names.COMPLETION_MEAN_LENGTH)),
         "peak_gib": max(values(metric_names.PEAK_MEMORY) or [float("nan")]),
     }
+    # The estimate the worker ran with: its micro-batch picked at the run's real prompt length.
+    for key, name in (
+        ("estimate_gib", metric_names.ESTIMATED_PEAK),
+        ("micro_batch", metric_names.MICRO_BATCH),
+    ):
+        if name in series:
+            result[key] = series[name][0][1]
     gaps = values(metric_names.GEN_LOGPROB_GAP)
     if gaps:
         result["logprob_gap"] = statistics.mean(gaps)
@@ -227,7 +218,7 @@ def main() -> None:
             config = run_config(variant, args, model_dir, data)
             started = time.perf_counter()
             try:
-                results[variant] = {**estimated(config), **measure(variant, config, work)}
+                results[variant] = measure(variant, config, work)
             except Exception as exc:  # one variant's failure (an OOM) is a result too
                 logger.error("%s failed: %s", variant, str(exc)[-2000:])
                 results[variant] = {"error": str(exc).strip().splitlines()[-1][:300]}
@@ -254,7 +245,7 @@ def main() -> None:
         if r["peak_gib"] == r["peak_gib"]:  # not NaN (on a CPU)
             report[f"{variant}_peak_gib"] = round(r["peak_gib"], 2)
         if "estimate_gib" in r:
-            report[f"{variant}_micro_batch"] = r["micro_batch"]
+            report[f"{variant}_micro_batch"] = int(r["micro_batch"])
             report[f"{variant}_estimate_gib"] = round(r["estimate_gib"], 2)
         if "logprob_gap" in r:
             report[f"{variant}_logprob_gap_nats"] = float(f"{r['logprob_gap']:.3g}")

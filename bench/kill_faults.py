@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 import psutil  # noqa: E402
 
 from engine.config.run_config import RunConfig  # noqa: E402
-from engine.run.checkpoints import checkpoint_step, latest_checkpoint, staging_dir  # noqa: E402
 from engine.run.launcher import Launcher  # noqa: E402
+from engine.runtime.checkpoints import checkpoint_step, latest_checkpoint, staging_dir  # noqa: E402
 from storage import runs as run_store  # noqa: E402
 from storage.paths import db_path  # noqa: E402
 from storage.records import samples as sample_store  # noqa: E402

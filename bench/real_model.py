@@ -1,11 +1,12 @@
 """Does a real pretrained model learn with the suggested settings? And what does it peak at?
 
 Learning curve (the default): ``python -m engine train`` on the config that ``export-config
---model smollm2-135m-instruct`` suggests for this device (``engine.config.pretrained``), on the
-built-in task, for ``--minutes`` of wall clock, with held-out evaluation before, every
-``--eval-every`` steps and at the end. Prints held-out accuracy, strict-format rate and
-strict accuracy against minutes since the first evaluation, the training reward, seconds per
-step, the micro-batch the worker picked and the peak GPU memory beside its estimate.
+--model smollm2-135m-instruct --algorithm A`` suggests for this device
+(``engine.config.suggestions``), on the built-in task, for ``--minutes`` of wall clock, with
+held-out evaluation before, every ``--eval-every`` steps and at the end. Prints held-out
+accuracy, strict-format rate and strict accuracy against minutes since the first evaluation,
+the training reward, seconds per step, the micro-batch the worker picked and the peak GPU
+memory beside its estimate.
 
 Memory points (``--memory-points 32,64``): a few GRPO steps of the same model at 32 prompts x
 8 completions x ``--tokens`` new tokens for each micro-batch, each in its own process; the
@@ -15,6 +16,9 @@ beside the estimate (engine/planning/memory.py) at the run's longest prompt.
     python bench/real_model.py --minutes 5 --eval-every 10
     python bench/real_model.py --memory-points 32,64,128 --tokens 256 --steps 3
     python bench/real_model.py --minutes 1 --override '{"training": {"learning_rate": 1e-4}}'
+    python bench/real_model.py --minutes 5 --algorithm ppo   # that algorithm's own suggestion
+
+GRPO, RLOO and PPO side by side, over seeds, in one call: bench/every_algorithm.py.
 """
 
 from __future__ import annotations
@@ -30,16 +34,16 @@ from pathlib import Path
 from learning_curve import EVAL_NAMES, summarise
 from studio_run import ROOT, Series, collect, launch, train_via_cli
 
-from engine.config.pretrained import suggested_config
-from engine.config.run_config import RunConfig
+from engine.config.run_config import ALGORITHMS, RunConfig
+from engine.config.suggestions import suggested_config
 from engine.models.specs import ENGLISH_MODEL_ALIAS
 from engine.tracking import metric_names
 
 
 def configured(args: argparse.Namespace, generation: dict | None = None, **training) -> RunConfig:
     on_gpu = None if args.device == "auto" else args.device == "gpu"
-    data = suggested_config(args.model, on_gpu).to_dict()
-    data["name"] = f"real model {args.model}"
+    data = suggested_config(args.model, on_gpu, args.algorithm).to_dict()
+    data["name"] = f"real model {args.model} {args.algorithm}"
     data["training"].update(save_steps=0, **training)
     data["generation"].update(generation or {})
     for section, values in json.loads(args.override).items():
@@ -205,6 +209,7 @@ def learning_curve(args: argparse.Namespace) -> dict:
         "card": card_name(),
         "commit": commit(),
         "model": args.model,
+        "algorithm": args.algorithm,
         "budget_minutes": args.minutes,
         "steps": result["steps"],
         "seconds_per_step": result["seconds_per_step"],
@@ -285,6 +290,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=ENGLISH_MODEL_ALIAS)
     parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
+    parser.add_argument("--algorithm", choices=ALGORITHMS, default="grpo")
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--eval-every", type=int, default=10, help="steps between evaluations")
     parser.add_argument("--eval-samples", type=int, default=200)

@@ -146,7 +146,7 @@ def run_grpo(
 def run_ppo(
     config, model, tokenizer, rows, out: Path, clock: PhaseClock, profile, cprofile
 ) -> None:
-    from engine.run.stop_request import StopRequest
+    from engine.runtime.stop_request import StopRequest
     from engine.trainers.ppo.trainer import PPOTrainer
 
     class Recorder:  # the worker's recorder, minus the database

@@ -60,8 +60,8 @@ from gpu_throughput import write_problems  # noqa: E402
 
 from engine.config.run_config import RunConfig  # noqa: E402
 from engine.run.launcher import run_command  # noqa: E402
-from engine.run.layout import config_path, run_dir  # noqa: E402
 from engine.run.machines import machine_command, other_machines_note  # noqa: E402
+from engine.runtime.layout import config_path, run_dir  # noqa: E402
 
 logger = logging.getLogger("two_machines")
 

@@ -44,8 +44,8 @@ def _load_config(path: str):
 def cmd_train(args: argparse.Namespace) -> int:
     config = _load_config(args.config)  # a config it cannot use fails before torch is imported
     from engine.planning.micro_batch import describe, local_card_bytes
-    from engine.run.devices import Assignment
     from engine.run.launcher import Launcher, run_command
+    from engine.runtime.devices import Assignment
     from storage.sqlite.schema import LOCAL_OWNER, RunStatus
 
     launcher = Launcher(_data_dir(args.data_dir))
@@ -126,7 +126,7 @@ def _final_status(data_dir: Path, run_id: str, returncode: int) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from engine.run.stop_request import StopRequest, install_stop_handlers
+    from engine.runtime.stop_request import StopRequest, install_stop_handlers
 
     stop = StopRequest()  # before the worker's imports, which take seconds
     install_stop_handlers(stop)
@@ -167,10 +167,13 @@ def _lifecycle(action: str):
 
 
 def cmd_export_config(args: argparse.Namespace) -> int:
-    from engine.config.pretrained import suggested_config
+    from engine.config.pretrained import local_gpu
     from engine.config.run_config import documented_yaml
+    from engine.config.suggestions import suggested_config, suggestion_sources
+    from engine.models.specs import DEFAULT_MODEL_ALIAS
 
     on_gpu = {"auto": None, "gpu": True, "cpu": False}[args.device]
+    sources: dict[str, str] = {}
     if args.task == "agent":
         from engine.config.agent import agent_config
         from engine.models.specs import AGENT_MODEL_ALIAS
@@ -186,9 +189,17 @@ def cmd_export_config(args: argparse.Namespace) -> int:
             )
             return 2
         config = agent_config()
+        if args.algorithm:
+            from engine.config.run_config import RunConfig
+
+            config = RunConfig.from_dict({**config.to_dict(), "algorithm": args.algorithm})
     else:
-        config = suggested_config(args.model or "default", on_gpu)
-    text = documented_yaml(config)
+        model = args.model or DEFAULT_MODEL_ALIAS
+        gpu = local_gpu() if on_gpu is None else on_gpu
+        algorithm = args.algorithm or "grpo"
+        config = suggested_config(model, gpu, algorithm)
+        sources = suggestion_sources(algorithm, model != DEFAULT_MODEL_ALIAS, gpu)
+    text = documented_yaml(config, sources)
     if args.output == "-":
         sys.stdout.write(text)
     else:
@@ -274,6 +285,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "gpu", "cpu"),
         default="auto",
         help="the device the pretrained settings are for (auto: a GPU if this machine has one)",
+    )
+    p.add_argument(
+        "--algorithm",
+        default=None,
+        help="the algorithm to suggest settings for: grpo (default), rloo or ppo; a comment "
+        "says where each suggested number comes from",
     )
     add_model_commands(add)
     add_lab_commands(add)

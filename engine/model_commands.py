@@ -21,8 +21,8 @@ logger = logging.getLogger(__name__)
 def cmd_export(args: argparse.Namespace) -> int:
     if args.format:
         return _export_model(args)
-    from engine.run.checkpoints import latest_model_dir
     from engine.run.launcher import Launcher, LaunchError
+    from engine.runtime.checkpoints import latest_model_dir
     from storage.export import export_run
     from storage.paths import db_path
     from storage.runs import get_run
@@ -159,7 +159,11 @@ def cmd_push(args: argparse.Namespace) -> int:
         raise LaunchError(f"no run with id {args.run_id!r}")
     try:
         url = push_model(
-            launcher.run_dir(args.run_id), args.repo_id, token, config_text=config.to_yaml()
+            launcher.run_dir(args.run_id),
+            args.repo_id,
+            token,
+            config_text=config.to_yaml(),
+            merged=args.merged,
         )
     except HubPushError as exc:
         raise LaunchError(str(exc)) from None
@@ -203,3 +207,9 @@ def add_commands(add) -> None:
     p.add_argument("run_id")
     p.add_argument("repo_id", help="owner/name of a Hub model repo (created if missing)")
     p.add_argument("--token-env", default="HF_TOKEN", help="variable holding a write token")
+    p.add_argument(
+        "--merged",
+        action="store_true",
+        help="a LoRA run: merge the adapter into its base and push full weights (default: the "
+        "adapter, with base_model.json naming its base)",
+    )

@@ -2,7 +2,7 @@
 deferred imports included.
 
 An import moved into a function to break a cycle still ties the two modules together; the run
-folder's names live in :mod:`engine.run.layout` so the launcher, worker and trainers need not.
+folder's names live in :mod:`engine.runtime.layout` so the launcher, worker and trainers need not.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ def test_the_cycle_finder_sees_a_cycle_through_a_deferred_import():
 
 def test_the_graph_reads_module_level_and_deferred_imports():
     graph = import_graph()
-    assert "engine.run.layout" in graph["engine.run.launcher"]  # module level
+    assert "engine.runtime.layout" in graph["engine.run.launcher"]  # module level
     assert "engine.trainers.ppo.trainer" in graph["engine.run.worker"]  # inside _train_ppo
-    assert "storage.paths" in graph["engine.run.layout"]  # inside run_dir
-    assert graph["engine.run.layout"] <= {"storage.paths"}  # light: listing runs imports it
+    assert "storage.paths" in graph["engine.runtime.layout"]  # inside run_dir
+    assert graph["engine.runtime.layout"] <= {"storage.paths"}  # light: listing runs imports it
 
 
 def test_the_graph_reaches_every_subpackage():
@@ -71,3 +71,53 @@ def test_the_direction_check_sees_an_upward_import():
 
 def test_packages_import_one_way_down():
     assert upward_imports(import_graph()) == []
+
+
+# engine's rooms, lowest floor first: a room imports only rooms below it. engine.fields (knob,
+# ConfigError) sits under all of them; the commands (cli, lab_commands, model_commands) above.
+ENGINE_FLOORS = [
+    "runtime",  # a run folder's names, checkpoints, devices, stop request, compile cache
+    "tasks",
+    "models",
+    "data",
+    "generation",
+    "tools",
+    "config",  # the run config: reads models, data, generation and tools to validate itself
+    "tracking",
+    "trainers",
+    "planning",  # memory and micro-batch: read the config, the sampler and the trainers
+    "run",  # the worker, the launcher and the preflight
+    "exports",
+    "builds",  # the scripts that build the shipped models
+]
+
+
+def engine_room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "engine" and len(parts) > 2 else None
+
+
+def upstairs_imports(graph: dict[str, set[str]], floors: list[str]) -> list[str]:
+    """Each import of one engine room by another at its own floor or above it."""
+    floor = {room: level for level, room in enumerate(floors)}
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if (room := engine_room(module)) is not None
+        and (other := engine_room(target)) not in (None, room)
+        and floor[other] >= floor[room]
+    )
+
+
+def test_the_floor_check_sees_an_import_from_above():
+    graph = {"engine.tools.a": {"engine.config.b"}, "engine.config.b": {"engine.tools.c"}}
+    assert upstairs_imports(graph, ["tools", "config"]) == ["engine.tools.a -> engine.config.b"]
+
+
+def test_engines_rooms_import_only_the_floors_below_them():
+    graph = import_graph()
+    rooms = {room for module in graph if (room := engine_room(module)) is not None}
+    assert rooms == set(ENGINE_FLOORS), "name each new room's floor in ENGINE_FLOORS"
+    assert upstairs_imports(graph, ENGINE_FLOORS) == []
+    assert {t for t in graph["engine.fields"] if t.startswith("engine.")} == set()

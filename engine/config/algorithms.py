@@ -25,7 +25,7 @@ WORLD_LOSS_NORMALIZATIONS = ("selected_tokens", "sequence_mean", "seq_mean_token
 PPO_KL_MODES = ("fixed", "adaptive")
 
 
-PPO_REWARD_NORMALIZATION = ("none", "batch", "running")
+PPO_REWARD_NORMALIZATION = ("none", "batch", "running", "group")
 
 
 PPO_VALUE_MODELS = ("shared", "separate")
@@ -170,7 +170,8 @@ class PPOSettings:
         "none",
         help=(
             f"Standardise sequence rewards: {', '.join(PPO_REWARD_NORMALIZATION)} "
-            "(running = mean/std over all steps so far)."
+            "(running = mean/std over all steps so far; group = among each prompt's "
+            "completions, GRPO's baseline)."
         ),
         choices=PPO_REWARD_NORMALIZATION,
     )
@@ -193,6 +194,16 @@ class PPOSettings:
         lo=0,
         hi=1,
         lo_open=True,
+    )
+
+    value_warmup_steps: int = knob(
+        0,
+        help=(
+            "Steps at the start that train only the critic (the policy's learning rate is 0), "
+            "so its first advantages are not the untrained critic's noise."
+        ),
+        lo=0,
+        hi=1_000_000,
     )
 
     def __post_init__(self) -> None:

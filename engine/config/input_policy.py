@@ -40,7 +40,7 @@ from engine.data.datasets import DataSpec
 from engine.data.files import FILE_TYPES
 from engine.fields import ConfigError
 from engine.models.specs import ENGLISH_MODEL_ALIAS, SHIPPED_MODELS, ModelSpec
-from engine.run.layout import NO_HUB_TOKEN_MARKER
+from engine.runtime.layout import NO_HUB_TOKEN_MARKER
 from rewards.input_guards.hub_ids import is_hub_id
 from rewards.spec import RewardSpec
 from storage.paths import db_path

@@ -88,7 +88,7 @@ def pretrained_preset(on_gpu: bool) -> str:
 
 def local_gpu() -> bool:
     """Whether this machine has an NVIDIA GPU (asked of nvidia-smi: no CUDA in this process)."""
-    from engine.run.devices import list_gpus
+    from engine.runtime.devices import list_gpus
 
     return bool(list_gpus())
 

@@ -199,9 +199,11 @@ class RunConfig:
             raise ConfigError("", f"config file {path} is not UTF-8 text (YAML)") from None
 
 
-def documented_yaml(config: RunConfig | None = None) -> str:
-    """The config as YAML, each field preceded by its help text as a comment."""
+def documented_yaml(config: RunConfig | None = None, sources: dict[str, str] | None = None) -> str:
+    """The config as YAML, each field preceded by its help text as a comment, and by where its
+    value comes from when ``sources`` (dotted path -> text) names it."""
     config = config or RunConfig()
+    sources = sources or {}
     lines = ["# Reward Studio run config. Run it with: python -m engine train THIS_FILE.yaml", ""]
     for f in fields(config):
         value = getattr(config, f.name)
@@ -216,6 +218,8 @@ def documented_yaml(config: RunConfig | None = None) -> str:
                 help_text = field_help(sub) if sub else None
                 if help_text or name in docs:
                     lines.append(f"  # {(help_text or docs[name]).replace('``', '')}")
+                if f"{f.name}.{name}" in sources:
+                    lines.append(f"  # suggested: {sources[f'{f.name}.{name}']}")
                 dumped = yaml.safe_dump({name: sub_value}, sort_keys=False, allow_unicode=True)
                 lines.extend("  " + line for line in dumped.rstrip().splitlines())
         else:

@@ -2,8 +2,8 @@
 
 Formats (``FORMATS``):
 
-- ``hf``: the model folder as training saved it (final weights, or a checkpoint: full weights
-  or a LoRA adapter), without optimizer and trainer state;
+- ``hf``: the model folder as training saved it (full weights, or a LoRA run's adapter with
+  ``base_model.json``), without optimizer and trainer state;
 - ``merged``: a plain transformers model: a LoRA adapter merged into its base (peft
   ``merge_and_unload``), saved with its tokenizer and generation config;
 - ``gguf``: the merged model as one GGUF file (:mod:`engine.exports.gguf_file`), F16 or Q8_0;

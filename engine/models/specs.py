@@ -17,7 +17,7 @@ DEFAULT_MODEL_ALIAS = "default"
 
 
 #: The second shipped model: the default one taught to call the calculator sometimes
-#: (``engine/models/build_agent_model.py``), for the built-in agent task.
+#: (``engine/builds/build_agent_model.py``), for the built-in agent task.
 AGENT_MODEL_ALIAS = "agent"
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from engine.config.run_config import RunConfig
 from engine.models.shape import ModelShape, model_shape
-from engine.planning.memory import CARD_BUDGET, PROMPT_TOKENS, estimate, size
+from engine.planning.memory import CARD_BUDGET, PROMPT_TOKENS, MemoryEstimate, estimate, size
 
 
 def micro_batch_choices(config: RunConfig) -> list[int]:
@@ -71,32 +71,42 @@ def local_card_bytes() -> int | None:
     return torch.cuda.get_device_properties(0).total_memory
 
 
+def run_estimate(
+    config: RunConfig, card_bytes: int | None, prompt_tokens: int = PROMPT_TOKENS
+) -> MemoryEstimate | None:
+    """The estimate of ``config`` as it will run on a card of ``card_bytes`` (None: on the
+    CPU) with prompts of ``prompt_tokens``: an empty micro-batch on a card at the size the run
+    will pick. None where the model's shape is unknown."""
+    shape = model_shape(config.model)
+    if shape is None:
+        return None
+    on_gpu = card_bytes is not None
+    if on_gpu:
+        config = with_default_micro_batch(config, card_bytes, prompt_tokens)
+    return estimate(config, shape, on_gpu=on_gpu, prompt_tokens=prompt_tokens)
+
+
 def describe(config: RunConfig, card_bytes: int | None, prompt_tokens: int | None = None) -> str:
     """The estimate's line for ``config`` on a card of ``card_bytes`` (None: on the CPU), or
     why there is none, for prompts of ``prompt_tokens`` (None: ``PROMPT_TOKENS`` assumed, as
     said in the line). An empty micro-batch on a card shows the size the run will pick."""
-    shape = model_shape(config.model)
-    if shape is None:
+    tokens = PROMPT_TOKENS if prompt_tokens is None else prompt_tokens
+    est = run_estimate(config, card_bytes, tokens)
+    if est is None:
         return (
             f"No memory estimate: the config of {config.model.name_or_path!r} is not on this "
             "machine."
         )
-    on_gpu = card_bytes is not None
-    picked = on_gpu and config.training.micro_batch_size is None
-    tokens = PROMPT_TOKENS if prompt_tokens is None else prompt_tokens
-    if picked:
-        config = with_default_micro_batch(config, card_bytes, tokens)
-    est = estimate(config, shape, on_gpu=on_gpu, prompt_tokens=tokens)
     line = est.summary()
     line += f" Prompts of {tokens} tokens{' assumed' if prompt_tokens is None else ''}."
-    if on_gpu and est.peak > CARD_BUDGET * card_bytes:
+    if card_bytes is not None and est.peak > CARD_BUDGET * card_bytes:
         line += (
             f" That is above {CARD_BUDGET:.0%} of the {size(card_bytes)} card: the run may run "
             "out of memory."
         )
-    elif picked:
+    elif card_bytes is not None and config.training.micro_batch_size is None:
         line += (
-            f" The micro-batch ({config.training.micro_batch_size}) is picked to fit "
+            f" The micro-batch ({est.micro_batch}) is picked to fit "
             f"{CARD_BUDGET:.0%} of the {size(card_bytes)} card."
         )
     return line

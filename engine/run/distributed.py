@@ -17,8 +17,11 @@ from typing import Any
 
 import yaml
 
-from engine.models.loading import meta_model, save_plain_weights
-from engine.run.layout import FSDP_CONFIG_FILE
+from engine.models.adapters import is_peft_model, save_adapter
+from engine.models.loading import meta_model
+from engine.models.saving import save_plain_weights
+from engine.models.specs import ModelSpec
+from engine.runtime.layout import FSDP_CONFIG_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -106,27 +109,38 @@ def launch_args(num_processes: int, fsdp_config: Path | None = None) -> list[str
     ]
 
 
-def save_final_model(accelerator: Any, model: Any, tokenizer: Any, out: Path) -> None:
+def save_final_model(
+    accelerator: Any, model: Any, tokenizer: Any, out: Path, base: ModelSpec
+) -> None:
     """Save the trained ``model`` (as the accelerator prepared it) to ``out``; every process
-    calls this.
+    calls this. ``base``: the run's model spec, which a LoRA adapter's ``base_model.json``
+    points to.
 
-    Under FSDP the full weights exist only while all ranks gather them: the state dict comes
-    from accelerate's ``get_state_dict`` (``FULL_STATE_DICT``, gathered onto the main process's
-    CPU), which every rank must enter, and the main process writes it. Read on the main process
-    alone, a sharded model's ``state_dict`` waits forever for the other ranks' all-gather.
-    Otherwise the main process writes its own copy
-    (:func:`engine.models.loading.save_plain_weights`).
+    A LoRA run writes its adapter alone (:func:`engine.models.adapters.save_adapter`: tens of
+    MB, no copy of the model; exports merge it); a full fine-tune its weights
+    (:func:`engine.models.saving.save_plain_weights`). Under FSDP the full weights exist only
+    while all ranks gather them: the state dict comes from accelerate's ``get_state_dict``
+    (``FULL_STATE_DICT``, gathered onto the main process's CPU), which every rank must enter,
+    and the main process writes it (PEFT picks the adapter's weights out of it). Read on the
+    main process alone, a sharded model's ``state_dict`` waits forever for the other ranks'
+    all-gather. An error on the main process is raised there after the others are released.
     """
     from accelerate import DistributedType
 
+    state = None
     if accelerator.distributed_type == DistributedType.FSDP:
         state = accelerator.get_state_dict(model)  # collective: every rank takes part
+    try:
         if accelerator.is_main_process:
-            out.mkdir(parents=True, exist_ok=True)
-            accelerator.unwrap_model(model).save_pretrained(out, state_dict=state)
-            tokenizer.save_pretrained(out)
-    elif accelerator.is_main_process:
-        save_plain_weights(accelerator.unwrap_model(model), tokenizer, out)
-    if accelerator.is_main_process:
-        logger.info("Saved the final model to %s", out)
-    accelerator.wait_for_everyone()
+            unwrapped = accelerator.unwrap_model(model)
+            if is_peft_model(unwrapped):
+                save_adapter(unwrapped, tokenizer, out, base, state_dict=state)
+            elif state is not None:
+                out.mkdir(parents=True, exist_ok=True)
+                unwrapped.save_pretrained(out, state_dict=state)
+                tokenizer.save_pretrained(out)
+            else:
+                save_plain_weights(unwrapped, tokenizer, out)
+            logger.info("Saved the final model to %s", out)
+    finally:
+        accelerator.wait_for_everyone()

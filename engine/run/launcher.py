@@ -6,7 +6,7 @@ server. Stopping sends SIGTERM to the run's process group: the worker finishes i
 checkpoint and records ``stopped``. At most ``max_concurrent`` runs train at once (default: one
 per GPU, or one on a machine without GPUs); later ones wait ``queued`` and start as slots and
 GPUs free up. Each worker sees only its own GPUs, or on CPU its share of the cores
-(:mod:`engine.run.devices`).
+(:mod:`engine.runtime.devices`).
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ import psutil
 
 from engine.config.input_policy import InputPolicy, worker_env
 from engine.models.loading import resolve_spec
-from engine.run import layout as run_layout
 from engine.run import machines, memory_watch
-from engine.run.checkpoints import latest_checkpoint
-from engine.run.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
 from engine.run.distributed import launch_args, layer_class, worker_args, write_fsdp_config
-from engine.run.layout import CONFIG_FILE as CONFIG_FILE  # its import path before run_layout
+from engine.runtime import layout as run_layout
+from engine.runtime.checkpoints import latest_checkpoint
+from engine.runtime.devices import Assignment, Gpu, core_share, list_gpus, machine_cores, pick_gpus
+from engine.runtime.layout import CONFIG_FILE as CONFIG_FILE  # its import path before run_layout
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.run_caps import ActiveRunCaps, TooManyActiveRunsError
@@ -165,14 +165,15 @@ class Launcher:
         CLI run). Returns the run id. ``policy``
         (default: the launcher's) limits what the run may read: the owner's scope of it.
 
-        Raises ``ConfigError`` (naming the field) when the model or data cannot be used, before
+        Raises ``ConfigError`` (naming the field) when the model or data cannot be used or the
+        run would not fit the data dir's free disk, before
         anything is written, and ``TooManyActiveRunsError`` when the run would pass one of
         ``caps`` on queued and running runs (the folder is removed again).
         """
         from engine.run.preflight import check_inputs  # loads torch, which listing runs never needs
 
         policy = policy or self.policy
-        check_inputs(config, policy)
+        check_inputs(config, policy, self.data_dir)
         run_id = run_store.new_run_id(config.algorithm)
         folder = self.run_dir(run_id)
         folder.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from engine.run.distributed import fsdp_settings, worker_args
-from engine.run.layout import CONFIG_FILE, MACHINES_CONFIG_FILE, machines_config_path
+from engine.runtime.layout import CONFIG_FILE, MACHINES_CONFIG_FILE, machines_config_path
 from storage.records.logs import append_logs
 
 if TYPE_CHECKING:

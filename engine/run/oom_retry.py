@@ -15,13 +15,9 @@ runs retry: the processes of a multi-GPU run would have to agree on it.
 from __future__ import annotations
 
 import gc
-import os
 from dataclasses import dataclass, replace
 
 from engine.config.run_config import RunConfig
-
-FAULT_ENV = "STUDIO_INJECT_OOM"
-_injected = False
 
 
 @dataclass
@@ -29,18 +25,6 @@ class Attempt:
     """What an attempt ran with: the micro-batch per device (once picked)."""
 
     micro_batch: int | None = None
-
-
-def inject_fault() -> None:
-    """Raise ``torch.OutOfMemoryError`` the first time it is called in a process where
-    ``STUDIO_INJECT_OOM=1`` (a test's fault-injection hook; the training loops call it)."""
-    global _injected
-    if os.environ.get(FAULT_ENV) != "1" or _injected:
-        return
-    import torch
-
-    _injected = True
-    raise torch.OutOfMemoryError(f"CUDA out of memory (injected by {FAULT_ENV}=1)")
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

@@ -2,9 +2,11 @@
 
 More GPUs than the machine has, a tracker that is not installed, a missing model folder, a hub
 id that cannot be fetched offline, 4-bit loading without a GPU, a dataset file that is missing or
-lacks the mapped columns: each is reported as a :class:`~engine.fields.ConfigError` naming
-the field (``training.num_gpus``, ``model.name_or_path``, ``data.prompt_column``...), in the
-form, the API and the CLI, instead of a run that fails seconds later. Only cheap checks run here:
+lacks the mapped columns, checkpoints and a final model that will not fit the data dir's free
+disk (``training.save_total_limit``, :mod:`engine.planning.disk`): each is reported as a
+:class:`~engine.fields.ConfigError` naming the field (``training.num_gpus``,
+``model.name_or_path``, ``data.prompt_column``...), in the form, the API and the CLI, instead of
+a run that fails seconds later. Only cheap checks run here:
 no weights are loaded and nothing is downloaded; with network access, a hub model id that is not
 cached is looked up once (``model_info``, a few seconds at most, a network failure lets it pass).
 """
@@ -23,8 +25,10 @@ from engine.config.input_policy import InputPolicy
 from engine.config.run_config import RunConfig
 from engine.data.datasets import DatasetError, DataSpec, MissingColumnError, hub_offline, load_rows
 from engine.fields import ConfigError
+from engine.models.adapters import is_adapter_folder, read_base_pointer
 from engine.models.loading import ModelLoadError, load_tokenizer, model_offline, resolve_spec
 from engine.models.specs import ModelSpec
+from engine.planning.disk import check_disk
 from rewards.input_guards.hub_ids import is_hub_id
 
 logger = logging.getLogger(__name__)
@@ -35,8 +39,12 @@ HUB_LOOKUP_TIMEOUT_S = 5.0
 HEAD_ROWS = 1000
 
 
-def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
-    """Raise ``ConfigError`` when the run's GPUs, model or data cannot be used as configured.
+def check_inputs(
+    config: RunConfig, policy: InputPolicy | None = None, data_dir: Path | None = None
+) -> None:
+    """Raise ``ConfigError`` when the run's GPUs, model or data cannot be used as configured,
+    or (with ``data_dir``) when what it will write does not fit the data dir's free space
+    (:func:`engine.planning.disk.check_disk`).
 
     ``policy`` limits what a run started from the web may read (no limit for the CLI).
     """
@@ -51,7 +59,7 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
     if config.tools.enabled:
         check_tool_template(config)
     if config.tools.python_module:
-        from engine.tools.factory import toolbox_for  # lists the module's tools in a child
+        from engine.config.toolbox import toolbox_for  # lists the module's tools in a child
 
         toolbox_for(config.tools)
     if config.data.source == "hub":
@@ -62,6 +70,8 @@ def check_inputs(config: RunConfig, policy: InputPolicy | None = None) -> None:
             head = min(data.max_rows or HEAD_ROWS, HEAD_ROWS)
             data = dataclasses.replace(data, split="all", max_rows=head)
         check_data(data, policy, config.tools.lookup_column)
+    if data_dir is not None:
+        check_disk(config, data_dir)
 
 
 def check_data(
@@ -114,7 +124,7 @@ def check_gpu_ids(ids: list[int]) -> None:
     """GPUs named in ``training.gpu_ids`` exist here (as nvidia-smi numbers them)."""
     if not ids:
         return
-    from engine.run.devices import list_gpus
+    from engine.runtime.devices import list_gpus
 
     here = sorted(g.index for g in list_gpus())
     missing = [i for i in ids if i not in here]
@@ -150,14 +160,21 @@ def check_trackers(report_to: list[str], algorithm: str = "grpo") -> None:
 def check_model(spec: ModelSpec) -> None:
     """The model exists locally, is in the download cache, or can be downloaded now."""
     field = "model.name_or_path"
-    if spec.load_in_4bit and not torch.cuda.is_available():
-        raise ConfigError("model.load_in_4bit", "4-bit loading needs a CUDA GPU; turn it off")
+    if spec.load_in_4bit:
+        check_four_bit()
     try:
         resolved = resolve_spec(spec)
     except ModelLoadError as exc:
         raise ConfigError(field, str(exc)) from None
     name = resolved.name_or_path.strip()
     path = Path(name).expanduser()
+    if is_adapter_folder(path):  # a LoRA run's final model: its base must load too
+        try:
+            base = read_base_pointer(path)
+        except ValueError as exc:
+            raise ConfigError(field, str(exc)) from None
+        check_model(base.spec())
+        return
     if path.exists():
         if path.is_dir() and not (path / "config.json").is_file() and not resolved.gguf_file:
             raise ConfigError(
@@ -184,6 +201,23 @@ def check_model(spec: ModelSpec) -> None:
             f"access first (`huggingface-cli download {name}`).",
         )
     check_hub_model(name)
+
+
+def check_four_bit() -> None:
+    """4-bit (QLoRA: NF4 weights, Dettmers et al. 2023) runs through bitsandbytes' CUDA kernels:
+    refused by name where there is no CUDA GPU or no bitsandbytes, before the run loads."""
+    missing = []
+    if not torch.cuda.is_available():
+        missing.append("a CUDA GPU, and this machine has none")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        missing.append("the bitsandbytes package (pip install bitsandbytes), not installed here")
+    if missing:
+        raise ConfigError(
+            "model.load_in_4bit",
+            f"4-bit (QLoRA) loading needs {'; and '.join(missing)}. Set model.load_in_4bit to "
+            "false to train the weights in 16-bit (bf16 on a GPU, fp32 on CPU), with model.lora "
+            "for a LoRA run",
+        )
 
 
 def check_tool_template(config: RunConfig) -> None:

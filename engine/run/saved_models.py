@@ -1,11 +1,13 @@
 """The models of one run: where it started, its checkpoints, its final model.
 
-A run folder holds ``final/`` (full weights, LoRA already merged, see
-``engine.models.loading.save_plain_weights``) once it completes, and ``checkpoint-<step>/`` folders
-on the way: full weights, or a LoRA adapter (``adapter_config.json``) for a LoRA run; PPO keeps
-its policy in ``checkpoint-<step>/policy/``. :func:`load_run_model` turns any of them into a
-plain transformers model, merging an adapter into its base (peft ``merge_and_unload``), so the
-Playground, ``generate`` and the exports all read models the same way.
+A run folder holds ``final/`` once it completes: full weights for a full fine-tune, the LoRA
+adapter and a pointer to its base for a LoRA run (:mod:`engine.models.adapters`; runs saved
+before issue 42 hold full merged weights there, which load as any full model), and
+``checkpoint-<step>/`` folders on the way: full weights, or a LoRA adapter
+(``adapter_config.json``) for a LoRA run; PPO keeps its policy in ``checkpoint-<step>/policy/``.
+:func:`load_run_model` turns any of them into a plain transformers model, merging an adapter into
+its base (peft ``merge_and_unload``), so the Playground, ``generate`` and the exports all read
+models the same way.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Any
 
 from engine.config.run_config import RunConfig
 from engine.models.specs import ModelSpec
-from engine.run.checkpoints import checkpoints
-from engine.run.layout import POLICY_DIR, final_model_dir
+from engine.runtime.checkpoints import checkpoints
+from engine.runtime.layout import POLICY_DIR, final_model_dir
 from storage.paths import db_path
 from storage.runs import get_run
 from storage.sqlite.db import Database

@@ -22,25 +22,29 @@ from engine.data.datasets import DatasetError, DataSpec, load_rows
 from engine.data.prompts import for_trainer, prompt_format
 from engine.fields import ConfigError
 from engine.models.loading import ModelLoadError, load_model_and_tokenizer
+from engine.planning.memory import GIB
 from engine.planning.micro_batch import (
     describe,
     local_card_bytes,
     longest_prompt,
+    run_estimate,
     with_default_micro_batch,
 )
-from engine.run.checkpoints import (
+from engine.run.disk_check import plan_writes
+from engine.run.final_model import save_final
+from engine.run.oom_retry import Attempt, free_device_memory, is_out_of_memory, retry_config
+from engine.runtime.checkpoints import (
     checkpoint_step,
     clean_incomplete,
     latest_checkpoint,
     load_trained_weights,
 )
-from engine.run.compile_cache import skip_cpu_isa_probe, use_compile_cache
-from engine.run.devices import apply_cpu_share
-from engine.run.distributed import save_final_model
-from engine.run.layout import final_model_dir, run_dir
-from engine.run.oom_retry import Attempt, free_device_memory, is_out_of_memory, retry_config
-from engine.run.stop_request import StopRequest, install_stop_handlers
+from engine.runtime.compile_cache import skip_cpu_isa_probe, use_compile_cache
+from engine.runtime.devices import apply_cpu_share
+from engine.runtime.layout import run_dir
+from engine.runtime.stop_request import StopRequest, install_stop_handlers
 from engine.tracking import metric_names
+from engine.tracking.critic_watch import CriticWatch
 from engine.tracking.heldout import HeldoutEvaluation
 from engine.tracking.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
 from engine.tracking.reward_watch import ConstantRewardWatch
@@ -142,6 +146,8 @@ def run(
         if db is not None:
             run_store.set_status(db, run_id, RunStatus.RUNNING, pid=os.getpid())
             recorder = ConstantRewardWatch(StorageRecorder(db, run_id), config.reward)
+            if config.algorithm == "ppo":
+                recorder = CriticWatch(recorder, config.ppo.value_warmup_steps)
             recorder.phase(RunPhase.STARTING)
             log_handler = StorageLogHandler(db, run_id)
             log_handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
@@ -232,6 +238,15 @@ def prepare(
             longest_prompt(tokenizer, rows) for rows in (train_rows, eval_rows) if rows
         )
         config = with_default_micro_batch(config, card, prompt_tokens)
+        est = run_estimate(config, card, prompt_tokens)
+        if est is not None:  # beside the measured perf/peak_memory_gib, as data
+            recorder.metrics(
+                0,
+                {
+                    metric_names.ESTIMATED_PEAK: est.peak / GIB,
+                    metric_names.MICRO_BATCH: est.micro_batch,
+                },
+            )
     logger.info("%s", describe(config, card, prompt_tokens))
     if attempt is not None:
         attempt.micro_batch = config.per_device_batch_size()
@@ -246,6 +261,7 @@ def prepare(
     if eval_rows and is_main_process() and not sharded:
         evaluation = HeldoutEvaluation(config, tokenizer, eval_rows, recorder)
     resume_from = resume_point(folder, config, recorder)
+    plan_writes(config, data_dir, resume_from, recorder)
     return PreparedRun(
         config, folder, model, tokenizer, train_rows, evaluation, resume_from, prompt_tokens or 0
     )
@@ -304,11 +320,11 @@ def _train(
 def _train_ppo(
     run: PreparedRun, recorder: RunRecorder, stop: StopRequest, *, show_progress: bool
 ) -> str:
-    from engine.trainers.ppo.trainer import train_ppo
+    from engine.trainers.ppo.trainer import PPOTrainer
 
     if run.config.training.activation_checkpointing:  # TRL's trainers do this themselves
         run.model.gradient_checkpointing_enable({"use_reentrant": False})
-    return train_ppo(
+    trainer = PPOTrainer(
         run.config,
         run.model,
         run.tokenizer,
@@ -317,9 +333,16 @@ def _train_ppo(
         recorder,
         stop,
         evaluate=run.evaluate,
-        resume_from=run.resume_from,
         show_progress=show_progress,
     )
+    status = trainer.train(run.resume_from)
+    if status == RunStatus.COMPLETED:
+        recorder.phase(RunPhase.SAVING_FINAL, trainer.last_step)
+        save_final(
+            trainer.accelerator, trainer.policy, run.tokenizer, run.folder, run.config.model,
+            recorder, trainer.last_step,
+        )  # fmt: skip
+    return status
 
 
 def _train_trl(
@@ -367,7 +390,10 @@ def _train_trl(
     if stop.is_set():
         return RunStatus.STOPPED
     recorder.phase(RunPhase.SAVING_FINAL, config.training.steps)
-    save_final_model(trainer.accelerator, trainer.model, run.tokenizer, final_model_dir(run.folder))
+    save_final(
+        trainer.accelerator, trainer.model, run.tokenizer, run.folder, config.model, recorder,
+        config.training.steps,
+    )  # fmt: skip
     return RunStatus.COMPLETED
 
 

@@ -68,7 +68,7 @@ class HeldoutEvaluation:
     def _with_tools(self, policy: Any, step: int) -> dict[str, float]:
         """A run with tools answers held-out prompts through the tool loop, as it trains: the
         final answer's accuracy and how the tools were used (:mod:`tool_evaluation`)."""
-        from engine.tools.factory import toolbox_for
+        from engine.config.toolbox import toolbox_for
         from engine.tools.template import prepare_tool_tokenizer
         from engine.tracking.tool_evaluation import evaluate_with_tools
 

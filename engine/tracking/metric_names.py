@@ -29,6 +29,9 @@ NUM_TOKENS = "perf/num_tokens"
 GENERATION_TIME = "perf/generation_s"  # seconds of the step spent sampling completions
 REWARD_TIME = "perf/reward_s"  # seconds of the step spent scoring them (the reward functions)
 PEAK_MEMORY = "perf/peak_memory_gib"  # the most GPU memory torch held so far in the run
+# What the run started with on a GPU (step 0): the estimated peak and the micro-batch it assumed.
+ESTIMATED_PEAK = "perf/estimated_peak_gib"
+MICRO_BATCH = "perf/micro_batch"
 # Tokens a row of the step's update runs: prompt plus completion, padded as the update pads.
 UPDATE_WIDTH = "perf/update_width"
 # Mean |log p_sampler - log p_trainer| over sampled tokens, nats/token: a drifting sampler shows.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.trainers.generation_batch import GenerationBatch
+from engine.tracking.generation_batch import GenerationBatch
 from rewards.completions.text import completion_text, prompt_text
 from rewards.completions.tool_calls import is_conversation
 from rewards.composer import score

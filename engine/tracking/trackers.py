@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config.run_config import RunConfig
-from engine.run.layout import trackio_dir
+from engine.runtime.layout import trackio_dir
 
 TRACKIO_PROJECT = "reward-studio"
 # Environment variables that would send trackio's logs to a Space or a server instead.

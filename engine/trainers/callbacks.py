@@ -10,10 +10,10 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from engine.run.compile_cache import log_compile_time
-from engine.run.heap import freeze_long_lived
-from engine.run.oom_retry import inject_fault
-from engine.run.stop_request import StopRequest
+from engine.runtime.compile_cache import log_compile_time
+from engine.runtime.heap import freeze_long_lived
+from engine.runtime.oom_fault import inject_fault
+from engine.runtime.stop_request import StopRequest
 from engine.tracking import metric_names
 from engine.tracking.recorder import RunRecorder
 from storage.sqlite.schema import RunPhase

@@ -271,6 +271,9 @@ class NoteKind(str, Enum):
     CONSTANT_COMPONENT = "constant_component"  # a reward component pays the same on every sample
     OUT_OF_MEMORY_RETRY = "out_of_memory_retry"  # retried at a smaller micro-batch
     SKIPPED_UPDATE = "skipped_update"  # an update's gradients were NaN or infinite: not applied
+    FINAL_SAVE_FAILED = "final_save_failed"  # the disk refused the final model; a checkpoint kept
+    DISK_SPACE_LOW = "disk_space_low"  # the run's plan fills most of the free disk
+    CRITIC_NOT_LEARNING = "critic_not_learning"  # PPO's explained variance stayed below 0
 
 
 class RunNote(SQLModel, table=True):

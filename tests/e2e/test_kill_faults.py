@@ -15,8 +15,8 @@ import time
 import pytest
 
 from bench.kill_faults import KILL_FIGURES, integrity, kill_trial, summary, tiny_config
-from engine.run.checkpoints import latest_checkpoint
 from engine.run.launcher import Launcher
+from engine.runtime.checkpoints import latest_checkpoint
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.records import samples as sample_store

@@ -10,7 +10,7 @@ import pytest
 from run_waits import wait_for
 from test_runs import FINAL, all_metrics, launcher, tiny_config  # noqa: F401
 
-from engine.run.checkpoints import latest_checkpoint
+from engine.runtime.checkpoints import latest_checkpoint
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.records import samples as sample_store

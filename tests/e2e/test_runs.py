@@ -12,9 +12,9 @@ import pytest
 from run_waits import wait_for
 
 from engine.config.run_config import RunConfig
-from engine.run.checkpoints import latest_checkpoint
 from engine.run.launcher import Launcher
 from engine.run.saved_models import recorded_config
+from engine.runtime.checkpoints import latest_checkpoint
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.records import samples as sample_store

@@ -11,8 +11,8 @@ import pytest
 from run_waits import run_status, wait
 
 from engine.config.run_config import RunConfig
-from engine.run.devices import Assignment, Gpu
 from engine.run.launcher import Launcher
+from engine.runtime.devices import Assignment, Gpu
 from storage.sqlite.schema import RunStatus
 
 pytestmark = pytest.mark.slow

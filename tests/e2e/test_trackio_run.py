@@ -11,7 +11,7 @@ import pytest
 from run_waits import wait_for
 from test_runs import FINAL, launcher, tiny_config  # noqa: F401
 
-from engine.run.layout import run_dir, trackio_dir
+from engine.runtime.layout import run_dir, trackio_dir
 from engine.tracking.trackers import TRACKIO_PROJECT
 from storage.sqlite.schema import RunStatus
 

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from transformers import AutoModelForCausalLM
 
-from engine.models.build_agent_model import FIRST_TURN_MIX, AgentBuildConfig, example, main
+from engine.builds.build_agent_model import FIRST_TURN_MIX, AgentBuildConfig, example, main
 from engine.tasks.calculator import CalculatorTask
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from engine.models.build_default_model import (
+from engine.builds.build_default_model import (
     BuildConfig,
     build,
     lr_factor,

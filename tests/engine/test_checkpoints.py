@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine.config.run_config import RunConfig
-from engine.run.checkpoints import (
+from engine.run.worker import FINAL_EVAL_METRICS, resume_point
+from engine.runtime.checkpoints import (
     STAGING_DIR,
     clean_incomplete,
     is_complete,
@@ -18,7 +19,6 @@ from engine.run.checkpoints import (
     rotate_checkpoints,
     staging_dir,
 )
-from engine.run.worker import FINAL_EVAL_METRICS, resume_point
 from engine.tracking.recorder import StorageRecorder
 from storage import runs as run_store
 from storage.paths import db_path

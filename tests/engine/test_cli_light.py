@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from engine.config.run_config import RunConfig
-from engine.run import layout as run_layout
+from engine.runtime import layout as run_layout
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.sqlite.db import Database

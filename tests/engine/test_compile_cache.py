@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.run.compile_cache import skip_cpu_isa_probe, use_compile_cache
+from engine.runtime.compile_cache import skip_cpu_isa_probe, use_compile_cache
 
 
 def test_points_every_cache_into_the_data_dir(tmp_path: Path) -> None:
@@ -46,14 +46,14 @@ def test_torch_reads_the_folder_it_is_given(tmp_path: Path) -> None:
 def test_the_first_step_logs_what_compiling_took(monkeypatch, caplog) -> None:
     import torch
 
-    from engine.run import compile_cache
+    from engine.runtime import compile_cache
 
     torch.compile(lambda x: torch.cos(x) + 1)(torch.randn(3))
     monkeypatch.setattr(compile_cache, "_reported", False)
-    with caplog.at_level("INFO", logger="engine.run.compile_cache"):
+    with caplog.at_level("INFO", logger="engine.runtime.compile_cache"):
         compile_cache.log_compile_time()
         compile_cache.log_compile_time()  # once per process
-    said = [r.getMessage() for r in caplog.records if r.name == "engine.run.compile_cache"]
+    said = [r.getMessage() for r in caplog.records if r.name == "engine.runtime.compile_cache"]
     assert len(said) == 1 and said[0].startswith("Compiling took ")
     assert "FX graph cache" in said[0]
 
@@ -62,7 +62,7 @@ def test_inductor_skips_the_cpu_isa_probe(tmp_path: Path) -> None:
     """After the call Inductor picks no vector ISA without building a probe library; an
     operator's own setting is left alone."""
     code = (
-        "from engine.run.compile_cache import skip_cpu_isa_probe\n"
+        "from engine.runtime.compile_cache import skip_cpu_isa_probe\n"
         "skip_cpu_isa_probe()\n"
         "from torch._inductor import cpu_vec_isa\n"
         "print(bool(cpu_vec_isa.pick_vec_isa()))"

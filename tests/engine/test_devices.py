@@ -11,7 +11,10 @@ import torch
 
 from engine.config.run_config import RunConfig
 from engine.fields import ConfigError
-from engine.run.devices import (
+from engine.run.distributed import FSDP_CONFIG_FILE
+from engine.run.launcher import CONFIG_FILE, run_command
+from engine.run.preflight import check_inputs
+from engine.runtime.devices import (
     Assignment,
     Gpu,
     bounded_threads,
@@ -20,9 +23,6 @@ from engine.run.devices import (
     pick_gpus,
     preview_threads,
 )
-from engine.run.distributed import FSDP_CONFIG_FILE
-from engine.run.launcher import CONFIG_FILE, run_command
-from engine.run.preflight import check_inputs
 
 GIB = 1024**3
 NVIDIA_SMI = "0, 81000, 81559\n1, 20000, 81559\n2, 79000, 81559\n"  # index, free, total (MiB)
@@ -67,7 +67,7 @@ def test_assignment_env_and_file(tmp_path):
 def test_a_worker_pins_itself_to_its_share_of_the_cores():
     cores = sorted(os.sched_getaffinity(0))
     code = (
-        "import os, torch; from engine.run.devices import apply_cpu_share; apply_cpu_share(); "
+        "import os, torch; from engine.runtime.devices import apply_cpu_share; apply_cpu_share(); "
         "print(torch.get_num_threads(), sorted(os.sched_getaffinity(0)))"
     )
     env = {**os.environ, **Assignment(cpu_cores=cores[-1:]).env()}

@@ -7,7 +7,7 @@ import json
 import pytest
 from transformers import LlamaForCausalLM
 
-from engine.models.build_default_model import BuildConfig, model_config
+from engine.builds.build_default_model import BuildConfig, model_config
 from engine.models.char_tokenizer import build_char_tokenizer
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import DEFAULT_MODEL_DIR, ModelSpec

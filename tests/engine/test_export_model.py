@@ -11,8 +11,8 @@ from engine.exports.gguf_file import GGUFExportError, write_gguf
 from engine.exports.run_export import ExportError, export_recorded_run
 from engine.models.char_tokenizer import build_char_tokenizer
 from engine.models.specs import DEFAULT_MODEL_DIR
-from engine.run.devices import bounded_threads
 from engine.run.saved_models import ADAPTER_CONFIG, load_run_model
+from engine.runtime.devices import bounded_threads
 from engine.tasks import builtin_task
 from storage import runs as run_store
 from storage.paths import db_path, runs_dir
@@ -34,7 +34,7 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def lora_run(tmp_path_factory):
-    """A tiny Llama trained 2 steps with LoRA: checkpoint-1 holds an adapter, final/ the merge."""
+    """A tiny Llama trained 2 steps with LoRA: checkpoint-1 and final/ hold its adapter."""
     return train_tiny_llama(
         tmp_path_factory.mktemp("export-run"),
         "Tiny LoRA",

@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from engine.config.run_config import RunConfig
-from engine.run.layout import final_model_dir, run_dir
+from engine.runtime.layout import final_model_dir, run_dir
 from engine.tracking import metric_names
 from engine.trainers import finite_updates
 from engine.trainers.finite_updates import UpdateGuard, where_non_finite

@@ -11,7 +11,7 @@ from transformers import TrainerCallback
 from engine.config.run_config import RunConfig
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import ModelSpec
-from engine.run.stop_request import StopRequest
+from engine.runtime.stop_request import StopRequest
 from engine.tasks import builtin_task
 from engine.tracking import metric_names
 from engine.trainers.ppo.trainer import PPOTrainer

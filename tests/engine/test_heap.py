@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from engine.run import heap
+from engine.runtime import heap
 
 
 def test_freezes_once_and_later_collections_skip_the_frozen(

@@ -18,8 +18,8 @@ import pytest
 
 from engine import cli
 from engine.config.run_config import RunConfig
-from engine.run.devices import Assignment
 from engine.run.launcher import Launcher
+from engine.runtime.devices import Assignment
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.sqlite.db import Database

@@ -19,8 +19,8 @@ from engine.models.shape import model_shape
 from engine.planning.memory import estimate
 from engine.planning.micro_batch import micro_batch_choices
 from engine.run.launcher import run_command
-from engine.run.layout import MACHINES_CONFIG_FILE, config_path, run_dir
 from engine.run.machines import other_machines_note, store_note
+from engine.runtime.layout import MACHINES_CONFIG_FILE, config_path, run_dir
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.records.logs import logs_since
@@ -193,7 +193,7 @@ def test_a_worker_of_rank_above_zero_writes_nothing(tmp_path, monkeypatch, rank)
     """Rank 1 (machine 1's first GPU) fails on the same missing model as rank 0, and leaves
     the database as it was: no status, no phase, no error, no log line (rank 0 records them)."""
     from engine.run import worker
-    from engine.run.stop_request import StopRequest
+    from engine.runtime.stop_request import StopRequest
 
     with Database(db_path(tmp_path)) as db:
         run_store.create_run(db, run_id="grpo-1", algorithm="grpo", config={})

@@ -11,7 +11,7 @@ from engine.config.run_config import RunConfig
 from engine.models.char_tokenizer import build_char_tokenizer
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import ModelSpec
-from engine.run.stop_request import StopRequest
+from engine.runtime.stop_request import StopRequest
 from engine.tasks import builtin_task
 from engine.trainers.compiled_layers import decoder_layers
 from engine.trainers.masked_rows import REPAIR_ENV, open_empty_rows, repair_empty_rows

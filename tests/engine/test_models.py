@@ -13,8 +13,8 @@ from engine.models.loading import (
     load_model_and_tokenizer,
     pick_dtype,
     resolve_spec,
-    save_plain_weights,
 )
+from engine.models.saving import save_plain_weights
 from engine.models.specs import (
     DEFAULT_MODEL_DIR,
     ENGLISH_MODEL_ALIAS,

@@ -8,8 +8,9 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from engine.models.lm_head import plain_head
 from engine.trainers.ppo.formulas import entropy_from_logits, logprobs_from_logits
-from engine.trainers.ppo.fused_head import head_logprobs, plain_head
+from engine.trainers.ppo.fused_head import head_logprobs
 from engine.trainers.ppo.value_head import PolicyWithValue, completion_logprobs, position_ids_from
 from tests.tiny_models import TINY_SHAPE
 

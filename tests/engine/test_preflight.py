@@ -54,6 +54,13 @@ def test_model_problems_name_the_model_field(tmp_path, monkeypatch):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="4-bit loading works on a GPU")
 def test_four_bit_without_a_gpu_is_refused():
     assert refused_field(config(model={"load_in_4bit": True})) == "model.load_in_4bit"
+    with pytest.raises(ConfigError) as err:
+        check_inputs(config(model={"load_in_4bit": True, "lora": {"r": 8}}))
+    message = str(err.value)
+    assert "needs a CUDA GPU, and this machine has none" in message
+    assert "Set model.load_in_4bit to false" in message
+    if importlib.util.find_spec("bitsandbytes") is None:
+        assert "pip install bitsandbytes" in message
 
 
 def test_data_file_problems_name_the_data_field(tmp_path):

@@ -5,8 +5,8 @@ writes). One real in-process run serves both."""
 from __future__ import annotations
 
 from engine.config.run_config import RunConfig
-from engine.run import oom_retry
 from engine.run.oom_retry import retry_config
+from engine.runtime import oom_fault
 from storage.paths import db_path
 from storage.records.notes import notes_of_run
 from storage.sqlite.db import Database
@@ -51,8 +51,8 @@ def test_the_retry_halves_the_micro_batch_within_the_batch_rule():
 def test_a_run_out_of_memory_retries_at_half_the_micro_batch_and_notes_a_constant_format(
     data_dir, monkeypatch, caplog
 ):
-    monkeypatch.setenv(oom_retry.FAULT_ENV, "1")
-    monkeypatch.setattr(oom_retry, "_injected", False)
+    monkeypatch.setenv(oom_fault.FAULT_ENV, "1")
+    monkeypatch.setattr(oom_fault, "_injected", False)
     run_id, status = run_in_process(data_dir, config(4))
     with Database(db_path(data_dir)) as db:
         notes = notes_of_run(db, run_id)
@@ -69,8 +69,8 @@ def test_a_run_out_of_memory_retries_at_half_the_micro_batch_and_notes_a_constan
 
 
 def test_a_second_out_of_memory_ends_the_run(data_dir, monkeypatch):
-    monkeypatch.setenv(oom_retry.FAULT_ENV, "1")
-    monkeypatch.setattr(oom_retry, "_injected", False)
+    monkeypatch.setenv(oom_fault.FAULT_ENV, "1")
+    monkeypatch.setattr(oom_fault, "_injected", False)
     calls = []
 
     def twice() -> None:  # out of memory in the retry as well

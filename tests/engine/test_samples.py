@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from engine.tracking.generation_batch import GenerationBatch
 from engine.tracking.samples import sample_rows
-from engine.trainers.generation_batch import GenerationBatch
 from rewards.composer import ComponentTrace, ScoredSample, score
 from rewards.spec import ComponentSpec, RewardSpec
 

@@ -9,9 +9,9 @@ import pytest
 from transformers.utils import get_json_schema
 
 from engine.config.run_config import RunConfig
+from engine.config.toolbox import toolbox_for
 from engine.fields import ConfigError
 from engine.tools.errors import ToolError
-from engine.tools.factory import toolbox_for
 
 MODULE = '''
 import time

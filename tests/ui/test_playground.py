@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from engine.generation.playground import SamplingSettings
-from engine.run.devices import bounded_threads
 from engine.run.saved_models import BASE, FINAL
+from engine.runtime.devices import bounded_threads
 from ui import api
 from ui.access.identity import LOCAL_VIEWER, Viewer
 from ui.api import ApiError

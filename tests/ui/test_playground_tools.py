@@ -10,8 +10,8 @@ import pytest
 from engine.config.agent import agent_config
 from engine.config.run_config import RunConfig
 from engine.generation.playground import SamplingSettings
-from engine.run.devices import bounded_threads
 from engine.run.saved_models import BASE, FINAL
+from engine.runtime.devices import bounded_threads
 from storage.sqlite.schema import RunStatus
 from tests.in_process_run import run_in_process
 from ui import api

@@ -30,8 +30,8 @@ from engine.generation.playground import (
     stream_replies,
 )
 from engine.models.loading import ModelLoadError
-from engine.run.devices import bounded_threads
 from engine.run.saved_models import RunModelError, load_run_model, run_models
+from engine.runtime.devices import bounded_threads
 from rewards.composer import ScoredSample, score
 from rewards.spec import RewardSpec
 from rewards.verification.deadline import call_deadline

@@ -25,7 +25,7 @@ def tool_replies(
     model_name: str,
 ) -> list[list[dict[str, Any]]]:
     """``settings.num_samples`` tool rollouts of ``prompt``: each reply's messages."""
-    from engine.tools.factory import toolbox_for
+    from engine.config.toolbox import toolbox_for
     from engine.tools.rollout import sample_tool_rollouts
     from engine.tools.template import prepare_tool_tokenizer
 

@@ -96,7 +96,10 @@ PANELS: tuple[Panel, ...] = (
         names=(m.POLICY_KL, m.PPO_APPROX_KL, m.PPO_KL_TO_REF),
         right_axis=(m.PPO_KL_TO_REF,),  # per completion: tens of times the per-token KL
         y_title="KL",
-        note="Logged only with a KL penalty (beta > 0); beta = 0 loads no reference model.",
+        note="Logged only with a KL penalty (beta > 0); beta = 0 loads no reference model. "
+        "PPO's approx KL is each update's step from the rollout's policy: 0.001-0.02 is a "
+        "healthy step (cleanrl stops at 0.015), above 0.05 a jump (lower the learning rate or "
+        "set ppo.max_approx_kl).",
     ),
     Panel(
         "entropy",
@@ -143,8 +146,13 @@ PANELS: tuple[Panel, ...] = (
         names=(m.PPO_EXPLAINED_VARIANCE, m.PPO_VALUE_MEAN, m.PPO_RETURN_MEAN),
         y_title="value",
         only_for=("ppo",),
-        note="Explained variance near 1: the critic predicts returns well; near 0 or "
-        "below: its advantages are mostly noise.",
+        note="Explained variance: near 1 is a critic that predicts the returns; 0 is no better "
+        "than a constant; below 0 is worse than a constant, and its advantages add noise (a "
+        "note says so when it stays there after the warm-up). Healthy runs rise above 0 within "
+        "tens of steps. The value loss (Loss chart) of a constant critic at the mean return is "
+        "about half the square of the reward's std (0.5 with ppo.reward_normalization); a "
+        "learning critic's falls below that. Value mean "
+        "should follow return mean.",
     ),
 )
 

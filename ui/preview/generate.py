@@ -24,9 +24,9 @@ from engine.fields import ConfigError, knob
 from engine.generation.sampling import sample_completions
 from engine.models.loading import ModelLoadError
 from engine.models.specs import ModelSpec, available_models
-from engine.run.checkpoints import latest_model_dir
-from engine.run.devices import bounded_threads, preview_threads
 from engine.run.preflight import check_data
+from engine.runtime.checkpoints import latest_model_dir
+from engine.runtime.devices import bounded_threads, preview_threads
 from rewards.completions.text import question_text
 from rewards.params import describe_value
 from storage.sqlite.schema import RunStatus
@@ -259,7 +259,7 @@ def _sampler(request: PreviewRequest, tokenizer: Any, spec: ModelSpec) -> Callab
         return lambda model, prompts, seed: sample_completions(
             model, tokenizer, prompts, seed=seed, **kwargs
         )
-    from engine.tools.factory import toolbox_for
+    from engine.config.toolbox import toolbox_for
     from engine.tools.rollout import sample_tool_rollouts
     from engine.tools.template import prepare_tool_tokenizer
 

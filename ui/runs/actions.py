@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.exports.hub import HubPushError, push_model
-from engine.run.checkpoints import latest_model_dir
-from engine.run.layout import CONFIG_FILE
+from engine.runtime.checkpoints import latest_model_dir
+from engine.runtime.layout import CONFIG_FILE
 from storage import runs as run_store
 from storage.export import config_yaml, export_run
 from storage.records import samples as sample_store

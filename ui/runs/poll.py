@@ -176,6 +176,9 @@ _NOTE_TITLES = {
     NoteKind.CONSTANT_COMPONENT: "Reward gives no signal",
     NoteKind.OUT_OF_MEMORY_RETRY: "Retried after running out of memory",
     NoteKind.SKIPPED_UPDATE: "Update skipped: gradients not finite",
+    NoteKind.FINAL_SAVE_FAILED: "Final model not saved",
+    NoteKind.DISK_SPACE_LOW: "Disk space is short",
+    NoteKind.CRITIC_NOT_LEARNING: "PPO's critic is not learning",
 }
 
 

@@ -18,8 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.config import run_config
-from engine.config.pretrained import pretrained_settings
+from engine.config import run_config, suggestions
 from engine.config.run_config import RunConfig
 from engine.fields import field_help
 from rewards.spec import RewardSpec
@@ -49,10 +48,13 @@ KEY_FIELDS = frozenset(
         "grpo.epsilon_high",
         "rloo.beta",
         "rloo.epsilon",
+        "rloo.normalize_advantages",
         "ppo.kl_coef",
         "ppo.gamma",
         "ppo.lam",
         "ppo.vf_coef",
+        "ppo.value_learning_rate",
+        "ppo.value_warmup_steps",
     }
 )
 
@@ -209,16 +211,26 @@ def values_from_config(config: RunConfig, fields: Sequence[FormField]) -> FormVa
     return out
 
 
-def suggested_values(fields: Sequence[FormField], pretrained: bool, on_gpu: bool) -> dict[str, Any]:
-    """Values to put in the form when the model changes: the pretrained settings for the device
-    (:func:`engine.config.pretrained.pretrained_settings`) for a pretrained model, the config
-    defaults for the default model."""
+def suggested_values(
+    fields: Sequence[FormField], pretrained: bool, on_gpu: bool, algorithm: str = "grpo"
+) -> dict[str, Any]:
+    """Values to put in the form when the model or the algorithm changes: every field a
+    suggestion for ``algorithm`` sets, at the suggested value for a pretrained model (the
+    device's settings and the algorithm's, :mod:`engine.config.suggestions`) and at the
+    config's default for the default model."""
     by_path = {f.path: f for f in fields}
+    chosen = suggestions.suggested_values(algorithm, pretrained, on_gpu)
     return {
-        path: value if pretrained else by_path[path].default
-        for path, value in pretrained_settings(on_gpu).items()
+        path: chosen.get(path, by_path[path].default)
+        for path in suggestions.suggested_values(algorithm, True, on_gpu)
         if path in by_path
     }
+
+
+def suggested_paths(fields: Sequence[FormField], on_gpu: bool) -> list[str]:
+    """Every field a suggestion may set, for any algorithm (the inputs a change updates)."""
+    paths = {p for a in algorithms() for p in suggested_values(fields, True, on_gpu, a)}
+    return sorted(paths)
 
 
 CONFIG_FILE_NAME = "run-config.yaml"

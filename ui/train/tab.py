@@ -175,27 +175,27 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
         on_algorithm, parts.algorithm, list(algo_groups.values()), api_visibility="private"
     )
     on_gpu = local_gpu()  # the runs this form starts train on this machine
-    suggested = {
-        path: parts.hyper[path]
-        for path in train_form.suggested_values(list(parts.fields.values()), True, on_gpu)
-    }
+    fields = list(parts.fields.values())
+    suggested = {path: parts.hyper[path] for path in train_form.suggested_paths(fields, on_gpu)}
 
     # The agent run's settings the form has inputs for (export-config --task agent's).
     agent = {path: parts.hyper[path] for path in AGENT_SETTINGS if path in parts.hyper}
 
-    def on_model(key: str) -> Updates:
+    def on_choice(key: str, algo: str) -> Updates:
         pretrained = key not in SHIPPED_MODELS  # the shipped tiny models train in full
-        values = train_form.suggested_values(list(parts.fields.values()), pretrained, on_gpu)
+        values = train_form.suggested_values(fields, pretrained, on_gpu, algo)
         updates: Updates = {
-            comp: _input_value(parts.fields[path], values[path]) for path, comp in suggested.items()
+            suggested[path]: _input_value(parts.fields[path], value)
+            for path, value in values.items()
         }
         updates[parts.model.custom] = gr.Textbox(visible=key == CUSTOM)
         updates[parts.model.lora] = pretrained
         layers = pretrained_lora(on_gpu)["last_layers"] if pretrained else 0
         updates[parts.model.lora_layers] = layers
         updates[parts.model.note] = (
-            f"Suggested for a pretrained model {pretrained_summary(on_gpu)} (load the preset in "
-            "the Design tab). Adjust to your memory and time."
+            f"Suggested for a pretrained model {pretrained_summary(on_gpu)}, and {algo.upper()}'s "
+            "own settings (the config file says where each comes from; load the preset in the "
+            "Design tab). Adjust to your memory and time."
             if pretrained
             else ""
         )
@@ -214,12 +214,13 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
     m = parts.model
     outputs = {m.custom, m.lora, m.lora_layers, m.note, *suggested.values(), *agent.values()}
     # On the user's pick only: a form restored after a reload keeps its own values.
-    m.key.input(
-        on_model,
-        m.key,
-        [*outputs, parts.data.source, parts.data.task],
-        api_visibility="private",
-    )
+    for picked in (m.key, parts.algorithm):
+        picked.input(
+            on_choice,
+            [m.key, parts.algorithm],
+            [*outputs, parts.data.source, parts.data.task],
+            api_visibility="private",
+        )
 
 
 def _wire_start(

@@ -1,6 +1,6 @@
 """PPO checkpoints on disk: ``checkpoint-<step>/`` with everything a run needs to continue.
 
-Written aside and published by one rename (see :mod:`engine.run.checkpoints`);
+Written aside and published by one rename (see :mod:`engine.runtime.checkpoints`);
 ``trainer_state.json`` is written last, the mark of a complete folder. Everything loads with
 ``torch.load(weights_only=True)``: plain tensors, numbers and containers, never pickled objects.
 
@@ -30,10 +30,10 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine.models.loading import save_plain_weights
-from engine.run.checkpoints import publish
-from engine.run.checkpoints import rotate_checkpoints as rotate_checkpoints  # PPO's import path
-from engine.run.layout import COMPLETE_MARKER, POLICY_DIR, staged_checkpoint_dir
+from engine.models.saving import save_plain_weights
+from engine.runtime.checkpoints import publish
+from engine.runtime.checkpoints import rotate_checkpoints as rotate_checkpoints  # PPO's import path
+from engine.runtime.layout import COMPLETE_MARKER, POLICY_DIR, staged_checkpoint_dir
 
 logger = logging.getLogger(__name__)
 

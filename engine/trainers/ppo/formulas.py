@@ -62,6 +62,19 @@ def masked_whiten(
     return whitened * mask.to(x.dtype)
 
 
+def group_standardize(scores: torch.Tensor, group_size: int, eps: float = 1e-8) -> torch.Tensor:
+    """Each group of ``group_size`` consecutive scores standardised among themselves, (N,) ->
+    (N,): ``(r - mean(group)) / std(group)``, GRPO's outcome-supervised advantage (Shao et al.
+    2024, "DeepSeekMath", §4.1.2), with the population std; a group whose scores are all equal
+    comes back as 0."""
+    if scores.numel() % group_size:
+        raise ValueError(f"{scores.numel()} scores do not split into groups of {group_size}")
+    groups = scores.reshape(-1, group_size)  # (G, group_size)
+    mean = groups.mean(dim=1, keepdim=True)
+    std = groups.std(dim=1, unbiased=False, keepdim=True)
+    return ((groups - mean) / std.clamp(min=eps)).reshape(-1)
+
+
 def last_token_index(mask: torch.Tensor) -> torch.Tensor:
     """Index of the last 1 in each row of ``mask`` (B, T) -> (B,); 0 for an all-zero row."""
     positions = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)

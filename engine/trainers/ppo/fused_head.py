@@ -10,8 +10,6 @@ a 151,936-token vocabulary) nor their float32 copies. It applies where the logit
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import nn
 from trl.kernels import ChunkedLogProbFunction
@@ -20,26 +18,9 @@ from engine.trainers.ppo.formulas import ENTROPY_MODES
 
 # Vocabulary columns per tile (TRL's own choice for its GRPO loss).
 VOCAB_CHUNK = 32768
+
+
 # Config fields that change the logits after the head's product.
-_LOGIT_TRANSFORMS = (
-    "final_logit_softcapping",
-    "logit_scale",
-    "output_multiplier",
-    "lm_head_multiplier",
-    "logits_scaling",
-)
-
-
-def plain_head(model: Any) -> nn.Linear | None:
-    """The model's LM head when its logits are the plain product, else None."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    config = base.config.get_text_config()
-    if any(getattr(config, name, None) is not None for name in _LOGIT_TRANSFORMS):
-        return None
-    head = base.get_output_embeddings()
-    return head if isinstance(head, nn.Linear) else None
-
-
 def head_logprobs(
     head: nn.Linear,
     hidden: torch.Tensor,

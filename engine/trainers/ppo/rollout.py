@@ -24,9 +24,10 @@ from engine.config.run_config import RunConfig
 from engine.generation.runner import bucket
 from engine.generation.sampling import encode_prompts, sample_completions
 from engine.tracking import metric_names
+from engine.tracking.generation_batch import GenerationBatch
 from engine.tracking.samples import sample_rows
-from engine.trainers.generation_batch import GenerationBatch
 from engine.trainers.ppo.controllers import RunningMoments
+from engine.trainers.ppo.formulas import group_standardize
 from engine.trainers.ppo.policy import PolicyParts
 from engine.trainers.ppo.value_head import completion_logprobs
 from rewards.completions.text import prompt_text
@@ -260,16 +261,21 @@ class Rollouts:
         return torch.tensor(totals, dtype=torch.float32, device=self.accelerator.device)
 
     def shape_scores(self, scores: torch.Tensor) -> torch.Tensor:
-        """Normalise (batch or running statistics over all processes), then clip."""
+        """Normalise (batch, running or per-prompt statistics over all processes), then clip."""
         s = self.settings
         if s.reward_normalization != "none":
             every = torch.tensor(gather_object(scores.tolist()), dtype=torch.float64)
-            if s.reward_normalization == "running":
-                self.reward_moments.update(every)
-                mean, std = self.reward_moments.mean, self.reward_moments.std
+            if s.reward_normalization == "group":  # a prompt's group may span two processes
+                start = self.accelerator.process_index * len(scores)
+                shaped = group_standardize(every, self.config.generation.num_generations)
+                scores = shaped[start : start + len(scores)].to(scores.dtype).to(scores.device)
             else:
-                mean, std = every.mean().item(), every.std(unbiased=False).item()
-            scores = (scores - mean) / max(std, 1e-8)
+                if s.reward_normalization == "running":
+                    self.reward_moments.update(every)
+                    mean, std = self.reward_moments.mean, self.reward_moments.std
+                else:
+                    mean, std = every.mean().item(), every.std(unbiased=False).item()
+                scores = (scores - mean) / max(std, 1e-8)
         if s.reward_clip is not None:
             scores = scores.clamp(-s.reward_clip, s.reward_clip)
         return scores

@@ -36,9 +36,10 @@ advantages, no reward normalisation or clipping (the reward presets are already 
 
 The trainer drives the worker's objects directly: metrics and samples go to the
 :class:`~engine.tracking.recorder.RunRecorder`, held-out evaluation through the worker's
-``evaluate``, checkpoints to ``run_dir/checkpoint-<step>/`` and the final model to
-``run_dir/final``. Under ``accelerate launch`` every process samples its share of the step,
-gradients are averaged by DDP, and only the main process writes.
+``evaluate``, checkpoints to ``run_dir/checkpoint-<step>/``; the worker saves the final model
+after :meth:`PPOTrainer.train`, as it does after TRL's trainers. Under ``accelerate launch``
+every process samples its share of the step, gradients are averaged by DDP, and only the main
+process writes.
 
 The parts, composed here: :class:`~engine.trainers.ppo.policy.PolicyParts` (the policy and
 critic, the reference, the accelerator), :class:`~engine.trainers.ppo.rollout.Rollouts` (steps 1
@@ -63,12 +64,11 @@ from transformers import get_scheduler
 
 from engine.config.run_config import RunConfig
 from engine.generation import make_runner
-from engine.models.loading import save_plain_weights
-from engine.run.compile_cache import log_compile_time
-from engine.run.heap import freeze_long_lived
-from engine.run.layout import checkpoint_dir, final_model_dir
-from engine.run.oom_retry import inject_fault
-from engine.run.stop_request import StopRequest
+from engine.runtime.compile_cache import log_compile_time
+from engine.runtime.heap import freeze_long_lived
+from engine.runtime.layout import checkpoint_dir
+from engine.runtime.oom_fault import inject_fault
+from engine.runtime.stop_request import StopRequest
 from engine.tracking import metric_names
 from engine.tracking.recorder import RunRecorder
 from engine.trainers.callbacks import checkpoint_saved, checkpoint_started
@@ -137,6 +137,7 @@ class PPOTrainer:
         self.stop = stop
         self.evaluate_fn = evaluate
         self.show_progress = show_progress
+        self.last_step = 0  # the step train() ended at
         self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
 
         s, t = self.settings, config.training
@@ -371,37 +372,5 @@ class PPOTrainer:
         if stopped:
             return RunStatus.STOPPED
         self.evaluate(step)
-        self.recorder.phase(RunPhase.SAVING_FINAL, step)
-        if self.accelerator.is_main_process:
-            save_plain_weights(self.policy, self.tokenizer, final_model_dir(self.run_dir))
-            logger.info("Saved the final model to %s", final_model_dir(self.run_dir))
-        self.accelerator.wait_for_everyone()
+        self.last_step = step  # the worker saves the final model (engine/run/final_model.py)
         return RunStatus.COMPLETED
-
-
-def train_ppo(
-    config: RunConfig,
-    model: Any,
-    tokenizer: Any,
-    train_rows: list[dict[str, Any]],
-    run_dir: Path,
-    recorder: RunRecorder,
-    stop: StopRequest,
-    *,
-    evaluate: Evaluate | None = None,
-    resume_from: Path | None = None,
-    show_progress: bool = False,
-) -> str:
-    """Run ``config`` with PPO; returns ``completed`` or ``stopped`` (see the module docstring)."""
-    trainer = PPOTrainer(
-        config,
-        model,
-        tokenizer,
-        train_rows,
-        run_dir,
-        recorder,
-        stop,
-        evaluate=evaluate,
-        show_progress=show_progress,
-    )
-    return trainer.train(resume_from)

@@ -25,6 +25,7 @@ from engine.trainers.ppo.rollout import (
     entropy_mode,
     micro_size,
 )
+from engine.trainers.ppo.value_warmup import critic_only, in_warmup
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +110,8 @@ class PolicyUpdate:
                 grad_norm = self.accelerator.clip_grad_norm_(model.parameters(), t.max_grad_norm)
                 if self.guard.allow(model, step):
                     grad_norms.append(float(grad_norm))
-                    self.optimizer.step()
+                    with critic_only(self.optimizer, in_warmup(step, s.value_warmup_steps)):
+                        self.optimizer.step()
                 updates += 1
                 for key, value in mb_stats.items():
                     sums[key] = sums.get(key, 0.0) + value

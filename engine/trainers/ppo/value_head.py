@@ -23,8 +23,9 @@ import torch
 from torch import nn
 
 from engine.config.algorithms import PPO_VALUE_MODELS
+from engine.models.lm_head import plain_head
 from engine.trainers.ppo.formulas import chunked_logprobs_entropy
-from engine.trainers.ppo.fused_head import head_logprobs, plain_head
+from engine.trainers.ppo.fused_head import head_logprobs
 
 
 class ValueHead(nn.Module):

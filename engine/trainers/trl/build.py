@@ -15,7 +15,7 @@ from transformers import ProgressCallback
 from trl import GRPOConfig, RLOOConfig
 
 from engine.config.run_config import RunConfig
-from engine.tools.factory import toolbox_for
+from engine.config.toolbox import toolbox_for
 from engine.tools.template import prepare_tool_tokenizer
 from engine.tracking.trackers import tracker_args
 from engine.trainers.finite_updates import UpdateGuard

@@ -12,7 +12,7 @@ from typing import Any
 
 from accelerate.utils import gather_object
 
-from engine.trainers.generation_batch import GenerationBatch
+from engine.tracking.generation_batch import GenerationBatch
 
 
 def gathered_batch(

@@ -2,10 +2,10 @@
 
 transformers' ``Trainer._save_checkpoint`` writes straight into ``checkpoint-<step>/``, so a
 worker killed mid-save leaves a folder that a resume would pick and fail on. Here the Trainer
-writes the same files under the run's staging folder (:func:`engine.run.checkpoints.staging_dir`:
-the trainers' ``_get_output_dir`` answers the staging folder during the save), and the main
-process renames the finished folder into place after committing the step's metrics
-(``before_publish``).
+writes the same files under the run's staging folder
+(:func:`engine.runtime.checkpoints.staging_dir`: the trainers' ``_get_output_dir`` answers the
+staging folder during the save), and the main process renames the finished folder into place
+after committing the step's metrics (``before_publish``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from engine.run.checkpoints import publish, rotate_checkpoints
-from engine.run.layout import staged_checkpoint_dir
+from engine.runtime.checkpoints import publish, rotate_checkpoints
+from engine.runtime.layout import staged_checkpoint_dir
 
 
 @contextmanager

@@ -16,7 +16,7 @@ from trl import RLOOTrainer
 
 from engine.generation.runner import Generation
 from engine.tracking import metric_names
-from engine.trainers.generation_batch import GenerationBatch
+from engine.tracking.generation_batch import GenerationBatch
 from engine.trainers.trl.capture import gathered_batch, with_advantages
 from engine.trainers.trl.checkpoints import staged_save
 from engine.trainers.trl.extras import StudioExtras

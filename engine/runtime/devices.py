@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from engine.run.layout import DEVICES_FILE
+from engine.runtime.layout import DEVICES_FILE
 
 logger = logging.getLogger(__name__)
 

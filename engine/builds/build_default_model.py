@@ -1,6 +1,6 @@
 """Build the shipped default model: a tiny character-level Llama trained on the built-in task.
 
-    python -m engine.models.build_default_model [--out DIR] [--seed S] [--steps N | --minutes M]
+    python -m engine.builds.build_default_model [--out DIR] [--seed S] [--steps N | --minutes M]
 
 Supervised fine-tuning from random initialisation on generated arithmetic word problems
 (``engine.tasks``). Targets mix the strict ``<think>…</think><answer>…</answer>`` format with
@@ -32,8 +32,8 @@ import torch
 from tqdm.auto import tqdm
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
+from engine.builds.default_model_card import evaluate_model, model_card
 from engine.models.char_tokenizer import build_char_tokenizer
-from engine.models.default_model_card import evaluate_model, model_card
 from engine.tasks import ArithmeticTask
 from engine.tasks.arithmetic import COMPLETION_STYLES, render_completion
 
@@ -305,7 +305,7 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> BuildConfig:
     parser = argparse.ArgumentParser(
-        prog="python -m engine.models.build_default_model", description=__doc__.split("\n\n")[0]
+        prog="python -m engine.builds.build_default_model", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
     parser.add_argument("--seed", type=int, default=0, help="seed (split, data, init)")

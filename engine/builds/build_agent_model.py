@@ -1,6 +1,6 @@
 """Build the shipped agent model: the default model taught to call the calculator, sometimes.
 
-    python -m engine.models.build_agent_model [--out DIR] [--seed S] [--steps N]
+    python -m engine.builds.build_agent_model [--out DIR] [--seed S] [--steps N]
 
 Supervised fine-tuning of the shipped default model (``engine/models/default_model``, not from
 random weights) on the built-in agent task (:mod:`engine.tasks.calculator`), prompts rendered
@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from engine.models.build_default_model import lr_factor, save
+from engine.builds.build_default_model import lr_factor, save
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import ModelSpec
 from engine.tasks.calculator import CalculatorTask, Product
@@ -253,7 +253,7 @@ def model_card(cfg: AgentBuildConfig, stats: dict[str, Any], ev: dict[str, Any])
     """The README.md written next to the weights (``ev`` from :func:`evaluate`)."""
     mix = cfg.first_turn_mix
     total = sum(mix.values())
-    command = f"python -m engine.models.build_agent_model --seed {cfg.seed} --steps {cfg.steps}"
+    command = f"python -m engine.builds.build_agent_model --seed {cfg.seed} --steps {cfg.steps}"
     if cfg.eval_rows != AgentBuildConfig.eval_rows:
         command += f" --eval-rows {cfg.eval_rows}"
     text = CARD.format(
@@ -295,7 +295,7 @@ def build(cfg: AgentBuildConfig) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     parser = argparse.ArgumentParser(
-        prog="python -m engine.models.build_agent_model", description=__doc__.split("\n\n")[0]
+        prog="python -m engine.builds.build_agent_model", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--seed", type=int, default=0)

@@ -1,5 +1,5 @@
 """The shipped default model's evaluation and model card, written at the end of its build
-(:mod:`engine.models.build_default_model`): held-out accuracy and format by difficulty and by
+(:mod:`engine.builds.build_default_model`): held-out accuracy and format by difficulty and by
 phrasing family, pass@k, and the README that reports them."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from engine.tasks.arithmetic import LEVEL_NAMES
 from engine.tasks.phrasings import FAMILY_NAMES, HELD_OUT_FAMILY_NAMES
 
 if TYPE_CHECKING:
-    from engine.models.build_default_model import BuildConfig
+    from engine.builds.build_default_model import BuildConfig
 
 
 def _rates_row(label: str, r: dict[str, Any]) -> str:
@@ -26,7 +26,7 @@ def model_card(cfg: BuildConfig, stats: dict[str, Any], evals: dict[str, Any]) -
     report = evals.get("builtin")
     mix = ", ".join(f"{k} {v:.0%}" for k, v in cfg.style_mix.items())
     command = (
-        f"python -m engine.models.build_default_model --seed {cfg.seed} --steps {stats['steps']}"
+        f"python -m engine.builds.build_default_model --seed {cfg.seed} --steps {stats['steps']}"
     )
     if cfg.batch_size != type(cfg).batch_size:
         command += f" --batch-size {cfg.batch_size}"

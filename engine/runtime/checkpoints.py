@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.run.layout import CHECKPOINT_PREFIX, COMPLETE_MARKER, final_model_dir, staging_dir
-from engine.run.layout import STAGING_DIR as STAGING_DIR  # the tests' import path
+from engine.runtime.layout import CHECKPOINT_PREFIX, COMPLETE_MARKER, final_model_dir, staging_dir
+from engine.runtime.layout import STAGING_DIR as STAGING_DIR  # the tests' import path
 
 logger = logging.getLogger(__name__)
 

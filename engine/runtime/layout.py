@@ -5,7 +5,7 @@
     <data dir>/studio.db                 the database (:mod:`storage.paths`)
     <data dir>/dispatch.lock             held while queued runs are counted and started
     <data dir>/compile_cache/            compiled kernels every run reuses
-                                         (:mod:`engine.run.compile_cache`)
+                                         (:mod:`engine.runtime.compile_cache`)
     <data dir>/runs/<run id>/            one folder per run (:func:`run_dir`)
         config.yaml                      the worker's copy of the run config, written from the
                                          run's database row each time a worker starts (the row
@@ -21,7 +21,8 @@
         checkpoint-<step>/               a published checkpoint, complete once it holds
                                          trainer_state.json (written last)
             policy/                      a PPO checkpoint's policy (TRL's hold it at the top)
-        final/                           the model of a completed run
+        final/                           the model of a completed run: full weights, or a
+                                         LoRA run's adapter + base_model.json
         trackio/                         trackio's local logs (``training.report_to: [trackio]``)
 
 This module imports nothing heavy, so listing or stopping runs never loads torch.
