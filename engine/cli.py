@@ -176,17 +176,29 @@ def cmd_export_config(args: argparse.Namespace) -> int:
     sources: dict[str, str] = {}
     if args.task == "agent":
         from engine.config.agent import agent_config
+        from engine.models.specs import AGENT_MODEL_ALIAS
 
+        # The agent run's settings are the shipped agent model's (its length, learning rate,
+        # the calculator it already calls): written for another model they would mislead.
+        if args.model not in (None, AGENT_MODEL_ALIAS):
+            print(
+                f"error: --task agent trains the shipped agent model ({AGENT_MODEL_ALIAS!r}), "
+                f"not {args.model!r}: drop --model, or write the agent config and set "
+                "model.name_or_path in it",
+                file=sys.stderr,
+            )
+            return 2
         config = agent_config()
         if args.algorithm:
             from engine.config.run_config import RunConfig
 
             config = RunConfig.from_dict({**config.to_dict(), "algorithm": args.algorithm})
     else:
+        model = args.model or DEFAULT_MODEL_ALIAS
         gpu = local_gpu() if on_gpu is None else on_gpu
         algorithm = args.algorithm or "grpo"
-        config = suggested_config(args.model, gpu, algorithm)
-        sources = suggestion_sources(algorithm, args.model != DEFAULT_MODEL_ALIAS, gpu)
+        config = suggested_config(model, gpu, algorithm)
+        sources = suggestion_sources(algorithm, model != DEFAULT_MODEL_ALIAS, gpu)
     text = documented_yaml(config, sources)
     if args.output == "-":
         sys.stdout.write(text)
@@ -257,15 +269,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("output", nargs="?", default="-", help="file to write (default: stdout)")
     p.add_argument(
         "--model",
-        default="default",
-        help="model to start from; any model but the default gets LoRA and pretrained settings",
+        default=None,
+        help="model to start from (default: the shipped model); any model but the default gets "
+        "LoRA and pretrained settings; refused with --task agent, which trains the agent model",
     )
     p.add_argument(
         "--task",
         choices=("arithmetic", "agent"),
         default="arithmetic",
         help="arithmetic: the built-in word problems; agent: the shipped agent model, the "
-        "calculator and the multi-digit products where calling it pays (--model is ignored)",
+        "calculator and the multi-digit products where calling it pays",
     )
     p.add_argument(
         "--device",

@@ -43,6 +43,8 @@ TITLE = "Reward Studio"
 CSS = """
 .run-chart { min-height: 280px; }
 #run-samples td, #preview-table td { vertical-align: top; font-size: 0.85em; }
+/* A completion drawn as HTML wraps inside its column instead of running past it. */
+#run-samples td .cell-wrap { white-space: normal !important; overflow-wrap: anywhere; }
 .field-error { color: #b91c1c; font-size: 0.85em; }
 .msg-ok { color: #15803d; font-weight: 700; }
 .msg-warn { color: #b45309; font-weight: 700; }

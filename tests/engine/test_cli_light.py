@@ -115,3 +115,19 @@ def test_train_refuses_a_config_it_cannot_use_before_importing_torch(data_dir, t
         path.write_text(text, encoding="utf-8")
         _, report = run_cli("train", path, "--data-dir", data_dir)
         assert report == {"code": 2, "heavy": []}
+
+
+def test_export_config_for_the_agent_task_refuses_another_model(tmp_path):
+    out = tmp_path / "agent.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "export-config", out, "--task", "agent", "--model", "x/y"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and not out.exists()  # nothing written that ignores --model
+    assert "--task agent trains the shipped agent model" in done.stderr and "'x/y'" in done.stderr
+    _, report = run_cli("export-config", out, "--task", "agent", "--model", "agent")
+    assert report == {"code": 0, "heavy": []}
+    assert RunConfig.load(out).model.name_or_path == "agent"

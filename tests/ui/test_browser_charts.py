@@ -150,3 +150,29 @@ def test_charts_follow_the_dark_theme_and_the_choice_is_kept(page: Page, live_ap
     plot_has(page, "chart-reward", DARK)
     page.locator("#theme-toggle").click()
     plot_has(page, "chart-reward", "el.layout.paper_bgcolor === 'white'")
+
+
+# Each drawn chart's plot width against its box's (px); a chart wider than its box is cut off.
+CHART_FITS = """() => [...document.querySelectorAll('.run-chart')].flatMap((box) => {
+  const svg = box.querySelector('.js-plotly-plot .main-svg');
+  const width = box.getBoundingClientRect().width;
+  return svg && width > 0 ? [svg.getBoundingClientRect().width - width] : []; })"""
+
+
+def test_charts_follow_the_window_when_it_narrows(page: Page, live_app):
+    from tests.ui.test_browser import open_tab, record_run
+
+    run_id = record_run(live_app.data_dir, "narrowed", steps=4)
+    page.goto(f"{live_app.url}?run={run_id}")
+    page.wait_for_selector("#main-tabs")
+    plot_has(page, "chart-reward", "el.data.length === 1 && el.data[0].x.length === 4")
+    assert all(over <= 1 for over in page.evaluate(CHART_FITS))
+    fits = f"() => {{ const o = ({CHART_FITS})(); return o.length > 0 && o.every((v) => v <= 1); }}"
+    page.set_viewport_size({"width": 640, "height": 900})  # three to a row become one
+    page.wait_for_function(fits)
+    # Narrowed while another tab shows (the charts' boxes are hidden then): fitted on return.
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    open_tab(page, "Design")
+    page.set_viewport_size({"width": 640, "height": 900})
+    open_tab(page, "Runs")
+    page.wait_for_function(fits)

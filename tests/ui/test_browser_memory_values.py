@@ -35,6 +35,7 @@ def test_train_values_keep_what_each_input_takes_and_name_the_rest():
             "name": "my run",
             "algorithm": "rloo",
             "model": {"key": "default", "lora": True, "lora_r": 1.5, "owner": "alice"},
+            "data": {"source": "builtin", "task": "calculator", "split": "heldout", "file": "x"},
             "hyper": {
                 "training.steps": 40,
                 "training.learning_rate": 1e-5,
@@ -49,11 +50,15 @@ def test_train_values_keep_what_each_input_takes_and_name_the_rest():
     )
     assert (got.name, got.algorithm) == ("my run", "rloo")
     assert got.model == {"key": "default", "lora": True}
+    # The task is kept (a reload once put back the agent model on the arithmetic task); an
+    # uploaded file is not: it lives on the server.
+    assert got.data == {"source": "builtin", "task": "calculator", "split": "heldout"}
     assert got.hyper == {"training.steps": 40, "training.learning_rate": 1e-5}
     assert sorted(got.dropped) == sorted(
         [
             "model.lora_r",
             "model.owner",
+            "data.file",
             "generation.temperature",
             "training.nope",
             "training.eval_steps",
@@ -80,3 +85,10 @@ def test_the_browser_key_is_one_per_data_dir_and_not_the_cookie_secret(tmp_path)
     assert key == browser_key(first)  # a restart reads the same key: stored values still open
     assert key != browser_key(second)
     assert key not in server_secret(first).decode()
+
+
+def test_train_data_values_take_only_the_sources_and_tasks_there_are():
+    stored = {"data": {"source": "ftp", "task": "<b>", "hub_id": 7}}
+    got = saved.train_values(stored, FIELDS, [], [])
+    assert got.data == {}
+    assert sorted(got.dropped) == ["data.hub_id", "data.source", "data.task"]

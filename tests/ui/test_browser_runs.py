@@ -41,6 +41,10 @@ def test_runs_get_tags_and_a_note_and_are_found_by_them(page: Page, live_app):
     expect(page.locator("#run-labels-message")).to_contain_text("Saved the tags and note")
     tags_at = headers(page, "runs-table").index("tags")
     expect(page.locator("#runs-table")).to_contain_text("baseline, <b>lr</b>")  # as typed
+    # The note has its own column (its first line), as docs/dashboard.md says.
+    note_at = headers(page, "runs-table").index("note")
+    expect(page.locator("#runs-table")).to_contain_text("diverged after *step 2*")
+    assert "diverged after *step 2*" in column(page, "runs-table", note_at)
 
     search = page.locator("#runs-search textarea, #runs-search input").first
     search.fill("baseline")

@@ -121,7 +121,7 @@ def test_smoothing_draws_the_raw_line_faint_behind_the_smoothed_one():
     assert smooth["y"] == lines.ema([0.0, 1.0, 0.0], 0.6)
     by_time = charts.panel_figure(reward, series, charts.ChartOptions(x="time", log_y=True))
     assert by_time["data"][0]["x"] == [0.0, 1.0, 2.0]  # minutes since the first point
-    assert by_time["layout"]["yaxis"]["type"] == "log"
+    assert by_time["layout"]["yaxis"]["type"] == "linear"  # 0 has no place on a log axis
     assert "dtick" not in by_time["layout"]["xaxis"]
 
 
@@ -157,7 +157,7 @@ def test_a_one_point_series_is_a_point_with_smoothing_too():
 def test_log_scale_says_why_a_panel_is_empty_and_the_time_axis_leaves_the_legend_room():
     loss = {"loss/policy": Series([1, 2], [-0.1, -0.2])}
     fig = charts.panel_figure(_panel("loss"), loss, charts.ChartOptions(log_y=True))
-    assert "no value above 0" in fig["layout"]["annotations"][0]["text"]
+    assert "linear, not log: loss at or below 0" in fig["layout"]["annotations"][0]["text"]
     fine = charts.panel_figure(_panel("loss"), {"loss/policy": Series([1], [0.5])})
     assert "annotations" not in fine["layout"]
     timed = charts.panel_figure(
@@ -222,4 +222,27 @@ def test_stacked_panels_each_fit_a_constant_series_and_log_scale_says_why_it_is_
         {"loss/policy": {"r": Series([1], [-0.1])}, "a/b": {"r": Series([1], [0.0])}},
         options=charts.ChartOptions(log_y=True),
     )
-    assert "no value above 0" in logged["layout"]["annotations"][0]["text"]
+    assert "loss/policy, a/b at or below 0" in logged["layout"]["annotations"][0]["text"]
+
+
+def test_log_scale_leaves_an_axis_with_values_at_or_below_0_linear_and_says_so():
+    log = charts.ChartOptions(log_y=True)
+    # GRPO's loss crosses 0: a log axis dropped its negative points without a word.
+    mixed = {"loss/policy": Series([1, 2, 3], [0.2, -0.1, 0.05])}
+    fig = charts.panel_figure(_panel("loss"), mixed, log)
+    assert fig["layout"]["yaxis"]["type"] == "linear"
+    assert [a["text"] for a in fig["layout"]["annotations"]] == [
+        "linear, not log: loss at or below 0"
+    ]
+    positive = charts.panel_figure(_panel("loss"), {"loss/policy": Series([1, 2], [0.2, 0.1])}, log)
+    assert positive["layout"]["yaxis"]["type"] == "log"
+    assert not positive["layout"].get("annotations")
+    stacked = charts.metrics_figure(
+        {"reward/total": {"r": Series([1], [0.5])}, "loss/policy": {"r": Series([1], [-0.1])}},
+        options=log,
+    )
+    assert (stacked["layout"]["yaxis"]["type"], stacked["layout"]["yaxis2"]["type"]) == (
+        "log",
+        "linear",
+    )
+    assert "loss/policy at or below 0" in stacked["layout"]["annotations"][-1]["text"]

@@ -57,6 +57,7 @@ def test_the_table_is_searched_filtered_and_sorted_and_the_picker_keeps_every_ru
     assert table_ids(everything) == ["grpo-3", "ppo-2", "grpo-1"]  # newest first
     assert len(everything.runs_table[0]) == len(RUN_COLUMNS)
     assert everything.runs_table[2][RUN_COLUMNS.index("tags")] == "baseline, lr-sweep"
+    assert everything.runs_table[2][RUN_COLUMNS.index("note")] == "first good one"
 
     def shown(query="", status=ANY_STATUS, sort="newest first") -> list[str]:
         update = poll(db, view, None, owner=ALICE.scope, run_filter=RunFilter(query, status, sort))
@@ -106,3 +107,12 @@ def test_compare_shows_tags_and_note_escaped(runs):
     assert r"\[link\]\(javascript\:0\)" in first
     assert r"note: line one \# not a heading" in first
     assert "tags" not in second and "note" not in second
+
+
+def test_the_table_shows_a_notes_first_line_cut_short():
+    from ui.runs.poll import NOTE_CHARS, note_cell
+
+    assert note_cell("") == ""
+    assert note_cell("  lr too high\nsecond line") == "lr too high"
+    cut = note_cell("x" * 500)
+    assert len(cut) == NOTE_CHARS and cut.endswith("…")

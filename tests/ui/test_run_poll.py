@@ -127,9 +127,9 @@ def test_runs_table_formats_duration():
     )
     row = runs_table([run], now=5000.0)[0]
     assert row[3] == "5"
-    assert row[4] == ""  # no tags
-    assert row[5].endswith("00:00")  # created, which a resume (a new started_at) keeps
-    assert row[6] == "1:02:05"  # ended_at - started_at, not "now"
+    assert row[4] == row[5] == ""  # no tags, no note
+    assert row[6].endswith("00:00")  # created, which a resume (a new started_at) keeps
+    assert row[7] == "1:02:05"  # ended_at - started_at, not "now"
 
 
 @pytest.fixture
@@ -146,7 +146,7 @@ def test_a_quiet_tick_updates_only_the_view_state(db, parts):
     from ui.runs.tab import poll_updates
 
     view = RunView()
-    assert poll_updates(parts, view, RunsUpdate(), None) == {parts.view: view}
+    assert poll_updates(parts, view, RunsUpdate()) == {parts.view: view}
 
 
 def test_each_change_goes_to_its_own_component(db, parts):
@@ -156,14 +156,15 @@ def test_each_change_goes_to_its_own_component(db, parts):
     log_step(db, rid, 1, {"reward/total": 0.5})
     view = RunView()
     update = poll(db, view, rid)
-    updates = poll_updates(parts, view, update, None)
+    updates = poll_updates(parts, view, update)
     assert set(updates) <= set(parts.poll_outputs)
     assert updates[parts.table] == update.runs_table
     assert updates[parts.status_md] == update.status_md
     assert updates[parts.hints_md] == update.hints_md
     assert {parts.plots[key] for key in update.figures} <= set(updates)
     assert updates[parts.stop].interactive and not updates[parts.delete].interactive
-    assert updates[parts.run_select].value == rid
+    # New choices, never a value: a pick made while this poll ran stays picked.
+    assert "value" not in updates[parts.run_select].constructor_args
     ppo_only = [key for key, p in {p.key: p for p in PANELS}.items() if p.only_for == ("ppo",)]
     assert ppo_only and all(not updates[parts.panel_columns[k]].visible for k in ppo_only)
 
@@ -175,18 +176,49 @@ def test_the_samples_picker_follows_the_newest_step_and_drops_another_runs_step(
     other = make_run(db, "grpo-bbbb2222")
     for step in (1, 2):
         sample_store.add_samples(db, rid, step, [{"prompt": "p", "completion": "c"}])
-    sample_store.add_samples(db, other, 7, [{"prompt": "p", "completion": "c"}])
+    for step in (3, 7):
+        sample_store.add_samples(db, other, step, [{"prompt": "p", "completion": "c"}])
     view = RunView()
-    shown = poll_updates(parts, view, poll(db, view, rid), None)[parts.step_select].value
-    assert shown == 2
+    assert poll_updates(parts, view, poll(db, view, rid))[parts.step_select].value == 2
     sample_store.add_samples(db, rid, 3, [{"prompt": "p", "completion": "c"}])
     log_step(db, rid, 3, {"reward/total": 1.0})
-    shown = poll_updates(parts, view, poll(db, view, rid), shown)[parts.step_select].value
-    assert shown == 3  # it was on the newest step: it follows
+    shown = poll_updates(parts, view, poll(db, view))[parts.step_select].value
+    assert shown == 3 and view.samples_key == (rid, 3)  # it was on the newest step: it follows
+    assert view.pick_sample_step(1)
+    sample_store.add_samples(db, rid, 4, [{"prompt": "p", "completion": "c"}])
     log_step(db, rid, 4, {"reward/total": 1.0})
-    assert poll_updates(parts, view, poll(db, view, rid), 1)[parts.step_select].value == 1
-    # Step 3 of the first run is not a step of the other one.
-    assert poll_updates(parts, view, poll(db, view, other), 3)[parts.step_select].value == 7
+    updates = poll_updates(parts, view, poll(db, view))
+    assert updates[parts.step_select].value == 1  # picked: it stays
+    # Step 3 is a step of the other run too; a pick in the first run is not a pick in it.
+    assert view.pick_sample_step(3)
+    assert poll_updates(parts, view, poll(db, view, other))[parts.step_select].value == 7
+    assert view.samples_key == (other, 7)
+
+
+def test_a_tick_never_takes_a_selection_from_the_page(db, parts):
+    from ui.runs.tab import poll_updates
+
+    a, b = make_run(db, "grpo-aaaa1111"), make_run(db, "grpo-bbbb2222")
+    view = RunView()
+    poll(db, view, a)
+    poll(db, view, b)  # the user picked b
+    log_step(db, a, 1, {"reward/total": 0.1})  # the list moves: the tick redraws it
+    run_store.heartbeat(db, a, 1)
+    update = poll(db, view)  # a tick, whatever the page held when it was sent
+    assert view.run_id == b
+    assert update.run_choices is not None
+    assert "value" not in poll_updates(parts, view, update)[parts.run_select].constructor_args
+
+
+def test_the_picker_is_emptied_when_its_run_is_deleted(db, parts):
+    from ui.runs.tab import poll_updates
+
+    rid = make_run(db)
+    view = RunView()
+    poll(db, view, rid)
+    run_store.delete_run(db, rid)
+    updates = poll_updates(parts, view, poll(db, view))
+    assert updates[parts.run_select].constructor_args == {"choices": [], "value": None}
 
 
 def test_empty_panels_are_hidden_and_grpo_notes_are_not_shown_for_ppo(db, parts):
@@ -196,7 +228,7 @@ def test_empty_panels_are_hidden_and_grpo_notes_are_not_shown_for_ppo(db, parts)
     run_store.create_run(db, run_id=rid, algorithm="ppo", config={}, status=RunStatus.RUNNING)
     log_step(db, rid, 1, {"loss/policy": 0.01, "loss/value": 3.0})
     view = RunView()
-    updates = poll_updates(parts, view, poll(db, view, rid), None)
+    updates = poll_updates(parts, view, poll(db, view, rid))
     assert updates[parts.panel_columns["loss"]].visible
     assert not updates[parts.panel_columns["reward"]].visible
     assert not updates[parts.panel_notes["loss"]].visible  # the note is about GRPO/RLOO

@@ -75,3 +75,36 @@ def test_snapshot_list_key_ignores_heartbeats_and_cursors():
     b = RunsSnapshot({"r1": RunProgress(RunStatus.RUNNING, 2, 12, 2.0)})
     c = RunsSnapshot({"r1": RunProgress(RunStatus.COMPLETED, 2, 12, 2.0)})
     assert a.list_key() == b.list_key() != c.list_key()
+
+
+def test_a_view_copied_for_a_session_gets_a_lock_of_its_own():
+    import copy
+
+    view = RunView()
+    copied = copy.deepcopy(view)  # what gr.State does with the initial value per session
+    assert copied.lock is not view.lock
+    with view.lock, copied.lock:  # independent: holding one does not block the other
+        pass
+
+
+def test_the_samples_are_keyed_by_run_and_step():
+    view = RunView(run_id="r1")
+    assert view.samples_key is None
+    assert view.offer_sample_steps([1, 2, 3])
+    assert view.samples_key == ("r1", 3)
+    view.samples_shown = view.samples_key
+    view.select("r2")  # same step numbers, another run: the table is not the one shown
+    assert not view.pick_sample_step(3)  # r2's steps not read yet: r1's step is not taken
+    view.offer_sample_steps([1, 2, 3])
+    assert view.samples_key == ("r2", 3) != view.samples_shown
+
+
+def test_the_step_picked_stays_and_a_step_left_on_the_newest_follows():
+    view = RunView(run_id="r1")
+    view.offer_sample_steps([1, 2])
+    assert not view.offer_sample_steps([1, 2])  # nothing moved: no redraw
+    assert view.offer_sample_steps([1, 2, 3]) and view.sample_step == 3
+    assert view.pick_sample_step("1") and view.sample_step == 1
+    assert not view.pick_sample_step(9) and view.sample_step == 1
+    assert view.offer_sample_steps([1, 2, 3, 4]) and view.sample_step == 1
+    assert view.offer_sample_steps([2, 3, 4]) and view.sample_step == 4  # 1 is gone: newest

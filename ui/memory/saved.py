@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.data.datasets import BUILTIN_TASKS, SOURCES
 from rewards.spec import RewardSpec
 from ui.design import spec_io
 from ui.plots.charts import ChartOptions
@@ -19,6 +20,10 @@ from ui.train.form import FormField
 MAX_TEXT_CHARS = 1000  # a run name, a model id, a text field
 # The Train form's model inputs
 MODEL_KEYS = ("key", "custom", "lora", "lora_r", "lora_alpha", "lora_layers")
+# The Train form's data inputs that are kept: all but the uploaded file, which lives on the
+# server (a restored "file" source shows an empty file box, and Start asks for the file).
+DATA_KEYS = ("source", "split", "hub_id", "hub_config", "prompt_col", "answer_col", "system_col")
+DATA_KEYS += ("task",)
 
 
 def saved_spec(text: Any) -> RewardSpec:
@@ -74,6 +79,7 @@ class TrainRestore:
     algorithm: str | None = None
     model: dict[str, Any] = field(default_factory=dict)  # MODEL_KEYS -> value
     hyper: dict[str, Any] = field(default_factory=dict)  # dotted field path -> value
+    data: dict[str, Any] = field(default_factory=dict)  # DATA_KEYS -> value
     dropped: list[str] = field(default_factory=list)
 
 
@@ -83,8 +89,8 @@ def train_values(
     algorithms: Collection[str],
     model_keys: Collection[str],
 ) -> TrainRestore:
-    """The stored Train form (``{"name", "algorithm", "model": {...}, "hyper": {path: v}}``)
-    checked field by field against the form's own fields and choices."""
+    """The stored Train form (``{"name", "algorithm", "model": {...}, "data": {...},
+    "hyper": {path: v}}``) checked field by field against the form's own fields and choices."""
     out = TrainRestore()
     if not isinstance(value, Mapping):
         return out
@@ -111,6 +117,14 @@ def train_values(
             out.model[key] = v
         else:
             out.dropped.append(f"model.{key}")
+    data = value.get("data")
+    data_checks = {key: _text for key in DATA_KEYS}
+    data_checks.update(source=lambda v: v in SOURCES, task=lambda v: v in BUILTIN_TASKS)
+    for key, v in data.items() if isinstance(data, Mapping) else ():
+        if key in data_checks and data_checks[key](v):
+            out.data[key] = v
+        else:
+            out.dropped.append(f"data.{str(key)[:40]}")
     hyper = value.get("hyper")
     for path, v in hyper.items() if isinstance(hyper, Mapping) else ():
         if path in fields and field_value_ok(fields[path], v):

@@ -97,19 +97,23 @@ def _model_keys(parts: TrainParts) -> list[str]:
 
 
 def wire_train_memory(demo: gr.Blocks, parts: TrainParts, secret: str | None = None) -> None:
-    """The Train form's name, algorithm, model and hyperparameters are kept (not the data
-    inputs: an uploaded file lives on the server); a reload puts back each value its input
-    takes, and names those it dropped."""
+    """The Train form's name, algorithm, model, data (not an uploaded file: it lives on the
+    server) and hyperparameters are kept; a reload puts back each value its input takes, and
+    names those it dropped. The data task was once left out: a reload brought back the agent
+    model, its tool and length with the arithmetic task, and Start trained on the wrong data."""
     store = gr.BrowserState(None, storage_key=KEY + "train", secret=secret)
     m = parts.model
     model_inputs = dict(zip(saved.MODEL_KEYS, m.all, strict=True))
-    inputs = [parts.name, parts.algorithm, *m.all, *parts.hyper.values()]
+    d = parts.data
+    data_inputs = {key: getattr(d, key) for key in saved.DATA_KEYS}
+    inputs = [parts.name, parts.algorithm, *m.all, *data_inputs.values(), *parts.hyper.values()]
 
     def save(raw: Values) -> dict[str, Any]:
         return {
             "name": raw[parts.name],
             "algorithm": raw[parts.algorithm],
             "model": {key: raw[comp] for key, comp in model_inputs.items()},
+            "data": {key: raw[comp] for key, comp in data_inputs.items()},
             "hyper": {path: raw[comp] for path, comp in parts.hyper.items()},
         }
 
@@ -126,6 +130,7 @@ def wire_train_memory(demo: gr.Blocks, parts: TrainParts, secret: str | None = N
         got = saved.train_values(value, parts.fields, train_form.algorithms(), _model_keys(parts))
         updates: Updates = {parts.hyper[path]: v for path, v in got.hyper.items()}
         updates.update({model_inputs[key]: v for key, v in got.model.items()})
+        updates.update({data_inputs[key]: v for key, v in got.data.items()})
         if got.name is not None:
             updates[parts.name] = got.name
         if got.algorithm is not None:
@@ -185,15 +190,33 @@ def save_tab_js(label: str) -> str:
     return f"() => {{ localStorage.setItem({TAB_KEY!r}, {label!r}); }}"
 
 
+# A run the user opens goes into the address as ?run=ID (a history entry each), so a reload or a
+# shared link opens it (``ui.factory``'s load reads ?run=, for the viewer's own runs only), and
+# back/forward open the run of that entry: the page loads it again, as a link would. Only the
+# user's picks are written: the run a page opens by default stays out of the address.
+RUN_IN_URL = """window.studioUrlRun = new URLSearchParams(location.search).get('run');
+window.studioRunInUrl = (run) => {
+  if (typeof run !== 'string' || !run || run === window.studioUrlRun) return;
+  const url = new URL(location.href);
+  url.searchParams.set('run', run);
+  history.pushState({ run }, '', url);
+  window.studioUrlRun = run;
+};
+window.addEventListener('popstate', () => {
+  if (new URLSearchParams(location.search).get('run') !== window.studioUrlRun) location.reload();
+});"""
+
+
 def tab_head() -> str:
     """``<head>`` HTML: the tab open at the last visit, read before the page mounts (the
     page's first tab fires its select event as it mounts, which saves itself over it), and
-    whether the user has clicked a tab since (a trusted click: the restore's own is not)."""
+    whether the user has clicked a tab since (a trusted click: the restore's own is not); and
+    the run the user opened, in the address (:data:`RUN_IN_URL`)."""
     return (
         f"<script>window.studioLastTab = localStorage.getItem({TAB_KEY!r});"
         " document.addEventListener('click', (e) => { if (e.isTrusted"
         " && e.target.closest?.('#main-tabs [role=tab]')) window.studioTabChosen = true; },"
-        " true);</script>"
+        f" true);\n{RUN_IN_URL}</script>"
     )
 
 

@@ -5,7 +5,8 @@
 // wraps `Plotly.react` once the plotly bundle sets `window.Plotly`: per chart (its elem_id) and
 // per `layout.uirevision` (the run, the panel, the axis mode) it remembers the user's axis
 // ranges and the series hidden by a legend click, and draws each new figure with them. It also
-// adds a "Download data as CSV" button to every chart and draws charts dark in the dark theme.
+// adds a "Download data as CSV" button to every chart, draws charts dark in the dark theme, and
+// fits each chart to its box whenever the box's width changes.
 (() => {
   const memory = new Map(); // chart id -> { rev, axes: { xaxis: [a, b], ... }, hidden: Set }
   const AXIS = /^([xy]axis\d*)\.(range\[[01]\]|range|autorange)$/;
@@ -183,6 +184,35 @@
     true,
   );
 
+  // Plotly's own `responsive` follows the window's resize event only, and skips a hidden chart:
+  // narrowed while another tab showed, a chart stayed 600 px wide in a 344 px box. One observer
+  // watches every chart's box and fits the chart drawn in it when the box's width changes
+  // (from 0 too: a tab shown again).
+  const boxes = new WeakMap(); // chart box -> { gd: the plot drawn in it now, width }
+  const resizer =
+    window.ResizeObserver &&
+    new ResizeObserver((entries) => {
+      for (const { target, contentRect } of entries) {
+        const box = boxes.get(target);
+        const width = Math.round(contentRect.width);
+        if (!box || !width || width === box.width || !box.gd.isConnected) continue;
+        box.width = width;
+        Promise.resolve(window.Plotly?.Plots?.resize(box.gd)).catch(() => {});
+      }
+    });
+
+  function fitToBox(gd) {
+    const target = gd.closest(".block") || gd.parentElement;
+    if (!resizer || !target) return;
+    const box = boxes.get(target);
+    if (box) {
+      box.gd = gd;
+      return;
+    }
+    boxes.set(target, { gd, width: Math.round(target.getBoundingClientRect().width) });
+    resizer.observe(target);
+  }
+
   function wrap(Plotly) {
     if (!Plotly || Plotly.__studioWrapped) return Plotly;
     const react = Plotly.react;
@@ -201,6 +231,7 @@
       config = { ...(config || {}), displaylogo: false, modeBarButtonsToAdd: [csvButton] };
       const drawn = react.call(this, gd, data, layout, config);
       Promise.resolve(drawn).then(() => {
+        fitToBox(gd);
         if (gd.__studioListening || typeof gd.on !== "function") return;
         gd.__studioListening = true;
         const rev = () => String(gd.layout?.uirevision ?? "");

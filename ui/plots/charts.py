@@ -123,25 +123,48 @@ def _fit_axis(layout: dict, data: list[dict], axis: str = "y") -> None:
             layout[f"yaxis{axis[1:]}"]["range"] = [low - pad, high + pad]
 
 
+def _above_zero(data: list[dict], axis: str) -> bool:
+    """Whether every finite value drawn on ``axis`` is above 0 (a log axis can draw them all)."""
+    return all(
+        y > 0
+        for trace in data
+        if trace.get("yaxis", "y") == axis
+        for y in trace["y"]
+        if y is not None and math.isfinite(y)
+    )
+
+
+def _log_note(titles: Sequence[str]) -> dict:
+    return {
+        **_empty_note(f"linear, not log: {', '.join(titles)} at or below 0"),
+        "x": 1,
+        "y": 1,
+        "xanchor": "right",
+        "yanchor": "bottom",
+        "font": {"color": "#b45309", "size": 11},
+    }
+
+
 def _fit_layout(
     layout: dict, data: list[dict], options: ChartOptions, axes: Sequence[str] = ("y",)
 ) -> None:
-    """Axes a reader can trust: each of ``axes`` fitted to a near-constant series, the legend
-    clear of the time axis's title, and a log scale with nothing above 0 saying so."""
-    if not options.log_y:
+    """Axes a reader can trust: with log scale on, each of ``axes`` on a log scale where every
+    value is above 0 and linear, saying so, where one is not (a log axis drops those points
+    without a word: GRPO's loss went blank); each linear axis fitted to a near-constant series;
+    the legend clear of the time axis's title."""
+    linear = list(axes)
+    if options.log_y:
+        linear = [axis for axis in axes if not _above_zero(data, axis)]
         for axis in axes:
-            _fit_axis(layout, data, axis)
+            layout[f"yaxis{axis[1:]}"]["type"] = "linear" if axis in linear else "log"
+        titles = [layout[f"yaxis{a[1:]}"].get("title", {}).get("text") or a for a in linear]
+        if linear and data:
+            layout.setdefault("annotations", []).append(_log_note(titles))
+    for axis in linear:
+        _fit_axis(layout, data, axis)
     if options.x == "time":
         layout["legend"]["y"] = -0.35
         layout["margin"]["b"] = 70
-    if (
-        options.log_y
-        and data
-        and not any(y is not None and y > 0 for trace in data for y in trace["y"])
-    ):
-        layout.setdefault("annotations", []).append(
-            _empty_note("log scale: no value above 0 to draw (turn log scale off to see them)")
-        )
 
 
 def _label(name: str) -> str:
@@ -184,11 +207,7 @@ def panel_figure(
             "showgrid": False,
             "automargin": True,
         }
-    if options.log_y:
-        for axis in ("yaxis", "yaxis2"):
-            if axis in layout:
-                layout[axis]["type"] = "log"
-    _fit_layout(layout, data, options)
+    _fit_layout(layout, data, options, ("y", "y2") if two_axes else ("y",))
     if not data:
         layout["annotations"] = [_empty_note("no points yet")]
     return {"data": data, "layout": layout}
@@ -225,8 +244,6 @@ def overlay_figure(
     layout = base_layout(metric, _label(metric), height=height, revision=revision)
     layout["meta"] = _x_meta(options)
     layout["xaxis"].update(_x_axis(options, runs.values()))
-    if options.log_y:
-        layout["yaxis"]["type"] = "log"
     _fit_layout(layout, data, options)
     if not data:
         layout["annotations"] = [_empty_note("pick runs and a metric")]
@@ -267,7 +284,6 @@ def metrics_figure(
             **layout["yaxis"],
             "title": {"text": _label(metric)},
             "domain": [top - 1 / k + gap, top],
-            "type": "log" if options.log_y else "linear",
         }
         for rid, s in by_metric[metric].items():
             for trace in series_lines(

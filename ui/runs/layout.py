@@ -69,6 +69,7 @@ class RunsParts:
             *self.plots.values(),
             self.logs,
             self.step_select,
+            self.samples,
             self.stop,
             self.resume,
             self.delete,
@@ -184,9 +185,9 @@ def build_runs_parts() -> RunsParts:
     plots, panel_columns, panel_notes = _build_charts()
     extra = build_extra_chart()
     with gr.Accordion("Samples by step, with each component's score", open=True):
-        # A tick or a change event may still carry the previous run's step after the choices
-        # moved on: the handlers take any value (and show nothing for a step that is not there)
-        # instead of Gradio refusing it with an error toast.
+        # A pick may still carry the previous run's step after the choices moved on: the
+        # handler takes any value (and keeps the view's step for one that is not there) instead
+        # of Gradio refusing it with an error toast.
         step_select = gr.Dropdown(
             label="Step",
             choices=[],

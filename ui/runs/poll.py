@@ -31,8 +31,9 @@ from ui.runs.state import RunsSnapshot, RunView
 from ui.shared import hints, messages
 
 # "created" never moves; "duration" counts every attempt of a resumed run.
-RUN_COLUMNS = ["run", "name", "status", "step", "tags", "created", "duration"]
-RUN_COLUMN_WIDTHS = ["14%", "22%", "10%", "8%", "18%", "16%", "12%"]
+RUN_COLUMNS = ["run", "name", "status", "step", "tags", "note", "created", "duration"]
+RUN_COLUMN_WIDTHS = ["12%", "17%", "9%", "7%", "14%", "19%", "12%", "10%"]
+NOTE_CHARS = 80  # a note's first line in the runs table, cut there (all of it is in the editor)
 METRIC_PAGE = 20_000
 LOG_PAGE = 500
 
@@ -88,13 +89,19 @@ def step_text(run: RunInfo) -> str:
     return f"{run.last_step}/{run.total_steps}" if run.total_steps else str(run.last_step)
 
 
+def note_cell(note: str) -> str:
+    """A note as the runs table shows it: its first line, at most :data:`NOTE_CHARS` long."""
+    first = note.strip().splitlines()[0] if note.strip() else ""
+    return first if len(first) <= NOTE_CHARS else first[: NOTE_CHARS - 1] + "…"
+
+
 def runs_table(
     runs: list[RunInfo],
     now: float | None = None,
     labels: Mapping[str, RunLabel] | None = None,
 ) -> list[list[Any]]:
-    """Rows of the run list in the order given, in :data:`RUN_COLUMNS` order (the user's tags are
-    plain text cells: the table does not render them as HTML)."""
+    """Rows of the run list in the order given, in :data:`RUN_COLUMNS` order (the user's tags and
+    note are plain text cells: the table does not render them as HTML)."""
     now = time.time() if now is None else now
     labels = labels or {}
     return [
@@ -104,6 +111,7 @@ def runs_table(
             str(r.status),
             step_text(r),
             ", ".join(labels[r.id].tags) if r.id in labels else "",
+            note_cell(labels[r.id].note) if r.id in labels else "",
             _when(r.created_at),
             _duration(r, now),
         ]
@@ -188,19 +196,28 @@ def all_figures(
     return {p.key: charts.panel_figure(p, view.series, options, view.run_id) for p in panels.PANELS}
 
 
+class _Kept:
+    """The selection argument of a timer tick: whatever the view shows."""
+
+
+KEPT = _Kept()
+
+
 def poll(
     db: Database,
     view: RunView,
-    selected: str | None,
+    selected: str | _Kept | None = KEPT,
     *,
     owner: str | None = None,
     force: bool = False,
     options: charts.ChartOptions | None = None,
     run_filter: RunFilter | None = None,
 ) -> RunsUpdate:
-    """One tick of the Runs view for the run ``selected`` (``force``: redraw everything), its
-    charts drawn as ``options`` say, the runs table as ``run_filter`` says (the run picker
-    lists every run).
+    """One tick of the Runs view (``force``: redraw everything), its charts drawn as ``options``
+    say, the runs table as ``run_filter`` says (the run picker lists every run).
+
+    ``selected`` is the run a selection event picked; a timer tick passes none (:data:`KEPT`) and
+    never changes the selection, whatever the page held when it was sent.
 
     With ``owner`` (a viewer's :attr:`~ui.access.identity.Viewer.scope`), only that owner's runs are
     listed and read; a selected run of someone else shows as no run at all.
@@ -216,11 +233,11 @@ def poll(
         update.runs_table = runs_table(run_filter.apply(runs, labels), labels=labels)
         update.run_choices = run_choices(runs)
         view.list_key = list_key
-    if not isinstance(selected, str):
-        selected = None
-    if selected != view.run_id:
-        view.select(selected)
-        force = True
+    if not isinstance(selected, _Kept):
+        selected = selected if isinstance(selected, str) else None
+        if selected != view.run_id:
+            view.select(selected)
+            force = True
     progress = snapshot.get(view.run_id)
     if view.run_id is None or progress is None:
         if force or view.status is not None:

@@ -4,10 +4,16 @@
 returned; comparing two snapshots says whether the run list must be redrawn.
 :class:`RunView` holds the points of the selected run read so far and the cursor of the next
 incremental read, so each tick fetches only new rows, and says which series changed.
+
+The view is the selection: only a selection event (a pick in the run menu, a row clicked, a run
+opened by a link or started in Train) calls :meth:`RunView.select`. A timer tick reads the view and
+never writes the run or the step back into the page: a tick sent before a pick may come back after
+it, and one that wrote its selection back undid the pick.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +69,25 @@ class RunsSnapshot:
         return None if run_id is None else self.progress.get(run_id)
 
 
+class ViewLock:
+    """The lock of one view. A session's timer tick and its selection events run at once in
+    different threads (different pools) and both move the view's cursors; ``gr.State`` copies the
+    initial view for each session, and each copy gets a lock of its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ViewLock:
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def __deepcopy__(self, memo: dict) -> ViewLock:
+        return ViewLock()
+
+
 @dataclass
 class RunView:
     """The selected run of one session: its series read so far and the read cursors.
@@ -76,8 +101,11 @@ class RunView:
         last_step: the run's last step last shown.
         list_key: :meth:`RunsSnapshot.list_key` of the run list last shown, with the filter it
             was shown with (``None``: redraw the list at the next tick).
-        newest_sample_step: the newest step with samples last offered in the step picker; a
-            picker left on it follows the next newest step.
+        sample_steps: the steps with samples offered in the step picker.
+        sample_step: the step the picker shows (the newest, or one the user picked).
+        samples_shown: ``(run, step)`` whose samples the table shows; the table is drawn again
+            when :attr:`samples_key` differs, however the run or the step changed.
+        lock: held by each event that reads or moves the view.
     """
 
     run_id: str | None = None
@@ -89,9 +117,12 @@ class RunView:
     last_step: int = -1
     list_key: tuple | None = None
     max_log_lines: int = 500
-    newest_sample_step: int | None = None
+    sample_steps: list[int] = field(default_factory=list)
+    sample_step: int | None = None
+    samples_shown: tuple[str, int] | None = None
     stop_asked: str | None = None  # the run this session asked to stop, until it has stopped
     phase: str | None = None  # the worker's phase last shown
+    lock: ViewLock = field(default_factory=ViewLock, repr=False, compare=False)
 
     def select(self, run_id: str | None) -> None:
         """Show another run: forget the points and cursors of the previous one."""
@@ -102,17 +133,39 @@ class RunView:
         self.log_lines = []
         self.status = None
         self.last_step = -1
-        self.newest_sample_step = None
+        self.sample_steps = []
+        self.sample_step = None  # a step picked in another run is not picked in this one
         self.phase = None
 
-    def sample_step_to_show(self, steps: list[int], current: Any) -> int | None:
-        """The step the samples picker shows among ``steps``: the one the user picked if it is
-        one of them and not the newest offered before, else the newest (so the picker follows
-        training, and a step of another run never stays selected)."""
-        newest = steps[-1] if steps else None
-        following = current is None or current == self.newest_sample_step
-        self.newest_sample_step = newest
-        return current if current in steps and not following else newest
+    def offer_sample_steps(self, steps: Iterable[int]) -> bool:
+        """The run's steps with samples, read again: the picker keeps a step the user picked
+        among them, and follows the newest otherwise. True when the picker must be redrawn."""
+        steps = list(steps)
+        following = not self.sample_steps or self.sample_step == self.sample_steps[-1]
+        kept = self.sample_step in steps and not following
+        step = self.sample_step if kept else (steps[-1] if steps else None)
+        moved = (steps, step) != (self.sample_steps, self.sample_step)
+        self.sample_steps, self.sample_step = steps, step
+        return moved
+
+    def pick_sample_step(self, step: Any) -> bool:
+        """The user picked ``step`` in the picker; False (and nothing changes) when it is not a
+        step of this run with samples."""
+        try:
+            step = int(step)
+        except (TypeError, ValueError, OverflowError):
+            return False
+        if step not in self.sample_steps:
+            return False
+        self.sample_step = step
+        return True
+
+    @property
+    def samples_key(self) -> tuple[str, int] | None:
+        """``(run, step)`` whose samples the table should show (``None``: none)."""
+        if self.run_id is None or self.sample_step is None:
+            return None
+        return (self.run_id, self.sample_step)
 
     def needs_metrics(self, progress: RunProgress | None) -> bool:
         """True when the database holds metric rows of the run this view has not read."""

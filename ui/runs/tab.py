@@ -2,8 +2,10 @@
 
 A 1 s ``gr.Timer`` calls :func:`ui.runs.poll.poll`, which runs one cheap query and reads new
 rows by cursor only when something moved; outputs that did not change are skipped, so the
-browser redraws nothing on a quiet tick. The selection is the run dropdown's value, so a page
-reload (or a second browser tab) re-attaches to the same runs from the database.
+browser redraws nothing on a quiet tick. The selection is the view's (``ui.runs.state``), set by
+the selection events only (the run picker's change, which a row click, a link and a new run from
+Train go through); the timer reads it and never writes it back. A page reload (or a second
+browser tab) re-attaches to the same runs from the database.
 
 Every handler works out the viewer from the request (``ui.access.identity``) and lists, reads and
 acts on that viewer's runs only, so a queue call replayed from another session is refused too.
@@ -13,7 +15,6 @@ The parts are laid out in :mod:`ui.runs.layout`; this module wires their events.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import gradio as gr
 
@@ -24,14 +25,14 @@ from ui.plots import charts
 from ui.plots.chart_controls import ChartControls
 from ui.plots.panels import PANELS
 from ui.plots.plot_output import plot_value
-from ui.runs import actions as run_actions
 from ui.runs.buttons import wire_actions
 from ui.runs.extra_chart import draw, extra_updates
 from ui.runs.labels_view import wire_label_editor
 from ui.runs.layout import RunsParts, build_runs_parts
 from ui.runs.model_export import build_model_export
-from ui.runs.poll import RunsUpdate, default_selection, poll, run_choices
+from ui.runs.poll import KEPT, RunsUpdate, default_selection, poll, run_choices
 from ui.runs.rescore import build_rescore
+from ui.runs.samples_view import samples_updates, wire_samples
 from ui.runs.state import RunView
 from ui.shared.context import AppContext
 from ui.shared.named_values import Updates, Values
@@ -39,6 +40,7 @@ from ui.shared.named_values import Updates, Values
 POLL_SECONDS = 1.0
 POLL_CONCURRENCY = 8  # polls of all sessions served at once (Gradio runs them in threads)
 _PANELS = {p.key: p for p in PANELS}
+URL_JS = "(run) => { window.studioRunInUrl?.(run); }"
 
 
 @dataclass
@@ -64,11 +66,13 @@ def action_buttons(parts: RunsParts, status: str | None) -> Updates:
     }
 
 
-def poll_updates(
-    parts: RunsParts, state: RunView, update: RunsUpdate, current_step: Any
-) -> Updates:
+def poll_updates(parts: RunsParts, state: RunView, update: RunsUpdate) -> Updates:
     """The page updates of one poll: only what ``update`` says changed (a quiet tick updates
-    nothing but the view state)."""
+    nothing but the view state).
+
+    The run picker gets new choices, never a value from the view, except none when its run is
+    gone: a pick made while this poll ran must not be undone by it.
+    """
     out: Updates = {parts.view: state}
     for comp, value in (
         (parts.table, update.runs_table),
@@ -83,16 +87,18 @@ def poll_updates(
         out[parts.error_box] = gr.Code(value=update.error, visible=bool(update.error))
     if update.run_choices is not None:
         listed = any(run_id == state.run_id for _, run_id in update.run_choices)
-        out[parts.run_select] = gr.Dropdown(
-            choices=update.run_choices, value=state.run_id if listed else None
+        gone = state.run_id is not None and not listed  # deleted, here or elsewhere
+        out[parts.run_select] = (
+            gr.Dropdown(choices=update.run_choices, value=None)
+            if gone
+            else gr.Dropdown(choices=update.run_choices)
         )
     for key, figure in update.figures.items():
         out[parts.plots[key]] = plot_value(figure)
         # An empty chart says nothing: panels appear with their first point.
         out[parts.panel_columns[key]] = gr.Column(visible=bool(figure["data"]))
-    if update.sample_steps is not None:
-        shown = state.sample_step_to_show(update.sample_steps, current_step)
-        out[parts.step_select] = gr.Dropdown(choices=update.sample_steps, value=shown)
+    if update.sample_steps is not None and state.offer_sample_steps(update.sample_steps):
+        out[parts.step_select] = gr.Dropdown(choices=state.sample_steps, value=state.sample_step)
     out.update(action_buttons(parts, update.status))
     if update.algorithm is not None:
         for key, note in parts.panel_notes.items():
@@ -103,26 +109,33 @@ def poll_updates(
 def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
     """Each tick (and each new selection) redraws only what changed."""
 
-    def refresh(raw: Values, request: gr.Request, profile: gr.OAuthProfile | None, force: bool):
+    def refresh(
+        raw: Values, request: gr.Request, profile: gr.OAuthProfile | None, picked: bool
+    ) -> Updates:
         state: RunView = raw[parts.view]
         viewer = viewer_for(request, profile)
-        selected = raw[parts.run_select] or None
+        # Only a selection event reads the picker: a tick sent before a pick carries the run
+        # picked before, and taking it as a new pick snapped the view back to that run.
+        selected = (raw[parts.run_select] or None) if picked else KEPT
         options = charts.ChartOptions.from_inputs(
             raw[parts.smoothing], raw[parts.x_axis], raw[parts.log_y]
         )
         shown = parts.finder.read(raw)
-        update = poll(
-            ctx.db,
-            state,
-            selected,
-            owner=viewer.scope,
-            force=force,
-            options=options,
-            run_filter=shown,
-        )
-        out = poll_updates(parts, state, update, raw[parts.step_select])
-        picked = raw[parts.extra.metrics]
-        return {**out, **extra_updates(parts.extra, state, update, picked, options, force)}
+        with state.lock:
+            update = poll(
+                ctx.db,
+                state,
+                selected,
+                owner=viewer.scope,
+                force=picked,
+                options=options,
+                run_filter=shown,
+            )
+            out = poll_updates(parts, state, update)
+            out.update(samples_updates(ctx.db, viewer, parts, state))
+            picked_metrics = raw[parts.extra.metrics]
+            out.update(extra_updates(parts.extra, state, update, picked_metrics, options, picked))
+            return out
 
     def tick(raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Updates:
         return refresh(raw, request, profile, False)
@@ -135,7 +148,6 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
     inputs = {
         parts.view,
         parts.run_select,
-        parts.step_select,
         parts.smoothing,
         parts.x_axis,
         parts.log_y,
@@ -181,7 +193,9 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         options = charts.ChartOptions.from_inputs(
             raw[parts.smoothing], raw[parts.x_axis], raw[parts.log_y]
         )
-        return draw(raw[parts.view], raw[parts.extra.metrics], options, parts.extra)
+        view: RunView = raw[parts.view]
+        with view.lock:
+            return draw(view, raw[parts.extra.metrics], options, parts.extra)
 
     parts.extra.metrics.input(  # the user's pick: only the extra chart is drawn again
         on_pick,
@@ -200,7 +214,12 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
     # belong to the run now open (a confirm after switching would delete the wrong run),
     # however it was opened: picked, a row clicked, or a run just started in Train.
     cleared = [parts.download, parts.action_md, parts.confirm_row]
-    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private")
+    # The user's picks (a row clicked, the menu) go into the address (ui.memory.wiring).
+    in_url = {"inputs": parts.run_select, "js": URL_JS, "api_visibility": "private"}
+    parts.table.select(on_row, outputs=parts.run_select, api_visibility="private").then(
+        None, **in_url
+    )
+    parts.run_select.input(None, **in_url)
     parts.run_select.change(
         clear_action_output, outputs=cleared, api_visibility="private", show_progress="hidden"
     )
@@ -210,39 +229,13 @@ def clear_action_output() -> tuple[gr.File, str, gr.Row]:
     return gr.File(value=None, visible=False), "", gr.Row(visible=False)
 
 
-def _wire_samples(ctx: AppContext, parts: RunsParts) -> None:
-    """The chosen step's samples, one column per reward component."""
-
-    def show_samples(
-        run_id: str | None, step, request: gr.Request, profile: gr.OAuthProfile | None = None
-    ):
-        viewer = viewer_for(request, profile)
-        headers, rows = run_actions.samples_table(ctx.db, viewer, run_id, step)
-        n_components = max(0, len(headers) - 7)
-        datatypes = ["number", "str", "html", "str", "str", "str"]
-        datatypes += ["str"] * n_components + ["str"]
-        # "advantage" needs 9% to show whole beside its menu button.
-        widths = ["5%", "14%", "31%", "6%", "6%", "9%", *["6%"] * n_components]
-        widths.append(f"{max(10, 29 - 6 * n_components)}%")
-        if len(headers) < 7:  # no samples: the placeholder headers
-            return gr.Dataframe(value=rows, headers=headers)
-        return gr.Dataframe(value=rows, headers=headers, datatype=datatypes, column_widths=widths)
-
-    parts.step_select.change(
-        show_samples,
-        inputs=[parts.run_select, parts.step_select],
-        outputs=parts.samples,
-        api_visibility="private",
-    )
-
-
 def build_runs(ctx: AppContext, design_spec: gr.State | None = None) -> RunsHandles:
     # Ticks only while the Runs tab shows (ui.factory turns it on and off): every event makes
     # the page refresh the status of each output it has drawn, which slows all other tabs.
     timer = gr.Timer(POLL_SECONDS, active=False)
     parts = build_runs_parts()
     _wire_poll(ctx, parts, timer)
-    _wire_samples(ctx, parts)
+    wire_samples(ctx, parts)
     wire_actions(ctx, parts)
     wire_label_editor(ctx, parts.labels, parts.run_select, parts.view)
     build_model_export(ctx, parts.run_select)

@@ -79,5 +79,6 @@ def trace_columns(traces: Iterable[Iterable[Any]]) -> list[str]:
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
-    """A score for a table cell: ``None`` reads "–" (could not be scored)."""
-    return "–" if value is None else f"{value:.{digits}g}"
+    """A score for a table cell: ``None`` reads "–" (could not be scored); a negative zero (an
+    advantage of a sample at its group's mean) reads 0, not "-0"."""
+    return "–" if value is None else f"{value + 0.0:.{digits}g}"

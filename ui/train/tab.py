@@ -15,10 +15,11 @@ from typing import Any
 
 import gradio as gr
 
+from engine.config.agent import AGENT_PRESET, AGENT_SETTINGS, AGENT_TASK
 from engine.config.pretrained import local_gpu, pretrained_lora, pretrained_summary
 from engine.config.run_config import RunConfig, documented_yaml
 from engine.fields import ConfigError
-from engine.models.specs import ENGLISH_MODEL_ALIAS, SHIPPED_MODELS
+from engine.models.specs import AGENT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, SHIPPED_MODELS
 from engine.planning.micro_batch import describe, local_card_bytes
 from rewards.spec import RewardSpec
 from ui.access.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
@@ -177,6 +178,9 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
     fields = list(parts.fields.values())
     suggested = {path: parts.hyper[path] for path in train_form.suggested_paths(fields, on_gpu)}
 
+    # The agent run's settings the form has inputs for (export-config --task agent's).
+    agent = {path: parts.hyper[path] for path in AGENT_SETTINGS if path in parts.hyper}
+
     def on_choice(key: str, algo: str) -> Updates:
         pretrained = key not in SHIPPED_MODELS  # the shipped tiny models train in full
         values = train_form.suggested_values(fields, pretrained, on_gpu, algo)
@@ -195,15 +199,26 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
             if pretrained
             else ""
         )
+        if key == AGENT_MODEL_ALIAS:  # as the Preview does: the task, tool and room it needs
+            for path, comp in agent.items():
+                updates[comp] = _input_value(parts.fields[path], AGENT_SETTINGS[path])
+            updates[parts.data.source] = "builtin"
+            updates[parts.data.task] = AGENT_TASK
+            updates[parts.model.note] = (
+                f"Set up as the agent run (`export-config --task agent`): the {AGENT_TASK} task "
+                f"and tool, {AGENT_SETTINGS['generation.max_completion_length']} new tokens. "
+                f"Load the '{AGENT_PRESET}' preset in the Design tab to reward its calls."
+            )
         return updates
 
     m = parts.model
+    outputs = {m.custom, m.lora, m.lora_layers, m.note, *suggested.values(), *agent.values()}
     # On the user's pick only: a form restored after a reload keeps its own values.
     for picked in (m.key, parts.algorithm):
         picked.input(
             on_choice,
             [m.key, parts.algorithm],
-            [m.custom, m.lora, m.lora_layers, m.note, *suggested.values()],
+            [*outputs, parts.data.source, parts.data.task],
             api_visibility="private",
         )
 
