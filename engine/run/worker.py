@@ -48,7 +48,7 @@ from engine.tracking.critic_watch import CriticWatch
 from engine.tracking.heldout import HeldoutEvaluation
 from engine.tracking.recorder import NullRecorder, RunRecorder, StorageLogHandler, StorageRecorder
 from engine.tracking.reward_watch import ConstantRewardWatch
-from engine.tracking.samples import sample_rows
+from engine.tracking.samples import SampleStore
 from engine.tracking.trackers import point_trackers_at
 from engine.trainers.callbacks import StudioCallback
 from engine.trainers.compiled_layers import avoid_cudnn_attention
@@ -395,23 +395,3 @@ def _train_trl(
         config.training.steps,
     )  # fmt: skip
     return RunStatus.COMPLETED
-
-
-class SampleStore:
-    """Stores the newest generation batch of a TRL trainer, traced, at each logged step."""
-
-    def __init__(self, config: RunConfig, recorder: RunRecorder) -> None:
-        self.config = config
-        self.recorder = recorder
-        self.trainer: Any = None  # set once the trainer exists; its callbacks start later
-
-    def store(self, step: int) -> None:
-        batch = self.trainer.pop_generation_batch() if self.trainer is not None else None
-        if batch is not None and self.config.training.samples_per_log:
-            rows = sample_rows(
-                self.config.reward.at_step(step),  # the weights in force at this step
-                batch,
-                self.config.generation.num_generations,
-                self.config.training.samples_per_log,
-            )
-            self.recorder.samples(step, rows)

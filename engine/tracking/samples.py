@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.config.run_config import RunConfig
 from engine.tracking.generation_batch import GenerationBatch
+from engine.tracking.recorder import RunRecorder
 from rewards.completions.text import completion_text, prompt_text
 from rewards.completions.tool_calls import is_conversation
 from rewards.composer import score
@@ -61,3 +63,23 @@ def _conversation(completion: Any) -> dict[str, Any]:
         return {}
     keys = ("role", "content", "tool_calls", "name")
     return {"conversation": [{k: m[k] for k in keys if k in m} for m in messages]}
+
+
+class SampleStore:
+    """Stores the newest generation batch of a TRL trainer, traced, at each logged step."""
+
+    def __init__(self, config: RunConfig, recorder: RunRecorder) -> None:
+        self.config = config
+        self.recorder = recorder
+        self.trainer: Any = None  # set once the trainer exists; its callbacks start later
+
+    def store(self, step: int) -> None:
+        batch = self.trainer.pop_generation_batch() if self.trainer is not None else None
+        if batch is not None and self.config.training.samples_per_log:
+            rows = sample_rows(
+                self.config.reward.at_step(step),  # the weights in force at this step
+                batch,
+                self.config.generation.num_generations,
+                self.config.training.samples_per_log,
+            )
+            self.recorder.samples(step, rows)

@@ -22,6 +22,7 @@ only their own cookies.
 
 from __future__ import annotations
 
+import json
 from collections.abc import MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -85,6 +86,22 @@ def refused_route(path: str) -> bool:
     return any(path == route or path.startswith(route + "/") for route in CREDENTIAL_ROUTES)
 
 
+async def answer(send: Any, status: int, detail: str) -> None:
+    """Answer a request here, before the app: ``status`` with ``{"detail": detail}``."""
+    body = json.dumps({"detail": detail}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
 class CrossSiteShield:
     """ASGI wrapper outside Gradio's own CORS middleware: a request from another site (a CORS
     preflight included) is answered 403 here, so no answer to it carries Gradio's
@@ -99,16 +116,12 @@ class CrossSiteShield:
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         http = scope["type"] == "http"
         if http and refused_route(scope.get("path", "")):
-            from ui.access.visitor_cookie import answer
-
             await answer(send, 404, "not found")
             return
         refusal = cross_site_problem(scope) if http else ""
         if not refusal:
             await self.app(scope, receive, send)
             return
-        from ui.access.visitor_cookie import answer
-
         await answer(send, 403, refusal)
 
 

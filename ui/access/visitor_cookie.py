@@ -24,7 +24,6 @@ import base64
 import hashlib
 import hmac
 import ipaddress
-import json
 import os
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from ui.access.same_origin import cross_site_problem
+from ui.access.same_origin import answer, cross_site_problem
 
 COOKIE_NAME = "studio_visitor"
 SECRET_ENV = "STUDIO_COOKIE_SECRET"
@@ -209,22 +208,6 @@ def _without_deep_link(scope: Scope) -> bytes:
         return raw
     pairs = parse_qsl(raw.decode("latin-1"), keep_blank_values=True)
     return urlencode([(k, v) for k, v in pairs if k != "deep_link"]).encode("latin-1")
-
-
-async def answer(send: Send, status: int, detail: str) -> None:
-    """Answer a request here, before the app: ``status`` with ``{"detail": detail}``."""
-    body = json.dumps({"detail": detail}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 def client_key(scope: Scope) -> str:
