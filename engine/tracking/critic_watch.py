@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
-from typing import Any
 
 from engine.tracking import metric_names
-from engine.tracking.recorder import RunRecorder
-from storage.sqlite.schema import NoteKind, RunPhase
+from engine.tracking.recorder import ForwardingRecorder, RunRecorder
+from storage.sqlite.schema import NoteKind
 
 logger = logging.getLogger(__name__)
 
@@ -37,12 +35,12 @@ def critic_message(values: list[float], warmup_steps: int) -> str:
     )
 
 
-class CriticWatch:
+class CriticWatch(ForwardingRecorder):
     """A :class:`engine.tracking.recorder.RunRecorder` that forwards to ``inner`` and watches
     the critic's explained variance."""
 
     def __init__(self, inner: RunRecorder, warmup_steps: int = 0, patience: int = PATIENCE) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.warmup_steps = warmup_steps
         self.patience = patience
         self._below: list[float] = []
@@ -63,26 +61,3 @@ class CriticWatch:
                 "warmup_steps": self.warmup_steps,
             }
             self.inner.note(step, NoteKind.CRITIC_NOT_LEARNING, message, detail)
-
-    def samples(self, step: int, rows: list[dict[str, Any]]) -> None:
-        self.inner.samples(step, rows)
-
-    def progress(self, step: int) -> None:
-        self.inner.progress(step)
-
-    def phase(self, phase: RunPhase, step: int | None = None) -> None:
-        self.inner.phase(phase, step)
-
-    def note(
-        self, step: int, kind: NoteKind, message: str, detail: dict[str, Any] | None = None
-    ) -> None:
-        self.inner.note(step, kind, message, detail)
-
-    def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None:
-        self.inner.rewind(step, redone_at_step)
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()

@@ -68,6 +68,40 @@ class NullRecorder:
         pass
 
 
+class ForwardingRecorder:
+    """A recorder that hands every call to ``inner``; a watch subclasses it and overrides the
+    call it reads (:mod:`engine.tracking.reward_watch`, :mod:`engine.tracking.critic_watch`)."""
+
+    def __init__(self, inner: RunRecorder) -> None:
+        self.inner = inner
+
+    def metrics(self, step: int, values: dict[str, float]) -> None:
+        self.inner.metrics(step, values)
+
+    def samples(self, step: int, rows: list[dict[str, Any]]) -> None:
+        self.inner.samples(step, rows)
+
+    def progress(self, step: int) -> None:
+        self.inner.progress(step)
+
+    def phase(self, phase: RunPhase, step: int | None = None) -> None:
+        self.inner.phase(phase, step)
+
+    def note(
+        self, step: int, kind: NoteKind, message: str, detail: dict[str, Any] | None = None
+    ) -> None:
+        self.inner.note(step, kind, message, detail)
+
+    def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None:
+        self.inner.rewind(step, redone_at_step)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 class StorageRecorder:
     """Writes to the run's rows in SQLite and keeps a heartbeat every few seconds."""
 

@@ -12,13 +12,12 @@ note for each constant component (and a warning in the log). Runs that store no 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from typing import Any
 
-from engine.tracking.recorder import RunRecorder
+from engine.tracking.recorder import ForwardingRecorder, RunRecorder
 from rewards.analysis.constant_components import constant_components
 from rewards.spec import RewardSpec
-from storage.sqlite.schema import NoteKind, RunPhase
+from storage.sqlite.schema import NoteKind
 
 logger = logging.getLogger(__name__)
 
@@ -26,12 +25,12 @@ WATCH_STEPS = 3
 WATCH_SAMPLES = 64
 
 
-class ConstantRewardWatch:
+class ConstantRewardWatch(ForwardingRecorder):
     """A :class:`engine.tracking.recorder.RunRecorder` that forwards to ``inner`` and watches
     samples."""
 
     def __init__(self, inner: RunRecorder, spec: RewardSpec) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.spec = spec
         self._traces: list[list[dict[str, Any]]] = []
         self._steps = 0
@@ -52,26 +51,3 @@ class ConstantRewardWatch:
             logger.warning("Reward: %s", found.message)
             self.inner.note(step, NoteKind.CONSTANT_COMPONENT, found.message, found.to_dict())
         self._traces = []
-
-    def metrics(self, step: int, values: dict[str, float]) -> None:
-        self.inner.metrics(step, values)
-
-    def progress(self, step: int) -> None:
-        self.inner.progress(step)
-
-    def phase(self, phase: RunPhase, step: int | None = None) -> None:
-        self.inner.phase(phase, step)
-
-    def note(
-        self, step: int, kind: NoteKind, message: str, detail: dict[str, Any] | None = None
-    ) -> None:
-        self.inner.note(step, kind, message, detail)
-
-    def rewind(self, step: int | None, redone_at_step: Iterable[str] = ()) -> None:
-        self.inner.rewind(step, redone_at_step)
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()
