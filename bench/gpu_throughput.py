@@ -12,7 +12,11 @@ Variants (each in its own process, so memory peaks and CUDA graphs do not mix):
 - ``grpo_hf``, ``grpo_compiled``: ``python -m engine train``, GRPO, ``generation.backend`` hf /
   compiled;
 - ``ppo_compiled``: ``python -m engine train``, PPO with the compiled backend;
-- ``ppo_default``: the same with the config's default micro-batch instead of ``--micro-batch``.
+- ``ppo_default``: the same with the config's default micro-batch instead of ``--micro-batch``;
+- ``grpo_async``, ``rloo_compiled``, ``rloo_async``: GRPO and RLOO with the compiled backend
+  and ``training.rollout`` async (the next step sampled while this one updates) or sync. The
+  report compares each async variant with its sync one: samples per second, and its step time
+  against the longer of the sync step's generation and the rest of it (``*_vs_bound_ratio``).
 
 The first step of each (graph capture, allocator warm-up) is left out of the medians. Each
 variant also reports the micro-batch it ran (``--micro-batch 0``: the one the worker picks from
@@ -20,6 +24,8 @@ the peak-memory estimate for this card) and the estimated peak, beside the measu
 
     python bench/gpu_throughput.py --steps 6
     python bench/gpu_throughput.py --steps 5 --micro-batch 0 --variants grpo_compiled,ppo_compiled
+    python bench/gpu_throughput.py --steps 8 --micro-batch 0 \
+        --variants anchor,grpo_compiled,grpo_async,rloo_compiled,rloo_async
     python bench/gpu_throughput.py --gpus 2 --variants grpo_compiled,ppo_compiled
     python bench/gpu_throughput.py --layers 2 --steps 3 --prompts 4 --tokens 32  # smoke
 """
@@ -45,7 +51,12 @@ from engine.tracking import metric_names
 
 logger = logging.getLogger("gpu_throughput")
 
-VARIANTS = ("anchor", "grpo_hf", "grpo_compiled", "ppo_compiled", "ppo_default")
+VARIANTS = (
+    "anchor", "grpo_hf", "grpo_compiled", "grpo_async", "rloo_compiled", "rloo_async",
+    "ppo_compiled", "ppo_default",
+)  # fmt: skip
+# Each async variant and the sync one it is measured against.
+ASYNC_PAIRS = {"grpo_async": "grpo_compiled", "rloo_async": "rloo_compiled"}
 NAMES = ["Tom", "Ana", "Li", "Sam", "Maya", "Omar", "Eva", "Raj"]
 THINGS = ["apples", "books", "coins", "marbles", "stamps", "pencils"]
 
@@ -121,9 +132,10 @@ def write_problems(path: Path, rows: int) -> None:
 
 
 def run_config(variant: str, args: argparse.Namespace, model_dir: Path, data: Path) -> RunConfig:
-    algorithm = "ppo" if variant.startswith("ppo") else "grpo"
+    algorithm = next((a for a in ("ppo", "rloo") if variant.startswith(a)), "grpo")
     backend = "hf" if variant in ("anchor", "grpo_hf") else "compiled"
     training = {
+        "rollout": "async" if variant.endswith("_async") else "sync",
         "steps": args.steps,
         "prompts_per_step": args.prompts,
         "eval_samples": 0,
@@ -181,9 +193,14 @@ def measure(variant: str, config: RunConfig, work: Path) -> dict[str, float]:
     ):
         if name in series:
             result[key] = series[name][0][1]
-    gaps = values(metric_names.GEN_LOGPROB_GAP)
-    if gaps:
-        result["logprob_gap"] = statistics.mean(gaps)
+    for key, name in (
+        ("logprob_gap", metric_names.GEN_LOGPROB_GAP),
+        ("overlap_share", metric_names.OVERLAP_SHARE),
+        ("is_ratio_mean", metric_names.GEN_IS_RATIO_MEAN),
+        ("is_clipped_share", metric_names.GEN_IS_CLIPPED_SHARE),
+    ):
+        if values(name):
+            result[key] = statistics.mean(values(name))
     return result
 
 
@@ -249,6 +266,9 @@ def main() -> None:
             report[f"{variant}_estimate_gib"] = round(r["estimate_gib"], 2)
         if "logprob_gap" in r:
             report[f"{variant}_logprob_gap_nats"] = float(f"{r['logprob_gap']:.3g}")
+        for key in ("overlap_share", "is_ratio_mean", "is_clipped_share"):
+            if key in r:
+                report[f"{variant}_{key}"] = round(r[key], 4)
         print(
             f"{variant:>14}: {r['step_s']:6.2f} s/step  {tps:9.0f} tok/s  "
             f"generation {r['generation_s']:6.2f} s ({r['generation_s'] / r['step_s']:.0%})  "
@@ -261,6 +281,14 @@ def main() -> None:
             if f"{variant}_tokens_per_s" in report and variant != "anchor":
                 ratio = report[f"{variant}_tokens_per_s"] / anchor_tps
                 report[f"{variant}_vs_anchor_tokens_ratio"] = round(ratio, 2)
+    for fast, slow in ASYNC_PAIRS.items():
+        if fast in results and slow in results and f"{fast}_step_s" in report:
+            report[f"{fast}_vs_sync_samples_ratio"] = round(
+                results[slow]["step_s"] / results[fast]["step_s"], 3
+            )
+            sync = results[slow]
+            bound = max(sync["generation_s"], sync["step_s"] - sync["generation_s"])
+            report[f"{fast}_vs_bound_ratio"] = round(results[fast]["step_s"] / bound, 3)
     if "grpo_compiled_step_s" in report and "ppo_compiled_step_s" in report:
         ratio = report["ppo_compiled_step_s"] / report["grpo_compiled_step_s"]
         report["ppo_vs_grpo_step_ratio"] = round(ratio, 3)

@@ -122,6 +122,8 @@ class RunConfig:
                 "the world-model loss trains on tool results; enable tools (tools.builtin) or "
                 "set it to 0",
             )
+        if self.training.rollout == "async":
+            self._check_async_rollout()
         if self.algorithm != "grpo" and self.reward.aggregation != "sum_then_normalize":
             # RLOOConfig 1.16 has no multi_objective_aggregation; our PPO rewards the total.
             raise ConfigError(
@@ -129,6 +131,23 @@ class RunConfig:
                 f"{self.algorithm} sums the weighted components (sum_then_normalize only); "
                 "normalize_then_sum is a GRPO setting",
             )
+
+    def _check_async_rollout(self) -> None:
+        # The worker samples the next step with our sampler, one turn, while this one trains
+        # on one GPU; the importance weights assume one update between sampling and training.
+        reason = None
+        if self.algorithm == "ppo":
+            reason = "ppo samples and trains in one step of its own (use grpo or rloo)"
+        elif self.tools.enabled:
+            reason = "tool rollouts take several turns per step (turn tools off)"
+        elif self.generation.backend in ("hf", "vllm"):
+            reason = f"generation.backend {self.generation.backend} samples in the step itself"
+        elif self.training.processes > 1:
+            reason = "it runs on one GPU (set num_gpus and num_machines to 1)"
+        elif getattr(self, self.algorithm).num_iterations > 1:
+            reason = f"{self.algorithm}.num_iterations must be 1 (one update per batch)"
+        if reason:
+            raise ConfigError("training.rollout", f"async is not available here: {reason}")
 
     @property
     def completions_per_step(self) -> int:

@@ -15,6 +15,7 @@ from engine.fields import POSITIVE, SEED, ConfigError, check_fields, knob
 LR_SCHEDULERS = ("constant", "constant_with_warmup", "linear", "cosine")
 REPORT_TO = ("tensorboard", "wandb", "trackio")
 DISTRIBUTED = ("ddp", "fsdp")
+ROLLOUTS = ("sync", "async")
 #: Most machines one run may span (``training.num_machines``).
 MAX_MACHINES = 64
 #: torch.distributed's customary rendezvous port (``accelerate launch``'s default too).
@@ -54,6 +55,15 @@ class TrainingSettings:
             "Recompute each layer's activations in the backward pass instead of keeping them: "
             "much less memory for big models, about a third more compute."
         ),
+    )
+    rollout: str = knob(
+        "sync",
+        help=(
+            "sync: each step samples, scores, then updates. async: the next step's completions "
+            "are sampled while this step updates (GRPO and RLOO, one GPU), one update older, "
+            "their importance weights truncated (gen/is_ratio_mean)."
+        ),
+        choices=ROLLOUTS,
     )
     learning_rate: float = knob(5e-5, help="AdamW learning rate.", lo=0, hi=1, lo_open=True)
     lr_scheduler: str = knob(

@@ -187,10 +187,13 @@ class GenerationRunner:
         eos_ids: Sequence[int],
         pad_id: int,
         seed: int | None = None,
+        switch_to_eval: bool = True,
     ) -> Generation:
         """Sample one completion per prompt in ``prompts`` (token ids; repeats share a prefill)
         with ``sampling``'s temperature, top-p and length; ``seed`` seeds this call (a caller
         that splits a request into calls offsets the request's seed for each), None: unseeded.
+        ``switch_to_eval`` False leaves the model's train/eval mode alone: a call on another
+        thread while the model trains must not switch it under the update.
         """
         if not prompts:
             return Generation([], torch.zeros(0, 0, dtype=torch.long), torch.zeros(0, 0), [])
@@ -201,11 +204,13 @@ class GenerationRunner:
         if fill > 0:  # repeats of the first prompt: they share its prefill
             prompts = [*prompts, *[prompts[0]] * fill]
         was_training = self.model.training
-        self.model.eval()  # no dropout while sampling
+        if switch_to_eval:
+            self.model.eval()  # no dropout while sampling
         try:
             out = self._generate(prompts, SamplingSpec.of(sampling, pad_id, eos_ids), seed)
         finally:
-            self.model.train(was_training)
+            if switch_to_eval:
+                self.model.train(was_training)
         return out.first(n) if fill > 0 else out
 
     def _generate(

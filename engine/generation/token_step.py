@@ -160,7 +160,12 @@ class DecodeGraph:
                 self._token_step()
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
+        # thread_local: a capture on the rollout worker's thread (training.rollout async) is not
+        # broken by the training thread's own CUDA calls meanwhile. A graph's kernels keep the
+        # priority of the stream they were captured on: high, so that a step sampled beside an
+        # update (async) is not queued behind the update's kernels.
+        capture_stream = torch.cuda.Stream(priority=-1)
+        with torch.cuda.graph(self.graph, stream=capture_stream, capture_error_mode="thread_local"):
             self._token_step()
         logger.info(
             "Captured the token step (%s) in %.1f s",

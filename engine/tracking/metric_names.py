@@ -36,6 +36,13 @@ MICRO_BATCH = "perf/micro_batch"
 UPDATE_WIDTH = "perf/update_width"
 # Mean |log p_sampler - log p_trainer| over sampled tokens, nats/token: a drifting sampler shows.
 GEN_LOGPROB_GAP = "gen/logprob_gap"
+# training.rollout async (engine/trainers/trl/rollout_ahead.py): updates between the weights that
+# sampled a step's completions and those it trains (0 or 1), the share of the sampling time the
+# step did not wait for, and the truncated importance ratios' token mean and clipped share.
+STALENESS = "perf/staleness_steps"
+OVERLAP_SHARE = "perf/overlap_share"
+GEN_IS_RATIO_MEAN = "gen/is_ratio_mean"
+GEN_IS_CLIPPED_SHARE = "gen/is_clipped_share"
 # Agent runs: cross-entropy on the tool-result tokens (engine/trainers/world_model.py), nats/token.
 WORLD_MODEL_LOSS = "train/world_model_loss"
 EVAL_ACCURACY = "eval/accuracy"

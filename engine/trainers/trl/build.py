@@ -115,6 +115,7 @@ def build_trl_trainer(
         schedule=config.reward if config.reward.has_schedules else None,
         world_model_coeff=config.grpo.world_model_coeff,
         world_loss_normalization=config.grpo.world_loss_normalization,
+        rollout=config.training.rollout,
         **({"record_metrics": record_metrics} if record_metrics else {}),
     )
     trainer_cls = StudioGRPOTrainer if config.algorithm == "grpo" else StudioRLOOTrainer

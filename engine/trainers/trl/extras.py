@@ -19,7 +19,8 @@ class StudioExtras:
     ``schedule``: the run's reward spec when it has weight schedules, whose weights are set
     before each step and handed to ``record_metrics(step, metrics)``;
     ``world_model_coeff`` and ``world_loss_normalization``: the agent runs' world-model loss
-    (GRPO only, :mod:`.world_model`)."""
+    (GRPO only, :mod:`.world_model`); ``rollout``: ``training.rollout``, sync or async
+    (:mod:`.async_rollout`)."""
 
     backend: str = "auto"
     prompt_width: int = 0
@@ -29,3 +30,4 @@ class StudioExtras:
     record_metrics: Callable[[int, dict[str, float]], None] = lambda step, metrics: None
     world_model_coeff: float = 0.0
     world_loss_normalization: str = "selected_tokens"
+    rollout: str = "sync"

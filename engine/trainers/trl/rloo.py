@@ -17,6 +17,12 @@ from trl import RLOOTrainer
 from engine.generation.runner import Generation
 from engine.tracking import metric_names
 from engine.tracking.generation_batch import GenerationBatch
+from engine.trainers.trl.async_rollout import (
+    attach_rollout_ahead,
+    corrected_logps,
+    sample_turn,
+    submit_next,
+)
 from engine.trainers.trl.capture import gathered_batch, with_advantages
 from engine.trainers.trl.checkpoints import staged_save
 from engine.trainers.trl.extras import StudioExtras
@@ -25,7 +31,6 @@ from engine.trainers.trl.sampling import (
     record_logprob_gap,
     record_peak_memory,
     runner_applies,
-    sample,
     timed,
     with_step_extras,
 )
@@ -45,6 +50,10 @@ class StudioRLOOTrainer(RLOOTrainer):
         self._loss_inputs: dict[str, Any] | None = None  # the micro-batch of the running loss
         self._saving_into: str | None = None  # the staging folder while a checkpoint is saved
         self.generation_runner = finish_setup(self, self.extras)
+        # training.rollout async: the worker sampling the next step, the loop's batches ahead.
+        self.rollout_ahead, self.batch_lookahead = attach_rollout_ahead(
+            self, self.generation_runner, self.extras.rollout
+        )
 
     def pop_generation_batch(self) -> GenerationBatch | None:
         """The batch generated since the last call (with its advantages), or ``None``."""
@@ -54,6 +63,13 @@ class StudioRLOOTrainer(RLOOTrainer):
     def _mode_metrics(self) -> dict[str, list[float]]:
         return self._metrics["train" if self.model.training else "eval"]
 
+    # 0. A step's batches from the loop (an async run keeps them a step ahead).
+    def get_batch_samples(self, epoch_iterator, num_batches, device):
+        if self.batch_lookahead is None:
+            return super().get_batch_samples(epoch_iterator, num_batches, device)
+        batches = self.batch_lookahead.take(epoch_iterator, num_batches)
+        return batches, self._get_num_items_in_batch(batches, device)
+
     # 1. A step's generation batch: sampled, scored, its advantages computed.
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         self._sampled = None
@@ -61,6 +77,7 @@ class StudioRLOOTrainer(RLOOTrainer):
         sampled, self._sampled = self._sampled, None
         if not self.model.training:
             return output
+        submit_next(self)  # where the sampling call did not (a KL penalty's reference pass)
         return with_step_extras(output, sampled, self._metrics["train"])
 
     # 2. Each completion's prompt ids: each distinct prompt tokenized once.
@@ -76,11 +93,11 @@ class StudioRLOOTrainer(RLOOTrainer):
 
     # 3. The completions (RLOOTrainer's hook returns the ids only).
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields):
-        with timed(self._mode_metrics(), metric_names.GENERATION_TIME):
-            if not runner_applies(self, self.generation_runner, images):
+        if not runner_applies(self, self.generation_runner, images):
+            with timed(self._mode_metrics(), metric_names.GENERATION_TIME):
                 return super()._generate_single_turn(prompt_ids, images, multimodal_fields)
-            self._sampled = sample(self.generation_runner, self, prompt_ids)
-            return self._sampled.completion_ids
+        self._sampled = sample_turn(self, prompt_ids)
+        return self._sampled.completion_ids
 
     # 4. The reward functions' scores of the batch (a slow step may be a slow reward).
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -113,8 +130,10 @@ class StudioRLOOTrainer(RLOOTrainer):
             out = super()._get_per_token_logps_and_entropies(
                 model, input_ids, attention_mask, logits_to_keep, batch_size, **kwargs
             )
-        if self._loss_inputs is not None:  # the loss's own forward, never the reference's
-            record_logprob_gap(self._metrics["train"], out[0], self._loss_inputs)
+        inputs = self._loss_inputs
+        if inputs is not None:  # the loss's own forward, never the reference's
+            record_logprob_gap(self._metrics["train"], out[0], inputs)
+            out = (corrected_logps(self, out[0], inputs), *out[1:])
         return out
 
     # 7. A checkpoint, written aside and published whole.

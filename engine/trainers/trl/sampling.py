@@ -70,8 +70,14 @@ def runner_applies(trainer: Any, runner: GenerationRunner | None, images: Any) -
     return runner is not None and images is None and plain_sampling
 
 
-def sample(runner: GenerationRunner, trainer: Any, prompt_ids: list[list[int]]) -> Generation:
-    """One turn of completions for ``prompt_ids`` with the trainer's sampling settings."""
+def sample(
+    runner: GenerationRunner,
+    trainer: Any,
+    prompt_ids: list[list[int]],
+    switch_to_eval: bool = True,
+) -> Generation:
+    """One turn of completions for ``prompt_ids`` with the trainer's sampling settings
+    (``switch_to_eval``: :meth:`GenerationRunner.generate`'s)."""
     settings = SamplingSettings(
         temperature=trainer.temperature,
         top_p=trainer.top_p,
@@ -79,7 +85,11 @@ def sample(runner: GenerationRunner, trainer: Any, prompt_ids: list[list[int]]) 
     )
     # Unseeded: a step's rollouts draw from the running generator, as TRL's sampler does.
     return runner.generate(
-        prompt_ids, settings, eos_ids=trainer.eos_token_ids, pad_id=trainer._tokenizer.pad_token_id
+        prompt_ids,
+        settings,
+        eos_ids=trainer.eos_token_ids,
+        pad_id=trainer._tokenizer.pad_token_id,
+        switch_to_eval=switch_to_eval,
     )
 
 
