@@ -48,7 +48,12 @@ from storage.records.metrics import metrics_since  # noqa: E402
 from storage.sqlite.db import Database  # noqa: E402
 from storage.sqlite.schema import TERMINAL_STATUSES, RunStatus  # noqa: E402
 
-MOMENTS = ("loading", "before_first_checkpoint", "mid_step", "during_save", "after_publish")
+# mid_overlap: mid-step of a training.rollout async run, whose worker thread is sampling the next
+# step's completions while the step updates.
+MOMENTS = (
+    "loading", "before_first_checkpoint", "mid_step", "mid_overlap", "during_save",
+    "after_publish",
+)  # fmt: skip
 STEPS = 6
 SAVE_STEPS = 2
 TIMEOUT_S = 300.0
@@ -83,7 +88,7 @@ class Trial:
 
 def tiny_config(algorithm: str, moment: str) -> RunConfig:
     """A run of a few seconds on the shipped default model, with a checkpoint every 2 steps
-    (every 4 when the kill must come before the first one)."""
+    (every 4 when the kill must come before the first one); async rollouts for mid_overlap."""
     save_steps = 2 * SAVE_STEPS if moment == "before_first_checkpoint" else SAVE_STEPS
     return RunConfig.from_dict(
         {
@@ -99,6 +104,7 @@ def tiny_config(algorithm: str, moment: str) -> RunConfig:
                 "save_steps": save_steps,
                 "save_total_limit": 2,
                 "samples_per_log": 4,
+                "rollout": "async" if moment == "mid_overlap" else "sync",
             },
         }
     )
@@ -130,7 +136,7 @@ def _wait_for_moment(moment: str, db: Database, run_id: str, run_dir: Path, rng:
         time.sleep(rng.uniform(0.5, 4.0))  # importing torch, loading the model, or stepping
     elif moment == "before_first_checkpoint":
         _wait(lambda: step_at_least(rng.randint(1, 2 * SAVE_STEPS - 1)), every=0.01)
-    elif moment == "mid_step":
+    elif moment in ("mid_step", "mid_overlap"):
         _wait(lambda: step_at_least(rng.randint(1, STEPS - 1)), every=0.01)
         time.sleep(rng.uniform(0.0, 0.3))
     elif moment == "during_save":
@@ -217,12 +223,16 @@ def kill_trial(data_dir: Path, algorithm: str, moment: str, rng: random.Random) 
 
 
 def run_trials(data_dir: Path, trials: int, *, jobs: int = 1, seed: int = 0) -> list[Trial]:
-    """``trials`` kills, cycling through every moment and GRPO/PPO, ``jobs`` at a time in one
-    shared data dir (several workers writing one database, as in the app)."""
-    plan = [
-        (MOMENTS[i % len(MOMENTS)], ("grpo", "ppo")[(i // len(MOMENTS)) % 2], seed + i)
-        for i in range(trials)
-    ]
+    """``trials`` kills, cycling through every moment and GRPO/PPO (GRPO/RLOO at mid_overlap:
+    PPO has no async rollouts), ``jobs`` at a time in one shared data dir (several workers
+    writing one database, as in the app)."""
+
+    def algorithm(i: int, moment: str) -> str:
+        pair = ("grpo", "rloo") if moment == "mid_overlap" else ("grpo", "ppo")
+        return pair[(i // len(MOMENTS)) % 2]
+
+    moments = [MOMENTS[i % len(MOMENTS)] for i in range(trials)]
+    plan = [(m, algorithm(i, m), seed + i) for i, m in enumerate(moments)]
     results: list[Trial] = []
     lock = threading.Lock()
 

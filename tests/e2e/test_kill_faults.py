@@ -1,7 +1,8 @@
 """kill -9 of real workers, then resume: nothing committed is lost, nothing is doubled.
 
 The same trials as ``bench/kill_faults.py`` (50+ there), a few here: before the first
-checkpoint, while a checkpoint is being written, and right after one is published.
+checkpoint, while a checkpoint is being written, right after one is published, and while an
+async run's worker samples the next step.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.reliability
 def test_kill_9_at_varied_moments_then_resume_loses_and_doubles_nothing(data_dir, record_property):
-    moments = ["before_first_checkpoint", "during_save", "after_publish"]
+    moments = ["before_first_checkpoint", "during_save", "after_publish", "mid_overlap"]
     trials = [kill_trial(data_dir, "grpo", m, random.Random(i)) for i, m in enumerate(moments)]
     figures = summary(trials)
     for name in KILL_FIGURES:

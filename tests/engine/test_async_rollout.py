@@ -5,6 +5,7 @@ recomputation gives."""
 from __future__ import annotations
 
 import math
+import threading
 
 import pytest
 import torch
@@ -171,3 +172,27 @@ def test_async_names_what_stands_in_its_way(changes, named):
     with pytest.raises(ConfigError, match=r"training\.rollout") as err:
         RunConfig.from_dict(data)
     assert named in str(err.value)
+
+
+class StopAt(TrainerCallback):
+    """Stops training at ``step`` and keeps the step of each training log."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+        self.logged: list[int] = []
+
+    def on_step_end(self, args, state, control, **kwargs):
+        control.should_training_stop = state.global_step >= self.step
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "loss" in logs:
+            self.logged.append(state.global_step)
+
+
+def test_a_stop_while_the_next_step_samples_logs_each_step_once_and_ends_the_worker(tmp_path):
+    stop = StopAt(2)
+    trainer, _ = trainer_for(config_for("grpo", "async", steps=6), tmp_path, [stop])
+    trainer.train()
+    assert stop.logged == [1, 2]
+    assert not trainer.rollout_ahead.busy  # the batch sampled ahead for step 3 was dropped
+    assert not [t for t in threading.enumerate() if t.name.startswith("rollout-ahead")]
