@@ -246,3 +246,17 @@ def test_log_scale_leaves_an_axis_with_values_at_or_below_0_linear_and_says_so()
         "linear",
     )
     assert "loss/policy at or below 0" in stacked["layout"]["annotations"][-1]["text"]
+
+
+def test_the_async_rollout_metrics_are_charted_beside_the_logprob_gap():
+    names = [
+        "gen/logprob_gap",
+        "gen/is_ratio_mean",
+        "gen/is_clipped_share",
+        "perf/staleness_steps",
+        "perf/overlap_share",
+        "perf/tokens_per_s",
+    ]
+    drawn = panels.panels_for(names)
+    assert sorted(drawn["sampler"]) == sorted(names[:5])
+    assert drawn["perf"] == ["perf/tokens_per_s"]

@@ -141,6 +141,26 @@ PANELS: tuple[Panel, ...] = (
     ),
     Panel("perf", "Throughput", names=(m.TOKENS_PER_S,), y_title="tokens/s"),
     Panel(
+        "sampler",
+        "Sampler against trainer",
+        names=(
+            m.GEN_IS_RATIO_MEAN,
+            m.GEN_IS_CLIPPED_SHARE,
+            m.STALENESS,
+            m.OVERLAP_SHARE,
+            m.GEN_LOGPROB_GAP,
+        ),
+        y_title="ratio / share",
+        right_axis=(m.GEN_LOGPROB_GAP,),
+        only_for=("grpo", "rloo"),
+        note="Log-prob gap (right axis): how far the sampler's log-probabilities of its tokens "
+        "are from the trainer's, nats per token; bf16 on a GPU gives about 0.01. With "
+        "training.rollout async a step trains on completions sampled one update earlier "
+        "(staleness 1): each token is weighed by the ratio of the two policies, capped at 3; a "
+        "mean far from 1 or a rising clipped share means the policy moves too far per update. "
+        "Overlap: the share of the sampling the step did not wait for.",
+    ),
+    Panel(
         "value",
         "Value head (PPO)",
         names=(m.PPO_EXPLAINED_VARIANCE, m.PPO_VALUE_MEAN, m.PPO_RETURN_MEAN),
