@@ -56,11 +56,7 @@ def completion_sampler(tokenizer: Any, model_name: str, tools: Sequence[str]) ->
         tokenizer,
         prompts,
         toolbox,
-        num_samples=settings.num_samples,
-        temperature=settings.temperature,
-        top_p=settings.top_p,
-        max_new_tokens=settings.max_new_tokens,
-        seed=settings.seed,
+        settings,
     )
 
 

@@ -48,11 +48,7 @@ def tool_replies(
         tokenizer,
         [prompt],
         toolbox,
-        num_samples=settings.num_samples,
-        temperature=settings.temperature,
-        top_p=settings.top_p,
-        max_new_tokens=settings.max_new_tokens,
-        seed=settings.seed,
+        settings,
     )
     return [r.conversation for r in rollouts]
 

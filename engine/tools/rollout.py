@@ -24,10 +24,11 @@ character-level tokenizer round-trips exactly, a BPE one nearly.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from engine.generation.sampling import sample_completions
+from engine.generation.sampling import sample
+from engine.generation.settings import SamplingSettings
 from engine.tools.toolbox import Toolbox
 
 
@@ -62,21 +63,19 @@ def sample_tool_rollouts(
     tokenizer: Any,
     prompts: Sequence[list[dict[str, Any]]],
     toolbox: type[Toolbox],
+    settings: SamplingSettings,
     rows: Sequence[dict[str, Any]] | None = None,
-    num_samples: int = 1,
-    temperature: float = 0.8,
-    top_p: float = 1.0,
-    max_new_tokens: int = 96,
-    seed: int = 0,
     batch_size: int = 64,
 ) -> list[ToolRollout]:
-    """Sample ``num_samples`` tool rollouts of each chat prompt (see the module docstring);
-    ``rows`` (aligned with ``prompts``) reset each rollout's toolbox (the lookup's context).
+    """Sample ``settings.num_samples`` tool rollouts of each chat prompt (see the module
+    docstring), within ``settings.max_new_tokens`` in all; ``rows`` (aligned with ``prompts``)
+    reset each rollout's toolbox (the lookup's context).
     The tokenizer must parse tool calls (:func:`engine.tools.template.prepare_tool_tokenizer`).
     Ordered by (prompt_index, sample_index); reproducible for the same arguments."""
     from trl.chat_template_utils import parse_response  # TRL's own parser, as in training
 
-    jobs = [_Job(i, j, toolbox()) for i in range(len(prompts)) for j in range(num_samples)]
+    max_new_tokens = settings.max_new_tokens
+    jobs = [_Job(i, j, toolbox()) for i in range(len(prompts)) for j in range(settings.num_samples)]
     for job in jobs:
         job.env.reset(**(dict(rows[job.i]) if rows is not None else {}))
         job.tools = [getattr(job.env, n) for n in tool_names(toolbox)]
@@ -88,20 +87,17 @@ def sample_tool_rollouts(
     for round_ in range(toolbox.max_calls + 1):
         texts = [tokenizer.decode(j.prompt_ids + j.ids, skip_special_tokens=False) for j in active]
         room = max(max_new_tokens - len(j.ids) for j in active)
-        samples = sample_completions(
-            model,
-            tokenizer,
-            texts,
-            temperature=temperature,
-            top_p=top_p,
+        turn = replace(
+            settings,
+            num_samples=1,  # each job is one rollout
             max_new_tokens=room,
-            seed=(seed + 1000 * round_) % 2**31,  # a seed in the sampler's range
-            batch_size=batch_size,
+            seed=(settings.seed + 1000 * round_) % 2**31,  # a seed in the sampler's range
         )
+        samples = sample(model, tokenizer, texts, turn, batch_size=batch_size)
         going = []
-        for job, sample in zip(active, samples, strict=True):
-            ids = sample.token_ids[: max_new_tokens - len(job.ids)]
-            job.truncated = sample.truncated or len(ids) < len(sample.token_ids)
+        for job, drawn in zip(active, samples, strict=True):
+            ids = drawn.token_ids[: max_new_tokens - len(job.ids)]
+            job.truncated = drawn.truncated or len(ids) < len(drawn.token_ids)
             message = parse_response(
                 tokenizer, ids, prefix=job.prompt_ids + job.ids, tools=job.tools
             )

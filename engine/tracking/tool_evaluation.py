@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from engine.generation.settings import SamplingSettings
 from engine.tools.rollout import sample_tool_rollouts
 from engine.tools.toolbox import Toolbox
 from engine.tracking import metric_names
@@ -79,10 +80,10 @@ def evaluate_with_tools(
             tokenizer,
             [r["prompt"] for r in rows],
             toolbox,
+            SamplingSettings(
+                temperature=temperature, max_new_tokens=max_new_tokens, num_samples=1, seed=seed
+            ),
             rows=rows,
-            temperature=temperature,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
         )
     golds = [rows[r.prompt_index].get("answer") for r in rollouts]
     correct, _ = score_texts([final_text(r.conversation) for r in rollouts], golds)

@@ -7,6 +7,7 @@ import pytest
 
 from engine.config.agent import agent_config
 from engine.data.datasets import DatasetError, DataSpec, load_rows
+from engine.generation.settings import SamplingSettings
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import ModelSpec
 from engine.tasks.arithmetic import is_held_out
@@ -58,9 +59,9 @@ def test_a_tool_rollout_runs_the_call_and_answers_after_its_result(agent):
     rows = CalculatorTask().eval_rows(6)
     box = toolbox_class(["calculator"], 2)
     assert tool_names(box) == ["calculator"]
-    rollouts = sample_tool_rollouts(
-        model, tokenizer, [r["prompt"] for r in rows], box, rows, num_samples=2, max_new_tokens=192
-    )
+    settings = SamplingSettings(num_samples=2, max_new_tokens=192)
+    prompts = [r["prompt"] for r in rows]
+    rollouts = sample_tool_rollouts(model, tokenizer, prompts, box, settings, rows)
     assert [(r.prompt_index, r.sample_index) for r in rollouts] == [
         (i, j) for i in range(6) for j in range(2)
     ]
@@ -72,9 +73,8 @@ def test_a_tool_rollout_runs_the_call_and_answers_after_its_result(agent):
     assert called[0].conversation[-1]["role"] == "assistant"  # and the model spoke after it
     assert all(len(r.completion_ids) <= 192 for r in rollouts)
     # Too little room for the result: it is dropped and the rollout ends, as TRL drops it.
-    short = sample_tool_rollouts(
-        model, tokenizer, [rows[0]["prompt"]] * 4, box, num_samples=1, max_new_tokens=80
-    )
+    room = SamplingSettings(num_samples=1, max_new_tokens=80)
+    short = sample_tool_rollouts(model, tokenizer, [rows[0]["prompt"]] * 4, box, room)
     assert all(m["role"] == "assistant" for r in short for m in r.conversation)
 
 
