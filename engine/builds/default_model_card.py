@@ -4,8 +4,10 @@ phrasing family, pass@k, and the README that reports them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from engine.generation.settings import SamplingSettings
 from engine.tasks import ArithmeticTask
 from engine.tasks.arithmetic import LEVEL_NAMES
 from engine.tasks.phrasings import FAMILY_NAMES, HELD_OUT_FAMILY_NAMES
@@ -147,26 +149,25 @@ def evaluate_model(model: Any, tokenizer: Any, cfg: BuildConfig) -> dict[str, An
     from engine.tracking.evaluation import evaluate
 
     task = ArithmeticTask(seed=cfg.seed)
-    settings = {
-        "temperature": cfg.eval_temperature,
-        "max_new_tokens": cfg.eval_max_new_tokens,
-        "seed": cfg.seed,
-    }
+    settings = SamplingSettings(
+        temperature=cfg.eval_temperature,
+        max_new_tokens=cfg.eval_max_new_tokens,
+        num_samples=1,
+        seed=cfg.seed,
+    )
     sets = {
         "builtin": task.eval_rows(cfg.eval_rows),
         "unseen_phrasings": task.unseen_phrasing_rows(cfg.eval_rows),
     }
     out: dict[str, Any] = {}
     for name, rows in sets.items():
-        report = evaluate(model, tokenizer, rows, num_samples=1, **settings)
+        report = evaluate(model, tokenizer, rows, settings)
         out[name] = report.to_dict()
         if name == "unseen_phrasings":
             out[name]["by_family"] = family_rates(rows, report.samples)
         if cfg.eval_pass_rows > 0 and cfg.eval_pass_k > 1:
-            multi = evaluate(
-                model, tokenizer, rows[: cfg.eval_pass_rows], num_samples=cfg.eval_pass_k,
-                **settings,
-            )  # fmt: skip
+            pass_k = replace(settings, num_samples=cfg.eval_pass_k)
+            multi = evaluate(model, tokenizer, rows[: cfg.eval_pass_rows], pass_k)
             out[f"{name}_pass_at_k"] = multi.to_dict()
     return out
 

@@ -126,19 +126,21 @@ def _rates(records: list[dict[str, Any]]) -> EvalScores:
     )
 
 
+#: One completion per held-out row, at the training's default temperature and length.
+ONE_SAMPLE = SamplingSettings(num_samples=1)
+
+
 def evaluate(
     model: Any,
     tokenizer: Any,
     rows: Sequence[dict[str, Any]],
-    num_samples: int = 1,
-    temperature: float = 0.8,
-    max_new_tokens: int = 96,
-    seed: int = 0,
-    top_p: float = 1.0,
+    settings: SamplingSettings = ONE_SAMPLE,
+    *,
     batch_size: int = 64,
     runner: GenerationRunner | None = None,
 ) -> EvalReport:
-    """Sample ``num_samples`` completions per row and score them (see the module docstring).
+    """Sample ``settings.num_samples`` completions per row and score them (see the module
+    docstring).
 
     ``rows`` are task rows (``prompt``, ``answer``, optional ``difficulty``), e.g.
     ``builtin_task().eval_rows(400)``. ``runner``: a run's rollout sampler; one sample per row
@@ -150,15 +152,8 @@ def evaluate(
         raise ValueError("rows must not be empty")
 
     prompts = [r["prompt"] for r in rows]
-    settings = SamplingSettings(
-        temperature=temperature,
-        top_p=top_p,
-        max_new_tokens=max_new_tokens,
-        num_samples=num_samples,
-        seed=seed,
-    )
     samples = None
-    if runner is not None and num_samples == 1:
+    if runner is not None and settings.num_samples == 1:
         samples = sample_on_captured_graph(runner, tokenizer, prompts, settings)
     if samples is None:
         samples = _sample_eagerly(model, tokenizer, prompts, settings, batch_size)
@@ -184,10 +179,10 @@ def evaluate(
             groups[str(r["difficulty"])].append(r)
     report = EvalReport(
         **overall.to_dict(),
-        num_samples=num_samples,
-        temperature=temperature,
-        max_new_tokens=max_new_tokens,
-        seed=seed,
+        num_samples=settings.num_samples,
+        temperature=settings.temperature,
+        max_new_tokens=settings.max_new_tokens,
+        seed=settings.seed,
         by_difficulty={k: _rates(v) for k, v in sorted(groups.items())},
         samples=records,
     )

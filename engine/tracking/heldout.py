@@ -7,6 +7,7 @@ from typing import Any
 
 from engine.config.run_config import RunConfig
 from engine.generation.runner import GenerationRunner
+from engine.generation.settings import SamplingSettings
 from engine.tracking import metric_names
 from engine.tracking.evaluation import evaluate
 from engine.tracking.heldout_rewards import heldout_reward_metrics
@@ -44,9 +45,12 @@ class HeldoutEvaluation:
             policy,
             self.tokenizer,
             self.rows,
-            temperature=config.generation.temperature,
-            max_new_tokens=config.generation.max_completion_length,
-            seed=config.training.seed,
+            SamplingSettings(
+                temperature=config.generation.temperature,
+                max_new_tokens=config.generation.max_completion_length,
+                num_samples=1,
+                seed=config.training.seed,
+            ),
             runner=self.runner,
         )
         logger.info(

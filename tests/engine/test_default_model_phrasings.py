@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from engine.generation.sampling import sample_completions
+from engine.generation.settings import SamplingSettings
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import ModelSpec
 from engine.tasks import builtin_task
@@ -62,7 +63,7 @@ def test_greedy_reply_to_a_plain_question_is_worked_and_strict(default_model):
 
 def test_plain_questions_sampled_are_mostly_in_format_and_often_right(default_model):
     model, tok = default_model
-    report = evaluate(model, tok, rows(), num_samples=2, temperature=0.8, seed=0)
+    report = evaluate(model, tok, rows(), SamplingSettings(num_samples=2))
     assert report.n == 2 * len(PLAIN)
     assert report.format_rate >= 0.6, report.to_dict()
     assert report.accuracy >= 0.35, report.to_dict()
@@ -70,6 +71,6 @@ def test_plain_questions_sampled_are_mostly_in_format_and_often_right(default_mo
 
 def test_plain_questions_without_the_system_message(default_model):
     model, tok = default_model
-    report = evaluate(model, tok, rows(with_system=False), num_samples=2, temperature=0.8, seed=0)
+    report = evaluate(model, tok, rows(with_system=False), SamplingSettings(num_samples=2))
     assert report.format_rate >= 0.5, report.to_dict()
     assert report.accuracy >= 0.15, report.to_dict()

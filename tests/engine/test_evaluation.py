@@ -8,6 +8,7 @@ import pytest
 from transformers import LlamaForCausalLM
 
 from engine.builds.build_default_model import BuildConfig, model_config
+from engine.generation.settings import SamplingSettings
 from engine.models.char_tokenizer import build_char_tokenizer
 from engine.models.loading import load_model_and_tokenizer
 from engine.models.specs import DEFAULT_MODEL_DIR, ModelSpec
@@ -45,7 +46,7 @@ def test_shipped_model_meets_the_quality_window(default_model):
     info = json.loads((DEFAULT_MODEL_DIR / "build_info.json").read_text())
     recorded = info["eval"]
     rows = builtin_task(info["config"]["seed"]).eval_rows(recorded["n"])
-    report = evaluate(model, tok, rows, temperature=0.8, max_new_tokens=96, seed=0)
+    report = evaluate(model, tok, rows, SamplingSettings(num_samples=1))
     assert report.n == 400
     assert ACCURACY_WINDOW[0] <= report.accuracy <= ACCURACY_WINDOW[1]
     assert FORMAT_WINDOW[0] <= report.format_rate <= FORMAT_WINDOW[1]
@@ -64,7 +65,7 @@ def test_shipped_model_reads_phrasings_it_was_never_trained_on(default_model):
     info = json.loads((DEFAULT_MODEL_DIR / "build_info.json").read_text())
     recorded = info["evals"]["unseen_phrasings"]
     rows = builtin_task(info["config"]["seed"]).unseen_phrasing_rows(recorded["n"])[:200]
-    report = evaluate(model, tok, rows, temperature=0.8, max_new_tokens=96, seed=0)
+    report = evaluate(model, tok, rows, SamplingSettings(num_samples=1))
     assert report.accuracy >= UNSEEN_PHRASINGS_FLOOR[0]
     assert report.format_rate >= UNSEEN_PHRASINGS_FLOOR[1]
     assert recorded["accuracy"] >= UNSEEN_PHRASINGS_FLOOR[0]
@@ -79,7 +80,8 @@ def test_a_random_model_fails_the_window():
     """The window check can fail: an untrained model of the same shape is far outside it."""
     tok = build_char_tokenizer()
     model = LlamaForCausalLM(model_config(tok, BuildConfig()))
-    report = evaluate(model, tok, builtin_task().eval_rows(40), max_new_tokens=64)
+    short = SamplingSettings(num_samples=1, max_new_tokens=64)
+    report = evaluate(model, tok, builtin_task().eval_rows(40), short)
     assert report.accuracy < ACCURACY_WINDOW[0] or report.format_rate < FORMAT_WINDOW[0]
     assert report.format_rate == 0.0
 
@@ -88,7 +90,7 @@ def test_a_random_model_fails_the_window():
 def test_several_samples_per_prompt(default_model):
     model, tok = default_model
     rows = builtin_task().eval_rows(16)
-    report = evaluate(model, tok, rows, num_samples=4, seed=3)
+    report = evaluate(model, tok, rows, SamplingSettings(num_samples=4, seed=3))
     assert report.n == 64 and report.n_scored == 64 and report.num_samples == 4
     assert report.pass_at_k >= report.accuracy
     assert sum(v.n for v in report.by_difficulty.values()) == 64
@@ -114,7 +116,9 @@ def test_evaluating_a_model_with_compiled_layers_compiles_nothing():
     assert compile_decoder_layers(model, backend="eager") > 0
     torch._dynamo.reset()
     counters.clear()
-    evaluate(model, tok, builtin_task().eval_rows(4), max_new_tokens=8)
+    evaluate(
+        model, tok, builtin_task().eval_rows(4), SamplingSettings(num_samples=1, max_new_tokens=8)
+    )
     assert counters["stats"]["unique_graphs"] == 0
     # the same layers do compile when called outside the evaluation
     model(torch.tensor([[1, 2, 3]]))

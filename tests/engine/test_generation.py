@@ -274,7 +274,13 @@ def test_held_out_prompts_sample_on_the_rollouts_graph(default_model):
         assert len(s.logprobs) == len(s.token_ids)
     other = SamplingSettings(temperature=0.5, max_new_tokens=12)
     assert sample_on_captured_graph(runner, tok, ["x"], other) is None  # other sampling
-    report = evaluate(model, tok, rows, temperature=0.9, max_new_tokens=12, seed=3, runner=runner)
+    report = evaluate(
+        model,
+        tok,
+        rows,
+        SamplingSettings(0.9, max_new_tokens=12, num_samples=1, seed=3),
+        runner=runner,
+    )
     assert [r["text"] for r in report.samples] == [s.text for s in samples]
 
 
