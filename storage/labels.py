@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlmodel import Session
 
+from rewards.input_guards.shown_text import hidden_character
 from storage.runs import RunNotFoundError
 from storage.sqlite.db import Database
 from storage.sqlite.schema import Run, RunLabel
@@ -56,14 +57,17 @@ def clean_tags(raw: str | Iterable[str] | None) -> list[str]:
 
 
 def clean_note(raw: str | None) -> str:
-    """The note, trimmed, at most :data:`MAX_NOTE_CHARS` characters."""
+    """The note, trimmed, at most :data:`MAX_NOTE_CHARS` characters, its line breaks ``\\n``;
+    no character that hides or reorders text (:mod:`rewards.input_guards.shown_text`)."""
     if raw is None:
         return ""
     if not isinstance(raw, str):
         raise LabelError(f"note: expected text, got {type(raw).__name__}")
-    note = raw.strip()
+    note = raw.replace("\r\n", "\n").strip()
     if len(note) > MAX_NOTE_CHARS:
         raise LabelError(f"note: {len(note):,} characters; a note has at most {MAX_NOTE_CHARS:,}")
+    if hidden := hidden_character(note, keep="\n\t"):
+        raise LabelError(f"note: holds {hidden}; write it without")
     return note
 
 

@@ -1,0 +1,155 @@
+"""The lows of issue 40's probe, over real HTTP against a started public app: the app's address
+never comes from a request's headers, the downloaded config shows no server path, notes and
+run names refuse characters that hide or reorder text, and a slow endpoint serves one client
+(its address, whatever its cookies) one call at a time."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from urllib.parse import urlsplit
+
+import pytest
+from gradio_client import Client
+
+from storage.paths import db_path
+from storage.sqlite.db import Database
+from tests.ui.http_session import Browser, EventRefused
+from tests.ui.test_security_http import seed_run, text_of
+from ui.access.visitor_cookie import COOKIE_NAME, owner_key
+
+pytestmark = pytest.mark.reliability
+
+SPACE_HOST = "team-studio.hf.space"
+FORGED = [
+    {"Host": "evil.example"},
+    {"X-Forwarded-Host": "evil.example"},
+    {"X-Gradio-Server": "http://evil.example"},
+    {"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https"},
+]
+
+
+@pytest.fixture(scope="module")
+def public_app(start_app, tmp_path_factory):
+    """A public app that knows its address as a Space does (``SPACE_HOST``)."""
+    data_dir = tmp_path_factory.mktemp("lows3") / "data"
+    data_dir.mkdir()
+    with start_app(data_dir, {"STUDIO_PUBLIC": "1", "SPACE_HOST": SPACE_HOST}) as app:
+        yield app
+
+
+def owner_of(browser: Browser) -> str:
+    browser.config()  # the first GET /config gives the visitor cookie
+    return f"anon:{owner_key(browser.http.cookies[COOKIE_NAME].split('.')[0])}"
+
+
+def test_config_and_logout_give_the_apps_own_address_whatever_the_headers(
+    public_app, record_property
+):
+    browser = Browser(public_app.url)
+    answers = []
+    for headers in FORGED:
+        root = browser.http.get("/config", headers=headers).json()["root"]
+        logout = browser.http.get("/logout", headers=headers, follow_redirects=False)
+        answers += [root, logout.headers.get("location", "")]
+    record_property("probes_tried", len(answers))
+    record_property("probes_passed", answers.count(f"https://{SPACE_HOST}"))
+    assert answers == [f"https://{SPACE_HOST}"] * len(answers)
+
+
+def test_an_app_that_does_not_know_its_address_ignores_forwarded_hosts(live_app):
+    browser = Browser(live_app.url)
+    own = live_app.url.rstrip("/")
+    for headers in FORGED[1:3]:
+        assert browser.http.get("/config", headers=headers).json()["root"] == own, headers
+        location = browser.http.get("/logout", headers=headers, follow_redirects=False)
+        assert location.headers["location"] == own, headers
+
+
+def test_the_downloaded_config_names_an_upload_without_the_servers_folders(public_app):
+    browser = Browser(public_app.url)
+    owner = owner_of(browser)
+    stored = public_app.data_dir / "uploads" / ("a" * 24) / ("b" * 32 + ".parquet")
+    seed_run(public_app.data_dir, "upload-run", owner)
+    with Database(db_path(public_app.data_dir)) as db:
+        from storage import runs as run_store
+
+        config = {"name": "upload-run", "data": {"source": "file", "path": str(stored)}}
+        run_store.update_run(db, "upload-run", config=config)
+    browser.open()  # the page's load fills the run list it may pick from
+    update, message = browser.click("run-config", ["upload-run"])
+    assert not message, message
+    served = urlsplit(update["value"]["url"])
+    text = browser.http.get(served.path + (f"?{served.query}" if served.query else "")).text
+    assert f"path: {stored.name}" in text
+    assert str(public_app.data_dir) not in text and "uploads/" not in text, text
+
+
+@pytest.mark.parametrize(
+    "note",
+    ["before\x00after", "price \u202e0.01\u202c", "isolate \u2066x\u2069", "line\u2028break"],
+)
+def test_a_note_that_hides_or_reorders_text_is_refused_naming_the_character(public_app, note):
+    browser = Browser(public_app.url)
+    run_id = f"note-{abs(hash(note)) % 10**8}"
+    seed_run(public_app.data_dir, run_id, owner_of(browser))
+    browser.open()
+    _, stored_note, message = browser.click("run-labels-save", [run_id, "", note, None])
+    shown = text_of(message).replace("\\", "")  # the page's Markdown escapes
+    assert re.search(r"note: holds a [a-z ]+ \(U\+[0-9A-F]{4}\)", shown), shown
+    assert not isinstance(stored_note, str) or stored_note != note
+    _, _, ok = browser.click("run-labels-save", [run_id, "", "two\nlines\tand a tab", None])
+    assert "Saved" in text_of(ok), ok
+
+
+def test_a_run_name_with_a_bidirectional_control_is_a_field_error(public_app):
+    client = Client(public_app.url, verbose=False)
+    config = json.dumps({"name": "gpt\u202etxt.exe", "training": {"steps": 1}})
+    with pytest.raises(Exception, match=r"config\.name: holds a bidirectional control \(U\+202E"):
+        client.predict(config, api_name="/start_run")
+
+
+def _compare_args(n: int) -> list:
+    """A comparison of four math specs on ``n`` completions: seconds of scoring at n=256."""
+    spec = json.dumps(
+        {"components": [{"name": "correctness", "params": {"mode": "math"}}, {"name": "format"}]}
+    )
+    texts = [
+        "<think>" + "step " * 20 + f"</think><answer>{i * 7 / 3} + \\frac{{{i}}}{{3}}</answer>"
+        for i in range(n)
+    ]
+    return [
+        [spec] * 4,
+        texts,
+        [i // 8 for i in range(n)],
+        None,
+        [str(i) for i in range(n)],
+        "group",
+    ]
+
+
+def test_a_slow_endpoint_takes_one_call_at_a_time_per_address_not_per_cookie(public_app):
+    """Two cookies from one address: the second call, sent while the first runs, is refused at
+    once; a client at another address is served meanwhile; the first call still answers."""
+    here = {"X-Forwarded-For": "203.0.113.7"}  # the app runs behind this machine's "proxy"
+    first, second = Browser(public_app.url, headers=here), Browser(public_app.url, headers=here)
+    other = Browser(public_app.url, headers={"X-Forwarded-For": "198.51.100.9"})
+    started, result = threading.Event(), {}
+
+    def long_call() -> None:
+        try:
+            result["first"] = first.call("compare_specs", _compare_args(256), on_start=started)
+        except EventRefused as exc:
+            result["first"] = exc
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=long_call)
+    thread.start()
+    assert started.wait(120), "the first call never started"
+    with pytest.raises(EventRefused, match=r"compare_specs: you have a call of it running"):
+        second.call("compare_specs", _compare_args(2))
+    assert "specs" in json.dumps(other.call("compare_specs", _compare_args(2)))
+    thread.join(180)
+    assert not isinstance(result.get("first"), Exception | type(None)), result
