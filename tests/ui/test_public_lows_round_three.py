@@ -1,22 +1,27 @@
 """The lows of issue 40's probe, over real HTTP against a started public app: the app's address
 never comes from a request's headers, the downloaded config shows no server path, notes and
-run names refuse characters that hide or reorder text, and a slow endpoint serves one client
-(its address, whatever its cookies) one call at a time."""
+run names refuse characters that hide or reorder text, free cookies from one address do not
+take every run slot, and a slow endpoint serves one client (its address, whatever its
+cookies) one call at a time."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import threading
 from urllib.parse import urlsplit
 
 import pytest
 from gradio_client import Client
 
+from storage import runs as run_store
 from storage.paths import db_path
 from storage.sqlite.db import Database
+from storage.sqlite.schema import RunStatus
 from tests.ui.http_session import Browser, EventRefused
-from tests.ui.test_security_http import seed_run, text_of
+from tests.ui.test_security_http import SMALL_RUN, seed_run, text_of
 from ui.access.visitor_cookie import COOKIE_NAME, owner_key
 
 pytestmark = pytest.mark.reliability
@@ -35,7 +40,9 @@ def public_app(start_app, tmp_path_factory):
     """A public app that knows its address as a Space does (``SPACE_HOST``)."""
     data_dir = tmp_path_factory.mktemp("lows3") / "data"
     data_dir.mkdir()
-    with start_app(data_dir, {"STUDIO_PUBLIC": "1", "SPACE_HOST": SPACE_HOST}) as app:
+    # One worker at a time: a run the slot test seeds keeps the started ones queued.
+    env = {"STUDIO_PUBLIC": "1", "SPACE_HOST": SPACE_HOST, "STUDIO_MAX_CONCURRENT_RUNS": "1"}
+    with start_app(data_dir, env) as app:
         yield app
 
 
@@ -73,8 +80,6 @@ def test_the_downloaded_config_names_an_upload_without_the_servers_folders(publi
     stored = public_app.data_dir / "uploads" / ("a" * 24) / ("b" * 32 + ".parquet")
     seed_run(public_app.data_dir, "upload-run", owner)
     with Database(db_path(public_app.data_dir)) as db:
-        from storage import runs as run_store
-
         config = {"name": "upload-run", "data": {"source": "file", "path": str(stored)}}
         run_store.update_run(db, "upload-run", config=config)
     browser.open()  # the page's load fills the run list it may pick from
@@ -108,6 +113,36 @@ def test_a_run_name_with_a_bidirectional_control_is_a_field_error(public_app):
     config = json.dumps({"name": "gpt\u202etxt.exe", "training": {"steps": 1}})
     with pytest.raises(Exception, match=r"config\.name: holds a bidirectional control \(U\+202E"):
         client.predict(config, api_name="/start_run")
+
+
+def test_free_cookies_from_one_address_take_at_most_its_run_slots(public_app):
+    """A new cookie per run (each a new anonymous owner under its own cap of 2): the third run
+    from one address is refused; a visitor at another address still starts one."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    config = json.dumps(SMALL_RUN)
+    here = {"X-Forwarded-For": "203.0.113.20"}
+    started = []
+    try:
+        with Database(db_path(public_app.data_dir)) as db:  # holds the one worker slot
+            run_store.create_run(
+                db, run_id="busy-slot", algorithm="grpo", config={}, status=RunStatus.RUNNING
+            )
+            run_store.update_run(db, "busy-slot", pid=sleeper.pid)
+        for _ in range(2):
+            client = Client(public_app.url, headers=here, verbose=False)
+            started.append(client.predict(config, api_name="/start_run")["run_id"])
+        with pytest.raises(Exception, match=r"runs: 2 queued or running runs were started from"):
+            Client(public_app.url, headers=here, verbose=False).predict(
+                config, api_name="/start_run"
+            )
+        elsewhere = Client(public_app.url, headers={"X-Forwarded-For": "198.51.100.20"})
+        started.append(elsewhere.predict(config, api_name="/start_run")["run_id"])
+    finally:
+        with Database(db_path(public_app.data_dir)) as db:  # no worker starts after the test
+            for run_id in started:
+                run_store.update_run(db, run_id, status=RunStatus.STOPPED)
+        sleeper.kill()
+        sleeper.wait()
 
 
 def _compare_args(n: int) -> list:
