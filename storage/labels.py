@@ -16,6 +16,7 @@ from sqlmodel import Session
 from rewards.input_guards.shown_text import hidden_character
 from storage.runs import RunNotFoundError
 from storage.sqlite.db import Database
+from storage.sqlite.encoding import is_storable_text
 from storage.sqlite.schema import Run, RunLabel
 
 MAX_TAGS = 10
@@ -87,7 +88,7 @@ def set_label(
     values = {"tags": clean_tags(tags), "note": clean_note(note)}
 
     def write(session: Session) -> RunLabel:
-        run = session.get(Run, run_id) if isinstance(run_id, str) else None
+        run = session.get(Run, run_id) if is_storable_text(run_id) else None
         if run is None or (owner is not None and run.owner != owner):
             raise RunNotFoundError(f"no run with id {run_id!r}")
         row = session.get(RunLabel, run_id) or RunLabel(run_id=run_id, updated_at=0.0)

@@ -7,15 +7,19 @@ cookies) one call at a time."""
 from __future__ import annotations
 
 import json
+import random
 import re
 import subprocess
 import sys
 import threading
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 from gradio_client import Client
 
+from bench.fuzz_endpoints import call, endpoints
+from bench.fuzz_values import plausible
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.sqlite.db import Database
@@ -143,6 +147,27 @@ def test_free_cookies_from_one_address_take_at_most_its_run_slots(public_app):
                 run_store.update_run(db, run_id, status=RunStatus.STOPPED)
         sleeper.kill()
         sleeper.wait()
+
+
+def test_a_lone_surrogate_for_a_run_id_reads_like_a_missing_run_on_every_endpoint(public_app):
+    """The fuzz's finding: SQLite could not bind the id, and the answer was the generic "could
+    not be handled" (for the actions, naming no endpoint)."""
+    http = httpx.Client(base_url=public_app.url.rstrip("/"), timeout=60)
+    named = endpoints(http)
+    takes_run = sorted(
+        n
+        for n, (_, params) in named.items()
+        if params[:1] and params[0]["parameter_name"] == "run_id"
+    )
+    assert len(takes_run) >= 8, takes_run
+    answers = {}
+    for name in takes_run:
+        args = ["\ud800"] + [
+            plausible(random.Random(0), p["parameter_name"], "") for p in named[name][1][1:]
+        ]
+        answers[name] = call(http, named[name][0], args, "surrogate-ids")
+    assert all(outcome == "refused" for outcome, _ in answers.values()), answers
+    assert all("could not be handled" not in detail for _, detail in answers.values()), answers
 
 
 def _compare_args(n: int) -> list:
