@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     from storage.paths import resolve_data_dir
     from ui.access.identity import run_caps
     from ui.access.login import LoginGuard
+    from ui.access.own_address import public_url
+    from ui.access.run_slots import address_cap
     from ui.access.same_origin import shield
     from ui.factory import build_app, launch_kwargs
     from ui.shared.context import (
@@ -74,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         enforce_code_policy(os.environ, public=is_public(), login=bool(auth))
         demo_limits = DemoLimits.from_env()
         run_caps()  # a bad STUDIO_DEMO_MAX_*_RUNS value stops the app here, not a run
+        address_cap()  # and a bad STUDIO_DEMO_MAX_RUNS_PER_ADDRESS
+        public_url()  # and a STUDIO_PUBLIC_URL that is no address
     except (SettingsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -48,9 +48,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def public_app(data_dir: Path):
+def public_app(data_dir: Path, extra_env: dict[str, str] | None = None):
     port = free_port()
-    env = {**os.environ, "STUDIO_PUBLIC": "1", "STUDIO_DATA_DIR": str(data_dir)}
+    env = {
+        **os.environ,
+        "STUDIO_PUBLIC": "1",
+        "STUDIO_DATA_DIR": str(data_dir),
+        **(extra_env or {}),
+    }
     for name in ("SPACE_ID", "STUDIO_AUTH", "STUDIO_USERNAME", "STUDIO_PASSWORD"):
         env.pop(name, None)
     log = open(data_dir.parent / "app.log", "wb")  # noqa: SIM115 (closed below)

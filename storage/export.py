@@ -4,7 +4,8 @@
 
 - ``run.json``: id, name, algorithm, status, times (epoch seconds), steps, error, and the
   user's tags and note;
-- ``config.yaml``: the run config, as ``python -m engine train`` reads it;
+- ``config.yaml``: the run config, as ``python -m engine train`` reads it (a file the app
+  stored for an upload named by its name alone: its folder is the server's);
 - ``metrics.csv``: one row per step, one column per metric (``step``, ``time``, then names in
   alphabetical order; empty cells where a metric was not logged or was not finite);
 - ``samples.jsonl``: every stored completion with its reward trace, one JSON object a line;
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import time
 from collections.abc import Mapping
@@ -121,7 +123,31 @@ def write_logs(db: Database, run_id: str, path: Path) -> int:
                 return count
 
 
+# A stored upload: <data dir>/uploads/[<owner folder>/]<32 hex digits of its hash>.<suffix>
+# (engine.config.input_policy names them so).
+_STORED_UPLOAD = re.compile(r"(?:.*[/\\])?uploads[/\\](?:[0-9a-f]{24}[/\\])?([0-9a-f]{32}\.[a-z]+)")
+UPLOAD_NOTE = (
+    "# data.path names a file uploaded to the app by its stored name; its folder on the "
+    "server is not shown.\n# To run this config elsewhere, set data.path to your copy of "
+    "the file.\n"
+)
+
+
 def config_yaml(config: Mapping[str, Any]) -> str:
     """A run's recorded config (its row's) as the YAML ``python -m engine train`` reads: for a
-    download, an export or the Hub, with no second copy kept."""
-    return yaml.safe_dump(dict(config), sort_keys=False, allow_unicode=True)
+    download, an export or the Hub, with no second copy kept. A stored upload's path is written
+    as its file name: a downloaded or published config never shows where the server keeps its
+    data (the README's promise for a public app)."""
+    shown = _without_upload_folders(dict(config))
+    note = UPLOAD_NOTE if shown != dict(config) else ""
+    return note + yaml.safe_dump(shown, sort_keys=False, allow_unicode=True)
+
+
+def _without_upload_folders(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_upload_folders(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_upload_folders(v) for v in value]
+    if isinstance(value, str) and (stored := _STORED_UPLOAD.fullmatch(value)):
+        return stored.group(1)
+    return value

@@ -13,8 +13,10 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlmodel import Session
 
+from rewards.input_guards.shown_text import hidden_character
 from storage.runs import RunNotFoundError
 from storage.sqlite.db import Database
+from storage.sqlite.encoding import is_storable_text
 from storage.sqlite.schema import Run, RunLabel
 
 MAX_TAGS = 10
@@ -56,14 +58,17 @@ def clean_tags(raw: str | Iterable[str] | None) -> list[str]:
 
 
 def clean_note(raw: str | None) -> str:
-    """The note, trimmed, at most :data:`MAX_NOTE_CHARS` characters."""
+    """The note, trimmed, at most :data:`MAX_NOTE_CHARS` characters, its line breaks ``\\n``;
+    no character that hides or reorders text (:mod:`rewards.input_guards.shown_text`)."""
     if raw is None:
         return ""
     if not isinstance(raw, str):
         raise LabelError(f"note: expected text, got {type(raw).__name__}")
-    note = raw.strip()
+    note = raw.replace("\r\n", "\n").strip()
     if len(note) > MAX_NOTE_CHARS:
         raise LabelError(f"note: {len(note):,} characters; a note has at most {MAX_NOTE_CHARS:,}")
+    if hidden := hidden_character(note, keep="\n\t"):
+        raise LabelError(f"note: holds {hidden}; write it without")
     return note
 
 
@@ -83,7 +88,7 @@ def set_label(
     values = {"tags": clean_tags(tags), "note": clean_note(note)}
 
     def write(session: Session) -> RunLabel:
-        run = session.get(Run, run_id) if isinstance(run_id, str) else None
+        run = session.get(Run, run_id) if is_storable_text(run_id) else None
         if run is None or (owner is not None and run.owner != owner):
             raise RunNotFoundError(f"no run with id {run_id!r}")
         row = session.get(RunLabel, run_id) or RunLabel(run_id=run_id, updated_at=0.0)

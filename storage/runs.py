@@ -25,6 +25,7 @@ from storage.sqlite.encoding import (
     config_object,
     epoch_or_none,
     finite_or_none,
+    is_storable_text,
     optional_int,
     text_field,
 )
@@ -148,7 +149,7 @@ def get_run(db: Database, run_id: str, *, owner: str | None = None) -> RunInfo |
     belongs to someone else, so another user's run reads exactly like a missing one."""
 
     def read(session: Session) -> RunInfo | None:
-        row = session.get(Run, run_id) if isinstance(run_id, str) else None
+        row = session.get(Run, run_id) if is_storable_text(run_id) else None
         if row is None or (owner is not None and row.owner != owner):
             return None
         return row

@@ -17,6 +17,7 @@ import gradio as gr
 from storage.paths import persistence_note
 from ui.access.client_limits import ClientLimits, events_per_s
 from ui.access.identity import ownership_note, viewer_for
+from ui.access.own_address import public_url
 from ui.access.upload_budget import (
     UploadBudget,
     budget_caps,
@@ -194,6 +195,8 @@ def launch_kwargs(ctx: AppContext) -> dict:
         # Gradio's SSR proxy forwarded the client's Host (CVE-2026-134825, 6.27-6.32): off on
         # every start, whatever GRADIO_SSR_MODE says.
         "ssr_mode": False,
+        # The address /config and /logout give, where the app knows it (ui.access.own_address).
+        "root_path": public_url(),
         "app_kwargs": {"middleware": middleware(ctx)},
     }
 

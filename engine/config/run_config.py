@@ -32,6 +32,7 @@ from engine.fields import (
 from engine.generation.backend import check_available
 from engine.generation.settings import sampling_knob
 from engine.models.specs import ModelSpec
+from rewards.input_guards.shown_text import hidden_character
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
 
 ALGORITHMS = ("grpo", "rloo", "ppo")
@@ -92,6 +93,8 @@ class RunConfig:
         check_fields(self, "")
         if len(self.name) > 200:
             raise ConfigError("name", f"must be at most 200 characters, got {len(self.name)}")
+        if hidden := hidden_character(self.name):  # pages and model cards show it
+            raise ConfigError("name", f"holds {hidden}; a name is one line of plain text")
         self._check_batch_rule()
         if self.training.distributed == "fsdp" and self.model.load_in_4bit:
             raise ConfigError(

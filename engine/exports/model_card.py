@@ -3,11 +3,18 @@
 Base model, reward spec, algorithm and steps come from the run's config; the held-out scores
 before and after training from its ``eval/*`` metrics (first and last value, as the Runs view
 charts them). Hugging Face reads the same file as the repo's model card.
+
+The run's name and a component's label are the user's text: the card shows them as one line of
+text (Markdown and HTML escaped, so no image, link or tag loads from a Hub page), and a data
+file by its name only (its folder is the server's).
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Mapping, Sequence
+from pathlib import PurePath
 
 import yaml
 
@@ -20,6 +27,18 @@ HELDOUT_METRICS = {
     metric_names.EVAL_STRICT_ACCURACY: "strict accuracy (answer right and format exact)",
     metric_names.EVAL_FORMAT_RATE: "format rate",
 }
+
+
+# Every ASCII punctuation character may be backslash-escaped in CommonMark (spec §2.4).
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def as_text(raw: str) -> str:
+    """``raw`` as one line of Markdown that renders as the same text: whitespace runs (line
+    breaks included) become one space, format and control characters go, punctuation is
+    escaped."""
+    kept = "".join(c for c in raw if unicodedata.category(c)[0] != "C" or c in "\t\n")
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", " ".join(kept.split()))
 
 
 def before_after(series: Mapping[str, tuple[Sequence[int], Sequence[float | None]]]) -> dict:
@@ -53,7 +72,7 @@ def model_card(
             sort_keys=False,
         ).strip(),
         "---",
-        f"# {config.name or run_id}",
+        f"# {as_text(config.name) or run_id}",
         "",
         f"Trained with Reward Studio (run `{run_id}`), exported as **{export_format}** from its "
         f"{model_label}.",
@@ -69,7 +88,7 @@ def model_card(
         f"{config.training.steps} planned "
         f"({config.training.prompts_per_step} prompts x {config.generation.num_generations} "
         "generations per step)",
-        f"- Data: {config.data.source} `{config.data.path or 'built-in task'}`",
+        f"- Data: {config.data.source} {_data_name(config)}",
         "",
         "## Reward",
         "",
@@ -79,7 +98,8 @@ def model_card(
     for comp in config.reward.components:
         if comp.enabled:
             params = ", ".join(f"{k}={v!r}" for k, v in comp.params.items()) or "defaults"
-            lines.append(f"| {comp.label or comp.name} | {comp.weight:g} | {params} |")
+            label = as_text(comp.label or comp.name)
+            lines.append(f"| {label} | {comp.weight:g} | {as_text(params)} |")
     lines += ["", "## Held-out scores", ""]
     if heldout:
         lines += ["| metric | before (step) | after (step) |", "|---|---|---|"]
@@ -92,3 +112,10 @@ def model_card(
     if files:
         lines += ["", "## Files", "", *[f"- `{f}`" for f in files]]
     return "\n".join(lines) + "\n"
+
+
+def _data_name(config: RunConfig) -> str:
+    path = str(config.data.path or "")
+    if not path:
+        return "built-in task"
+    return as_text(PurePath(path).name if config.data.source == "file" else path)

@@ -100,6 +100,18 @@ def config_object(config: Any) -> dict[str, Any]:
     )
 
 
+def is_storable_text(value: object) -> bool:
+    """Whether ``value`` is text SQLite can take: a lone surrogate (a client may send one) has
+    no UTF-8 form, and a query with it fails instead of finding nothing."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def text_field(value: Any, field: str, *, optional: bool = False) -> str | None:
     """A non-empty string (paths are turned into strings); ``None`` only when optional."""
     if value is None and optional:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -71,15 +72,16 @@ class Browser:
         )
         return response.json() if response.status_code == 200 else ""
 
-    def call(self, api_name: str, data: list) -> list:
-        """The outputs of the named endpoint ``api_name`` sent with ``data`` in this session."""
+    def call(self, api_name: str, data: list, on_start: threading.Event | None = None) -> list:
+        """The outputs of the named endpoint ``api_name`` sent with ``data`` in this session;
+        ``on_start`` is set when the app starts processing it (it has left the queue)."""
         deps = [
             (i, d)
             for i, d in enumerate(self.config()["dependencies"])
             if d.get("api_name") == api_name
         ]
         assert deps, f"no endpoint {api_name}"
-        return self._join(deps[0][1].get("id", deps[0][0]), None, data)
+        return self._join(deps[0][1].get("id", deps[0][0]), None, data, on_start)
 
     def _event(self, trigger: list, data: list, index: int = 0) -> list:
         """The outputs of the ``index``-th event listening to ``trigger``."""
@@ -89,7 +91,13 @@ class Browser:
         assert deps, f"no event for {trigger}"
         return self._join(deps[index][1].get("id", deps[index][0]), trigger[0], data)
 
-    def _join(self, fn_index: int, trigger_id: int | None, data: list) -> list:
+    def _join(
+        self,
+        fn_index: int,
+        trigger_id: int | None,
+        data: list,
+        on_start: threading.Event | None = None,
+    ) -> list:
         joined = self.http.post(
             "/gradio_api/queue/join",
             json={
@@ -108,6 +116,8 @@ class Browser:
                 if not line.startswith("data:"):
                     continue
                 message = json.loads(line[5:])
+                if message.get("msg") == "process_starts" and on_start is not None:
+                    on_start.set()
                 if message.get("msg") == "process_completed":
                     output = message.get("output", {})
                     if not message.get("success"):

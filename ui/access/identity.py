@@ -32,7 +32,7 @@ import gradio as gr
 
 from storage.run_caps import ActiveRunCaps
 from storage.sqlite.schema import ANONYMOUS_PREFIX, LOCAL_OWNER
-from ui.access.visitor_cookie import COOKIE_NAME, vouched_key
+from ui.access.visitor_cookie import COOKIE_NAME, request_address, vouched_key
 from ui.shared.context import is_public, positive_int_setting
 from ui.shared.settings import sign_in_available
 
@@ -59,6 +59,8 @@ class Viewer:
         is_admin: sees and acts on every run.
         caps: the caps on queued plus running runs that a new run of this user must fit.
         new: an anonymous request that presented no visitor cookie (it was given one now).
+        address: an anonymous visitor's client address: its runs count per address too
+            (:mod:`ui.access.run_slots`); ``""`` for everyone else.
     """
 
     owner: str
@@ -66,6 +68,7 @@ class Viewer:
     is_admin: bool = False
     caps: ActiveRunCaps = field(default_factory=ActiveRunCaps)
     new: bool = False
+    address: str = ""
 
     @property
     def scope(self) -> str | None:
@@ -143,7 +146,7 @@ def viewer_for(
         IdentityError: a public app got an event the visitor cookie middleware did not see.
     """
     env = os.environ if env is None else env
-    new = False
+    new, address = False, ""
     username = getattr(profile, "username", None) if profile is not None else None
     login = getattr(request, "username", None) if request is not None else None
     if username:
@@ -155,6 +158,7 @@ def viewer_for(
         if key is None:
             raise IdentityError(f"this public app knows visitors by its {COOKIE_NAME!r} cookie")
         owner, name = f"{ANONYMOUS_PREFIX}{key}", "anonymous visitor"
+        address = request_address(request)
     else:
         owner, name = LOCAL_OWNER, "local"
     is_admin = owner in admins(env)
@@ -164,4 +168,5 @@ def viewer_for(
         is_admin=is_admin,
         caps=ActiveRunCaps() if is_admin else run_caps(env),
         new=new,
+        address="" if is_admin else address,
     )

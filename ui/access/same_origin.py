@@ -27,6 +27,8 @@ from collections.abc import MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from ui.access.own_address import strip_address_headers
+
 Scope = MutableMapping[str, Any]
 
 _FOREIGN_SITES = ("cross-site", "same-site")
@@ -108,13 +110,16 @@ class CrossSiteShield:
     ``Access-Control-Allow-Origin: <their origin>`` with ``Allow-Credentials: true``.
     :class:`~ui.access.visitor_cookie.VisitorCookies` refuses the same requests inside Gradio;
     this only keeps Gradio from vouching for them. It also answers the
-    :data:`CREDENTIAL_ROUTES` 404, whoever asks."""
+    :data:`CREDENTIAL_ROUTES` 404, whoever asks, and drops the headers a client could name
+    the app's address with (:mod:`ui.access.own_address`)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         http = scope["type"] == "http"
+        if scope["type"] in ("http", "websocket"):
+            strip_address_headers(scope)
         if http and refused_route(scope.get("path", "")):
             await answer(send, 404, "not found")
             return

@@ -237,3 +237,13 @@ def client_address(scope: Scope, forwarded: str = "") -> str:
     if forwarded and behind_proxy:
         return forwarded.split(",")[-1].strip() or host
     return host
+
+
+def request_address(request: Any) -> str:
+    """The client address of a ``gr.Request`` (``""`` without one)."""
+    if request is None:
+        return ""
+    host = getattr(getattr(request, "client", None), "host", "") or ""
+    headers = getattr(request, "headers", None) or {}
+    forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
+    return client_address({"client": (host, 0)}, forwarded)

@@ -16,18 +16,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from ui.access.visitor_cookie import client_address
+from ui.access.visitor_cookie import request_address
 from ui.api.errors import ApiError
-
-
-def request_address(request: Any) -> str:
-    """The client address of a ``gr.Request`` (``""`` without one)."""
-    if request is None:
-        return ""
-    host = getattr(getattr(request, "client", None), "host", "") or ""
-    headers = getattr(request, "headers", None) or {}
-    forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
-    return client_address({"client": (host, 0)}, forwarded)
 
 
 class OnePerClient:

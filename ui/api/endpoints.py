@@ -99,14 +99,14 @@ def build_api(ctx: AppContext) -> None:
         return list_runs(ctx, viewer=viewer_for(request, profile))
 
     def action_endpoint(action: str):
-        @as_gradio_error
         def endpoint(
             run_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None
         ) -> dict:
             return run_action(ctx, action, run_id, viewer=viewer_for(request, profile))
 
         endpoint.__doc__ = f"{action.capitalize()} one of your runs, as the Runs tab does."
-        return endpoint
+        endpoint.__name__ = f"{action}_run_endpoint"  # the name its errors give
+        return as_gradio_error(endpoint)
 
     playground = PlaygroundCache()
 

@@ -53,7 +53,9 @@ def start_run(ctx: AppContext, config: dict | str, *, viewer: Viewer) -> dict[st
         raise ApiError(str(exc)) from None
     run_config = parse_run_config(config)
     try:
-        run_id = ctx.start_run(run_config, viewer.owner, viewer.caps, admin=viewer.is_admin)
+        run_id = ctx.start_run(
+            run_config, viewer.owner, viewer.caps, admin=viewer.is_admin, address=viewer.address
+        )
     except ConfigError as exc:  # over a demo cap, or the model or data cannot be used
         raise ApiError(f"config.{exc}") from None
     except TooManyActiveRunsError as exc:

@@ -143,17 +143,43 @@ class AppContext:
         """The input policy of one user's request: their own uploads (an admin's: all)."""
         return self.input_policy.for_owner(owner, admin=admin)
 
+    @cached_property
+    def address_slots(self) -> Any:
+        """Anonymous visitors' active runs per address (``ui.access.run_slots``)."""
+        from ui.access.run_slots import AddressRunSlots, address_cap
+
+        return AddressRunSlots(address_cap())
+
     def start_run(
-        self, config: Any, owner: str = "local", caps: Any = None, *, admin: bool = False
+        self,
+        config: Any,
+        owner: str = "local",
+        caps: Any = None,
+        *,
+        admin: bool = False,
+        address: str = "",
     ) -> str:
         """Start (or queue) a ``RunConfig`` of ``owner`` within the demo's caps; returns the
-        run id. The run may read only ``owner``'s uploads, unless ``admin``.
+        run id. The run may read only ``owner``'s uploads, unless ``admin``; with ``address``
+        (an anonymous visitor's), it counts against that address's runs too.
 
         Raises:
             ConfigError: a field the run cannot start with (model size, model, data).
             TooManyActiveRunsError: over ``caps`` (``storage.run_caps.ActiveRunCaps``), the caps on
-                queued and running runs.
+                queued and running runs, or over the address's.
         """
+        return self.address_slots.start(
+            address, self._is_active, lambda: self._start_run(config, owner, caps, admin)
+        )
+
+    def _is_active(self, run_id: str) -> bool:
+        from storage.runs import get_run
+        from storage.sqlite.schema import ACTIVE_STATUSES
+
+        run = get_run(self.db, run_id)
+        return run is not None and run.status in ACTIVE_STATUSES
+
+    def _start_run(self, config: Any, owner: str, caps: Any, admin: bool) -> str:
         config = self.demo.within_caps(config)
         self.input_policy.check_model(config.model)  # before its size is read from a path
         self.check_model_size(config.model)

@@ -243,7 +243,9 @@ def _wire_start(
             return {message: warn(f"Not started: {escape(exc)}"), **parts.show_errors(None)}
         try:
             config = collect(ctx, parts, raw[spec], raw, viewer)
-            new_id = ctx.start_run(config, viewer.owner, viewer.caps, admin=viewer.is_admin)
+            new_id = ctx.start_run(
+                config, viewer.owner, viewer.caps, admin=viewer.is_admin, address=viewer.address
+            )
         except ConfigError as exc:
             exc = upload_named(exc, raw[parts.data.file])
             refusal = start_refusal(exc, parts.locate(exc), parts.fields)
