@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlmodel import Session
 
-from rewards.input_guards.shown_text import hidden_character
 from storage.runs import RunNotFoundError
+from storage.shown_text import hidden_character
 from storage.sqlite.db import Database
 from storage.sqlite.encoding import is_storable_text
 from storage.sqlite.schema import Run, RunLabel
@@ -59,7 +59,7 @@ def clean_tags(raw: str | Iterable[str] | None) -> list[str]:
 
 def clean_note(raw: str | None) -> str:
     """The note, trimmed, at most :data:`MAX_NOTE_CHARS` characters, its line breaks ``\\n``;
-    no character that hides or reorders text (:mod:`rewards.input_guards.shown_text`)."""
+    no character that hides or reorders text (:mod:`storage.shown_text`)."""
     if raw is None:
         return ""
     if not isinstance(raw, str):

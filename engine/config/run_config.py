@@ -32,8 +32,8 @@ from engine.fields import (
 from engine.generation.backend import check_available
 from engine.generation.settings import sampling_knob
 from engine.models.specs import ModelSpec
-from rewards.input_guards.shown_text import hidden_character
 from rewards.spec import DEFAULT_PRESET, RewardSpec, preset
+from storage.shown_text import hidden_character
 
 ALGORITHMS = ("grpo", "rloo", "ppo")
 GENERATION_BACKENDS = ("auto", "hf", "compiled", "vllm")

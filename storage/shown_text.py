@@ -8,7 +8,7 @@ paragraph separators, and the bidirectional controls of Unicode's Trojan Source 
 make text display in another order than it is stored. Joiners and variation selectors stay:
 emoji are built from them.
 
-Standard library only, like the rest of :mod:`rewards.input_guards`.
+Standard library only: storage, the lowest package, checks names and notes with it too.
 """
 
 from __future__ import annotations
