@@ -28,6 +28,7 @@ from ui.api import build_api
 from ui.api.lab import build_lab_api
 from ui.compare.tab import build_compare
 from ui.design.tab import build_design
+from ui.design.try_it import PENDING_CSS
 from ui.memory import wiring as memory
 from ui.memory.kept_preview import wire_preview_memory
 from ui.playground.tab import build_playground
@@ -40,7 +41,8 @@ from ui.shared.settings import sign_in_available
 from ui.train.tab import build_train
 
 TITLE = "Reward Studio"
-CSS = """
+CSS = (
+    """
 .run-chart { min-height: 280px; }
 #run-samples td, #preview-table td { vertical-align: top; font-size: 0.85em; }
 /* A completion drawn as HTML wraps inside its column instead of running past it. */
@@ -54,6 +56,8 @@ footer { display: none !important; }
 /* Column headers wrap between words, never inside one ("gr/ou/p"). */
 th .header { word-break: normal !important; overflow-wrap: normal !important; }
 """
+    + PENDING_CSS
+)
 MAX_UPLOAD_MB_ENV = "STUDIO_MAX_UPLOAD_MB"
 DEFAULT_MAX_UPLOAD_MB = 100
 CACHE_SWEEP = (1800, 6 * 3600)  # (every N seconds, remove files older than M seconds)
