@@ -246,3 +246,36 @@ def test_log_scale_leaves_an_axis_with_values_at_or_below_0_linear_and_says_so()
         "linear",
     )
     assert "loss/policy at or below 0" in stacked["layout"]["annotations"][-1]["text"]
+
+
+def test_a_series_that_repeats_another_is_drawn_dashed_and_named_its_twin():
+    series = {
+        "completions/mean_length": Series([1, 2], [40.0, 42.0]),
+        "completions/mean_terminated_length": Series([1, 2], [40.0, 42.0]),
+        "completions/max_length": Series([1, 2], [60.0, 64.0]),
+    }
+    data = charts.panel_figure(_panel("length"), series)["data"]
+    by_name = {d["meta"]["series"]: d for d in data}
+    twin = by_name["completions/mean_terminated_length"]
+    assert twin["line"].get("dash") == "dash"
+    assert twin["name"] == "completions/mean_terminated_length (= completions/mean_length)"
+    assert "dash" not in by_name["completions/mean_length"]["line"]
+    assert "dash" not in by_name["completions/max_length"]["line"]  # its own values
+
+
+def test_held_out_rewards_are_on_their_own_axis_beside_the_rates():
+    series = {
+        "eval/accuracy": Series([10], [0.4]),
+        "eval/format_rate": Series([10], [0.9]),
+        "eval/reward_total": Series([10], [2.5]),
+        "eval/rewards/correctness": Series([10], [0.4]),
+    }
+    fig = charts.panel_figure(_panel("eval"), series)
+    axes = {d["meta"]["series"]: d.get("yaxis", "y") for d in fig["data"]}
+    assert axes == {
+        "eval/accuracy": "y",
+        "eval/format_rate": "y",
+        "eval/reward_total": "y2",
+        "eval/rewards/correctness": "y2",
+    }
+    assert fig["layout"]["yaxis2"]["side"] == "right"

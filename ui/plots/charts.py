@@ -171,6 +171,19 @@ def _label(name: str) -> str:
     return name.removeprefix("rewards/") if name.startswith("rewards/") else name
 
 
+def same_as_earlier(names: Sequence[str], series: Mapping[str, Series]) -> dict[str, str]:
+    """``{name: the earlier name whose points it repeats exactly}`` among ``names``."""
+    twins: dict[str, str] = {}
+    for i, name in enumerate(names):
+        s = series[name]
+        for earlier in names[:i]:
+            e = series[earlier]
+            if s.steps and (e.steps, e.values) == (s.steps, s.values) and earlier not in twins:
+                twins[name] = earlier
+                break
+    return twins
+
+
 def panel_figure(
     panel: Panel,
     series: Mapping[str, Series],
@@ -182,16 +195,23 @@ def panel_figure(
     names = panel.select(series)
     options = options or ChartOptions()
     t0 = _first_time(series.values())
-    right = [name for name in names if name in panel.right_axis]
+    right = [name for name in names if panel.on_right(name)]
     two_axes = bool(right) and len(right) < len(names)
+    twins = same_as_earlier(names, series)
     data: list[dict] = []
     for i, name in enumerate(names):
+        label = _label(name)
         traces = series_lines(
-            _label(name), series[name], PALETTE[i % len(PALETTE)], 3 if i == 0 else 1.8, options, t0
+            label, series[name], PALETTE[i % len(PALETTE)], 3 if i == 0 else 1.8, options, t0
         )
         for trace in traces:
             if two_axes and name in right:
                 trace["yaxis"] = "y2"
+            if name in twins:
+                # Drawn exactly over its twin (mean length with nothing truncated, accuracy
+                # and correctness): dashed, so both show, and the legend says they coincide.
+                trace["line"] = {**trace["line"], "dash": "dash"}
+                trace["name"] = f"{label} (= {_label(twins[name])})"
         data.extend(traces)
     by = "by time" if options.x == "time" else "by step"
     revision = _revision(options, panel.key, run_id)

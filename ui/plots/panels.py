@@ -35,7 +35,11 @@ class Panel:
     exclude_suffixes: tuple[str, ...] = ()
     only_for: tuple[str, ...] = ()  # algorithms that log it; empty: every algorithm
     note_for: tuple[str, ...] = ()  # algorithms the note is about; empty: every algorithm
-    right_axis: tuple[str, ...] = ()  # metrics drawn against a second y axis on the right
+    # Metrics drawn against a second y axis on the right: exact names, or prefixes ending "/".
+    right_axis: tuple[str, ...] = ()
+
+    def on_right(self, name: str) -> bool:
+        return any(name == r or (r.endswith("/") and name.startswith(r)) for r in self.right_axis)
 
     def note_shown_for(self, algorithm: str | None) -> bool:
         return bool(self.note) and (not self.note_for or algorithm in self.note_for)
@@ -138,6 +142,8 @@ PANELS: tuple[Panel, ...] = (
         names=(m.EVAL_ACCURACY, m.EVAL_STRICT_ACCURACY, m.EVAL_FORMAT_RATE),
         prefixes=("eval/",),
         y_title="rate",
+        # Rewards are not shares: on one axis a total of 2.5 squashed the rates into a band.
+        right_axis=(m.EVAL_REWARD_TOTAL, "eval/rewards/"),
     ),
     Panel("perf", "Throughput", names=(m.TOKENS_PER_S,), y_title="tokens/s"),
     Panel(
