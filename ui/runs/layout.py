@@ -73,6 +73,7 @@ class RunsParts:
             self.stop,
             self.resume,
             self.delete,
+            self.action_md,
             *self.panel_columns.values(),
             *self.panel_notes.values(),
             *self.extra.outputs,

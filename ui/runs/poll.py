@@ -55,6 +55,7 @@ class RunsUpdate:
     progress_html: str | None = None  # bar, ETA and phase, or the summary of an ended run
     metric_names: list[str] | None = None  # every metric of the run, when that set changed
     changed_metrics: set[str] = field(default_factory=set)  # series with new points
+    clear_message: bool = False  # the last action's message is out of date
 
     @property
     def empty(self) -> bool:
@@ -269,6 +270,7 @@ def poll(
         run = run_store.get_run(db, view.run_id, owner=owner)
         view.mark_shown(progress)
         update.status = "" if run is None else str(run.status)
+        update.clear_message = view.message_outlived(update.status)
         if force and run is not None:
             update.algorithm = run.algorithm
         update.error = error_text(run)

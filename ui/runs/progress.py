@@ -34,15 +34,20 @@ ETA_WINDOW = 10  # steps whose mean time predicts the rest
 
 def phase(run: RunInfo, recorded: str | None, stop_asked: bool = False) -> str:
     """What an active run is doing now, in words ("" for a run that is not active), from the
-    phase its worker ``recorded`` last (none, as for a run from before phases were recorded:
-    training)."""
+    phase its worker ``recorded`` last in this attempt. Before the new worker records one, a
+    resumed run is resuming and a new one starting (the view read "Training" for seconds after
+    Resume); a run past step 0 from before phases were recorded is training."""
     if run.status == RunStatus.QUEUED:
         return "Queued: waiting for a free training slot"
     if run.status != RunStatus.RUNNING:
         return ""
     if stop_asked:
         return PHASE_TEXT[RunPhase.STOPPING]
-    return PHASE_TEXT[RunPhase(recorded or RunPhase.TRAINING)]
+    if recorded:
+        return PHASE_TEXT[RunPhase(recorded)]
+    if run.attempt > 1:
+        return PHASE_TEXT[RunPhase.RESUMING]
+    return PHASE_TEXT[RunPhase.STARTING if run.last_step == 0 else RunPhase.TRAINING]
 
 
 def eta_seconds(run: RunInfo, series: dict[str, Series]) -> float | None:

@@ -100,6 +100,8 @@ def poll_updates(parts: RunsParts, state: RunView, update: RunsUpdate) -> Update
     if update.sample_steps is not None and state.offer_sample_steps(update.sample_steps):
         out[parts.step_select] = gr.Dropdown(choices=state.sample_steps, value=state.sample_step)
     out.update(action_buttons(parts, update.status))
+    if update.clear_message:
+        out[parts.action_md] = ""
     if update.algorithm is not None:
         for key, note in parts.panel_notes.items():
             out[note] = gr.Markdown(visible=_PANELS[key].note_shown_for(update.algorithm))
