@@ -55,6 +55,12 @@ CSS = (
 footer { display: none !important; }
 /* Column headers wrap between words, never inside one ("gr/ou/p"). */
 th .header { word-break: normal !important; overflow-wrap: normal !important; }
+/* Dark mode, read at WCAG's 4.5:1 (tests/ui/test_browser_dark.py): the config's YAML comments
+   (the code view's comment token, grey #808080 on the dark page: 3.4:1), and disabled buttons
+   (white on indigo at half opacity): grey, plainly disabled, still readable. */
+.dark .cm-line .ͼ1b { color: #a3a3a3 !important; }
+.dark button:disabled { opacity: 1 !important; background: #3f3f46 !important;
+  color: #d4d4d8 !important; border-color: #52525b !important; }
 """
     + PENDING_CSS
 )
