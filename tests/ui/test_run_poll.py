@@ -307,3 +307,13 @@ def test_an_actions_message_is_not_cleared_by_another_runs_status(db):
     poll(db, view, b)  # the message went with the switch (the picker's change clears it)
     run_store.set_status(db, b, RunStatus.COMPLETED)
     assert not poll(db, view, b).clear_message
+
+
+def test_an_empty_runs_table_says_why():
+    from ui.runs.poll import empty_list_text
+    from ui.runs.run_filter import RunFilter
+
+    assert "Train" in empty_list_text(0, 0, RunFilter())
+    searched = empty_list_text(3, 0, RunFilter.from_inputs("nothing <b>", "failed", None))
+    assert searched.startswith("No run of your 3 matches “nothing &lt;b&gt;” and status failed")
+    assert empty_list_text(3, 1, RunFilter.from_inputs("x", None, None)) == ""

@@ -23,6 +23,7 @@ class RunsParts:
     run_select: gr.Dropdown
     finder: FilterControls  # search, status filter and sort of the table
     table: gr.Dataframe
+    table_empty: gr.Markdown  # why the table shows no row ("" when it shows some)
     labels: LabelEditor  # the open run's tags and note
     status_md: gr.Markdown
     progress: gr.HTML  # step N of M, ETA and phase; the summary card once the run ended
@@ -61,6 +62,7 @@ class RunsParts:
         return [
             self.view,
             self.table,
+            self.table_empty,
             self.run_select,
             self.status_md,
             self.progress,
@@ -122,11 +124,12 @@ def _build_header() -> dict[str, Any]:
                 repo = gr.Textbox(label="Repo (owner/name)", placeholder="alice/my-grpo-model")
                 token = gr.Textbox(label="Write token (used once, never stored)", type="password")
                 push = gr.Button("Push final model (or newest checkpoint)", size="sm")
-    finder, table = build_runs_list()
+    finder, table, table_empty = build_runs_list()
     return dict(
         run_select=run_select,
         finder=finder,
         table=table,
+        table_empty=table_empty,
         labels=labels,
         status_md=status_md,
         progress=progress,

@@ -76,6 +76,7 @@ def poll_updates(parts: RunsParts, state: RunView, update: RunsUpdate) -> Update
     out: Updates = {parts.view: state}
     for comp, value in (
         (parts.table, update.runs_table),
+        (parts.table_empty, update.table_empty),
         (parts.status_md, update.status_md),
         (parts.progress, update.progress_html),
         (parts.hints_md, update.hints_md),
