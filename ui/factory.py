@@ -26,7 +26,7 @@ from ui.access.upload_budget import (
 from ui.access.visitor_cookie import VisitorCookies, server_secret
 from ui.api import build_api
 from ui.api.lab import build_lab_api
-from ui.compare.tab import build_compare
+from ui.compare.tab import build_compare, linked_runs
 from ui.design.tab import build_design
 from ui.design.try_it import PENDING_CSS
 from ui.memory import wiring as memory
@@ -144,14 +144,18 @@ def build_app(ctx: AppContext) -> gr.Blocks:
 
         train.run_id.change(
             to_new_run, inputs=train.run_id, outputs=runs.run_select, api_visibility="private"
-        ).then(None, js=f"() => {{ {CLICK_RUNS_TAB} }}")
+        ).then(None, js=f"() => {{ {click_tab_js('Runs')} }}")
 
         # An anonymous visitor is known by the server's cookie (ui.access.visitor_cookie), which the
         # page never sees: nothing the page holds or a link restores names the visitor.
         def on_load(request: gr.Request, profile: gr.OAuthProfile | None = None):
-            requested = request.query_params.get("run") if request is not None else None
-            choices, pick = initial_selection(ctx, viewer_for(request, profile), requested)
-            return gr.Dropdown(choices=choices, value=pick), gr.Dropdown(choices=choices)
+            asked = request.query_params if request is not None else {}
+            choices, pick = initial_selection(ctx, viewer_for(request, profile), asked.get("run"))
+            compared = linked_runs(choices, asked.get("compare"))
+            return (
+                gr.Dropdown(choices=choices, value=pick),
+                gr.Dropdown(choices=choices, value=compared),
+            )
 
         # A link to one of the viewer's runs (the one the server picked) opens on its view.
         demo.load(
@@ -159,9 +163,12 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         ).then(
             None,
             inputs=runs.run_select,
-            # Else the tab and theme of the last visit (js-only steps chain no further).
-            js="(picked) => { const asked = new URLSearchParams(location.search).get('run');"
-            f" if (asked && asked === picked) {{ {CLICK_RUNS_TAB} }}"
+            # Runs linked for Compare open on Compare; else the tab and theme of the last visit
+            # (js-only steps chain no further).
+            js="(picked) => { const params = new URLSearchParams(location.search);"
+            " const asked = params.get('run'), compared = params.get('compare');"
+            f" if (asked && asked === picked) {{ {click_tab_js('Runs')} }}"
+            f" else if (!asked && compared) {{ {click_tab_js('Compare')} }}"
             f" else if (!asked) {{ {memory.restore_tab_script(list(tabs))} }}"
             " window.studioTheme?.restore(); }",
         )
@@ -170,13 +177,14 @@ def build_app(ctx: AppContext) -> gr.Blocks:
     return demo
 
 
-# The Runs tab is opened by a click on its button, never by an update of the tabs from the
-# server: an event's outputs are refreshed by the page on every later event, and refreshing the
-# tabs walks the whole page.
-CLICK_RUNS_TAB = (
-    "[...document.querySelectorAll('#main-tabs [role=tab]')]"
-    ".find((b) => b.textContent.trim() === 'Runs')?.click();"
-)
+def click_tab_js(label: str) -> str:
+    """JS that opens the tab ``label`` by a click on its button, never by an update of the tabs
+    from the server: an event's outputs are refreshed by the page on every later event, and
+    refreshing the tabs walks the whole page."""
+    return (
+        "[...document.querySelectorAll('#main-tabs [role=tab]')]"
+        f".find((b) => b.textContent.trim() === {label!r})?.click();"
+    )
 
 
 def _timer_switch(active: bool) -> Callable[[], gr.Timer]:
