@@ -17,6 +17,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from engine.tracking.metric_names import EVAL_ACCURACY, EVAL_SCORED
+from ui.plots.intervals import interval_band
 from ui.plots.lines import ChartOptions, series_lines
 from ui.plots.panels import PALETTE, Panel
 from ui.runs.state import Series
@@ -171,6 +173,15 @@ def _label(name: str) -> str:
     return name.removeprefix("rewards/") if name.startswith("rewards/") else name
 
 
+def _accuracy_band(line: dict, accuracy: Series, scored: Series) -> list[dict]:
+    """The 95% interval around the held-out accuracy drawn as ``line``, from its n per step."""
+    n_at = dict(zip(scored.steps, scored.values, strict=True))
+    counts = [n_at.get(step) for step in accuracy.steps]
+    if len(accuracy.steps) != len(line["x"]):  # thinned: no band rather than a wrong one
+        return []
+    return interval_band(line["x"], list(accuracy.values), counts, line["line"]["color"])
+
+
 def same_as_earlier(names: Sequence[str], series: Mapping[str, Series]) -> dict[str, str]:
     """``{name: the earlier name whose points it repeats exactly}`` among ``names``."""
     twins: dict[str, str] = {}
@@ -212,6 +223,8 @@ def panel_figure(
                 # and correctness): dashed, so both show, and the legend says they coincide.
                 trace["line"] = {**trace["line"], "dash": "dash"}
                 trace["name"] = f"{label} (= {_label(twins[name])})"
+        if name == EVAL_ACCURACY and EVAL_SCORED in series:
+            data.extend(_accuracy_band(traces[-1], series[name], series[EVAL_SCORED]))
         data.extend(traces)
     by = "by time" if options.x == "time" else "by step"
     revision = _revision(options, panel.key, run_id)

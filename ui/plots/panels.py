@@ -141,6 +141,7 @@ PANELS: tuple[Panel, ...] = (
         "Held-out evaluation",
         names=(m.EVAL_ACCURACY, m.EVAL_STRICT_ACCURACY, m.EVAL_FORMAT_RATE),
         prefixes=("eval/",),
+        exclude_suffixes=("/n_scored",),  # a count: the accuracy's interval is drawn from it
         y_title="rate",
         # Rewards are not shares: on one axis a total of 2.5 squashed the rates into a band.
         right_axis=(m.EVAL_REWARD_TOTAL, "eval/rewards/"),
