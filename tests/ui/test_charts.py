@@ -279,3 +279,11 @@ def test_held_out_rewards_are_on_their_own_axis_beside_the_rates():
         "eval/rewards/correctness": "y2",
     }
     assert fig["layout"]["yaxis2"]["side"] == "right"
+
+
+def test_the_kl_and_clip_notes_say_why_they_can_stay_flat():
+    kl, clip = _panel("kl"), _panel("clip")
+    assert "second forward pass" in kl.note and kl.note_shown_for("grpo")
+    assert "num_iterations 1" in clip.note
+    assert clip.note_shown_for("grpo") and clip.note_shown_for("rloo")
+    assert not clip.note_shown_for("ppo")  # PPO's epochs move its ratios
