@@ -126,6 +126,10 @@ class RunView:
     # to does: the status seen at the first poll after it, then cleared when that one moves.
     message_run: str | None = None
     message_status: str | None = None
+    # The run drawn under this one's charts (ui.runs.baseline), read when picked.
+    baseline_id: str | None = None
+    baseline_name: str = ""
+    baseline_series: dict[str, Series] = field(default_factory=dict)
     lock: ViewLock = field(default_factory=ViewLock, repr=False, compare=False)
 
     def select(self, run_id: str | None) -> None:
