@@ -193,14 +193,18 @@ def test_a_zoom_belongs_to_its_run_panel_and_axis_mode_not_to_the_smoothing():
 
 def test_every_line_names_its_series_for_the_csv_download():
     series = {"reward/total": Series([1, 2], [0.1, 0.2]), "rewards/format": Series([1], [1.0])}
-    fig = charts.panel_figure(_panel("reward"), series, charts.ChartOptions(smoothing=0.5))
+    fig = charts.panel_figure(
+        _panel("reward"), series, charts.ChartOptions(smoothing=0.5), run_id="grpo-aaaa1111"
+    )
     assert [t["meta"]["series"] for t in fig["data"]] == [
         "reward/total",
         "reward/total (smoothed)",
         "format",
         "format (smoothed)",
     ]
-    assert fig["layout"]["meta"] == {"x_name": "step"}
+    # The CSV's run column and file name, and each point's step (its column by time too).
+    assert fig["layout"]["meta"] == {"x_name": "step", "run": "grpo-aaaa1111"}
+    assert [t["customdata"] for t in fig["data"]] == [[1, 2], [1, 2], [1], [1]]
     timed = charts.metrics_figure(
         {"a/x": {"r": Series([1], [1.0], [0.0])}, "a/y": {"r": Series([1], [2.0], [0.0])}},
         {"r": "run one"},

@@ -229,7 +229,7 @@ def panel_figure(
     by = "by time" if options.x == "time" else "by step"
     revision = _revision(options, panel.key, run_id)
     layout = base_layout(f"{panel.title} ({by})", panel.y_title, x_title="", revision=revision)
-    layout["meta"] = _x_meta(options)
+    layout["meta"] = {**_x_meta(options), "run": run_id}  # the CSV's run column and file name
     layout["xaxis"].update(_x_axis(options, (series[n] for n in names)))
     if two_axes:
         layout["yaxis"]["title"] = {"text": _label(names[0])}
