@@ -27,8 +27,9 @@ from ui.access.upload_budget import (
 from ui.access.visitor_cookie import VisitorCookies, server_secret
 from ui.api import build_api
 from ui.api.lab import build_lab_api
-from ui.compare.tab import build_compare
+from ui.compare.tab import build_compare, linked_runs
 from ui.design.tab import build_design
+from ui.design.try_it import PENDING_CSS
 from ui.memory import wiring as memory
 from ui.memory.kept_preview import wire_preview_memory
 from ui.playground.tab import build_playground
@@ -41,7 +42,8 @@ from ui.shared.settings import sign_in_available
 from ui.train.tab import build_train
 
 TITLE = "Reward Studio"
-CSS = """
+CSS = (
+    """
 .run-chart { min-height: 280px; }
 #run-samples td, #preview-table td { vertical-align: top; font-size: 0.85em; }
 /* A completion drawn as HTML wraps inside its column instead of running past it. */
@@ -54,7 +56,15 @@ CSS = """
 footer { display: none !important; }
 /* Column headers wrap between words, never inside one ("gr/ou/p"). */
 th .header { word-break: normal !important; overflow-wrap: normal !important; }
+/* Dark mode, read at WCAG's 4.5:1 (tests/ui/test_browser_dark.py): the config's YAML comments
+   (the code view's comment token, grey #808080 on the dark page: 3.4:1), and disabled buttons
+   (white on indigo at half opacity): grey, plainly disabled, still readable. */
+.dark .cm-line .ͼ1b { color: #a3a3a3 !important; }
+.dark button:disabled { opacity: 1 !important; background: #3f3f46 !important;
+  color: #d4d4d8 !important; border-color: #52525b !important; }
 """
+    + PENDING_CSS
+)
 MAX_UPLOAD_MB_ENV = "STUDIO_MAX_UPLOAD_MB"
 DEFAULT_MAX_UPLOAD_MB = 100
 CACHE_SWEEP = (1800, 6 * 3600)  # (every N seconds, remove files older than M seconds)
@@ -135,14 +145,18 @@ def build_app(ctx: AppContext) -> gr.Blocks:
 
         train.run_id.change(
             to_new_run, inputs=train.run_id, outputs=runs.run_select, api_visibility="private"
-        ).then(None, js=f"() => {{ {CLICK_RUNS_TAB} }}")
+        ).then(None, js=f"() => {{ {click_tab_js('Runs')} }}")
 
         # An anonymous visitor is known by the server's cookie (ui.access.visitor_cookie), which the
         # page never sees: nothing the page holds or a link restores names the visitor.
         def on_load(request: gr.Request, profile: gr.OAuthProfile | None = None):
-            requested = request.query_params.get("run") if request is not None else None
-            choices, pick = initial_selection(ctx, viewer_for(request, profile), requested)
-            return gr.Dropdown(choices=choices, value=pick), gr.Dropdown(choices=choices)
+            asked = request.query_params if request is not None else {}
+            choices, pick = initial_selection(ctx, viewer_for(request, profile), asked.get("run"))
+            compared = linked_runs(choices, asked.get("compare"))
+            return (
+                gr.Dropdown(choices=choices, value=pick),
+                gr.Dropdown(choices=choices, value=compared),
+            )
 
         # A link to one of the viewer's runs (the one the server picked) opens on its view.
         demo.load(
@@ -150,9 +164,12 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         ).then(
             None,
             inputs=runs.run_select,
-            # Else the tab and theme of the last visit (js-only steps chain no further).
-            js="(picked) => { const asked = new URLSearchParams(location.search).get('run');"
-            f" if (asked && asked === picked) {{ {CLICK_RUNS_TAB} }}"
+            # Runs linked for Compare open on Compare; else the tab and theme of the last visit
+            # (js-only steps chain no further).
+            js="(picked) => { const params = new URLSearchParams(location.search);"
+            " const asked = params.get('run'), compared = params.get('compare');"
+            f" if (asked && asked === picked) {{ {click_tab_js('Runs')} }}"
+            f" else if (!asked && compared) {{ {click_tab_js('Compare')} }}"
             f" else if (!asked) {{ {memory.restore_tab_script(list(tabs))} }}"
             " window.studioTheme?.restore(); }",
         )
@@ -161,13 +178,14 @@ def build_app(ctx: AppContext) -> gr.Blocks:
     return demo
 
 
-# The Runs tab is opened by a click on its button, never by an update of the tabs from the
-# server: an event's outputs are refreshed by the page on every later event, and refreshing the
-# tabs walks the whole page.
-CLICK_RUNS_TAB = (
-    "[...document.querySelectorAll('#main-tabs [role=tab]')]"
-    ".find((b) => b.textContent.trim() === 'Runs')?.click();"
-)
+def click_tab_js(label: str) -> str:
+    """JS that opens the tab ``label`` by a click on its button, never by an update of the tabs
+    from the server: an event's outputs are refreshed by the page on every later event, and
+    refreshing the tabs walks the whole page."""
+    return (
+        "[...document.querySelectorAll('#main-tabs [role=tab]')]"
+        f".find((b) => b.textContent.trim() === {label!r})?.click();"
+    )
 
 
 def _timer_switch(active: bool) -> Callable[[], gr.Timer]:

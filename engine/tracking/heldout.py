@@ -66,6 +66,7 @@ class HeldoutEvaluation:
                 metric_names.EVAL_ACCURACY: report.accuracy,
                 metric_names.EVAL_STRICT_ACCURACY: report.strict_accuracy,
                 metric_names.EVAL_FORMAT_RATE: report.format_rate,
+                metric_names.EVAL_SCORED: float(report.n_scored),
             }
         return metrics
 

@@ -48,6 +48,9 @@ WORLD_MODEL_LOSS = "train/world_model_loss"
 EVAL_ACCURACY = "eval/accuracy"
 EVAL_STRICT_ACCURACY = "eval/strict_accuracy"
 EVAL_FORMAT_RATE = "eval/format_rate"
+# How many held-out completions the accuracy is a share of: the n of its interval (ui/plots/
+# intervals.py); 50 prompts move the accuracy +-6 points by chance alone.
+EVAL_SCORED = "eval/n_scored"
 # Held-out evaluation through the tool loop (engine/tracking/tool_evaluation.py): shares of
 # rollouts with a parsed call, with a call whose result is the gold answer, with a malformed call.
 EVAL_TOOL_CALL_RATE = "eval/tool_call_rate"

@@ -86,6 +86,7 @@ def assert_run_recorded(data_dir, run_id, config):
         "reward/zero_std_fraction",
         "eval/accuracy",
         "eval/format_rate",
+        "eval/n_scored",  # the n of the accuracy's interval
     }
     expected |= {f"rewards/{name}" for name in components}
     assert expected <= names

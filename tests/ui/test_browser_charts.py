@@ -92,11 +92,22 @@ def test_zoom_and_hidden_series_survive_live_redraws_and_a_chart_downloads_csv(
     page.locator("#chart-reward .js-plotly-plot").hover()
     with page.expect_download() as download:
         page.locator("#chart-reward .modebar-btn[data-title='Download data as CSV']").click()
-    assert download.value.suggested_filename == "chart-reward.csv"
+    assert download.value.suggested_filename == f"{run_id}-chart-reward.csv"
     rows = list(csv.reader(io.StringIO(download.value.path().read_text())))
-    assert rows[0] == ["series", "step", "value"]
-    assert rows[1] == ["reward/total", "1", "0.1"]
+    assert rows[0] == ["run", "series", "step", "value"]
+    assert rows[1] == [run_id, "reward/total", "1", "0.1"]
     assert len(rows) == 1 + 2 * 12
+    # By relative time the step stays, beside the minutes.
+    page.locator("#chart-x").get_by_text("relative time").click()
+    plot_has(page, "chart-reward", "el.layout.meta.x_name === 'minutes'")
+    page.locator("#chart-reward .js-plotly-plot").hover()
+    with page.expect_download() as download:
+        page.locator("#chart-reward .modebar-btn[data-title='Download data as CSV']").click()
+    rows = list(csv.reader(io.StringIO(download.value.path().read_text())))
+    assert rows[0] == ["run", "series", "step", "minutes", "value"]
+    assert rows[1][:3] == [run_id, "reward/total", "1"] and rows[1][4] == "0.1"
+    page.locator("#chart-x").get_by_text("step", exact=True).click()
+    plot_has(page, "chart-reward", "el.layout.meta.x_name === 'step'")
 
     # Another run's chart starts from the whole series, not the previous run's zoom.
     running_run(live_app.data_dir, "another run", steps=10)

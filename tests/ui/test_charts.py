@@ -193,14 +193,18 @@ def test_a_zoom_belongs_to_its_run_panel_and_axis_mode_not_to_the_smoothing():
 
 def test_every_line_names_its_series_for_the_csv_download():
     series = {"reward/total": Series([1, 2], [0.1, 0.2]), "rewards/format": Series([1], [1.0])}
-    fig = charts.panel_figure(_panel("reward"), series, charts.ChartOptions(smoothing=0.5))
+    fig = charts.panel_figure(
+        _panel("reward"), series, charts.ChartOptions(smoothing=0.5), run_id="grpo-aaaa1111"
+    )
     assert [t["meta"]["series"] for t in fig["data"]] == [
         "reward/total",
         "reward/total (smoothed)",
         "format",
         "format (smoothed)",
     ]
-    assert fig["layout"]["meta"] == {"x_name": "step"}
+    # The CSV's run column and file name, and each point's step (its column by time too).
+    assert fig["layout"]["meta"] == {"x_name": "step", "run": "grpo-aaaa1111"}
+    assert [t["customdata"] for t in fig["data"]] == [[1, 2], [1, 2], [1], [1]]
     timed = charts.metrics_figure(
         {"a/x": {"r": Series([1], [1.0], [0.0])}, "a/y": {"r": Series([1], [2.0], [0.0])}},
         {"r": "run one"},
@@ -260,3 +264,44 @@ def test_the_async_rollout_metrics_are_charted_beside_the_logprob_gap():
     drawn = panels.panels_for(names)
     assert sorted(drawn["sampler"]) == sorted(names[:5])
     assert drawn["perf"] == ["perf/tokens_per_s"]
+
+
+def test_a_series_that_repeats_another_is_drawn_dashed_and_named_its_twin():
+    series = {
+        "completions/mean_length": Series([1, 2], [40.0, 42.0]),
+        "completions/mean_terminated_length": Series([1, 2], [40.0, 42.0]),
+        "completions/max_length": Series([1, 2], [60.0, 64.0]),
+    }
+    data = charts.panel_figure(_panel("length"), series)["data"]
+    by_name = {d["meta"]["series"]: d for d in data}
+    twin = by_name["completions/mean_terminated_length"]
+    assert twin["line"].get("dash") == "dash"
+    assert twin["name"] == "completions/mean_terminated_length (= completions/mean_length)"
+    assert "dash" not in by_name["completions/mean_length"]["line"]
+    assert "dash" not in by_name["completions/max_length"]["line"]  # its own values
+
+
+def test_held_out_rewards_are_on_their_own_axis_beside_the_rates():
+    series = {
+        "eval/accuracy": Series([10], [0.4]),
+        "eval/format_rate": Series([10], [0.9]),
+        "eval/reward_total": Series([10], [2.5]),
+        "eval/rewards/correctness": Series([10], [0.4]),
+    }
+    fig = charts.panel_figure(_panel("eval"), series)
+    axes = {d["meta"]["series"]: d.get("yaxis", "y") for d in fig["data"]}
+    assert axes == {
+        "eval/accuracy": "y",
+        "eval/format_rate": "y",
+        "eval/reward_total": "y2",
+        "eval/rewards/correctness": "y2",
+    }
+    assert fig["layout"]["yaxis2"]["side"] == "right"
+
+
+def test_the_kl_and_clip_notes_say_why_they_can_stay_flat():
+    kl, clip = _panel("kl"), _panel("clip")
+    assert "second forward pass" in kl.note and kl.note_shown_for("grpo")
+    assert "num_iterations 1" in clip.note
+    assert clip.note_shown_for("grpo") and clip.note_shown_for("rloo")
+    assert not clip.note_shown_for("ppo")  # PPO's epochs move its ratios

@@ -72,6 +72,9 @@ def test_sweeps_draw_lines_or_a_heatmap_and_name_bad_axes(cache):
     one = sweep_cache(cache, spec, [("conciseness", 0.0, 5.0, 11)])
     figure = sweep_lines(one)
     assert figure["data"][0]["name"] == "zero-variance groups" and len(figure["data"][0]["x"]) == 11
+    # The weight axis and its title under the lower panel, not between the two.
+    assert figure["layout"]["xaxis"]["anchor"] == "y2"
+    assert figure["layout"]["yaxis2"]["domain"][0] == 0.0
     two = sweep_cache(cache, spec, [("format", 0.0, 2.0, 5), ("conciseness", 0.0, 5.0, 4)])
     keys = [k for _, k in sweep_metric_choices(two)]
     assert keys[:2] == ["zero_std_fraction", "correctness_corr"] and "probe:answer only" in keys

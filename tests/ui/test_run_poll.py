@@ -279,3 +279,41 @@ def test_the_runs_notes_show_as_warnings_beside_its_hints(db):
     assert r"(step 0): retrying once at micro\-batch 2" in second
     assert "Retried after running out of memory" in second
     assert rest and "normal in GRPO" in rest[0]  # the metric hints follow
+
+
+def test_an_actions_message_lasts_while_the_status_it_led_to_does(db):
+    rid = make_run(db)
+    view = RunView()
+    poll(db, view, rid)
+    run_store.set_status(db, rid, RunStatus.STOPPED)
+    poll(db, view, rid)
+    run_store.set_status(db, rid, RunStatus.QUEUED)  # Resume queues the run ...
+    view.said(rid)  # ... and says "Resuming ..."
+    assert not poll(db, view, rid).clear_message  # the status the resume led to
+    log_step(db, rid, 1, {"reward/total": 0.5})
+    assert not poll(db, view, rid).clear_message  # a step: same status, message kept
+    run_store.set_status(db, rid, RunStatus.RUNNING)
+    assert poll(db, view, rid).clear_message  # moved on: "Resuming ..." is history
+    run_store.set_status(db, rid, RunStatus.COMPLETED)
+    assert not poll(db, view, rid).clear_message  # cleared once; a later message is new
+
+
+def test_an_actions_message_is_not_cleared_by_another_runs_status(db):
+    a, b = make_run(db, "grpo-aaaa1111"), make_run(db, "grpo-bbbb2222")
+    view = RunView()
+    poll(db, view, a)
+    view.said(a)
+    poll(db, view, a)
+    poll(db, view, b)  # the message went with the switch (the picker's change clears it)
+    run_store.set_status(db, b, RunStatus.COMPLETED)
+    assert not poll(db, view, b).clear_message
+
+
+def test_an_empty_runs_table_says_why():
+    from ui.runs.poll import empty_list_text
+    from ui.runs.run_filter import RunFilter
+
+    assert "Train" in empty_list_text(0, 0, RunFilter())
+    searched = empty_list_text(3, 0, RunFilter.from_inputs("nothing <b>", "failed", None))
+    assert searched.startswith("No run of your 3 matches “nothing &lt;b&gt;” and status failed")
+    assert empty_list_text(3, 1, RunFilter.from_inputs("x", None, None)) == ""

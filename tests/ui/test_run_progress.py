@@ -36,7 +36,10 @@ def test_the_phase_is_the_one_the_worker_recorded_last(db):
     run_store.set_status(db, run.id, RunStatus.RUNNING)
     run = run_store.get_run(db, run.id)
     assert progress_store.run_progress(db)[run.id].phase is None
-    assert run_progress.phase(run, None) == run_progress.PHASE_TEXT[RunPhase.TRAINING]  # older runs
+    text = run_progress.PHASE_TEXT
+    assert run_progress.phase(run, None) == text[RunPhase.STARTING]  # before the worker's first
+    older = run.model_copy(update={"last_step": 3})  # from before phases were recorded
+    assert run_progress.phase(older, None) == text[RunPhase.TRAINING]
     for recorded, step in [
         (RunPhase.LOADING_MODEL, None),
         (RunPhase.EVALUATING, 0),
@@ -59,6 +62,26 @@ def test_the_phase_is_the_one_the_worker_recorded_last(db):
         RunPhase.SAVING_CHECKPOINT,
         RunPhase.TRAINING,
     ]
+
+
+def test_a_resumed_run_is_resuming_until_its_new_worker_records_a_phase(db):
+    """The phase of the attempt that stopped is not read (storage.progress), and until the new
+    worker records its first the view says the run resumes, not that it trains."""
+    run = create_run(db, algorithm="grpo", config={})
+    run_store.set_status(db, run.id, RunStatus.RUNNING)
+    run_store.heartbeat(db, run.id, 4)
+    phase_store.record_phase(db, run.id, RunPhase.STOPPING, 4)
+    run_store.set_status(db, run.id, RunStatus.STOPPED)
+    run_store.set_status(db, run.id, RunStatus.RUNNING)  # Resume
+    resumed = run_store.get_run(db, run.id)
+    assert resumed.attempt == 2
+    recorded = progress_store.run_progress(db)[run.id].phase
+    assert recorded is None
+    resuming = run_progress.PHASE_TEXT[RunPhase.RESUMING]
+    assert run_progress.phase(resumed, recorded) == resuming
+    phase_store.record_phase(db, run.id, RunPhase.LOADING_MODEL)
+    loading = progress_store.run_progress(db)[run.id].phase
+    assert run_progress.phase(resumed, loading) == run_progress.PHASE_TEXT[RunPhase.LOADING_MODEL]
 
 
 def test_every_phase_has_words():

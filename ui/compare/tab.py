@@ -147,6 +147,21 @@ def comparison(
     return Comparison(figure, names, chosen, headers, rows, summary)
 
 
+MAX_LINKED_RUNS = 20  # runs a ?compare= address may pick
+
+
+def linked_runs(choices: Sequence[tuple[str, str]], asked: str | None) -> list[str]:
+    """The runs a ``?compare=ID,ID`` address picks, among the viewer's ``(label, id)`` choices
+    (an id that is not theirs is left out, as if it did not exist), in the order asked."""
+    ids = {run_id for _, run_id in choices}
+    wanted = (asked or "").split(",")[: MAX_LINKED_RUNS * 2]
+    return [r for r in dict.fromkeys(w.strip() for w in wanted) if r in ids][:MAX_LINKED_RUNS]
+
+
+# The user's picks go into the address (ui.memory.wiring), kept on reload and back/forward.
+URL_JS = "(ids) => { window.studioCompareInUrl?.(ids); }"
+
+
 @dataclass
 class CompareHandles:
     """The run picker, filled with the run list when a page loads (see :mod:`ui.factory`)."""
@@ -211,6 +226,7 @@ def build_compare(ctx: AppContext, tab: gr.Tab | None = None) -> CompareHandles:
         keep = [r for r in selected or [] if r in ids]
         return gr.Dropdown(choices=run_choices(runs), value=keep)
 
+    runs_box.input(None, inputs=runs_box, js=URL_JS, api_visibility="private")
     inputs = [runs_box, metric_box, smoothing, x_axis, log_y]
     for trigger in (runs_box.change, metric_box.input, x_axis.change, log_y.change):
         trigger(

@@ -204,7 +204,11 @@ function addSlot(name) {
   for (const [f, v] of Object.entries(info.defaults)) values[`${s.key}.${f}`] = v;
   const next = slots().find((o) => o.info.order > s.info.order || (o.name === name && o.instance > instance));
   const before = next && sections.querySelector(`#slot-${elemKey(next.key)}`);
-  sections.insertBefore(section(s), before || null);
+  const node = section(s);
+  sections.insertBefore(node, before || null);
+  // The new block lands where the registry orders it, often out of view or at its edge: show
+  // it from its title.
+  node.scrollIntoView({ block: "start" });
   pickerOptions();
   say(`Added ${slotLabel(s)}.`);
   commit();

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio.events import Dependency
 
 from rewards.params import ParamSpec
 from rewards.spec import RewardSpec
@@ -150,6 +151,9 @@ class EditorTargets:
     export_format: gr.Radio
     message: gr.Markdown
     form: SpecForm
+    # The preset menu names the preset a loaded spec is (blank for any other spec), so a
+    # reload's design is not shown under the default preset's name.
+    preset: gr.Dropdown | None = None
 
     def checked(self, check: FormCheck, fmt_name: str) -> Updates:
         # While any field is wrong the shared spec is None: Preview keeps its last scores and
@@ -162,15 +166,19 @@ class EditorTargets:
             updates[self.code] = spec_io.spec_text(check.spec, fmt_name)
         return updates
 
-    def show(self, values: FormValues, message: str) -> Updates:
+    def show(self, values: FormValues, message: str, preset: str | None = None) -> Updates:
         """Updates that draw ``values`` whole in the editor (a preset, an import, a reload's
-        design) with ``message``; the editor's change event checks them and updates the spec
-        (once: a second write of the spec's text could land over text typed since)."""
-        return {self.editor: values, self.message: message}
+        design) with ``message``, the preset menu on ``preset`` (the spec's preset, or None);
+        the editor's change event checks them and updates the spec (once: a second write of
+        the spec's text could land over text typed since)."""
+        updates: Updates = {self.editor: values, self.message: message}
+        if self.preset is not None:
+            updates[self.preset] = preset
+        return updates
 
     @property
     def load_outputs(self) -> list[gr.components.Component]:
-        return [self.editor, self.message]
+        return [self.editor, self.message, *([self.preset] if self.preset is not None else [])]
 
 
 def build_editor(form: SpecForm, values: FormValues) -> gr.HTML:
@@ -196,18 +204,18 @@ def wire_editor(
     out: EditorTargets,
     follow: Callable[[RewardSpec | None], Updates],
     followers: list[gr.components.Component],
-) -> None:
+) -> Dependency:
     """Every change of the editor's value (typed, added, removed, loaded) checks it and
     updates the shared spec, its summary and its text, and ``followers`` through ``follow``
     (the Design tab's own views of the spec, in the same event: each event costs the page a
     refresh of every component any event ever updated, so the tab's followers do not add
-    events of their own)."""
+    events of their own). Returns the event, for what must follow each check."""
 
     def on_change(values: Any, fmt_name: str) -> Updates:
         updates = out.checked(safe_check(out.form, values), fmt_name)
         return {**updates, **follow(updates[out.spec_state])}
 
-    out.editor.change(
+    return out.editor.change(
         on_change,
         inputs=[out.editor, out.export_format],
         outputs=[out.spec_state, out.status, out.code, *followers],

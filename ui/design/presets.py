@@ -39,7 +39,12 @@ def show_spec(
         return {out.message: warn(f"{refused}: {escape(exc)}")}
     notes = [hint(escape(note)) for note in form.load_notes(spec)]
     text = "\n\n".join([message, *notes])
-    return out.show(values, text)
+    return out.show(values, text, preset_of(spec))
+
+
+def preset_of(spec: RewardSpec) -> str | None:
+    """The name of the preset ``spec`` is, or None when it is no preset as it stands."""
+    return next((name for name, preset in PRESETS.items() if preset == spec), None)
 
 
 def wire_loaders(

@@ -80,9 +80,12 @@ def build_design(ctx: AppContext) -> DesignHandles:
         with gr.Column(scale=2):
             try_parts = build_try(initial_spec)
             io = build_spec_io(initial_spec)
-    out = EditorTargets(editor, spec_state, status, io.code, io.export_format, io.message, form)
-    wire_editor(out, _followers(schedules, io), [schedules, io.downloads])
+    out = EditorTargets(
+        editor, spec_state, status, io.code, io.export_format, io.message, form, preset
+    )
+    checked = wire_editor(out, _followers(schedules, io), [schedules, io.downloads])
     wire_loaders(form, out, io, preset, load_preset)
     wire_spec_io(io, spec_state)
-    wire_try(try_parts, spec_state)
+    starts = [editor.change, load_preset.click, io.apply.click, io.upload.upload]
+    wire_try(try_parts, spec_state, checked, starts)
     return DesignHandles(spec_state=spec_state, form=form, editor=out)

@@ -3,15 +3,18 @@ spec, its trace as a table (the same columns the Preview and Playground traces u
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import gradio as gr
+from gradio.events import Dependency
 
 from rewards.composer import score
 from rewards.spec import RewardSpec
 from ui.shared.messages import escape, warn
 from ui.shared.trace_view import cut_note, fmt
 
+PRIVATE = {"api_visibility": "private", "show_progress": "hidden"}
 TRY_PROMPT = "What is 17 + 25?"
 TRY_COMPLETION = "<think>17 + 25: 7+5=12, carry 1; 1+2+1=4; so 42</think><answer>42</answer>"
 TRY_ANSWER = "42"
@@ -62,20 +65,39 @@ def build_try(initial_spec: RewardSpec) -> TryParts:
     return TryParts(prompt, completion, answer, total, table)
 
 
-def wire_try(parts: TryParts, spec_state: gr.State) -> None:
-    """Score the hand-written completion again whenever it or the spec changes."""
+# While a new score is on its way the old one is dimmed and says so (on a busy server the
+# previous spec's result stood for up to 14 s, looking current). A data attribute, not a class:
+# Gradio rewrites the block's classes when it redraws it.
+MARK_PENDING = "() => { document.querySelector('#try-total')?.setAttribute('data-pending', ''); }"
+CLEAR_PENDING = "() => { document.querySelector('#try-total')?.removeAttribute('data-pending'); }"
+PENDING_CSS = """#try-total[data-pending] { opacity: 0.5; }
+#try-total[data-pending]::after { content: "scoring with the new reward…"; font-size: 0.85em; }"""
+
+
+def wire_try(
+    parts: TryParts, spec_state: gr.State, checked: Dependency, starts: Sequence[Callable]
+) -> None:
+    """Score the hand-written completion again after each check of the spec (``checked``,
+    the editor's change event: it always completes, where the spec's own change does not fire
+    for an equal spec) and whenever the completion's fields change; ``starts`` (the loaders'
+    clicks, the editor's change) mark the shown score pending until the new one lands."""
 
     def on_try(spec: RewardSpec | None, prompt: str, completion: str, answer: str):
         if spec is None:
             return gr.skip(), warn("Fix the marked fields to score again.")
         return trace_rows(spec, prompt, completion, answer)
 
-    gr.on(
-        [spec_state.change, parts.prompt.input, parts.completion.input, parts.answer.input],
-        on_try,
-        inputs=[spec_state, parts.prompt, parts.completion, parts.answer],
-        outputs=[parts.table, parts.total],
-        trigger_mode="always_last",
-        show_progress="hidden",
-        api_visibility="private",
+    fields = [parts.prompt, parts.completion, parts.answer]
+    for start in [*starts, *(f.input for f in fields)]:
+        start(None, js=MARK_PENDING, **PRIVATE)
+    scoring = {
+        "fn": on_try,
+        "inputs": [spec_state, *fields],
+        "outputs": [parts.table, parts.total],
+        "show_progress": "hidden",
+        "api_visibility": "private",
+    }
+    checked.then(**scoring).then(None, js=CLEAR_PENDING, **PRIVATE)
+    gr.on([f.input for f in fields], **scoring, trigger_mode="always_last").then(
+        None, js=CLEAR_PENDING, **PRIVATE
     )

@@ -190,20 +190,28 @@ def save_tab_js(label: str) -> str:
     return f"() => {{ localStorage.setItem({TAB_KEY!r}, {label!r}); }}"
 
 
-# A run the user opens goes into the address as ?run=ID (a history entry each), so a reload or a
-# shared link opens it (``ui.factory``'s load reads ?run=, for the viewer's own runs only), and
-# back/forward open the run of that entry: the page loads it again, as a link would. Only the
-# user's picks are written: the run a page opens by default stays out of the address.
-RUN_IN_URL = """window.studioUrlRun = new URLSearchParams(location.search).get('run');
-window.studioRunInUrl = (run) => {
-  if (typeof run !== 'string' || !run || run === window.studioUrlRun) return;
+# A run the user opens goes into the address as ?run=ID, and the runs picked in Compare as
+# ?compare=ID,ID (a history entry each), so a reload or a shared link opens them
+# (``ui.factory``'s load reads both, for the viewer's own runs only), and back/forward open those
+# of that entry: the page loads it again, as a link would. Only the user's picks are written:
+# the run a page opens by default stays out of the address.
+RUN_IN_URL = """const studioAsked = (key) => new URLSearchParams(location.search).get(key) || '';
+window.studioUrl = { run: studioAsked('run'), compare: studioAsked('compare') };
+window.studioInUrl = (key, value) => {
+  if (typeof value !== 'string' || value === window.studioUrl[key]) return;
   const url = new URL(location.href);
-  url.searchParams.set('run', run);
-  history.pushState({ run }, '', url);
-  window.studioUrlRun = run;
+  if (value) url.searchParams.set(key, value); else url.searchParams.delete(key);
+  history.pushState({ [key]: value }, '', url);
+  window.studioUrl[key] = value;
+};
+window.studioRunInUrl = (run) => { if (run) window.studioInUrl('run', run); };
+window.studioCompareInUrl = (ids) => {
+  if (Array.isArray(ids)) window.studioInUrl('compare', ids.join(','));
 };
 window.addEventListener('popstate', () => {
-  if (new URLSearchParams(location.search).get('run') !== window.studioUrlRun) location.reload();
+  if (Object.keys(window.studioUrl).some((k) => studioAsked(k) !== window.studioUrl[k])) {
+    location.reload();
+  }
 });"""
 
 

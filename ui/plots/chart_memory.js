@@ -115,14 +115,20 @@
   }
 
   // The chart's series as drawn: one row per point (the raw values and, with smoothing, the
-  // smoothed ones); traces without `meta.series` (markers of totals, bars) are left out.
+  // smoothed ones) with the run and the step, also by time (a trace's `customdata` holds each
+  // point's step); traces without `meta.series` (markers of totals, bars) are left out.
   function csvOf(gd) {
     const x = gd.layout?.meta?.x_name || "x";
-    const rows = [["series", x, "value"]];
+    const run = gd.layout?.meta?.run || "";
+    const byStep = x === "step";
+    const rows = [byStep ? ["run", "series", "step", "value"] : ["run", "series", "step", x, "value"]];
     for (const trace of gd.data || []) {
       const series = trace.meta?.series;
       if (!series) continue;
-      (trace.x || []).forEach((xv, i) => rows.push([series, xv, trace.y?.[i]]));
+      (trace.x || []).forEach((xv, i) => {
+        const y = trace.y?.[i];
+        rows.push(byStep ? [run, series, xv, y] : [run, series, trace.customdata?.[i], xv, y]);
+      });
     }
     return rows.map((row) => row.map(cell).join(",")).join("\n") + "\n";
   }
@@ -130,8 +136,9 @@
   function download(gd, id) {
     const blob = new Blob([csvOf(gd)], { type: "text/csv" });
     const a = document.createElement("a");
+    const run = gd.layout?.meta?.run;
     a.href = URL.createObjectURL(blob);
-    a.download = `${id || "chart"}.csv`;
+    a.download = `${run ? `${run}-` : ""}${id || "chart"}.csv`;
     document.body.appendChild(a);
     a.click();
     setTimeout(() => {

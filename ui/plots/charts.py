@@ -17,6 +17,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from engine.tracking.metric_names import EVAL_ACCURACY, EVAL_SCORED
+from ui.plots.intervals import interval_band
 from ui.plots.lines import ChartOptions, series_lines
 from ui.plots.panels import PALETTE, Panel
 from ui.runs.state import Series
@@ -171,6 +173,28 @@ def _label(name: str) -> str:
     return name.removeprefix("rewards/") if name.startswith("rewards/") else name
 
 
+def _accuracy_band(line: dict, accuracy: Series, scored: Series) -> list[dict]:
+    """The 95% interval around the held-out accuracy drawn as ``line``, from its n per step."""
+    n_at = dict(zip(scored.steps, scored.values, strict=True))
+    counts = [n_at.get(step) for step in accuracy.steps]
+    if len(accuracy.steps) != len(line["x"]):  # thinned: no band rather than a wrong one
+        return []
+    return interval_band(line["x"], list(accuracy.values), counts, line["line"]["color"])
+
+
+def same_as_earlier(names: Sequence[str], series: Mapping[str, Series]) -> dict[str, str]:
+    """``{name: the earlier name whose points it repeats exactly}`` among ``names``."""
+    twins: dict[str, str] = {}
+    for i, name in enumerate(names):
+        s = series[name]
+        for earlier in names[:i]:
+            e = series[earlier]
+            if s.steps and (e.steps, e.values) == (s.steps, s.values) and earlier not in twins:
+                twins[name] = earlier
+                break
+    return twins
+
+
 def panel_figure(
     panel: Panel,
     series: Mapping[str, Series],
@@ -182,21 +206,30 @@ def panel_figure(
     names = panel.select(series)
     options = options or ChartOptions()
     t0 = _first_time(series.values())
-    right = [name for name in names if name in panel.right_axis]
+    right = [name for name in names if panel.on_right(name)]
     two_axes = bool(right) and len(right) < len(names)
+    twins = same_as_earlier(names, series)
     data: list[dict] = []
     for i, name in enumerate(names):
+        label = _label(name)
         traces = series_lines(
-            _label(name), series[name], PALETTE[i % len(PALETTE)], 3 if i == 0 else 1.8, options, t0
+            label, series[name], PALETTE[i % len(PALETTE)], 3 if i == 0 else 1.8, options, t0
         )
         for trace in traces:
             if two_axes and name in right:
                 trace["yaxis"] = "y2"
+            if name in twins:
+                # Drawn exactly over its twin (mean length with nothing truncated, accuracy
+                # and correctness): dashed, so both show, and the legend says they coincide.
+                trace["line"] = {**trace["line"], "dash": "dash"}
+                trace["name"] = f"{label} (= {_label(twins[name])})"
+        if name == EVAL_ACCURACY and EVAL_SCORED in series:
+            data.extend(_accuracy_band(traces[-1], series[name], series[EVAL_SCORED]))
         data.extend(traces)
     by = "by time" if options.x == "time" else "by step"
     revision = _revision(options, panel.key, run_id)
     layout = base_layout(f"{panel.title} ({by})", panel.y_title, x_title="", revision=revision)
-    layout["meta"] = _x_meta(options)
+    layout["meta"] = {**_x_meta(options), "run": run_id}  # the CSV's run column and file name
     layout["xaxis"].update(_x_axis(options, (series[n] for n in names)))
     if two_axes:
         layout["yaxis"]["title"] = {"text": _label(names[0])}

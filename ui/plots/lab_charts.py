@@ -55,6 +55,9 @@ def sweep_lines(result: Mapping[str, Any]) -> Figure:
         "domain": [0.0, 0.42],
         "anchor": "x",
     }
+    # The shared weight axis (and its title) under the lower panel: anchored to the upper one,
+    # its title was drawn inside the lower panel.
+    layout["xaxis"]["anchor"] = "y2"
     layout["shapes"] = shapes
     return {"data": data, "layout": layout}
 

@@ -98,6 +98,7 @@ def series_lines(
         "meta": {"series": name},  # the CSV download's series column
         "x": x,
         "y": raw,
+        "customdata": [s.steps[i] for i in keep],  # each point's step, for the CSV by time
         "name": name,
         "legendgroup": name,
         "mode": "lines+markers" if len(x) < 50 else "lines",

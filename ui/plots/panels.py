@@ -35,7 +35,11 @@ class Panel:
     exclude_suffixes: tuple[str, ...] = ()
     only_for: tuple[str, ...] = ()  # algorithms that log it; empty: every algorithm
     note_for: tuple[str, ...] = ()  # algorithms the note is about; empty: every algorithm
-    right_axis: tuple[str, ...] = ()  # metrics drawn against a second y axis on the right
+    # Metrics drawn against a second y axis on the right: exact names, or prefixes ending "/".
+    right_axis: tuple[str, ...] = ()
+
+    def on_right(self, name: str) -> bool:
+        return any(name == r or (r.endswith("/") and name.startswith(r)) for r in self.right_axis)
 
     def note_shown_for(self, algorithm: str | None) -> bool:
         return bool(self.note) and (not self.note_for or algorithm in self.note_for)
@@ -96,7 +100,11 @@ PANELS: tuple[Panel, ...] = (
         names=(m.POLICY_KL, m.PPO_APPROX_KL, m.PPO_KL_TO_REF),
         right_axis=(m.PPO_KL_TO_REF,),  # per completion: tens of times the per-token KL
         y_title="KL",
-        note="Logged only with a KL penalty (beta > 0); beta = 0 loads no reference model. "
+        note="Logged only with a KL penalty (beta > 0). At beta = 0 no reference model is "
+        "loaded, and every log-probability a step has (the sampler's, the update's) is of the "
+        "current policy: the drift from the start policy cannot be read from them without a "
+        "second forward pass through the start weights, which is what beta > 0 pays for "
+        "(a small beta such as 0.001 shows the drift and barely pulls). "
         "PPO's approx KL is each update's step from the rollout's policy: 0.001-0.02 is a "
         "healthy step (cleanrl stops at 0.015), above 0.05 a jump (lower the learning rate or "
         "set ppo.max_approx_kl).",
@@ -113,6 +121,11 @@ PANELS: tuple[Panel, ...] = (
         names=(m.POLICY_CLIP_RATIO, m.PPO_VALUE_CLIP_FRACTION),
         prefixes=("policy/clip_ratio",),
         y_title="share of tokens",
+        note="At 0 by construction with one update per rollout (num_iterations 1, the "
+        "suggestion): the policy that sampled is the one updated, every probability ratio is "
+        "exactly 1 and nothing is clipped. The ratios move with num_iterations > 1, where "
+        "each later update steps away from the sampling policy.",
+        note_for=("grpo", "rloo"),
     ),
     Panel(
         "length",
@@ -137,7 +150,10 @@ PANELS: tuple[Panel, ...] = (
         "Held-out evaluation",
         names=(m.EVAL_ACCURACY, m.EVAL_STRICT_ACCURACY, m.EVAL_FORMAT_RATE),
         prefixes=("eval/",),
+        exclude_suffixes=("/n_scored",),  # a count: the accuracy's interval is drawn from it
         y_title="rate",
+        # Rewards are not shares: on one axis a total of 2.5 squashed the rates into a band.
+        right_axis=(m.EVAL_REWARD_TOTAL, "eval/rewards/"),
     ),
     Panel("perf", "Throughput", names=(m.TOKENS_PER_S,), y_title="tokens/s"),
     Panel(

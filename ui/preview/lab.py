@@ -22,6 +22,7 @@ from ui.plots.lab_charts import sweep_heatmap, sweep_lines, sweep_metric_choices
 from ui.plots.plot_output import plot_value
 from ui.preview.cache import PreviewCache
 from ui.preview.lab_views import (
+    AB_HEADERS,
     COPY,
     NONE,
     OTHER_SPECS,
@@ -37,6 +38,11 @@ from ui.preview.lab_views import (
 from ui.shared.context import AppContext
 from ui.shared.lab_inputs import LabError, read_spec_upload
 from ui.shared.messages import escape, warn
+
+AB_WAITING = (
+    "Pick another spec above and press **Compare**: each sample's total and advantage under "
+    "every spec fill the table."
+)
 
 
 @dataclass
@@ -109,9 +115,16 @@ def _build_ab(ctx: AppContext, spec_state: gr.State, cache_state: gr.State) -> N
         only_flips = gr.Checkbox(False, label="only samples whose advantage flips")
         run = gr.Button("Compare", variant="primary", elem_id="lab-compare")
     error = gr.Markdown(visible=False, elem_id="lab-ab-error")
-    summary = gr.Markdown(elem_id="lab-ab-summary")
+    # Before the first Compare the table names its columns and the summary says how to fill
+    # it (Gradio headed an empty table "1 2 3").
+    summary = gr.Markdown(AB_WAITING, elem_id="lab-ab-summary")
     table = gr.Dataframe(
-        value=[], interactive=False, wrap=True, elem_id="lab-ab-table", max_height=480
+        value=[],
+        headers=[*AB_HEADERS, "total", "advantage"],
+        interactive=False,
+        wrap=True,
+        elem_id="lab-ab-table",
+        max_height=480,
     )
     result_state = gr.State(None)
 

@@ -21,20 +21,24 @@ if TYPE_CHECKING:
 def wire_actions(ctx: AppContext, parts: RunsParts) -> None:
     """Stop, resume, delete, downloads and the Hub push, each for the viewer's own runs."""
 
-    def act(fn):
-        def handler(
-            run_id: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None
-        ):
-            try:
-                return ok(escape(fn(ctx.db, ctx.launcher, viewer_for(request, profile), run_id)))
-            except run_actions.RunActionError as exc:
-                return warn(escape(exc))
-
-        return handler
+    def resume(
+        run_id: str | None,
+        view: RunView,
+        request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
+    ):
+        viewer = viewer_for(request, profile)
+        try:
+            message = run_actions.resume_run(ctx.db, ctx.launcher, viewer, run_id)
+        except run_actions.RunActionError as exc:
+            return warn(escape(exc))
+        with view.lock:
+            view.said(run_id)  # "Resuming …" until the resumed attempt ends
+        return ok(escape(message))
 
     parts.resume.click(
-        act(run_actions.resume_run),
-        inputs=parts.run_select,
+        resume,
+        inputs=[parts.run_select, parts.view],
         outputs=parts.action_md,
         api_visibility="private",
     )
@@ -50,7 +54,9 @@ def wire_actions(ctx: AppContext, parts: RunsParts) -> None:
             message = run_actions.stop_run(ctx.db, ctx.launcher, viewer, run_id)
         except run_actions.RunActionError as exc:
             return warn(escape(exc))
-        view.stop_asked = run_id  # shown as "stopping…" until the worker has stopped
+        with view.lock:
+            view.stop_asked = run_id  # shown as "stopping…" until the worker has stopped
+            view.said(run_id)  # and its message as long
         return ok(escape(message))
 
     parts.stop.click(

@@ -65,9 +65,9 @@ def build_filter_controls() -> FilterControls:
     return FilterControls(search=search, status=status, sort=sort)
 
 
-def build_runs_list() -> tuple[FilterControls, gr.Dataframe]:
+def build_runs_list() -> tuple[FilterControls, gr.Dataframe, gr.Markdown]:
     """The runs table with its search, filter and sort, spanning the page (in half of it, the
-    table's last columns were cut off)."""
+    table's last columns were cut off), and the line that says why it is empty."""
     with gr.Accordion("All runs (click a row to open it)", open=True, elem_id="runs-list"):
         finder = build_filter_controls()
         table = gr.Dataframe(
@@ -80,7 +80,8 @@ def build_runs_list() -> tuple[FilterControls, gr.Dataframe]:
             wrap=True,
             column_widths=RUN_COLUMN_WIDTHS,
         )
-    return finder, table
+        empty = gr.Markdown(elem_id="runs-table-empty")
+    return finder, table, empty
 
 
 def label_texts(db: Database, viewer: Viewer, run_id: str | None) -> tuple[str, str]:

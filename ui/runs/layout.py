@@ -10,6 +10,7 @@ import gradio as gr
 
 from ui.plots import chart_controls
 from ui.plots.panels import PANELS
+from ui.runs.baseline import NO_BASELINE
 from ui.runs.extra_chart import ExtraChart, build_extra_chart
 from ui.runs.labels_view import FilterControls, LabelEditor, build_label_editor, build_runs_list
 from ui.runs.state import RunView
@@ -23,6 +24,7 @@ class RunsParts:
     run_select: gr.Dropdown
     finder: FilterControls  # search, status filter and sort of the table
     table: gr.Dataframe
+    table_empty: gr.Markdown  # why the table shows no row ("" when it shows some)
     labels: LabelEditor  # the open run's tags and note
     status_md: gr.Markdown
     progress: gr.HTML  # step N of M, ETA and phase; the summary card once the run ended
@@ -47,6 +49,7 @@ class RunsParts:
     smoothing: gr.Slider  # EMA weight, the raw line faint behind
     x_axis: gr.Radio  # step or relative time
     log_y: gr.Checkbox
+    baseline: gr.Dropdown  # a run drawn dotted under every chart
     plots: dict[str, gr.Plot]  # panel key -> chart
     panel_columns: dict[str, gr.Column]  # panel key -> column, shown once it has points
     panel_notes: dict[str, gr.Markdown]  # panel key -> note, shown for the algorithms it is about
@@ -61,6 +64,7 @@ class RunsParts:
         return [
             self.view,
             self.table,
+            self.table_empty,
             self.run_select,
             self.status_md,
             self.progress,
@@ -73,6 +77,8 @@ class RunsParts:
             self.stop,
             self.resume,
             self.delete,
+            self.action_md,
+            self.baseline,
             *self.panel_columns.values(),
             *self.panel_notes.values(),
             *self.extra.outputs,
@@ -121,11 +127,12 @@ def _build_header() -> dict[str, Any]:
                 repo = gr.Textbox(label="Repo (owner/name)", placeholder="alice/my-grpo-model")
                 token = gr.Textbox(label="Write token (used once, never stored)", type="password")
                 push = gr.Button("Push final model (or newest checkpoint)", size="sm")
-    finder, table = build_runs_list()
+    finder, table, table_empty = build_runs_list()
     return dict(
         run_select=run_select,
         finder=finder,
         table=table,
+        table_empty=table_empty,
         labels=labels,
         status_md=status_md,
         progress=progress,
@@ -182,6 +189,13 @@ def build_runs_parts() -> RunsParts:
         smoothing = chart_controls.smoothing_slider("chart-smoothing", scale=3)
         x_axis = chart_controls.x_axis_radio("chart-x", scale=2)
         log_y = gr.Checkbox(label="log scale", value=False, elem_id="chart-log", scale=1)
+        baseline = gr.Dropdown(
+            label="Baseline run (dotted under each chart)",
+            choices=[NO_BASELINE],
+            value="",
+            elem_id="chart-baseline",
+            scale=2,
+        )
     plots, panel_columns, panel_notes = _build_charts()
     extra = build_extra_chart()
     with gr.Accordion("Samples by step, with each component's score", open=True):
@@ -212,6 +226,7 @@ def build_runs_parts() -> RunsParts:
         smoothing=smoothing,
         x_axis=x_axis,
         log_y=log_y,
+        baseline=baseline,
         plots=plots,
         panel_columns=panel_columns,
         panel_notes=panel_notes,

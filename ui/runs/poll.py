@@ -26,7 +26,7 @@ from storage.sqlite.db import Database
 from storage.sqlite.schema import NoteKind, RunLabel, RunNote, RunPhase, RunStatus
 from ui.plots import charts, panels
 from ui.runs import progress as run_progress
-from ui.runs.run_filter import RunFilter
+from ui.runs.run_filter import ANY_STATUS, RunFilter
 from ui.runs.state import RunsSnapshot, RunView
 from ui.shared import hints, messages
 
@@ -43,6 +43,7 @@ class RunsUpdate:
     """What changed in one tick; ``None`` means leave that part of the page as it is."""
 
     runs_table: list[list[Any]] | None = None
+    table_empty: str | None = None  # why the runs table is empty ("" when it is not)
     run_choices: list[tuple[str, str]] | None = None
     status: str | None = None  # the selected run's status ("" for none) when it changed
     algorithm: str | None = None  # the selected run's algorithm when the selection changed
@@ -55,6 +56,7 @@ class RunsUpdate:
     progress_html: str | None = None  # bar, ETA and phase, or the summary of an ended run
     metric_names: list[str] | None = None  # every metric of the run, when that set changed
     changed_metrics: set[str] = field(default_factory=set)  # series with new points
+    clear_message: bool = False  # the last action's message is out of date
 
     @property
     def empty(self) -> bool:
@@ -93,6 +95,21 @@ def note_cell(note: str) -> str:
     """A note as the runs table shows it: its first line, at most :data:`NOTE_CHARS` long."""
     first = note.strip().splitlines()[0] if note.strip() else ""
     return first if len(first) <= NOTE_CHARS else first[: NOTE_CHARS - 1] + "…"
+
+
+def empty_list_text(total: int, shown: int, run_filter: RunFilter) -> str:
+    """Why the runs table shows no row, and what to do ("" when it shows some)."""
+    if shown:
+        return ""
+    if not total:
+        return "No runs yet: start one in the **Train** tab."
+    what = [f"“{messages.escape(run_filter.query)}”"] if run_filter.query else []
+    if run_filter.status != ANY_STATUS:
+        what.append(f"status {messages.escape(run_filter.status)}")
+    return (
+        f"No run of your {total} matches {' and '.join(what)}: "
+        "clear the search or pick another status."
+    )
 
 
 def runs_table(
@@ -230,7 +247,9 @@ def poll(
     if force or list_key != view.list_key:
         runs = run_store.list_runs(db, owner=owner)
         labels = label_store.labels_of(db, [r.id for r in runs])
-        update.runs_table = runs_table(run_filter.apply(runs, labels), labels=labels)
+        shown = run_filter.apply(runs, labels)
+        update.runs_table = runs_table(shown, labels=labels)
+        update.table_empty = empty_list_text(len(runs), len(shown), run_filter)
         update.run_choices = run_choices(runs)
         view.list_key = list_key
     if not isinstance(selected, _Kept):
@@ -269,6 +288,7 @@ def poll(
         run = run_store.get_run(db, view.run_id, owner=owner)
         view.mark_shown(progress)
         update.status = "" if run is None else str(run.status)
+        update.clear_message = view.message_outlived(update.status)
         if force and run is not None:
             update.algorithm = run.algorithm
         update.error = error_text(run)

@@ -13,6 +13,7 @@ import time
 from engine.tracking import metric_names as m
 from storage.runs import RunInfo
 from storage.sqlite.schema import RunPhase, RunStatus
+from ui.plots.intervals import wilson_interval
 from ui.runs.state import RunView, Series
 
 # What each phase the worker records (storage.sqlite.schema.RunPhase) reads as under the bar.
@@ -34,15 +35,20 @@ ETA_WINDOW = 10  # steps whose mean time predicts the rest
 
 def phase(run: RunInfo, recorded: str | None, stop_asked: bool = False) -> str:
     """What an active run is doing now, in words ("" for a run that is not active), from the
-    phase its worker ``recorded`` last (none, as for a run from before phases were recorded:
-    training)."""
+    phase its worker ``recorded`` last in this attempt. Before the new worker records one, a
+    resumed run is resuming and a new one starting (the view read "Training" for seconds after
+    Resume); a run past step 0 from before phases were recorded is training."""
     if run.status == RunStatus.QUEUED:
         return "Queued: waiting for a free training slot"
     if run.status != RunStatus.RUNNING:
         return ""
     if stop_asked:
         return PHASE_TEXT[RunPhase.STOPPING]
-    return PHASE_TEXT[RunPhase(recorded or RunPhase.TRAINING)]
+    if recorded:
+        return PHASE_TEXT[RunPhase(recorded)]
+    if run.attempt > 1:
+        return PHASE_TEXT[RunPhase.RESUMING]
+    return PHASE_TEXT[RunPhase.STARTING if run.last_step == 0 else RunPhase.TRAINING]
 
 
 def eta_seconds(run: RunInfo, series: dict[str, Series]) -> float | None:
@@ -96,7 +102,7 @@ def summary_lines(run: RunInfo, series: dict[str, Series], now: float | None = N
     took = duration_text(run, now)
     if took:
         lines.append(f"took {took}")
-    accuracy = accuracy_text(series.get(m.EVAL_ACCURACY))
+    accuracy = accuracy_text(series.get(m.EVAL_ACCURACY), series.get(m.EVAL_SCORED))
     if accuracy:
         lines.append(accuracy)
     reward = _first_last(series.get(m.REWARD_TOTAL))
@@ -131,8 +137,10 @@ def duration_text(run: RunInfo, now: float | None = None) -> str:
     return clock(total)
 
 
-def accuracy_text(accuracy: Series | None) -> str:
-    """``held-out accuracy 30.0% → 40.0% (best 45.0% at step 5)``, or "" without points."""
+def accuracy_text(accuracy: Series | None, scored: Series | None = None) -> str:
+    """``held-out accuracy 30.0% → 40.0% (95% interval 31-50% of 100; best 45.0% at step 5)``,
+    or "" without points; the interval (``ui.plots.intervals``) where ``scored`` has the last
+    evaluation's n."""
     ends = _first_last(accuracy)
     if accuracy is None or not ends:
         return ""
@@ -140,9 +148,22 @@ def accuracy_text(accuracy: Series | None) -> str:
         (i for i, v in enumerate(accuracy.values) if v is not None),
         key=lambda i: accuracy.values[i],
     )
+    n_at = dict(zip(scored.steps, scored.values, strict=True)) if scored else {}
+    last_n = next(
+        (
+            n_at.get(s)
+            for s, v in zip(accuracy.steps[::-1], accuracy.values[::-1], strict=True)
+            if v is not None
+        ),
+        None,
+    )
+    interval = ""
+    if last_n:
+        lo, hi = wilson_interval(ends[1], int(last_n))
+        interval = f"95% interval {lo:.0%}-{hi:.0%} of {int(last_n)}; "
     return (
         f"held-out accuracy {ends[0]:.1%} → {ends[1]:.1%} "
-        f"(best {accuracy.values[best_at]:.1%} at step {accuracy.steps[best_at]})"
+        f"({interval}best {accuracy.values[best_at]:.1%} at step {accuracy.steps[best_at]})"
     )
 
 

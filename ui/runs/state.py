@@ -122,6 +122,14 @@ class RunView:
     samples_shown: tuple[str, int] | None = None
     stop_asked: str | None = None  # the run this session asked to stop, until it has stopped
     phase: str | None = None  # the worker's phase last shown
+    # An action's message ("Resuming …", "Stop asked …") lasts while the status the action led
+    # to does: the status seen at the first poll after it, then cleared when that one moves.
+    message_run: str | None = None
+    message_status: str | None = None
+    # The run drawn under this one's charts (ui.runs.baseline), read when picked.
+    baseline_id: str | None = None
+    baseline_name: str = ""
+    baseline_series: dict[str, Series] = field(default_factory=dict)
     lock: ViewLock = field(default_factory=ViewLock, repr=False, compare=False)
 
     def select(self, run_id: str | None) -> None:
@@ -136,6 +144,23 @@ class RunView:
         self.sample_steps = []
         self.sample_step = None  # a step picked in another run is not picked in this one
         self.phase = None
+
+    def said(self, run_id: str | None) -> None:
+        """An action on ``run_id`` has put its message under the buttons."""
+        self.message_run, self.message_status = run_id, None
+
+    def message_outlived(self, status: str | None) -> bool:
+        """Whether the open run's ``status`` has moved past the one its action led to: the
+        message is then cleared (True, once)."""
+        if self.message_run is None or self.message_run != self.run_id or status is None:
+            return False
+        if self.message_status is None:
+            self.message_status = status
+            return False
+        if status == self.message_status:
+            return False
+        self.message_run = self.message_status = None
+        return True
 
     def offer_sample_steps(self, steps: Iterable[int]) -> bool:
         """The run's steps with samples, read again: the picker keeps a step the user picked

@@ -25,6 +25,7 @@ from ui.plots import charts
 from ui.plots.chart_controls import ChartControls
 from ui.plots.panels import PANELS
 from ui.plots.plot_output import plot_value
+from ui.runs.baseline import NO_BASELINE, read_baseline, with_baseline
 from ui.runs.buttons import wire_actions
 from ui.runs.extra_chart import draw, extra_updates
 from ui.runs.labels_view import wire_label_editor
@@ -66,7 +67,12 @@ def action_buttons(parts: RunsParts, status: str | None) -> Updates:
     }
 
 
-def poll_updates(parts: RunsParts, state: RunView, update: RunsUpdate) -> Updates:
+def poll_updates(
+    parts: RunsParts,
+    state: RunView,
+    update: RunsUpdate,
+    options: charts.ChartOptions | None = None,
+) -> Updates:
     """The page updates of one poll: only what ``update`` says changed (a quiet tick updates
     nothing but the view state).
 
@@ -76,6 +82,7 @@ def poll_updates(parts: RunsParts, state: RunView, update: RunsUpdate) -> Update
     out: Updates = {parts.view: state}
     for comp, value in (
         (parts.table, update.runs_table),
+        (parts.table_empty, update.table_empty),
         (parts.status_md, update.status_md),
         (parts.progress, update.progress_html),
         (parts.hints_md, update.hints_md),
@@ -93,13 +100,20 @@ def poll_updates(parts: RunsParts, state: RunView, update: RunsUpdate) -> Update
             if gone
             else gr.Dropdown(choices=update.run_choices)
         )
+        out[parts.baseline] = gr.Dropdown(choices=[NO_BASELINE, *update.run_choices])
     for key, figure in update.figures.items():
+        if state.baseline_series and state.baseline_id != state.run_id:
+            figure = with_baseline(
+                figure, _PANELS[key], state.baseline_series, state.baseline_name, options
+            )
         out[parts.plots[key]] = plot_value(figure)
         # An empty chart says nothing: panels appear with their first point.
         out[parts.panel_columns[key]] = gr.Column(visible=bool(figure["data"]))
     if update.sample_steps is not None and state.offer_sample_steps(update.sample_steps):
         out[parts.step_select] = gr.Dropdown(choices=state.sample_steps, value=state.sample_step)
     out.update(action_buttons(parts, update.status))
+    if update.clear_message:
+        out[parts.action_md] = ""
     if update.algorithm is not None:
         for key, note in parts.panel_notes.items():
             out[note] = gr.Markdown(visible=_PANELS[key].note_shown_for(update.algorithm))
@@ -122,6 +136,11 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         )
         shown = parts.finder.read(raw)
         with state.lock:
+            if picked and (raw[parts.baseline] or None) != state.baseline_id:
+                state.baseline_id = raw[parts.baseline] or None
+                state.baseline_name, state.baseline_series = read_baseline(
+                    ctx.db, state.baseline_id, viewer.scope
+                )
             update = poll(
                 ctx.db,
                 state,
@@ -131,7 +150,7 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
                 options=options,
                 run_filter=shown,
             )
-            out = poll_updates(parts, state, update)
+            out = poll_updates(parts, state, update, options)
             out.update(samples_updates(ctx.db, viewer, parts, state))
             picked_metrics = raw[parts.extra.metrics]
             out.update(extra_updates(parts.extra, state, update, picked_metrics, options, picked))
@@ -151,6 +170,7 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         parts.smoothing,
         parts.x_axis,
         parts.log_y,
+        parts.baseline,
         parts.extra.metrics,
         *parts.finder.inputs,
     }
@@ -180,6 +200,7 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
             parts.smoothing.change,
             parts.x_axis.change,
             parts.log_y.change,
+            parts.baseline.change,
         ],
         on_select,
         inputs=inputs,

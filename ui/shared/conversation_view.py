@@ -30,7 +30,13 @@ _LABELS: dict[TurnKind, str] = {
     "answer": "answer",
 }
 _TRAINED = "border-left:3px solid #2563eb;padding:2px 6px;margin:2px 0"
-_MASKED = "border:1px dashed #9ca3af;background:#f3f4f6;color:#4b5563;padding:2px 6px;margin:2px 0"
+# The theme's own colours, so a masked turn reads in dark mode too (a light box with the dark
+# theme's light text in it was unreadable).
+_MASKED = (
+    "border:1px dashed var(--border-color-primary,#9ca3af);"
+    "background:var(--background-fill-secondary,#f3f4f6);"
+    "color:var(--body-text-color-subdued,#4b5563);padding:2px 6px;margin:2px 0"
+)
 _LABEL = "font-size:0.75em;font-weight:600;text-transform:uppercase;opacity:0.7"
 _CALL_RE = re.compile(re.escape(CALL_OPEN) + r"(.*?)" + re.escape(CALL_CLOSE), re.DOTALL)
 
