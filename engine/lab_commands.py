@@ -93,6 +93,8 @@ def cmd_ab(args: argparse.Namespace, data_dir: Path) -> int:
             f"best sample changes in {v['best_changes']} of {v['groups']} groups, mean "
             f"Spearman {_num(v['mean_spearman'])}, max |diff| {_num(v['max_abs_diff'])}"
         )
+    for line in out["verdicts"]:
+        print(line)
     Path(args.output).write_text(json.dumps(out, indent=1), encoding="utf-8")
     print(f"wrote {args.output}")
     return 0

@@ -26,6 +26,7 @@ from ui.access.upload_budget import (
 )
 from ui.access.visitor_cookie import VisitorCookies, server_secret
 from ui.api import build_api
+from ui.api.arguments import StudioBlocks
 from ui.api.lab import build_lab_api
 from ui.compare.tab import build_compare, linked_runs
 from ui.design.tab import build_design
@@ -78,7 +79,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
     # files older than six hours every half hour, so visitors' uploads do not fill the disk.
     # A public app's visitors are told whether runs outlive a restart, not the server's paths.
     storage_note = persistence_note(ctx.data_dir, show_path=not is_public())
-    with gr.Blocks(title=TITLE, delete_cache=CACHE_SWEEP) as demo:
+    with StudioBlocks(title=TITLE, delete_cache=CACHE_SWEEP) as demo:
         gr.Markdown(
             f"## {TITLE}\n"
             "Design a reward from weighted components, preview it on real generations with a "

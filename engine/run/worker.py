@@ -149,7 +149,7 @@ def run(
             if config.algorithm == "ppo":
                 recorder = CriticWatch(recorder, config.ppo.value_warmup_steps)
             recorder.phase(RunPhase.STARTING)
-            log_handler = StorageLogHandler(db, run_id)
+            log_handler = StorageLogHandler(db, run_id, data_dir=data_dir)
             log_handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
             logging.getLogger().addHandler(log_handler)
         status = _train_with_retry(config, run_id, data_dir, recorder, stop, show_progress)

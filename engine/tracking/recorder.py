@@ -8,9 +8,11 @@ training code never asks "am I the writer?".
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Protocol
 
 from storage import runs as run_store
@@ -161,20 +163,33 @@ class StorageRecorder:
 
 
 class StorageLogHandler(logging.Handler):
-    """Sends log records to the run's log view in small batches."""
+    """Sends log records to the run's log view in small batches, with paths inside
+    ``data_dir`` written relative to it: the view and the run's export are shown to visitors,
+    who see no server path (a checkpoint reads ``runs/<id>/checkpoint-5``)."""
 
-    def __init__(self, db: Database, run_id: str, flush_seconds: float = 1.0) -> None:
+    def __init__(
+        self,
+        db: Database,
+        run_id: str,
+        flush_seconds: float = 1.0,
+        data_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
         super().__init__(level=logging.INFO)
         self.db = db
         self.run_id = run_id
         self.flush_seconds = flush_seconds
+        given = [] if data_dir is None else [str(data_dir), str(Path(data_dir).resolve())]
+        self._data_dirs = sorted({d.rstrip(os.sep) for d in given}, key=len, reverse=True)
         self._pending: list[tuple[float, str, str]] = []
         self._last_flush = time.monotonic()
         self._lock = threading.Lock()
 
     def emit(self, record: logging.LogRecord) -> None:
+        text = self.format(record)
+        for folder in self._data_dirs:
+            text = text.replace(folder + os.sep, "").replace(folder, ".")
         with self._lock:
-            self._pending.append((record.created, record.levelname, self.format(record)))
+            self._pending.append((record.created, record.levelname, text))
         if time.monotonic() - self._last_flush >= self.flush_seconds:
             self.flush()
 

@@ -21,6 +21,7 @@ from rewards.lab.advantages import Advantages, grpo_advantages
 from rewards.lab.batch import Generations
 from rewards.lab.matrix import ScoreMatrix
 from rewards.lab.probe_scores import Payoffs, payoffs
+from rewards.lab.verdict import verdicts
 from rewards.spec import RewardSpec
 
 #: Most specs one comparison holds: the current one and three others.
@@ -130,6 +131,7 @@ class Comparison:
                 for g in range(len(self.group_ids))
             ],
             "rows": self.rows(),
+            "verdicts": verdicts(self),
         }
 
 

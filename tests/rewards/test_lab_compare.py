@@ -6,7 +6,8 @@ import pytest
 from rewards.analysis.probes import run_probes
 from rewards.lab.batch import Generations
 from rewards.lab.compare import average_ranks, best_changes, compare, spearman
-from rewards.spec import PRESETS, preset
+from rewards.lab.verdict import MARGIN_TIE, correct_margin, correct_mask
+from rewards.spec import PRESETS, RewardSpec, preset
 from tests.rewards.lab_batch import generations
 
 BATCH = generations(groups=4, per_group=8, seed=0)
@@ -101,3 +102,46 @@ def test_aggregation_changes_the_advantages_not_the_totals():
     assert np.nanmax(np.abs(v.diff)) == 0.0  # TRL logs the same weighted sum as reward
     assert v.disagreement.max() > 0.01
     assert result.to_dict()["specs"][1]["aggregation"] == "normalize_then_sum"
+
+
+def test_the_verdict_names_the_spec_that_pushes_right_answers_up_harder():
+    """Correctness alone against correctness diluted by a heavy format term: the margin is
+    the mean advantage of right minus wrong answers in groups with both, computed here by hand."""
+    alone = RewardSpec.from_dict({"components": [{"name": "correctness", "weight": 1.0}]})
+    diluted = RewardSpec.from_dict(
+        {
+            "components": [
+                {"name": "correctness", "weight": 0.2},
+                {"name": "format", "weight": 2.0},
+            ]
+        }
+    )
+    result = compare([("alone", alone), ("diluted", diluted)], BATCH)
+    correct = correct_mask(result.runs)
+    assert correct is not None
+    for run in result.runs:
+        right, wrong = [], []
+        for g in range(run.matrix.num_groups):
+            members = [
+                i
+                for i in range(len(BATCH))
+                if run.matrix.groups[i] == g and not np.isnan(correct[i])
+            ]
+            if {correct[i] for i in members} >= {0.0, 1.0}:
+                right += [run.advantages[i] for i in members if correct[i] == 1.0]
+                wrong += [run.advantages[i] for i in members if correct[i] == 0.0]
+        assert right and wrong
+        assert correct_margin(run, correct) == pytest.approx(np.mean(right) - np.mean(wrong))
+    a, b = (correct_margin(run, correct) for run in result.runs)
+    assert a > b + MARGIN_TIE
+    (line,) = result.to_dict()["verdicts"]
+    assert line.startswith("diluted vs alone: alone pushes right answers up harder")
+    assert f"advantage margin {b:+.2f} vs {a:+.2f}" in line
+    assert f"in {sum(result.versus[0].best_changes)} of 4 groups" in line
+
+
+def test_without_a_correctness_component_the_verdict_says_it_cannot_tell():
+    plain = RewardSpec.from_dict({"components": [{"name": "format", "weight": 1.0}]})
+    short = RewardSpec.from_dict({"components": [{"name": "conciseness", "weight": 1.0}]})
+    result = compare([("a", plain), ("b", short)], BATCH)
+    assert "no spec scores correctness" in result.to_dict()["verdicts"][0]

@@ -68,6 +68,15 @@ def test_ab_of_two_specs_and_a_two_weight_sweep_on_the_preview(page: Page):
     expect(rows(page, "lab-ab-table")).to_have_count(8, timeout=120_000)
     summary = page.locator("#lab-ab-summary")
     expect(summary).to_contain_text("spec 3 against the current spec")
+    # A verdict per spec pair, above the editors, which have folded away.
+    verdicts = page.locator("#lab-verdicts")
+    expect(verdicts).to_contain_text("concise answers vs current:")
+    # (the shipped model's few answers may all be wrong: then the line says so)
+    margin = r"spec 3 vs current: .*(pushes right answers up|no group holds both a right)"
+    expect(verdicts).to_contain_text(re.compile(margin))
+    expect(verdicts).to_contain_text(re.compile(r"best sample changes in \d+ of 2 groups"))
+    expect(page.locator("#lab-text-0")).to_be_hidden()
+    assert verdicts.bounding_box()["y"] < page.locator("#lab-editors").bounding_box()["y"]
     heads = page.locator("#lab-ab-table thead th").evaluate_all(
         "(ths) => ths.map(th => th.getAttribute('title'))"
     )

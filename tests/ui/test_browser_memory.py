@@ -26,8 +26,9 @@ def stored_change(page: Page, key: str) -> Iterator[None]:
 
 
 def test_a_reload_restores_the_design_the_train_form_chart_settings_and_the_tab(page: Page):
-    set_number(page, "format-weight", 2)
-    expect(page.locator("#spec-status")).to_contain_text("format × 2")
+    with stored_change(page, "reward-studio-design"):
+        set_number(page, "format-weight", 2)
+        expect(page.locator("#spec-status")).to_contain_text("format × 2")
     open_tab(page, "Train")
     page.locator("#train-name input, #train-name textarea").first.fill("kept run")
     page.locator("#train-algorithm").get_by_text("RLOO", exact=True).click()
@@ -56,7 +57,8 @@ def test_a_reload_restores_the_design_the_train_form_chart_settings_and_the_tab(
     expect(page.locator("#chart-smoothing input[type=number]")).to_have_value("0.5")
     expect(page.locator("#chart-log input")).to_be_checked()
     open_tab(page, "Design")
-    expect(page.locator("#spec-status")).to_contain_text("format × 2")
+    # The restore queues behind the page's other loads: a minute on a loaded two-core machine.
+    expect(page.locator("#spec-status")).to_contain_text("format × 2", timeout=60_000)
     expect(page.locator("#format-weight input").first).to_have_value("2")
     expect(page.locator("#import-message")).to_contain_text("Restored the design")
     open_tab(page, "Train")

@@ -32,7 +32,7 @@ def test_runs_get_tags_and_a_note_and_are_found_by_them(page: Page, live_app):
 
     pick_run(page, "managed tagged run")
     expect(page.locator("#run-status")).to_contain_text("managed tagged run")
-    page.locator("#run-tags textarea, #run-tags input").first.fill("baseline, <b>lr</b>")
+    page.locator("#run-tags textarea, #run-tags input").first.fill("ablation, <b>lr</b>")
     page.locator("#run-note textarea").fill("x" * 2001)
     page.locator("button#run-labels-save").click()
     expect(page.locator("#run-labels-message")).to_contain_text("note: 2,001 characters")
@@ -40,16 +40,17 @@ def test_runs_get_tags_and_a_note_and_are_found_by_them(page: Page, live_app):
     page.locator("button#run-labels-save").click()
     expect(page.locator("#run-labels-message")).to_contain_text("Saved the tags and note")
     tags_at = headers(page, "runs-table").index("tags")
-    expect(page.locator("#runs-table")).to_contain_text("baseline, <b>lr</b>")  # as typed
+    expect(page.locator("#runs-table")).to_contain_text("ablation, <b>lr</b>")  # as typed
     # The note has its own column (its first line), as docs/dashboard.md says.
     note_at = headers(page, "runs-table").index("note")
     expect(page.locator("#runs-table")).to_contain_text("diverged after *step 2*")
     assert "diverged after *step 2*" in column(page, "runs-table", note_at)
 
     search = page.locator("#runs-search textarea, #runs-search input").first
-    search.fill("baseline")
+    # A word no other module's run carries (test_browser_baseline names its runs "baseline ...").
+    search.fill("ablation")
     expect(rows(page, "runs-table")).to_have_count(1)
-    assert column(page, "runs-table", tags_at) == ["baseline, <b>lr</b>"]
+    assert column(page, "runs-table", tags_at) == ["ablation, <b>lr</b>"]
     search.fill("managed")
     expect(rows(page, "runs-table")).to_have_count(2)
     page.locator("#runs-status-filter input").click()

@@ -6,12 +6,14 @@ cookies) one call at a time."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -119,19 +121,38 @@ def test_a_run_name_with_a_bidirectional_control_is_a_field_error(public_app):
         client.predict(config, api_name="/start_run")
 
 
+@contextlib.contextmanager
+def worker_slot_held(app, run_id: str) -> Iterator[list[str]]:
+    """The app's one worker slot taken by a sleeper recorded as running ``run_id``, so started
+    runs only queue; yields a list to put them in, stopped when the block ends."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    started: list[str] = []
+    try:
+        with Database(db_path(app.data_dir)) as db:
+            run_store.create_run(
+                db, run_id=run_id, algorithm="grpo", config={}, status=RunStatus.RUNNING
+            )
+            run_store.update_run(db, run_id, pid=sleeper.pid)
+        yield started
+    finally:
+        with Database(db_path(app.data_dir)) as db:  # no worker starts after the test
+            for started_id in started:
+                run_store.update_run(db, started_id, status=RunStatus.STOPPED)
+        sleeper.kill()
+        sleeper.wait()
+
+
+def stop_recorded(app, run_id: str) -> None:
+    with Database(db_path(app.data_dir)) as db:
+        run_store.update_run(db, run_id, status=RunStatus.STOPPED)
+
+
 def test_free_cookies_from_one_address_take_at_most_its_run_slots(public_app):
     """A new cookie per run (each a new anonymous owner under its own cap of 2): the third run
     from one address is refused; a visitor at another address still starts one."""
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     config = json.dumps(SMALL_RUN)
     here = {"X-Forwarded-For": "203.0.113.20"}
-    started = []
-    try:
-        with Database(db_path(public_app.data_dir)) as db:  # holds the one worker slot
-            run_store.create_run(
-                db, run_id="busy-slot", algorithm="grpo", config={}, status=RunStatus.RUNNING
-            )
-            run_store.update_run(db, "busy-slot", pid=sleeper.pid)
+    with worker_slot_held(public_app, "busy-slot") as started:
         for _ in range(2):
             client = Client(public_app.url, headers=here, verbose=False)
             started.append(client.predict(config, api_name="/start_run")["run_id"])
@@ -141,12 +162,26 @@ def test_free_cookies_from_one_address_take_at_most_its_run_slots(public_app):
             )
         elsewhere = Client(public_app.url, headers={"X-Forwarded-For": "198.51.100.20"})
         started.append(elsewhere.predict(config, api_name="/start_run")["run_id"])
-    finally:
-        with Database(db_path(public_app.data_dir)) as db:  # no worker starts after the test
-            for run_id in started:
-                run_store.update_run(db, run_id, status=RunStatus.STOPPED)
-        sleeper.kill()
-        sleeper.wait()
+
+
+def test_a_resume_counts_against_the_address_as_a_start_does(public_app):
+    """Two runs started and stopped, two more started, then the first two resumed (each by its
+    own cookie, under its own cap): the address is at its cap, so the resumes are refused, until
+    one of its runs stops."""
+    config = json.dumps(SMALL_RUN)
+    here = {"X-Forwarded-For": "203.0.113.30"}
+    clients = [Client(public_app.url, headers=here, verbose=False) for _ in range(4)]
+    with worker_slot_held(public_app, "busy-slot-resume") as started:
+        for client in clients:
+            started.append(client.predict(config, api_name="/start_run")["run_id"])
+            if len(started) <= 2:
+                stop_recorded(public_app, started[-1])
+        first, _, third, _ = started
+        with pytest.raises(Exception, match=r"Cannot resume .*runs: 2 queued or running runs"):
+            clients[0].predict(first, api_name="/resume_run")
+        stop_recorded(public_app, third)
+        resumed = clients[0].predict(first, api_name="/resume_run")
+        assert resumed["message"].startswith(f"Resuming {first}"), resumed
 
 
 def test_a_lone_surrogate_for_a_run_id_reads_like_a_missing_run_on_every_endpoint(public_app):
@@ -213,3 +248,26 @@ def test_a_slow_endpoint_takes_one_call_at_a_time_per_address_not_per_cookie(pub
     assert "specs" in json.dumps(other.call("compare_specs", _compare_args(2)))
     thread.join(180)
     assert not isinstance(result.get("first"), Exception | type(None)), result
+
+
+def call_over_http(app_url: str, name: str, data: list, address: str) -> str:
+    """The stream of one ``/gradio_api/call/<name>`` call, as a raw HTTP client makes it."""
+    url = f"{app_url.rstrip('/')}/gradio_api/call/{name}"
+    headers = {"X-Forwarded-For": address}  # an address of its own: no other test's call budget
+    event = httpx.post(url, json={"data": data}, headers=headers, timeout=60)
+    assert event.status_code == 200, event.text
+    with httpx.stream(
+        "GET", f"{url}/{event.json()['event_id']}", headers=headers, timeout=60
+    ) as stream:
+        return "".join(stream.iter_text())
+
+
+def test_a_call_that_leaves_arguments_out_gets_defaults_or_names_what_is_missing(public_app):
+    # run_metrics(run_id, cursor=0, names=None): the optional two left out, as gradio_client does.
+    partial = call_over_http(public_app.url, "run_metrics", ["no-such-run"], "10.40.0.1")
+    assert "event: error" in partial and "no-such-run" in partial, partial
+    assert '"error": null' not in partial
+    none = call_over_http(public_app.url, "run_status", [], "10.40.0.2")
+    assert "run_status: run_id missing (it takes run_id; got 0 of 1 values)" in none, none
+    short = call_over_http(public_app.url, "score_preview", [], "10.40.0.3")
+    assert "score_preview: spec, completions missing" in short, short

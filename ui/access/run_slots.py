@@ -5,7 +5,8 @@ owner is a visitor cookie, which ``GET /config`` hands out for nothing: one scri
 cookies held all of a public app's anonymous run slots. So an anonymous visitor's new run also
 counts against its address (behind a Space's proxy, the hop the proxy appended to
 ``X-Forwarded-For``; :func:`~ui.access.visitor_cookie.client_address`): at most
-``STUDIO_DEMO_MAX_RUNS_PER_ADDRESS`` (2 on a public app) queued or running runs started from it.
+``STUDIO_DEMO_MAX_RUNS_PER_ADDRESS`` (2 on a public app) queued or running runs started or
+resumed from it (runs stopped one by one and resumed together once got past the count).
 
 Signed-in users are not counted here: their identity is not free, and many of them may share
 one address (a campus, an office). The runs an address started are kept in this process:
@@ -37,17 +38,17 @@ def address_cap(env: Mapping[str, str] | None = None) -> int | None:
 class AddressRunSlots:
     """The runs each address started, and the cap on those still queued or running."""
 
-    def __init__(self, cap: int | None) -> None:
+    def __init__(self, cap: int | None, is_active: Callable[[str], bool]) -> None:
         self.cap = cap
+        self.is_active = is_active
         self._runs: dict[str, list[str]] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()  # guards the two dicts
 
-    def start(
-        self, address: str, is_active: Callable[[str], bool], start: Callable[[], str]
-    ) -> str:
-        """``start()`` (which returns the new run's id) if ``address`` has fewer than
-        :attr:`cap` runs for which ``is_active(run_id)`` holds; else refuse.
+    def start(self, address: str, start: Callable[[], str]) -> str:
+        """``start()`` (which returns the id of the run it made active: a new one, or one
+        resumed) if ``address`` has fewer than :attr:`cap` runs for which
+        :attr:`is_active` holds; else refuse.
 
         The count and the start are one critical section per address (a start checks its inputs
         first, which may take seconds), so two calls at once from one address cannot both take
@@ -61,7 +62,7 @@ class AddressRunSlots:
         with self._lock:
             lock = self._locks.setdefault(address, threading.Lock())
         with lock:
-            active = [r for r in self._runs.get(address, []) if is_active(r)]
+            active = [r for r in self._runs.get(address, []) if self.is_active(r)]
             if len(active) >= self.cap:
                 raise TooManyActiveRunsError(
                     f"runs: {len(active)} queued or running runs were started from your network "
@@ -70,5 +71,5 @@ class AddressRunSlots:
                 )
             run_id = start()
             with self._lock:
-                self._runs[address] = [*active, run_id]
+                self._runs[address] = [*(r for r in active if r != run_id), run_id]
             return run_id

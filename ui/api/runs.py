@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from engine.config.run_config import RunConfig
@@ -142,7 +143,7 @@ def run_action(ctx: AppContext, action: str, run_id: str, *, viewer: Viewer) -> 
     """Stop, resume or delete a run of ``viewer``, as the Runs tab's buttons do."""
     act = {
         "stop": run_actions.stop_run,
-        "resume": run_actions.resume_run,
+        "resume": functools.partial(run_actions.resume_run, slots=ctx.address_slots),
         "delete": run_actions.delete_run,
     }[action]
     owned_run(ctx, run_id, viewer)

@@ -24,7 +24,6 @@ from ui.design.presets import show_spec
 from ui.design.tab import DesignHandles
 from ui.memory import saved
 from ui.plots.chart_controls import ChartControls
-from ui.preview.generate import CUSTOM
 from ui.shared.messages import escape, warn
 from ui.shared.named_values import Updates, Values
 from ui.train import form as train_form
@@ -92,10 +91,6 @@ def wire_design_memory(demo: gr.Blocks, design: DesignHandles, secret: str | Non
     )
 
 
-def _model_keys(parts: TrainParts) -> list[str]:
-    return [value for _, value in parts.model.key.choices]
-
-
 def wire_train_memory(demo: gr.Blocks, parts: TrainParts, secret: str | None = None) -> None:
     """The Train form's name, algorithm, model, data (not an uploaded file: it lives on the
     server) and hyperparameters are kept; a reload puts back each value its input takes, and
@@ -127,18 +122,8 @@ def wire_train_memory(demo: gr.Blocks, parts: TrainParts, secret: str | None = N
     )
 
     def restore(value: Any) -> Updates:
-        got = saved.train_values(value, parts.fields, train_form.algorithms(), _model_keys(parts))
-        updates: Updates = {parts.hyper[path]: v for path, v in got.hyper.items()}
-        updates.update({model_inputs[key]: v for key, v in got.model.items()})
-        updates.update({data_inputs[key]: v for key, v in got.data.items()})
-        if got.name is not None:
-            updates[parts.name] = got.name
-        if got.algorithm is not None:
-            updates[parts.algorithm] = got.algorithm
-        if "key" in got.model:
-            updates[m.custom] = gr.Textbox(
-                value=got.model.get("custom", ""), visible=got.model["key"] == CUSTOM
-            )
+        got = saved.train_values(value, parts.fields, train_form.algorithms(), parts.model_keys)
+        updates = parts.show_values(got)
         if got.dropped:
             gr.Warning(
                 "Not restored from your last visit (not a value these fields take): "

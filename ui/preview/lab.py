@@ -34,6 +34,7 @@ from ui.preview.lab_views import (
     onsets_markdown,
     other_spec,
     sweep_cache,
+    verdict_markdown,
 )
 from ui.shared.context import AppContext
 from ui.shared.lab_inputs import LabError, read_spec_upload
@@ -94,8 +95,14 @@ def _build_ab(ctx: AppContext, spec_state: gr.State, cache_state: gr.State) -> N
         "GRPO advantages (as TRL computes them), samples whose advantage flips sign, and the "
         "hacking probes each spec pays for. Pick a source, then edit its spec freely."
     )
+    # The verdicts sit above the editors, which fold away once compared: the results were
+    # 1,500 px down, under three open spec editors.
+    verdicts = gr.Markdown(visible=False, elem_id="lab-verdicts")
     sources, texts = [], []
-    with gr.Row():
+    with (
+        gr.Accordion("The specs to compare", open=True, elem_id="lab-editors") as editors,
+        gr.Row(),
+    ):
         for i in range(OTHER_SPECS):
             with gr.Column(min_width=220):
                 source = gr.Dropdown(
@@ -149,9 +156,16 @@ def _build_ab(ctx: AppContext, spec_state: gr.State, cache_state: gr.State) -> N
             with call_deadline(INTERACTIVE_DEADLINE_S * (1 + len(others))):
                 result = compare_cache(cache, design, others, scale_rewards, tokenize)
         except LabError as exc:
-            return gr.skip(), _error(str(exc)), gr.skip(), gr.skip()
+            return gr.skip(), _error(str(exc)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         headers, rows = ab_table(result, cache, order, flips)
-        return result, _error(None), ab_markdown(result), gr.Dataframe(value=rows, headers=headers)
+        return (
+            result,
+            _error(None),
+            ab_markdown(result),
+            gr.Dataframe(value=rows, headers=headers),
+            gr.Markdown(verdict_markdown(result), visible=True),
+            gr.Accordion(open=False),
+        )
 
     def on_view(cache: PreviewCache, result: dict | None, order: str, flips: bool):
         if result is None:
@@ -162,7 +176,7 @@ def _build_ab(ctx: AppContext, spec_state: gr.State, cache_state: gr.State) -> N
     run.click(
         on_compare,
         [cache_state, spec_state, scale, sort, only_flips, *sources, *texts],
-        [result_state, error, summary, table],
+        [result_state, error, summary, table, verdicts, editors],
         concurrency_limit=2,
         concurrency_id="lab",
         api_visibility="private",

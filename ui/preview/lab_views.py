@@ -20,6 +20,7 @@ from rewards.spec import PRESETS, RewardSpec
 from ui.design.spec_io import parse_spec
 from ui.preview.cache import PreviewCache
 from ui.shared.lab_inputs import LabError
+from ui.shared.messages import escape
 from ui.shared.trace_view import fmt
 
 #: The other specs the A/B panel holds (with the current one: four).
@@ -143,6 +144,12 @@ def ab_markdown(result: dict[str, Any]) -> str:
             f"{fmt(v['mean_spearman'])}; largest |Δ total| {fmt(v['max_abs_diff'])}."
         )
     return "\n".join(lines)
+
+
+def verdict_markdown(result: dict[str, Any]) -> str:
+    """The verdict of each other spec against the current one (:mod:`rewards.lab.verdict`),
+    one line each."""
+    return "\n".join(f"- {escape(line)}" for line in result["verdicts"])
 
 
 def sweep_cache(

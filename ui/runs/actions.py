@@ -23,6 +23,7 @@ from storage.records import samples as sample_store
 from storage.runs import RunInfo, RunNotFoundError
 from storage.sqlite.db import Database
 from ui.access.identity import Viewer
+from ui.access.run_slots import AddressRunSlots
 from ui.shared.conversation_view import completion_view
 from ui.shared.downloads import download_dir
 from ui.shared.trace_view import fmt, trace_columns
@@ -81,17 +82,26 @@ def stop_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) ->
     )
 
 
-def resume_run(db: Database, launcher: Any, viewer: Viewer, run_id: str | None) -> str:
-    """Queue the viewer's run again, within the viewer's caps (as a new run of theirs)."""
-    return _act(
-        db,
-        launcher,
-        viewer,
-        "resume",
-        run_id,
-        "Resuming {run_id} from its last checkpoint.",
-        caps=viewer.caps,
-    )
+def resume_run(
+    db: Database,
+    launcher: Any,
+    viewer: Viewer,
+    run_id: str | None,
+    slots: AddressRunSlots | None = None,
+) -> str:
+    """Queue the viewer's run again, within the viewer's caps and, with ``slots``, its
+    address's (as a new run of theirs)."""
+    run_id = owned_run(db, viewer, run_id).id
+
+    def resume() -> str:
+        launcher.resume(run_id, caps=viewer.caps)
+        return run_id
+
+    try:
+        slots.start(viewer.address, resume) if slots else resume()
+    except Exception as exc:
+        raise RunActionError(f"Cannot resume {run_id}: {exc}") from exc
+    return f"Resuming {run_id} from its last checkpoint."
 
 
 def check_deletable(run: RunInfo) -> None:

@@ -29,7 +29,9 @@ def wire_actions(ctx: AppContext, parts: RunsParts) -> None:
     ):
         viewer = viewer_for(request, profile)
         try:
-            message = run_actions.resume_run(ctx.db, ctx.launcher, viewer, run_id)
+            message = run_actions.resume_run(
+                ctx.db, ctx.launcher, viewer, run_id, ctx.address_slots
+            )
         except run_actions.RunActionError as exc:
             return warn(escape(exc))
         with view.lock:

@@ -148,7 +148,7 @@ class AppContext:
         """Anonymous visitors' active runs per address (``ui.access.run_slots``)."""
         from ui.access.run_slots import AddressRunSlots, address_cap
 
-        return AddressRunSlots(address_cap())
+        return AddressRunSlots(address_cap(), self._is_active)
 
     def start_run(
         self,
@@ -169,7 +169,7 @@ class AppContext:
                 queued and running runs, or over the address's.
         """
         return self.address_slots.start(
-            address, self._is_active, lambda: self._start_run(config, owner, caps, admin)
+            address, lambda: self._start_run(config, owner, caps, admin)
         )
 
     def _is_active(self, run_id: str) -> bool:

@@ -211,6 +211,13 @@ def values_from_config(config: RunConfig, fields: Sequence[FormField]) -> FormVa
     return out
 
 
+def input_value(field: FormField, value: Any) -> Any:
+    """A config value as its input shows it (optional numbers are text; empty means none)."""
+    if field.optional and field.kind in ("int", "float"):
+        return "" if value is None else str(value)
+    return value
+
+
 def suggested_values(
     fields: Sequence[FormField], pretrained: bool, on_gpu: bool, algorithm: str = "grpo"
 ) -> dict[str, Any]:

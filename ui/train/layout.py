@@ -13,6 +13,8 @@ from engine.fields import ConfigError
 from engine.models.specs import ModelSpec, available_models
 from rewards.spec import RewardSpec
 from ui.design.tab import DesignHandles, elem_key
+from ui.memory import saved
+from ui.memory.saved import TrainRestore
 from ui.preview.generate import CUSTOM
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import DataInputs, build_data_inputs
@@ -115,6 +117,28 @@ class TrainParts:
     def show_errors(self, exc: ConfigError | None) -> Updates:
         """Updates that show ``exc`` on its field and hide every other error line."""
         return show_error_at(self.errors, None if exc is None else self.locate(exc), exc)
+
+    @property
+    def model_keys(self) -> list[str]:
+        return [value for _, value in self.model.key.choices]
+
+    def show_values(self, got: TrainRestore) -> Updates:
+        """Updates that put checked form values (a kept form, a config file) into their
+        inputs; the inputs ``got`` has no value for stay as they are."""
+        m, d = self.model, self.data
+        model_inputs = dict(zip(saved.MODEL_KEYS, m.all, strict=True))
+        updates: Updates = {self.hyper[path]: v for path, v in got.hyper.items()}
+        updates.update({model_inputs[key]: v for key, v in got.model.items()})
+        updates.update({getattr(d, key): v for key, v in got.data.items()})
+        if got.name is not None:
+            updates[self.name] = got.name
+        if got.algorithm is not None:
+            updates[self.algorithm] = got.algorithm
+        if "key" in got.model:
+            updates[m.custom] = gr.Textbox(
+                value=got.model.get("custom", ""), visible=got.model["key"] == CUSTOM
+            )
+        return updates
 
 
 def add_error_line(errors: dict[str, gr.Markdown], key: str) -> None:
@@ -225,6 +249,8 @@ class ConfigParts:
     code: gr.Code
     download_btn: gr.Button
     download: gr.File
+    upload: gr.UploadButton
+    upload_message: gr.Markdown
 
 
 def build_config_column() -> ConfigParts:
@@ -240,6 +266,14 @@ def build_config_column() -> ConfigParts:
         elem_id="train-yaml",
         max_lines=45,
     )
-    download_btn = gr.Button("Download config file", size="sm")
+    with gr.Row():
+        download_btn = gr.Button("Download config file", size="sm")
+        upload = gr.UploadButton(
+            "Load a config file",
+            file_types=[".yaml", ".yml", ".json"],
+            size="sm",
+            elem_id="train-load-config",
+        )
+    upload_message = gr.Markdown(elem_id="train-load-message")
     download = gr.File(label="Config", visible=False, interactive=False)
-    return ConfigParts(code, download_btn, download)
+    return ConfigParts(code, download_btn, download, upload, upload_message)

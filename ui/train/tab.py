@@ -11,6 +11,7 @@ wires their events.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -23,7 +24,9 @@ from engine.models.specs import AGENT_MODEL_ALIAS, ENGLISH_MODEL_ALIAS, SHIPPED_
 from engine.planning.micro_batch import describe, local_card_bytes
 from rewards.spec import RewardSpec
 from ui.access.identity import LOCAL_VIEWER, IdentityError, Viewer, viewer_for
+from ui.design.presets import show_spec
 from ui.design.tab import DesignHandles
+from ui.memory import saved
 from ui.preview.generate import CUSTOM, PreviewError, resolve_model
 from ui.shared.context import AppContext
 from ui.shared.data_inputs import data_spec
@@ -32,7 +35,8 @@ from ui.shared.messages import escape, ok, warn
 from ui.shared.named_values import Updates, Values
 from ui.shared.upload_check import upload_named
 from ui.train import form as train_form
-from ui.train.form import FormField, TrainInputs
+from ui.train.config_file import form_record, not_in_form, read_config_file
+from ui.train.form import TrainInputs
 from ui.train.layout import (
     ConfigParts,
     TrainParts,
@@ -115,13 +119,6 @@ def collect(
     return ctx.demo.within_caps(config)  # every demo cap shows on its field as the form is filled
 
 
-def _input_value(field: FormField, value: Any) -> Any:
-    """A config value as its input shows it (optional numbers are text; empty means none)."""
-    if field.optional and field.kind in ("int", "float"):
-        return "" if value is None else str(value)
-    return value
-
-
 def _wire_config_view(
     ctx: AppContext, parts: TrainParts, view: ConfigParts, summary: gr.Markdown, spec: gr.State
 ) -> None:
@@ -185,7 +182,7 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
         pretrained = key not in SHIPPED_MODELS  # the shipped tiny models train in full
         values = train_form.suggested_values(fields, pretrained, on_gpu, algo)
         updates: Updates = {
-            suggested[path]: _input_value(parts.fields[path], value)
+            suggested[path]: train_form.input_value(parts.fields[path], value)
             for path, value in values.items()
         }
         updates[parts.model.custom] = gr.Textbox(visible=key == CUSTOM)
@@ -201,7 +198,7 @@ def _wire_choices(parts: TrainParts, spec: gr.State) -> None:
         )
         if key == AGENT_MODEL_ALIAS:  # as the Preview does: the task, tool and room it needs
             for path, comp in agent.items():
-                updates[comp] = _input_value(parts.fields[path], AGENT_SETTINGS[path])
+                updates[comp] = train_form.input_value(parts.fields[path], AGENT_SETTINGS[path])
             updates[parts.data.source] = "builtin"
             updates[parts.data.task] = AGENT_TASK
             updates[parts.model.note] = (
@@ -262,6 +259,46 @@ def _wire_start(
     )
 
 
+def _wire_config_file(parts: TrainParts, view: ConfigParts, design: DesignHandles) -> None:
+    """A run config file fills the form, and its reward the Design tab's editor."""
+    out = design.editor
+    assert out is not None, "the Design tab's handles carry its editor"
+
+    def on_load(file: Any) -> Updates:
+        try:
+            config = read_config_file(file)
+        except ConfigError as exc:
+            return {view.upload_message: warn(f"Not loaded: {escape(exc)}")}
+        algorithms = train_form.algorithms()
+        record = form_record(config, parts.fields, parts.model_keys)
+        got = saved.train_values(record, parts.fields, algorithms, parts.model_keys)
+        name = escape(Path(getattr(file, "name", file)).name)
+        said = ok(f"Loaded **{name}** into the form, and its reward into the Design tab.")
+        left = [*not_in_form(config), *got.dropped]
+        if left:
+            said += "\n\n" + warn(
+                "The form has no input for: " + ", ".join(escape(x) for x in left[:10])
+            )
+        return {
+            **parts.show_values(got),
+            **show_spec(
+                design.form,
+                out,
+                config.reward,
+                "Loaded the reward of a run config.",
+                "The run config's reward was not drawn",
+            ),
+            view.upload_message: said,
+        }
+
+    view.upload.upload(
+        on_load,
+        view.upload,
+        [*parts.inputs, view.upload_message, *out.load_outputs],
+        api_visibility="private",
+    )
+
+
 def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
@@ -276,4 +313,5 @@ def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
     _wire_config_view(ctx, parts, view, summary, design.spec_state)
     _wire_choices(parts, design.spec_state)
     _wire_start(ctx, parts, design.spec_state, start, start_msg, run_id)
+    _wire_config_file(parts, view, design)
     return TrainHandles(run_id=run_id, parts=parts)
