@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,18 +24,31 @@ pytestmark = pytest.mark.reliability
 RSS_BOUND_MB = 250
 
 
+def repeated_text(text: str, rows: int) -> pa.DictionaryArray:
+    """``rows`` copies of ``text`` as one dictionary entry and ``rows`` indices: the Parquet
+    file a plain column of the copies makes, written without building the copies (a plain
+    4 GB column took 25 s to write)."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, np.int32)), pa.array([text]))
+
+
+def write_plain_schema(columns: dict[str, pa.Array], path: Path) -> Path:
+    """A Parquet file whose schema says plain strings (no Arrow schema stored, so a reader
+    decodes the dictionary-encoded pages into strings, as for any writer's file)."""
+    pq.write_table(pa.table(columns), path, compression="zstd", store_schema=False)
+    return path
+
+
 def bomb_set(folder: Path) -> dict[str, Path]:
     """Files of a few KB to 30 MB that decode to hundreds of MB to GB."""
     files = {}
     # 99,000 rows of one 10,000-character string, dictionary-encoded: 990 MB decoded.
-    path = folder / "dictionary.parquet"
-    pq.write_table(pa.table({"prompt": ["x" * 10_000] * 99_000}), path, compression="zstd")
-    files["dictionary"] = path
+    files["dictionary"] = write_plain_schema(
+        {"prompt": repeated_text("x" * 10_000, 99_000)}, folder / "dictionary.parquet"
+    )
     # One row group of 20 columns of the same kind: 200 KB per row.
-    path = folder / "wide.parquet"
-    columns = {f"c{i}": ["y" * 10_000] * 20_000 for i in range(20)}
-    pq.write_table(pa.table(columns), path, compression="zstd")
-    files["wide"] = path
+    files["wide"] = write_plain_schema(
+        {f"c{i}": repeated_text("y" * 10_000, 20_000) for i in range(20)}, folder / "wide.parquet"
+    )
     path = folder / "empty-objects.json"  # 30 MB of [{},{},...]: ten million dicts
     path.write_text("[" + ",".join(["{}"] * 10_000_000) + "]")
     files["empty-objects"] = path
