@@ -98,7 +98,10 @@ def resume_run(
         return run_id
 
     try:
-        slots.start(viewer.address, resume) if slots else resume()
+        if slots is None:
+            resume()
+        else:
+            slots.start(viewer.address, resume)
     except Exception as exc:
         raise RunActionError(f"Cannot resume {run_id}: {exc}") from exc
     return f"Resuming {run_id} from its last checkpoint."
