@@ -18,6 +18,9 @@ from ui.plots.charts import Figure, base_layout, step_axis
 from ui.runs.distribution_state import DistributionHistory, StepValues
 
 BINS = 24  # rows of a heat map: enough to see two modes, few enough to read a count
+# Light to dark: more completions read darker on the white page (Plotly's "Blues" runs the
+# other way); an empty cell is not drawn at all.
+COLORSCALE = [[0.0, "#dbeafe"], [0.5, "#3b82f6"], [1.0, "#1e3a8a"]]
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,9 @@ def _median_line(name: str, series: StepValues, yaxis: str, shown: bool, own: bo
         "x": list(series.steps),
         "y": [median(v) for v in series.values],
         "name": MEDIAN_NAMES.get(name, "median"),
+        # The CSV download's series, once per name (the cells are not in it: the run's data
+        # download holds every value).
+        "meta": {"series": f"{name} median"} if own else {},
         "legendgroup": name,
         "showlegend": shown,
         "yaxis": yaxis,
@@ -128,9 +134,10 @@ def distribution_figure(
     title = f"{q.label.capitalize()} over each step's whole batch (colour: completions)"
     layout = base_layout(title, q.y_title, revision=f"dist|{run_id}|{q.label}", height=320)
     layout["hovermode"] = "closest"
+    layout["meta"] = {"x_name": "step", "run": run_id}  # the CSV's run column and file name
     layout["xaxis"].update(step_axis(last))
     layout["coloraxis"] = {
-        "colorscale": "Blues",
+        "colorscale": COLORSCALE,
         "cmin": 0,
         "colorbar": {"title": {"text": "completions"}, "thickness": 10},
     }
@@ -166,8 +173,9 @@ def distribution_figure(
 
 
 def _split_axes(layout: dict, q: Quantity, bins: Bins) -> None:
-    """One panel per name, stacked, on the same bins and step axis."""
+    """One panel per name, stacked, on the same bins and step axis (under the lowest panel)."""
     span = [bins.start, bins.start + bins.count * bins.width]
+    layout["xaxis"]["anchor"] = f"y{len(q.names)}"
     layout["height"] = 460
     gap = 0.12
     share = (1 - gap * (len(q.names) - 1)) / len(q.names)
