@@ -127,7 +127,7 @@ def _why_none(samples: Sequence[Sample], show: str, max_tokens: int | None) -> s
     if show == SHOW_WRONG and not any(_has_correctness(s) for s in samples):
         return "This reward has no correctness component to call an answer wrong."
     if show == SHOW_TRUNCATED and all(s.tokens is None for s in samples):
-        return "These samples were stored without their lengths (before schema v5)."
+        return "These samples were stored before their lengths were recorded."
     if show == SHOW_TRUNCATED:
         return f"None used all {max_tokens} tokens." if max_tokens else ""
     return ""
