@@ -9,6 +9,8 @@
 - ``metrics.csv``: one row per step, one column per metric (``step``, ``time``, then names in
   alphabetical order; empty cells where a metric was not logged or was not finite);
 - ``samples.jsonl``: every stored completion with its reward trace, one JSON object a line;
+- ``distributions.jsonl``: each step's distributions over its whole batch (``step``, ``name``,
+  ``count``, ``values``: see :mod:`storage.records.distributions`), one a line;
 - ``logs.txt``: the run's log lines with their UTC time and level;
 - ``model/``: the model folder given, copied (the final model or a checkpoint).
 """
@@ -27,6 +29,7 @@ from typing import Any
 import yaml
 
 from storage.labels import label_of
+from storage.records.distributions import distributions_since
 from storage.records.logs import logs_since
 from storage.records.metrics import metrics_since
 from storage.records.samples import sample_steps, samples_at
@@ -68,6 +71,7 @@ def export_run(
     (out / "config.yaml").write_text(config_yaml(run.config), encoding="utf-8")
     write_metrics_csv(db, run_id, out / "metrics.csv")
     write_samples_jsonl(db, run_id, out / "samples.jsonl")
+    write_distributions_jsonl(db, run_id, out / "distributions.jsonl")
     write_logs(db, run_id, out / "logs.txt")
     if model_dir is not None:
         shutil.copytree(model_dir, out / "model", dirs_exist_ok=True)
@@ -107,6 +111,20 @@ def write_samples_jsonl(db: Database, run_id: str, path: Path) -> int:
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
                 count += 1
     return count
+
+
+def write_distributions_jsonl(db: Database, run_id: str, path: Path) -> int:
+    """Every stored distribution of the run, in the order written; returns how many."""
+    count, cursor = 0, 0
+    with path.open("w", encoding="utf-8") as handle:
+        while True:
+            rows, cursor = distributions_since(db, run_id, cursor, limit=PAGE)
+            for row in rows:
+                record = {"step": row.step, "name": row.name, "count": row.count}
+                handle.write(json.dumps({**record, "values": row.values}) + "\n")
+            count += len(rows)
+            if len(rows) < PAGE:
+                return count
 
 
 def write_logs(db: Database, run_id: str, path: Path) -> int:

@@ -41,6 +41,7 @@ from storage.sqlite.schema import (
     RunNote,
     RunStatus,
     Sample,
+    StepDistribution,
 )
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -336,14 +337,14 @@ def heartbeat(db: Database, run_id: str, step: int | None = None) -> None:
 
 
 def delete_run(db: Database, run_id: str) -> bool:
-    """Delete a run with all its metrics, samples, log lines, notes and labels; False if there
-    was none.
+    """Delete a run with all its metrics, samples, distributions, log lines, notes and labels;
+    False if there was none.
 
     Stopping a running worker first is the caller's job (its writes would fail afterwards).
     """
 
     def write(session: Session) -> bool:
-        for table in (Metric, Sample, LogLine, PhaseEntry, RunNote, RunLabel):
+        for table in (Metric, Sample, StepDistribution, LogLine, PhaseEntry, RunNote, RunLabel):
             session.execute(delete(table).where(table.run_id == run_id))
         return session.execute(delete(Run).where(Run.id == run_id)).rowcount > 0
 
@@ -357,13 +358,14 @@ def truncate_run(
     *,
     redone_at_step: Iterable[str] = (),
 ) -> int:
-    """Delete the run's metrics and samples past ``after_step`` and set ``last_step`` to it.
+    """Delete the run's metrics, samples and distributions past ``after_step`` and set
+    ``last_step`` to it.
 
     For a resume from a checkpoint at ``after_step``: the steps after it are trained again, so
     their old points would otherwise appear twice in the series. ``redone_at_step`` names metrics
     of ``after_step`` itself that the resumed run records again (the final evaluation, which
     runs after the last checkpoint). ``after_step=None``: the run restarts from scratch (no
-    checkpoint) and every metric and sample row goes. Returns the rows deleted.
+    checkpoint) and every metric, sample and distribution row goes. Returns the rows deleted.
     Readers holding a cursor keep what they already read; they see ``last_step`` go back.
     """
     after_step = optional_int(after_step, "after_step", minimum=0)
@@ -374,7 +376,7 @@ def truncate_run(
         if session.get(Run, run_id) is None:
             raise RunNotFoundError(f"no run with id {run_id!r}")
         deleted = 0
-        for table in (Metric, Sample):
+        for table in (Metric, Sample, StepDistribution):
             result = session.execute(
                 delete(table).where(table.run_id == run_id, table.step > keep_through)
             )

@@ -67,6 +67,14 @@ PPO_KL_COEF = "ppo/kl_coef"
 PPO_VALUE_MEAN = "ppo/value_mean"
 PPO_RETURN_MEAN = "ppo/return_mean"
 PPO_EPOCHS = "ppo/epochs"
+# Distributions over a step's whole generation batch, one value per completion
+# (engine/tracking/distributions.py, storage/records/distributions.py): the total reward, the
+# advantage, the length in tokens, and the length of right and of wrong answers apart.
+DIST_REWARD = "dist/reward"
+DIST_ADVANTAGE = "dist/advantage"
+DIST_LENGTH = "dist/length"
+DIST_LENGTH_CORRECT = "dist/length/correct"
+DIST_LENGTH_WRONG = "dist/length/wrong"
 
 _TRL_RENAMES = {
     "reward": REWARD_TOTAL,

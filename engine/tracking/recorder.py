@@ -1,4 +1,4 @@
-"""Where a run's metrics, samples, progress, phases and log lines go.
+"""Where a run's metrics, samples, distributions, progress, phases and log lines go.
 
 The worker talks to one recorder object; under ``accelerate launch`` only the main process gets a
 storage-backed one and the others get :class:`NullRecorder` with the same interface, so the
@@ -11,11 +11,12 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from storage import runs as run_store
+from storage.records import distributions as distribution_store
 from storage.records import logs as log_store
 from storage.records import notes as note_store
 from storage.records import phases as phase_store
@@ -30,6 +31,7 @@ HEARTBEAT_SECONDS = 5.0
 class RunRecorder(Protocol):
     def metrics(self, step: int, values: dict[str, float]) -> None: ...
     def samples(self, step: int, rows: list[dict[str, Any]]) -> None: ...
+    def distributions(self, step: int, values: Mapping[str, Sequence[float | None]]) -> None: ...
     def progress(self, step: int) -> None: ...
     def phase(self, phase: RunPhase, step: int | None = None) -> None: ...
     def note(
@@ -47,6 +49,9 @@ class NullRecorder:
         pass
 
     def samples(self, step: int, rows: list[dict[str, Any]]) -> None:
+        pass
+
+    def distributions(self, step: int, values: Mapping[str, Sequence[float | None]]) -> None:
         pass
 
     def progress(self, step: int) -> None:
@@ -82,6 +87,9 @@ class ForwardingRecorder:
 
     def samples(self, step: int, rows: list[dict[str, Any]]) -> None:
         self.inner.samples(step, rows)
+
+    def distributions(self, step: int, values: Mapping[str, Sequence[float | None]]) -> None:
+        self.inner.distributions(step, values)
 
     def progress(self, step: int) -> None:
         self.inner.progress(step)
@@ -128,6 +136,10 @@ class StorageRecorder:
 
     def samples(self, step: int, rows: list[dict[str, Any]]) -> None:
         sample_store.add_samples(self.db, self.run_id, step, rows)
+
+    def distributions(self, step: int, values: Mapping[str, Sequence[float | None]]) -> None:
+        """One value per completion of the step's whole batch, by name (compacted by storage)."""
+        distribution_store.add_distributions(self.db, self.run_id, step, values)
 
     def progress(self, step: int) -> None:
         self._step = step

@@ -1,21 +1,42 @@
-"""Turn a captured generation batch into stored sample rows with per-component traces.
+"""Turn a captured generation batch into stored sample rows with per-component traces, and the
+batch's distributions.
 
 A tool rollout (TRL's messages: assistant turns with ``tool_calls``, tool results) is scored as
 it was generated, so the agent components see its calls, and keeps its whole conversation in the
-row's ``extra["conversation"]``; ``completion`` holds its assistant text, as for any run.
+row's ``extra["conversation"]``; ``completion`` holds its assistant text, as for any run. Each row
+keeps its completion's length in tokens (``tokens``), which the truncation limit counts.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from engine.config.run_config import RunConfig
+from engine.tracking.distributions import step_distributions
 from engine.tracking.generation_batch import GenerationBatch
 from engine.tracking.recorder import RunRecorder
 from rewards.completions.text import completion_text, prompt_text
 from rewards.completions.tool_calls import is_conversation
-from rewards.composer import score
+from rewards.composer import ScoredSample, score
 from rewards.spec import RewardSpec
+
+
+def scored_batch(
+    spec: RewardSpec, batch: GenerationBatch, keep: int | None = None
+) -> list[ScoredSample]:
+    """The first ``keep`` completions of ``batch`` (all by default) scored under ``spec``, with
+    traces: the batch's own scores where the trainer gave them (``batch.scored``)."""
+    keep = len(batch.completions) if keep is None else keep
+    if batch.scored is not None:
+        return batch.scored[:keep]
+    return score(
+        spec,
+        [prompt_text(p) for p in batch.prompts[:keep]],
+        batch.completions[:keep],  # as generated: a tool rollout's calls are scored too
+        answers=batch.answers[:keep],
+        completion_ids=batch.completion_ids[:keep],
+    )
 
 
 def sample_rows(
@@ -29,15 +50,7 @@ def sample_rows(
     keep = min(len(batch.completions), max(group_size, limit - limit % group_size))
     completions = [completion_text(c) for c in batch.completions[:keep]]
     prompts = [prompt_text(p) for p in batch.prompts[:keep]]
-    scored = batch.scored[:keep] if batch.scored is not None else None
-    if scored is None:
-        scored = score(
-            spec,
-            prompts,
-            batch.completions[:keep],  # as generated: a tool rollout's calls are scored too
-            answers=batch.answers[:keep],
-            completion_ids=batch.completion_ids[:keep],
-        )
+    scored = scored_batch(spec, batch, keep)
     return [
         {
             "prompt_index": i // group_size,
@@ -49,6 +62,7 @@ def sample_rows(
             "trace": [t.to_dict() for t in scored[i].trace],
             "advantage": batch.advantages[i] if i < len(batch.advantages) else None,
             "extra": _conversation(batch.completions[i]),
+            "tokens": len(batch.completion_ids[i]) if i < len(batch.completion_ids) else None,
         }
         for i in range(keep)
     ]
@@ -66,7 +80,13 @@ def _conversation(completion: Any) -> dict[str, Any]:
 
 
 class SampleStore:
-    """Stores the newest generation batch of a TRL trainer, traced, at each logged step."""
+    """Stores the newest generation batch of a TRL trainer at each logged step: its first whole
+    groups as traced samples, and all of it as distributions (``training.samples_per_log: 0``
+    stores neither).
+
+    The batch is scored once, whole, for both: TRL's per-completion rewards stay inside its
+    trainer, so this costs one more scoring of the completions the samples leave out.
+    """
 
     def __init__(self, config: RunConfig, recorder: RunRecorder) -> None:
         self.config = config
@@ -75,11 +95,15 @@ class SampleStore:
 
     def store(self, step: int) -> None:
         batch = self.trainer.pop_generation_batch() if self.trainer is not None else None
-        if batch is not None and self.config.training.samples_per_log:
-            rows = sample_rows(
-                self.config.reward.at_step(step),  # the weights in force at this step
-                batch,
-                self.config.generation.num_generations,
-                self.config.training.samples_per_log,
-            )
-            self.recorder.samples(step, rows)
+        if batch is None or not self.config.training.samples_per_log:
+            return
+        spec = self.config.reward.at_step(step)  # the weights in force at this step
+        batch = replace(batch, scored=scored_batch(spec, batch))
+        rows = sample_rows(
+            spec,
+            batch,
+            self.config.generation.num_generations,
+            self.config.training.samples_per_log,
+        )
+        self.recorder.samples(step, rows)
+        self.recorder.distributions(step, step_distributions(batch, batch.scored or []))

@@ -3,7 +3,7 @@
 A sample given to :func:`add_samples` is a mapping with the fields of
 :class:`storage.sqlite.schema.Sample` that the caller knows (``prompt`` and ``completion`` required;
 ``answer``, ``total``, ``trace``, ``advantage``, ``value``, ``group``, ``prompt_index``,
-``extra`` optional); :func:`samples_at` reads them back as ``Sample`` rows.
+``extra``, ``tokens`` optional); :func:`samples_at` reads them back as ``Sample`` rows.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ def _row(run_id: str, step: int, index: int, sample: Mapping[str, Any], now: flo
         "value": finite_or_none(sample.get("value"), f"{where}.value"),
         "extra": plain_json(extra, f"{where}.extra"),
         "time": now,
+        "tokens": optional_int(sample.get("tokens"), f"{where}.tokens", minimum=0),
     }
 
 

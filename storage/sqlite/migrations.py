@@ -69,7 +69,26 @@ def _v3_to_v4(conn: Connection) -> None:
     )
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+def _v4_to_v5(conn: Connection) -> None:
+    """Samples get their length in tokens (NULL on older samples), and runs get the distributions
+    of their steps' whole generation batches (``storage.sqlite.schema.StepDistribution``; older
+    runs have none)."""
+    conn.exec_driver_sql("ALTER TABLE sample ADD COLUMN tokens INTEGER")
+    conn.exec_driver_sql(  # the text a new file gets, so both read the same in sqlite_master
+        "CREATE TABLE step_distribution (\n\tid INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, "
+        "\n\trun_id VARCHAR NOT NULL, \n\tstep INTEGER NOT NULL, \n\tname VARCHAR NOT NULL, "
+        "\n\tcount INTEGER NOT NULL, \n\tvalues_json TEXT NOT NULL, \n\ttime FLOAT NOT NULL, "
+        "\n\tFOREIGN KEY(run_id) REFERENCES run (id) ON DELETE CASCADE\n)"
+    )
+    conn.exec_driver_sql(
+        "CREATE INDEX ix_step_distribution_run_id ON step_distribution (run_id, id)"
+    )
+    conn.exec_driver_sql(
+        "CREATE INDEX ix_step_distribution_run_step ON step_distribution (run_id, step)"
+    )
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
 
 
 def migrate(conn: Connection, current: int, target: int) -> None:

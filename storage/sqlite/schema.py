@@ -1,17 +1,20 @@
-"""The SQLite schema of Reward Studio: runs, metrics, samples, log lines and a schema version.
+"""The SQLite schema of Reward Studio: runs, metrics, samples, per-step distributions, log lines and
+a schema version.
 
 Conventions:
 
 - Times are UTC epoch seconds (``time.time()`` floats) everywhere; the UI formats them.
-- ``Metric.id`` and ``LogLine.id`` are AUTOINCREMENT, so ids are never reused, and they are
-  the cursors of incremental reads. SQLite has one writer at a time and every write here holds
-  the write lock from ``BEGIN IMMEDIATE`` to ``COMMIT``, so ids become visible in id order:
-  a reader that has seen id ``n`` will never later see a new row with an id below ``n``.
+- ``Metric.id``, ``StepDistribution.id`` and ``LogLine.id`` are AUTOINCREMENT, so ids are
+  never reused, and they are the cursors of incremental reads. SQLite has one writer at a time
+  and every write here holds the write lock from ``BEGIN IMMEDIATE`` to ``COMMIT``, so ids
+  become visible in id order: a reader that has seen id ``n`` will never later see a new row
+  with an id below ``n``.
 - A metric value that is not a finite number (NaN, ±inf, ``None``) is stored as NULL: the
   point stays in the series (a chart draws a gap there and can flag it) instead of vanishing.
-- JSON columns (``run.config_json``, ``sample.trace_json``, ``sample.extra_json``) hold strict
-  JSON (non-finite floats become ``null``), so a browser can parse them as they are. The models
-  expose them decoded (``Run.config``, ``Sample.trace``, ``Sample.extra``) through
+- JSON columns (``run.config_json``, ``sample.trace_json``, ``sample.extra_json``,
+  ``step_distribution.values_json``) hold strict JSON (non-finite floats become ``null``), so a
+  browser can parse them as they are. The models expose them decoded (``Run.config``,
+  ``Sample.trace``, ``Sample.extra``, ``StepDistribution.values``) through
   :class:`JSONText`, and ``Run.status`` as a :class:`RunStatus` through :class:`EnumText`:
   the table models are the row types the rest of the code reads, nothing is defined twice.
 
@@ -31,7 +34,7 @@ from sqlmodel import Field, SQLModel
 
 from storage.sqlite.encoding import json_text
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # The owner of runs started from the command line, and of every run made before owners existed.
 LOCAL_OWNER = "local"
@@ -250,6 +253,31 @@ class Sample(SQLModel, table=True):
         default_factory=dict, sa_column=Column("extra_json", JSONText, nullable=False)
     )
     time: float
+    # The completion's length in tokens (what the truncation limit counts); NULL on samples
+    # stored before schema v5. Last: where ALTER TABLE put it in migrated files.
+    tokens: int | None = None
+
+
+class StepDistribution(SQLModel, table=True):
+    """The values one quantity took over a step's whole generation batch (every completion, not
+    only the few stored as samples): ``values`` (column ``values_json``) sorted ascending, all
+    ``count`` of them, or :data:`storage.records.distributions.MAX_VALUES` equal-mass quantiles
+    of them in a larger batch. ``id`` is the cursor of incremental reads."""
+
+    __tablename__ = "step_distribution"
+    __table_args__ = (
+        Index("ix_step_distribution_run_id", "run_id", "id"),
+        Index("ix_step_distribution_run_step", "run_id", "step"),  # truncating on resume
+        {"sqlite_autoincrement": True},
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="run.id", ondelete="CASCADE")
+    step: int
+    name: str
+    count: int  # values in the batch (the finite ones), at least len(values)
+    values: list[float] = Field(sa_column=Column("values_json", JSONText, nullable=False))
+    time: float
 
 
 class LogLine(SQLModel, table=True):
@@ -324,6 +352,7 @@ TABLES = (
     Run.__table__,
     Metric.__table__,
     Sample.__table__,
+    StepDistribution.__table__,
     PhaseEntry.__table__,
     LogLine.__table__,
     RunNote.__table__,

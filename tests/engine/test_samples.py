@@ -48,3 +48,8 @@ def test_without_scores_the_rows_match_the_composer():
     expected = score(SPEC, None, [GOOD, "no tags"], answers=["4", "4"])
     assert [r["total"] for r in rows] == [s.total for s in expected]
     assert [r["trace"] for r in rows] == [[t.to_dict() for t in s.trace] for s in expected]
+
+
+def test_each_row_keeps_its_length_in_tokens():
+    rows = sample_rows(SPEC, batch([GOOD, "no tags"]), group_size=2, limit=2)
+    assert [r["tokens"] for r in rows] == [3, 3]

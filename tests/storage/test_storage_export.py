@@ -1,4 +1,5 @@
-"""Exporting a run: metrics as a step-by-metric CSV, samples with traces as JSONL, logs, config."""
+"""Exporting a run: metrics as a step-by-metric CSV, samples with traces and distributions as JSONL,
+logs, config."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import yaml
 
 from storage.export import export_run
 from storage.labels import set_label
+from storage.records.distributions import add_distributions
 from storage.records.logs import append_logs
 from storage.records.metrics import MetricWriter
 from storage.records.samples import add_samples
@@ -29,6 +31,7 @@ def recorded_run(db) -> str:
         db, run.id, 2, [{"prompt": "2+2?", "completion": "4", "total": 1.0, "trace": trace}]
     )
     add_samples(db, run.id, 3, [{"prompt": "3+3?", "completion": "é6", "total": 0.0, "value": 0.2}])
+    add_distributions(db, run.id, 3, {"dist/reward": [0.0, 1.0, 1.0]})
     append_logs(db, run.id, [(0.0, "INFO", "Loading model default")])
     return run.id
 
@@ -54,6 +57,9 @@ def test_a_run_exports_to_plain_files(db, tmp_path):
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text("utf-8").splitlines()]
     assert [(s["step"], s["completion"]) for s in samples] == [(2, "4"), (3, "é6")]
     assert samples[0]["trace"][0]["name"] == "correctness" and samples[1]["value"] == 0.2
+
+    (dist,) = [json.loads(line) for line in (out / "distributions.jsonl").read_text().splitlines()]
+    assert dist == {"step": 3, "name": "dist/reward", "count": 3, "values": [0.0, 1.0, 1.0]}
 
     info = json.loads((out / "run.json").read_text("utf-8"))
     assert info["id"] == run_id and info["name"] == "exported" and info["status"] == "queued"

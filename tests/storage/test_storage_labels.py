@@ -72,9 +72,11 @@ def test_a_version_3_database_gets_labels_and_attempt_times_and_keeps_its_runs(d
     with sqlite3.connect(path) as conn:  # back to what version 3 had
         conn.execute("DROP TABLE run_label")
         conn.execute("ALTER TABLE run DROP COLUMN earlier_attempts_s")
+        conn.execute("DROP TABLE step_distribution")  # version 5's
+        conn.execute("ALTER TABLE sample DROP COLUMN tokens")  # added in version 5
         conn.execute("UPDATE schema_version SET version = 3")
     with Database(path) as db:
-        assert db.schema_version == SCHEMA_VERSION == 4
+        assert db.schema_version == SCHEMA_VERSION == 5
         assert label_of(db, "old") is None
         assert get_run(db, "old").earlier_attempts_s == 0.0  # never measured
         set_label(db, "old", tags="kept", note="from v3")

@@ -35,8 +35,10 @@ def test_a_version_2_database_gets_the_notes_table(data_dir):
             conn.execute(f"DROP TABLE {table}")
         conn.execute("ALTER TABLE run DROP COLUMN queued_at")
         conn.execute("ALTER TABLE run DROP COLUMN earlier_attempts_s")
+        conn.execute("DROP TABLE step_distribution")  # version 5's
+        conn.execute("ALTER TABLE sample DROP COLUMN tokens")  # added in version 5
         conn.execute("UPDATE schema_version SET version = 2")
     with Database(path) as db:
-        assert db.schema_version == SCHEMA_VERSION == 4
+        assert db.schema_version == SCHEMA_VERSION == 5
         add_note(db, "old", 1, NoteKind.CONSTANT_COMPONENT, "kept")
         assert [n.message for n in notes_of_run(db, "old")] == ["kept"]

@@ -50,6 +50,8 @@ def test_a_database_from_before_owners_is_migrated_and_keeps_its_runs(data_dir):
         conn.execute("ALTER TABLE run DROP COLUMN queued_at")  # added in version 3
         conn.execute("DROP TABLE run_label")  # version 4's
         conn.execute("ALTER TABLE run DROP COLUMN earlier_attempts_s")  # added in version 4
+        conn.execute("DROP TABLE step_distribution")  # version 5's
+        conn.execute("ALTER TABLE sample DROP COLUMN tokens")  # added in version 5
         conn.execute("UPDATE schema_version SET version = 1")
     with Database(path) as db:
         assert db.schema_version == SCHEMA_VERSION

@@ -1,6 +1,6 @@
 """The table models are the row types, their JSON and status columns keep the v2 file format (v3
-adds the phase table),
-and the shared queries (skip-scan of distinct values) read through the indexes."""
+adds the phase table, v5 the distributions), and the shared queries (skip-scan of distinct
+values) read through the indexes."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from storage.paths import db_path
+from storage.records.distributions import add_distributions, distributions_since
 from storage.records.logs import append_logs, logs_since
 from storage.records.metrics import MetricWriter, metric_names, metrics_since
 from storage.records.phases import phases
@@ -94,6 +95,25 @@ V4_SCHEMA = V3_SCHEMA | {
     ),
 }
 
+# Version 5 adds each sample's length in tokens and the distributions of each step's batch.
+V5_SCHEMA = V4_SCHEMA | {
+    "sample": V4_SCHEMA["sample"].replace(
+        "time FLOAT NOT NULL, ", "time FLOAT NOT NULL, \n\ttokens INTEGER, "
+    ),
+    "step_distribution": (
+        "CREATE TABLE step_distribution (\n\tid INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, "
+        "\n\trun_id VARCHAR NOT NULL, \n\tstep INTEGER NOT NULL, \n\tname VARCHAR NOT NULL, "
+        "\n\tcount INTEGER NOT NULL, \n\tvalues_json TEXT NOT NULL, \n\ttime FLOAT NOT NULL, "
+        "\n\tFOREIGN KEY(run_id) REFERENCES run (id) ON DELETE CASCADE\n)"
+    ),
+    "ix_step_distribution_run_id": (
+        "CREATE INDEX ix_step_distribution_run_id ON step_distribution (run_id, id)"
+    ),
+    "ix_step_distribution_run_step": (
+        "CREATE INDEX ix_step_distribution_run_step ON step_distribution (run_id, step)"
+    ),
+}
+
 # Version 2 had no queued_at (version 3 adds it: a resumed run queues from its resume).
 NEW_IN_V3 = {"phase", "note"}  # the tables (and their indexes) version 3 added
 V2_SCHEMA = {
@@ -114,10 +134,10 @@ def stored_schema(path) -> dict[str, str]:
     return {name: sql for name, sql in rows if name != "sqlite_sequence"}
 
 
-def test_a_new_file_has_exactly_the_v4_tables_and_indexes(data_dir):
+def test_a_new_file_has_exactly_the_v5_tables_and_indexes(data_dir):
     Database(db_path(data_dir)).close()
-    assert SCHEMA_VERSION == 4
-    assert stored_schema(db_path(data_dir)) == V4_SCHEMA
+    assert SCHEMA_VERSION == 5
+    assert stored_schema(db_path(data_dir)) == V5_SCHEMA
 
 
 def test_the_table_models_are_the_row_types(db):
@@ -202,12 +222,16 @@ def test_a_v2_file_written_by_earlier_code_reads_and_writes(data_dir):
         again = set_status(db, "old", RunStatus.QUEUED, config={"a": 2})
         assert (again.attempt, again.config) == (2, {"a": 2})
         assert run.queued_at is None  # migrated: it queues by its creation time
+        assert samples_at(db, "old", 3)[0].tokens is None  # stored before lengths were
+        assert distributions_since(db, "old") == ([], 0)
+        add_distributions(db, "old", 4, {"dist/reward": [1.0]})
     migrated = stored_schema(path)
     migrated_run = migrated.pop("run")  # ALTER TABLE's: new columns at the end
     assert "owner VARCHAR NOT NULL, queued_at FLOAT, earlier_attempts_s FLOAT NOT NULL" in (
         migrated_run
     )
-    assert migrated == {k: v for k, v in V4_SCHEMA.items() if k != "run"}
+    assert "time FLOAT NOT NULL, tokens INTEGER, " in migrated.pop("sample")
+    assert migrated == {k: v for k, v in V5_SCHEMA.items() if k not in ("run", "sample")}
 
 
 def test_distinct_values_of_a_run_ascending(db):

@@ -100,7 +100,14 @@ def test_run_data_downloads_as_one_zip(ctx, tmp_path):
         run_actions.run_data_archive(ctx.db, LOCAL_VIEWER, "nope")
     archive = run_actions.run_data_archive(ctx.db, LOCAL_VIEWER, "grpo-1234abcd", into=tmp_path)
     names = set(zipfile.ZipFile(archive).namelist())
-    assert names == {"run.json", "config.yaml", "metrics.csv", "samples.jsonl", "logs.txt"}
+    assert names == {
+        "run.json",
+        "config.yaml",
+        "metrics.csv",
+        "samples.jsonl",
+        "distributions.jsonl",
+        "logs.txt",
+    }
 
 
 def test_actions_explain_what_is_missing(ctx):

@@ -22,8 +22,10 @@ from storage.export import config_yaml, export_run
 from storage.records import samples as sample_store
 from storage.runs import RunInfo, RunNotFoundError
 from storage.sqlite.db import Database
+from storage.sqlite.schema import Sample
 from ui.access.identity import Viewer
 from ui.access.run_slots import AddressRunSlots
+from ui.runs.sample_groups import SHOW_ALL, shown_samples
 from ui.shared.conversation_view import completion_view
 from ui.shared.downloads import download_dir
 from ui.shared.trace_view import fmt, trace_columns
@@ -184,22 +186,44 @@ def question(prompt: str) -> str:
     return prompt[at + len("user: ") :] if at >= 0 else prompt
 
 
-def samples_table(
-    db: Database, viewer: Viewer, run_id: str | None, step: int | None
-) -> tuple[list[str], list]:
-    """Headers and rows of the samples of one step of a run of ``viewer``, one column per
-    reward component."""
+NO_SAMPLES = (["prompt", "completion", "total"], [])
+
+
+def step_samples(
+    db: Database, viewer: Viewer, run_id: str | None, step: Any
+) -> tuple[list[Sample], RunInfo | None]:
+    """The samples of one step of a run of ``viewer``, and the run (``[], None`` for no run,
+    another user's, or a step that is not a number)."""
     if not run_id or step is None:
-        return ["prompt", "completion", "total"], []
+        return [], None
     try:
-        run_id = owned_run(db, viewer, run_id).id
-    except RunActionError:
-        return ["prompt", "completion", "total"], []
-    try:
+        run = owned_run(db, viewer, run_id)
         step = int(step)
-    except (TypeError, ValueError, OverflowError):
-        return ["prompt", "completion", "total"], []
-    rows = sample_store.samples_at(db, run_id, step)
+    except (RunActionError, TypeError, ValueError, OverflowError):
+        return [], None
+    return sample_store.samples_at(db, run.id, step), run
+
+
+def max_tokens(run: RunInfo | None) -> int | None:
+    """The run's completion limit in tokens (what a truncated completion used up), if known."""
+    generation = (run.config or {}).get("generation") if run is not None else None
+    limit = generation.get("max_completion_length") if isinstance(generation, dict) else None
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+
+
+def samples_table(
+    db: Database, viewer: Viewer, run_id: str | None, step: int | None, show: str = SHOW_ALL
+) -> tuple[list[str], list]:
+    """Headers and rows of the samples of one step of a run of ``viewer`` that ``show`` keeps
+    (:data:`ui.runs.sample_groups.SAMPLE_FILTERS`), one column per reward component."""
+    rows, run = step_samples(db, viewer, run_id, step)
+    if run is None:
+        return NO_SAMPLES
+    return table_of(shown_samples(rows, show, max_tokens(run)))
+
+
+def table_of(rows: list[Sample]) -> tuple[list[str], list]:
+    """Headers and rows of the samples table for ``rows``."""
     components = trace_columns(r.trace for r in rows)
     headers = ["group", "prompt", "completion", "answer", "total", "advantage", *components, "why"]
     out = []

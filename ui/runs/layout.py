@@ -11,8 +11,10 @@ import gradio as gr
 from ui.plots import chart_controls
 from ui.plots.panels import PANELS
 from ui.runs.baseline import NO_BASELINE
+from ui.runs.distribution_chart import DistributionChart, build_distribution_chart
 from ui.runs.extra_chart import ExtraChart, build_extra_chart
 from ui.runs.labels_view import FilterControls, LabelEditor, build_label_editor, build_runs_list
+from ui.runs.sample_groups import GROUP_HEADERS, SAMPLE_FILTERS, SHOW_ALL
 from ui.runs.state import RunView
 
 
@@ -54,7 +56,11 @@ class RunsParts:
     panel_columns: dict[str, gr.Column]  # panel key -> column, shown once it has points
     panel_notes: dict[str, gr.Markdown]  # panel key -> note, shown for the algorithms it is about
     extra: ExtraChart  # any logged metric, picked by name
+    dist: DistributionChart  # a heat map over steps of each step's whole batch
     step_select: gr.Dropdown
+    sample_filter: gr.Radio  # all, zero-variance groups, wrong answers, truncated
+    groups_note: gr.Markdown  # the step's groups with zero variance, what the filter kept
+    groups: gr.Dataframe  # each group's reward spread
     samples: gr.Dataframe
     logs: gr.Code
 
@@ -73,6 +79,8 @@ class RunsParts:
             *self.plots.values(),
             self.logs,
             self.step_select,
+            self.groups_note,
+            self.groups,
             self.samples,
             self.stop,
             self.resume,
@@ -82,6 +90,7 @@ class RunsParts:
             *self.panel_columns.values(),
             *self.panel_notes.values(),
             *self.extra.outputs,
+            *self.dist.outputs,
         ]
 
 
@@ -198,16 +207,30 @@ def build_runs_parts() -> RunsParts:
         )
     plots, panel_columns, panel_notes = _build_charts()
     extra = build_extra_chart()
+    dist = build_distribution_chart()
     with gr.Accordion("Samples by step, with each component's score", open=True):
-        # A pick may still carry the previous run's step after the choices moved on: the
-        # handler takes any value (and keeps the view's step for one that is not there) instead
-        # of Gradio refusing it with an error toast.
-        step_select = gr.Dropdown(
-            label="Step",
-            choices=[],
-            value=None,
-            elem_id="sample-step",
-            allow_custom_value=True,
+        with gr.Row(equal_height=True):
+            # A pick may still carry the previous run's step after the choices moved on: the
+            # handler takes any value (and keeps the view's step for one that is not there)
+            # instead of Gradio refusing it with an error toast.
+            step_select = gr.Dropdown(
+                label="Step",
+                choices=[],
+                value=None,
+                elem_id="sample-step",
+                allow_custom_value=True,
+                scale=1,
+            )
+            sample_filter = gr.Radio(
+                list(SAMPLE_FILTERS), value=SHOW_ALL, label="Show", elem_id="sample-filter", scale=3
+            )
+        groups_note = gr.Markdown(elem_id="sample-groups-note")
+        groups = gr.Dataframe(
+            value=[],
+            headers=GROUP_HEADERS,
+            interactive=False,
+            max_height=240,
+            elem_id="run-groups",
         )
         samples = gr.Dataframe(
             value=[],
@@ -231,7 +254,11 @@ def build_runs_parts() -> RunsParts:
         panel_columns=panel_columns,
         panel_notes=panel_notes,
         extra=extra,
+        dist=dist,
         step_select=step_select,
+        sample_filter=sample_filter,
+        groups_note=groups_note,
+        groups=groups,
         samples=samples,
         logs=logs,
     )

@@ -17,6 +17,7 @@ from typing import Any
 from storage import labels as label_store
 from storage import progress as progress_store
 from storage import runs as run_store
+from storage.records import distributions as distribution_store
 from storage.records import logs as log_store
 from storage.records import metrics as metric_store
 from storage.records import notes as note_store
@@ -35,6 +36,7 @@ RUN_COLUMNS = ["run", "name", "status", "step", "tags", "note", "created", "dura
 RUN_COLUMN_WIDTHS = ["12%", "17%", "9%", "7%", "14%", "19%", "12%", "10%"]
 NOTE_CHARS = 80  # a note's first line in the runs table, cut there (all of it is in the editor)
 METRIC_PAGE = 20_000
+DISTRIBUTION_PAGE = 2_000
 LOG_PAGE = 500
 
 
@@ -56,6 +58,7 @@ class RunsUpdate:
     progress_html: str | None = None  # bar, ETA and phase, or the summary of an ended run
     metric_names: list[str] | None = None  # every metric of the run, when that set changed
     changed_metrics: set[str] = field(default_factory=set)  # series with new points
+    changed_distributions: set[str] = field(default_factory=set)  # quantities with new steps
     clear_message: bool = False  # the last action's message is out of date
 
     @property
@@ -213,6 +216,21 @@ def all_figures(
     return {p.key: charts.panel_figure(p, view.series, options, view.run_id) for p in panels.PANELS}
 
 
+def new_distributions(db: Database, view: RunView) -> set[str]:
+    """Read the open run's distribution rows past the view's cursor (written with the samples of
+    a step, so read when the run moved); the names that got a step."""
+    changed: set[str] = set()
+    while view.run_id is not None:
+        history = view.distributions
+        rows, cursor = distribution_store.distributions_since(
+            db, view.run_id, history.cursor, limit=DISTRIBUTION_PAGE
+        )
+        changed |= history.absorb(rows, cursor)
+        if len(rows) < DISTRIBUTION_PAGE:
+            break
+    return changed
+
+
 class _Kept:
     """The selection argument of a timer tick: whatever the view shows."""
 
@@ -303,6 +321,7 @@ def poll(
                 if p.key in keys
             }
         update.sample_steps = sample_store.sample_steps(db, view.run_id)
+        update.changed_distributions = new_distributions(db, view)
     got = False
     if run is not None or progress.status in (RunStatus.QUEUED, RunStatus.RUNNING):
         # An active run's log says what it is doing (the phase) even between steps.

@@ -20,6 +20,7 @@ from typing import Any
 
 from storage.progress import RunProgress
 from storage.sqlite.schema import TERMINAL_STATUSES, RunStatus
+from ui.runs.distribution_state import DistributionHistory
 
 
 @dataclass
@@ -103,8 +104,12 @@ class RunView:
             was shown with (``None``: redraw the list at the next tick).
         sample_steps: the steps with samples offered in the step picker.
         sample_step: the step the picker shows (the newest, or one the user picked).
-        samples_shown: ``(run, step)`` whose samples the table shows; the table is drawn again
-            when :attr:`samples_key` differs, however the run or the step changed.
+        samples_shown: ``(run, step, filter)`` whose samples the table shows; the table is drawn
+            again when :attr:`samples_key` or :attr:`sample_filter` differs, however the run,
+            the step or the filter changed.
+        sample_filter: which samples of the step the table shows
+            (:data:`ui.runs.sample_groups.SAMPLE_FILTERS`); kept when another run is opened.
+        distributions: the per-step distributions of the run read so far, with their cursor.
         lock: held by each event that reads or moves the view.
     """
 
@@ -119,7 +124,9 @@ class RunView:
     max_log_lines: int = 500
     sample_steps: list[int] = field(default_factory=list)
     sample_step: int | None = None
-    samples_shown: tuple[str, int] | None = None
+    samples_shown: tuple[str, int, str] | None = None
+    sample_filter: str = "all"
+    distributions: DistributionHistory = field(default_factory=DistributionHistory)
     stop_asked: str | None = None  # the run this session asked to stop, until it has stopped
     phase: str | None = None  # the worker's phase last shown
     # An action's message ("Resuming …", "Stop asked …") lasts while the status the action led
@@ -144,6 +151,7 @@ class RunView:
         self.sample_steps = []
         self.sample_step = None  # a step picked in another run is not picked in this one
         self.phase = None
+        self.distributions = DistributionHistory()
 
     def said(self, run_id: str | None) -> None:
         """An action on ``run_id`` has put its message under the buttons."""

@@ -27,6 +27,7 @@ from ui.plots.panels import PANELS
 from ui.plots.plot_output import plot_value
 from ui.runs.baseline import NO_BASELINE, read_baseline, with_baseline
 from ui.runs.buttons import wire_actions
+from ui.runs.distribution_chart import distribution_updates, wire_distribution_chart
 from ui.runs.extra_chart import draw, extra_updates
 from ui.runs.labels_view import wire_label_editor
 from ui.runs.layout import RunsParts, build_runs_parts
@@ -154,6 +155,8 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
             out.update(samples_updates(ctx.db, viewer, parts, state))
             picked_metrics = raw[parts.extra.metrics]
             out.update(extra_updates(parts.extra, state, update, picked_metrics, options, picked))
+            quantity = raw[parts.dist.quantity]
+            out.update(distribution_updates(parts.dist, state, update, quantity, picked))
             return out
 
     def tick(raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Updates:
@@ -172,6 +175,7 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         parts.log_y,
         parts.baseline,
         parts.extra.metrics,
+        parts.dist.quantity,
         *parts.finder.inputs,
     }
     # A new filter redraws the table only (it is part of the list's key), not the charts: the
@@ -257,6 +261,7 @@ def build_runs(ctx: AppContext, design_spec: gr.State | None = None) -> RunsHand
     parts = build_runs_parts()
     _wire_poll(ctx, parts, timer)
     wire_samples(ctx, parts)
+    wire_distribution_chart(parts.dist, parts.view)
     wire_actions(ctx, parts)
     wire_label_editor(ctx, parts.labels, parts.run_select, parts.view)
     build_model_export(ctx, parts.run_select)
