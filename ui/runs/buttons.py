@@ -3,11 +3,12 @@ downloads and the Hub push, each acting on the viewer's own runs only (``ui.runs
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from ui.access.identity import viewer_for
+from ui.access.identity import Viewer, viewer_for
 from ui.runs import actions as run_actions
 from ui.runs.deletes import PendingDeletes
 from ui.runs.state import RunView
@@ -21,51 +22,44 @@ if TYPE_CHECKING:
 def wire_actions(ctx: AppContext, parts: RunsParts) -> None:
     """Stop, resume, delete, downloads and the Hub push, each for the viewer's own runs."""
 
-    def resume(
-        run_id: str | None,
-        view: RunView,
-        request: gr.Request,
-        profile: gr.OAuthProfile | None = None,
-    ):
-        viewer = viewer_for(request, profile)
-        try:
-            message = run_actions.resume_run(
-                ctx.db, ctx.launcher, viewer, run_id, ctx.address_slots
-            )
-        except run_actions.RunActionError as exc:
-            return warn(escape(exc))
-        with view.lock:
-            view.said(run_id)  # "Resuming …" until the resumed attempt ends
-        return ok(escape(message))
+    def on_click(act: Callable[[Viewer, str | None], str], button: gr.Button, stopping: bool):
+        """``button`` runs ``act`` on the picked run; its message stays until the status it led
+        to has moved on (a stop shows the run as "stopping…" until the worker has stopped)."""
 
-    parts.resume.click(
-        resume,
-        inputs=[parts.run_select, parts.view],
-        outputs=parts.action_md,
-        api_visibility="private",
+        def handler(
+            run_id: str | None,
+            view: RunView,
+            request: gr.Request,
+            profile: gr.OAuthProfile | None = None,
+        ):
+            try:
+                message = act(viewer_for(request, profile), run_id)
+            except run_actions.RunActionError as exc:
+                return warn(escape(exc))
+            with view.lock:
+                if stopping:
+                    view.stop_asked = run_id
+                view.said(run_id)
+            return ok(escape(message))
+
+        button.click(
+            handler,
+            inputs=[parts.run_select, parts.view],
+            outputs=parts.action_md,
+            api_visibility="private",
+        )
+
+    on_click(
+        lambda viewer, run_id: run_actions.resume_run(
+            ctx.db, ctx.launcher, viewer, run_id, ctx.address_slots
+        ),
+        parts.resume,
+        stopping=False,
     )
-
-    def stop(
-        run_id: str | None,
-        view: RunView,
-        request: gr.Request,
-        profile: gr.OAuthProfile | None = None,
-    ):
-        viewer = viewer_for(request, profile)
-        try:
-            message = run_actions.stop_run(ctx.db, ctx.launcher, viewer, run_id)
-        except run_actions.RunActionError as exc:
-            return warn(escape(exc))
-        with view.lock:
-            view.stop_asked = run_id  # shown as "stopping…" until the worker has stopped
-            view.said(run_id)  # and its message as long
-        return ok(escape(message))
-
-    parts.stop.click(
-        stop,
-        inputs=[parts.run_select, parts.view],
-        outputs=parts.action_md,
-        api_visibility="private",
+    on_click(
+        lambda viewer, run_id: run_actions.stop_run(ctx.db, ctx.launcher, viewer, run_id),
+        parts.stop,
+        stopping=True,
     )
     wire_delete(ctx, parts)
 
