@@ -14,9 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from engine.tracking import metric_names as m
 from engine.tracking.generation_batch import GenerationBatch
 from rewards.composer import ScoredSample
+from rewards.lab.matrix import weighted_totals
+from rewards.spec import RewardSpec
 
 #: Components whose raw score says whether the answer was right: 1 (or any score above 0) for
 #: right, their ``wrong_value`` (0 or below) for wrong.
@@ -32,25 +36,50 @@ def is_correct(sample: ScoredSample) -> bool | None:
     return None
 
 
-def step_distributions(
-    batch: GenerationBatch, scored: Sequence[ScoredSample]
-) -> dict[str, list[float | None]]:
-    """``{name: one value per completion}`` of ``batch`` scored as ``scored`` (aligned with its
-    completions); ``None`` where a completion could not be scored. Lengths are in tokens
-    (``batch.completion_ids``). The split by correctness is there only when the reward has a
-    correctness component; the advantage only when the trainer gave one per completion."""
-    if len(scored) != len(batch.completions):
+def scored_values(scored: Sequence[ScoredSample]) -> tuple[list[float | None], list[bool | None]]:
+    """``(totals, verdicts)`` of completions the composer scored (PPO's rollouts)."""
+    return [s.total for s in scored], [is_correct(s) for s in scored]
+
+
+def reward_values(
+    rewards_per_func: Sequence[Sequence[float]], spec: RewardSpec
+) -> tuple[list[float | None], list[bool | None]]:
+    """``(totals, verdicts)`` from TRL's raw score per reward function (one column per enabled
+    component of ``spec``, in its order; NaN: not scored), so the batch is not scored again.
+    The total is the composer's (:func:`rewards.lab.matrix.weighted_totals`: none where no
+    component scored), the verdict the first correctness column's, as :func:`is_correct`."""
+    enabled = [c for _, c in spec.enabled_components()]
+    raw = np.asarray(rewards_per_func, dtype=np.float64)
+    if raw.ndim != 2 or raw.shape[1] != len(enabled):
         raise ValueError(
-            f"scored: {len(scored)} scores for a batch of {len(batch.completions)} completions"
+            f"rewards_per_func: {raw.shape} scores for {len(enabled)} enabled components"
         )
+    totals = weighted_totals(raw, np.array([c.weight for c in enabled], dtype=np.float64))
+    column = next((k for k, c in enumerate(enabled) if c.name in CORRECTNESS_COMPONENTS), None)
+    verdicts: list[bool | None] = [None] * raw.shape[0]
+    if column is not None:
+        verdicts = [None if np.isnan(v) else bool(v > 0) for v in raw[:, column]]
+    return [None if np.isnan(t) else float(t) for t in totals], verdicts
+
+
+def step_distributions(
+    batch: GenerationBatch, totals: Sequence[float | None], verdicts: Sequence[bool | None]
+) -> dict[str, list[float | None]]:
+    """``{name: one value per completion}`` of ``batch``, whose completions got ``totals`` and
+    ``verdicts`` (right, wrong, or None: not told); ``None`` where a completion could not be
+    scored. Lengths are in tokens (``batch.completion_ids``). The split by correctness is there
+    only when some completion has a verdict; the advantage only when the trainer gave one per
+    completion."""
+    n = len(batch.completions)
+    if len(totals) != n or len(verdicts) != n:
+        raise ValueError(f"scored: {len(totals)} scores for a batch of {n} completions")
     lengths = [float(len(ids)) for ids in batch.completion_ids]
     out: dict[str, list[float | None]] = {
-        m.DIST_REWARD: [s.total for s in scored],
+        m.DIST_REWARD: list(totals),
         m.DIST_LENGTH: list(lengths),
     }
-    if len(batch.advantages) == len(batch.completions):
+    if len(batch.advantages) == n:
         out[m.DIST_ADVANTAGE] = list(batch.advantages)
-    verdicts = [is_correct(s) for s in scored]
     if any(v is not None for v in verdicts):
         pairs = list(zip(lengths, verdicts, strict=True))
         out[m.DIST_LENGTH_CORRECT] = [n for n, right in pairs if right is True]

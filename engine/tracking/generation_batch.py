@@ -20,3 +20,6 @@ class GenerationBatch:
     advantages: list[float] = field(default_factory=list)
     # Set when the trainer scored the batch with the run's RewardSpec (PPO's rollout.scored).
     scored: list[ScoredSample] | None = None
+    # TRL's trainers: each completion's raw score per reward function (NaN: not scored), the
+    # functions in the spec's enabled order (``rewards.trl_adapter.to_trl``).
+    rewards_per_func: list[list[float]] | None = None

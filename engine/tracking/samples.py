@@ -9,11 +9,10 @@ keeps its completion's length in tokens (``tokens``), which the truncation limit
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from engine.config.run_config import RunConfig
-from engine.tracking.distributions import step_distributions
+from engine.tracking.distributions import reward_values, scored_values, step_distributions
 from engine.tracking.generation_batch import GenerationBatch
 from engine.tracking.recorder import RunRecorder
 from rewards.completions.text import completion_text, prompt_text
@@ -84,8 +83,9 @@ class SampleStore:
     groups as traced samples, and all of it as distributions (``training.samples_per_log: 0``
     stores neither).
 
-    The batch is scored once, whole, for both: TRL's per-completion rewards stay inside its
-    trainer, so this costs one more scoring of the completions the samples leave out.
+    The distributions come from the scores the trainer already has (TRL's per-function
+    rewards, or PPO's scored rollouts): only the stored samples are scored here, for their
+    traces, as before the distributions.
     """
 
     def __init__(self, config: RunConfig, recorder: RunRecorder) -> None:
@@ -98,7 +98,6 @@ class SampleStore:
         if batch is None or not self.config.training.samples_per_log:
             return
         spec = self.config.reward.at_step(step)  # the weights in force at this step
-        batch = replace(batch, scored=scored_batch(spec, batch))
         rows = sample_rows(
             spec,
             batch,
@@ -106,4 +105,8 @@ class SampleStore:
             self.config.training.samples_per_log,
         )
         self.recorder.samples(step, rows)
-        self.recorder.distributions(step, step_distributions(batch, batch.scored or []))
+        if batch.rewards_per_func is not None:
+            totals, verdicts = reward_values(batch.rewards_per_func, spec)
+        else:
+            totals, verdicts = scored_values(scored_batch(spec, batch))
+        self.recorder.distributions(step, step_distributions(batch, totals, verdicts))

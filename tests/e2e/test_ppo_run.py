@@ -11,9 +11,11 @@ from run_waits import wait_for
 from test_runs import FINAL, all_metrics, launcher, tiny_config  # noqa: F401
 
 from engine.runtime.checkpoints import latest_checkpoint
+from engine.tracking import metric_names as m
 from storage import runs as run_store
 from storage.paths import db_path
 from storage.records import samples as sample_store
+from storage.records.distributions import distributions_since
 from storage.sqlite.db import Database
 from storage.sqlite.schema import RunStatus
 
@@ -52,7 +54,13 @@ def test_three_step_ppo_run_leaves_metrics_samples_and_a_checkpoint(launcher, da
     with Database(db_path(data_dir)) as db:
         steps = sample_store.sample_steps(db, run_id)
         samples = sample_store.samples_at(db, run_id, steps[-1])
+        distributions, _ = distributions_since(db, run_id)
     assert steps == [1, 2, 3]
+    # The whole batch of each logged step as distributions, as for GRPO and RLOO.
+    batch = config.training.prompts_per_step * config.generation.num_generations
+    counted = {(d.step, d.name): d.count for d in distributions}
+    assert all(counted[step, m.DIST_REWARD] == batch for step in (1, 2, 3)), counted
+    assert counted[3, m.DIST_ADVANTAGE] == counted[3, m.DIST_LENGTH] == batch
     assert samples and all(s.value is not None and s.advantage is not None for s in samples)
     assert [t["name"] for t in samples[0].trace] == components
     for s in samples:

@@ -3,11 +3,17 @@ of right and wrong answers apart, and a real GRPO run that stores them beside it
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from engine.config.run_config import RunConfig
 from engine.tracking import metric_names as m
-from engine.tracking.distributions import is_correct, step_distributions
+from engine.tracking.distributions import (
+    is_correct,
+    reward_values,
+    scored_values,
+    step_distributions,
+)
 from engine.tracking.generation_batch import GenerationBatch
 from engine.tracking.samples import scored_batch
 from rewards.composer import ComponentTrace, ScoredSample
@@ -35,7 +41,7 @@ def batch(completions: list[str], lengths: list[int], advantages=()) -> Generati
 
 def test_each_completion_gives_one_value_and_lengths_split_by_correctness():
     b = batch([RIGHT, "<answer>5</answer>", "5", RIGHT], [10, 30, 50, 12], [1.0, -1.0, -1.0, 1.0])
-    dist = step_distributions(b, scored_batch(SPEC, b))
+    dist = step_distributions(b, *scored_values(scored_batch(SPEC, b)))
     assert dist[m.DIST_REWARD] == [1.5, 0.0, 0.0, 1.5]
     assert dist[m.DIST_ADVANTAGE] == [1.0, -1.0, -1.0, 1.0]
     assert dist[m.DIST_LENGTH] == [10.0, 30.0, 50.0, 12.0]
@@ -46,7 +52,7 @@ def test_each_completion_gives_one_value_and_lengths_split_by_correctness():
 def test_no_correctness_component_no_split_and_no_advantages_no_advantage():
     fmt_only = RewardSpec([ComponentSpec("format", 1.0)])
     b = batch([RIGHT, "5"], [3, 4])
-    dist = step_distributions(b, scored_batch(fmt_only, b))
+    dist = step_distributions(b, *scored_values(scored_batch(fmt_only, b)))
     assert set(dist) == {m.DIST_REWARD, m.DIST_LENGTH}
 
 
@@ -59,7 +65,26 @@ def test_an_unscored_answer_is_neither_right_nor_wrong():
     assert is_correct(traced("correctness", None)) is None
     assert is_correct(traced("format", 1.0)) is None
     with pytest.raises(ValueError, match="scored: 1 scores for a batch of 2"):
-        step_distributions(batch([RIGHT, RIGHT], [1, 1]), [traced("format", 1.0)])
+        step_distributions(batch([RIGHT, RIGHT], [1, 1]), *scored_values([traced("format", 1.0)]))
+
+
+def test_trls_per_function_rewards_give_the_composers_totals_and_verdicts():
+    """TRL's rewards_per_func (float32, NaN where a function returned None) against the composer
+    scoring the same batch: the distributions need no second scoring."""
+    spec = RewardSpec(
+        [ComponentSpec("format", 0.5), ComponentSpec("correctness", 1.0, {"gold_column": "answer"})]
+    )
+    b = batch([RIGHT, "<answer>5</answer>", "5", RIGHT], [10, 30, 50, 12])
+    b.answers[3] = None  # correctness cannot score it: NaN in TRL's column
+    scored = scored_batch(spec, b)
+    columns = [[float("nan") if t.raw is None else t.raw for t in s.trace] for s in scored]
+    as_trl = np.asarray(columns, dtype=np.float32).tolist()
+    totals, verdicts = reward_values(as_trl, spec)
+    want_totals, want_verdicts = scored_values(scored)
+    assert totals == pytest.approx(want_totals) and verdicts == want_verdicts
+    assert verdicts == [True, False, False, None]
+    with pytest.raises(ValueError, match="scores for 2 enabled components"):
+        reward_values([[1.0]], spec)
 
 
 def test_a_grpo_run_stores_the_whole_batch_as_distributions_beside_its_samples(data_dir):

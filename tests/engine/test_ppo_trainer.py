@@ -36,6 +36,7 @@ class ListRecorder:
     def __init__(self) -> None:
         self.metric_points: list[tuple[int, dict[str, float]]] = []
         self.sample_points: list[tuple[int, list[dict[str, Any]]]] = []
+        self.distribution_points: list[tuple[int, dict[str, Any]]] = []
         self.steps: list[int] = []
         self.phases: list[tuple[Any, int | None]] = []
         self.notes: list[tuple[int, Any, str]] = []
@@ -45,6 +46,9 @@ class ListRecorder:
 
     def samples(self, step: int, rows: list[dict[str, Any]]) -> None:
         self.sample_points.append((step, rows))
+
+    def distributions(self, step: int, values: dict[str, Any]) -> None:
+        self.distribution_points.append((step, dict(values)))
 
     def progress(self, step: int) -> None:
         self.steps.append(step)

@@ -16,9 +16,9 @@ from ui.runs.state import RunView
 from ui.shared.named_values import Updates, Values
 
 EMPTY_NOTE = (
-    "<small>No distributions for this run yet. GRPO and RLOO runs record them with their "
-    "samples (`training.samples_per_log` above 0), every completion of each logged step; PPO "
-    "runs and runs from before this version have none.</small>"
+    "<small>No distributions for this run yet. Runs record them with their samples "
+    "(`training.samples_per_log` above 0), every completion of each logged step; runs from "
+    "before this version have none.</small>"
 )
 NOTE = (
     "<small>Each column is one logged step's whole batch (every completion, not only the "

@@ -24,6 +24,7 @@ from engine.config.run_config import RunConfig
 from engine.generation.runner import bucket
 from engine.generation.sampling import encode_prompts, sample_completions
 from engine.tracking import metric_names
+from engine.tracking.distributions import scored_values, step_distributions
 from engine.tracking.generation_batch import GenerationBatch
 from engine.tracking.samples import sample_rows
 from engine.trainers.ppo.controllers import RunningMoments
@@ -365,14 +366,14 @@ class Rollouts:
                 metrics[metric_names.component_metric(name)] = float(np.mean(scored))
         return metrics
 
-    def sample_rows(self, rollout: Rollout) -> list[dict[str, Any]]:
-        """Stored samples with traces; ``value`` and ``advantage`` are those of the first token.
-
-        ``value`` is the critic's estimate for the prompt, V(s_0); ``advantage`` is the GAE
-        advantage of the first completion token before whitening.
-        """
+    def step_records(
+        self, rollout: Rollout
+    ) -> tuple[list[dict[str, Any]], dict[str, list[float | None]]]:
+        """Stored samples with traces and the whole batch's distributions (none off the main
+        process or at ``samples_per_log: 0``). ``value`` is the critic's V(s_0) for the prompt,
+        ``advantage`` the GAE advantage of the first completion token before whitening."""
         if not self.config.training.samples_per_log:
-            return []
+            return [], {}
         values = gather_object(rollout.values[:, 0].tolist())
         advantages = gather_object(rollout.advantages[:, 0].tolist())
         batch = GenerationBatch(
@@ -384,7 +385,7 @@ class Rollouts:
             scored=gather_object(list(rollout.scored)),  # scored once, for the reward too
         )
         if not self.accelerator.is_main_process:
-            return []
+            return [], {}
         rows = sample_rows(
             self.config.reward,
             batch,
@@ -393,4 +394,4 @@ class Rollouts:
         )
         for i, row in enumerate(rows):
             row["value"] = values[i]
-        return rows
+        return rows, step_distributions(batch, *scored_values(batch.scored or []))

@@ -339,9 +339,11 @@ class PPOTrainer:
             if step % t.logging_steps == 0:
                 if self.accelerator.is_main_process:
                     self.recorder.metrics(step, metrics)
-                rows = self.rollouts.sample_rows(rollout)
+                rows, distributions = self.rollouts.step_records(rollout)
                 if rows:
                     self.recorder.samples(step, rows)
+                if distributions:
+                    self.recorder.distributions(step, distributions)
             self.recorder.progress(step)
             self.recorder.phase(RunPhase.TRAINING, step)
             if bar is not None:

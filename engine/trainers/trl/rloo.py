@@ -103,7 +103,7 @@ class StudioRLOOTrainer(RLOOTrainer):
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         with timed(self._mode_metrics(), metric_names.REWARD_TIME):
             rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        batch = gathered_batch(inputs, prompts, completions, completion_ids_list)
+        batch = gathered_batch(inputs, prompts, completions, completion_ids_list, rewards)
         if self.accelerator.is_main_process:
             self._captured_batch = batch
         return rewards
