@@ -157,8 +157,10 @@ def browser():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
     from playwright.sync_api import expect, sync_playwright
 
-    # The app answers through a queue on a busy 2-core machine: allow updates some seconds.
-    expect.set_options(timeout=20_000)
+    # The app answers through a queue on a busy 2-core machine: allow updates some seconds
+    # (CI's run of this suite once took twice this machine's time, and two waits of 20 s ran
+    # out). A wait that holds returns at once; only a failing one waits this long.
+    expect.set_options(timeout=40_000)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield browser
@@ -178,7 +180,7 @@ def page(request, browser, live_app, tmp_path):
     in the test's tmp dir (the paths are printed with the failure)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
-    page.set_default_timeout(30_000)
+    page.set_default_timeout(45_000)
     page.goto(live_app.url)
     page.wait_for_selector("#main-tabs", timeout=60_000)
     yield page
