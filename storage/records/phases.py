@@ -26,3 +26,15 @@ def phases(db: Database, run_id: str) -> list[tuple[RunPhase, int | None]]:
         return [(phase, step) for phase, step in session.execute(query.order_by(PhaseEntry.id))]
 
     return db.read(read)
+
+
+def phase_times(db: Database, run_id: str) -> list[tuple[RunPhase, int | None, float]]:
+    """Every phase the run's workers entered, oldest first, with its step and time (seconds
+    since the epoch): where each attempt began, for the charts' time axes."""
+
+    def read(session: Session) -> list[tuple[RunPhase, int | None, float]]:
+        query = select(PhaseEntry.phase, PhaseEntry.step, PhaseEntry.time)
+        query = query.where(PhaseEntry.run_id == run_id).order_by(PhaseEntry.id)
+        return [(phase, step, at) for phase, step, at in session.execute(query)]
+
+    return db.read(read)

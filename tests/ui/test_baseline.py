@@ -47,7 +47,7 @@ def test_a_baseline_is_read_whole_and_only_for_its_owner(db):
     with MetricWriter(db, run.id) as writer:
         for step in (1, 2, 3):
             writer.log(step, {"reward/total": step / 10})
-    name, series = read_baseline(db, run.id, "alice")
+    name, series, _ = read_baseline(db, run.id, "alice")
     assert name == "base" and series["reward/total"].values == [0.1, 0.2, 0.3]
-    assert read_baseline(db, run.id, "bob") == ("", {})
-    assert read_baseline(db, None, "alice") == ("", {})
+    assert read_baseline(db, run.id, "bob") == ("", {}, None)
+    assert read_baseline(db, None, "alice") == ("", {}, None)

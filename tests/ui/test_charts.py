@@ -112,13 +112,18 @@ def test_ema_is_debiased_like_tensorboard_and_skips_gaps():
     assert smoothed[1] == pytest.approx((0.5 * (0.5 * 2.0) + 0.5 * 4.0) / (1 - 0.25), rel=1e-11)
 
 
-def test_smoothing_draws_the_raw_line_faint_behind_the_smoothed_one():
+def test_smoothing_draws_the_raw_line_faint_over_the_window_band_behind_the_smoothed_one():
     reward = next(p for p in panels.PANELS if p.key == "reward")
     series = {"reward/total": Series([1, 2, 3], [0.0, 1.0, 0.0], [100.0, 160.0, 220.0])}
     fig = charts.panel_figure(reward, series, charts.ChartOptions(smoothing=0.6))
-    raw, smooth = fig["data"]
+    high, low, raw, smooth = fig["data"]
     assert raw["opacity"] < 1 and raw["showlegend"] is False and raw["y"] == [0.0, 1.0, 0.0]
     assert smooth["y"] == lines.ema([0.0, 1.0, 0.0], 0.6)
+    # The min and max of the EMA's window (4 points at 0.6), filled between, out of the hover.
+    assert (low["y"], high["y"]) == ([0.0, 0.0, 0.0], [0.0, 1.0, 1.0])
+    assert low["fill"] == "tonexty" and "fill" not in high
+    assert {t["hoverinfo"] for t in (high, low, raw)} == {"skip"}
+    assert {t["legendgroup"] for t in fig["data"]} == {"reward/total"}  # one toggle hides all
     by_time = charts.panel_figure(reward, series, charts.ChartOptions(x="time", log_y=True))
     assert by_time["data"][0]["x"] == [0.0, 1.0, 2.0]  # minutes since the first point
     assert by_time["layout"]["yaxis"]["type"] == "linear"  # 0 has no place on a log axis
@@ -197,14 +202,20 @@ def test_every_line_names_its_series_for_the_csv_download():
         _panel("reward"), series, charts.ChartOptions(smoothing=0.5), run_id="grpo-aaaa1111"
     )
     assert [t["meta"]["series"] for t in fig["data"]] == [
+        "reward/total (max)",
+        "reward/total (min)",
         "reward/total",
         "reward/total (smoothed)",
+        "format (max)",
+        "format (min)",
         "format",
         "format (smoothed)",
     ]
-    # The CSV's run column and file name, and each point's step (its column by time too).
-    assert fig["layout"]["meta"] == {"x_name": "step", "run": "grpo-aaaa1111"}
-    assert [t["customdata"] for t in fig["data"]] == [[1, 2], [1, 2], [1], [1]]
+    # The CSV's run column and file name, each point's step (its column by time too), and the
+    # link of the charts zoomed and hovered together: this run's, on this x axis.
+    link = "grpo-aaaa1111|step"
+    assert fig["layout"]["meta"] == {"x_name": "step", "run": "grpo-aaaa1111", "xlink": link}
+    assert [t["customdata"] for t in fig["data"]] == [[1, 2]] * 4 + [[1]] * 4
     timed = charts.metrics_figure(
         {"a/x": {"r": Series([1], [1.0], [0.0])}, "a/y": {"r": Series([1], [2.0], [0.0])}},
         {"r": "run one"},

@@ -317,3 +317,34 @@ def test_an_empty_runs_table_says_why():
     searched = empty_list_text(3, 0, RunFilter.from_inputs("nothing <b>", "failed", None))
     assert searched.startswith("No run of your 3 matches “nothing &lt;b&gt;” and status failed")
     assert empty_list_text(3, 1, RunFilter.from_inputs("x", None, None)) == ""
+
+
+def test_a_resumed_runs_charts_by_time_mark_its_stop_and_count_from_its_start(db):
+    from ui.plots.charts import ChartOptions
+
+    rid = make_run(db)
+    phase_store.record_phase(db, rid, RunPhase.STARTING)
+    log_step(db, rid, 1, {"reward/total": 0.1, "perf/num_tokens": 500.0})
+    view = RunView()
+    by_time = ChartOptions(x="time")
+    first = poll(db, view, rid, options=by_time)
+    assert "shapes" not in first.figures["reward"]["layout"]
+    assert first.figures["reward"]["layout"]["xaxis"]["title"]["text"] == (
+        "minutes since the run started"
+    )
+    phase_store.record_phase(db, rid, RunPhase.STOPPING, 1)
+    run_store.set_status(db, rid, RunStatus.STOPPED)
+    poll(db, view, rid, options=by_time)
+    run_store.update_run(db, rid, status=RunStatus.QUEUED, attempt=2)
+    run_store.set_status(db, rid, RunStatus.RUNNING)
+    phase_store.record_phase(db, rid, RunPhase.STARTING)
+    phase_store.record_phase(db, rid, RunPhase.RESUMING, 1)
+    log_step(db, rid, 2, {"loss/policy": 0.2})
+    update = poll(db, view, rid, options=by_time)
+    # A new gap is drawn on every chart, not only on those with new points.
+    assert {"reward", "loss"} <= set(update.figures)
+    band, line = update.figures["reward"]["layout"]["shapes"]
+    assert band["type"] == "rect" and band["x0"] <= band["x1"] == line["x0"]
+    assert view.clock.completions_per_step == 64 and view.clock.gaps[0].from_step == 1
+    by_tokens = poll(db, view, rid, force=True, options=ChartOptions(x="tokens"))
+    assert by_tokens.figures["reward"]["data"][0]["x"] == [500.0]

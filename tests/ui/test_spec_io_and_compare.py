@@ -173,6 +173,9 @@ def test_compare_gives_each_run_one_colour_in_every_panel_and_its_summary_line(d
     ]
     lines = both.summary.split("\n")
     assert all(f'color:{colors[rid]}">●' in line for rid, line in zip(ids, lines, strict=True))
-    # Smoothing in Compare too, and a smoothing change keeps the zoom (same uirevision).
-    assert [t.get("opacity") for t in smoothed.figure["data"][:2]] == [0.25, None]
+    # Smoothing in Compare too (the window's band, the faint raw line, the smoothed line), and
+    # a smoothing change keeps the zoom (same uirevision).
+    first_run = smoothed.figure["data"][:4]
+    assert [t.get("fill") for t in first_run] == [None, "tonexty", None, None]
+    assert [t.get("opacity") for t in first_run] == [None, None, 0.25, None]
     assert smoothed.figure["layout"]["uirevision"] == both.figure["layout"]["uirevision"]

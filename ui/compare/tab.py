@@ -16,12 +16,14 @@ from storage.records import metrics as metric_store
 from storage.runs import RunInfo
 from storage.sqlite.db import Database
 from ui.access.identity import viewer_for
-from ui.plots import chart_controls, charts
+from ui.plots import chart_controls, charts, x_axes
 from ui.plots.chart_controls import ChartControls
 from ui.plots.plot_output import plot_value
+from ui.plots.x_axes import RunClock
 from ui.runs import progress as run_progress
 from ui.runs.poll import run_choices
 from ui.runs.state import Series
+from ui.runs.timeline import read_clock
 from ui.shared.context import AppContext
 from ui.shared.messages import escape
 
@@ -71,6 +73,24 @@ def _series(db: Database, run_ids: list[str], metric: str) -> dict[str, Series]:
         rid: Series(list(s.steps), list(s.values), list(s.times))
         for rid, s in metric_store.metric_series(db, run_ids, metric).items()
     }
+
+
+def _clocks(
+    db: Database,
+    runs: Mapping[str, RunInfo],
+    by_metric: Mapping[str, Mapping[str, Series]],
+    options: charts.ChartOptions | None,
+) -> dict[str, RunClock]:
+    """Each run's clock for the x axis picked (the token count is read only to draw by it)."""
+    by_tokens = options is not None and options.x == x_axes.TOKENS
+    tokens = _series(db, list(runs), metric_names.NUM_TOKENS) if by_tokens else {}
+    clocks = {}
+    for rid, run in runs.items():
+        series = {m: s[rid] for m, s in by_metric.items() if rid in s}
+        if rid in tokens:
+            series[metric_names.NUM_TOKENS] = tokens[rid]
+        clocks[rid] = read_clock(db, run, series)
+    return clocks
 
 
 @dataclass
@@ -141,7 +161,8 @@ def comparison(
     by_metric = {metric: _series(db, list(runs), metric) for metric in chosen}
     labels = {rid: r.name for rid, r in runs.items()}
     colors = charts.run_colors(runs)  # by pick order: a run keeps its colour in every panel
-    figure = charts.metrics_figure(by_metric, labels, options, colors)
+    clocks = _clocks(db, runs, by_metric, options)
+    figure = charts.metrics_figure(by_metric, labels, options, colors, clocks)
     headers, rows = config_diff({rid: r.config for rid, r in runs.items()})
     summary = summary_markdown(db, list(runs.values()), colors)
     return Comparison(figure, names, chosen, headers, rows, summary)

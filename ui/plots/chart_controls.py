@@ -6,12 +6,15 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from ui.plots import x_axes
+
 #: (label, value) of the x-axis choices; the values are what ``charts.ChartOptions.x`` takes.
-X_AXIS_CHOICES = [("step", "step"), ("relative time", "time")]
+X_AXIS_CHOICES = x_axes.CHOICES
 
 
 def x_axis_radio(elem_id: str, scale: int | None = None) -> gr.Radio:
-    """The "x axis" switch: by step, or by minutes since each run's first point."""
+    """The "x axis" switch: by step, relative time (each run from its own start), wall clock,
+    completions trained on or tokens seen (:mod:`ui.plots.x_axes`)."""
     return gr.Radio(X_AXIS_CHOICES, value="step", label="x axis", elem_id=elem_id, scale=scale)
 
 

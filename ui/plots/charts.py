@@ -18,14 +18,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from engine.tracking.metric_names import EVAL_ACCURACY, EVAL_SCORED
+from ui.plots import x_axes
+from ui.plots.axis_fit import fit_layout
 from ui.plots.intervals import interval_band
 from ui.plots.lines import ChartOptions, series_lines
 from ui.plots.panels import PALETTE, Panel
+from ui.plots.x_axes import RunClock
 from ui.runs.state import Series
 
 SINGLE_STEP_TICKS = 12  # up to this many steps, a tick on every step
 
 Figure = dict[str, Any]  # a Plotly figure as plain JSON data: {"data": [...], "layout": {...}}
+# A panel's title says its x axis: "Loss (by step)".
+_BY = {"step": "step", "time": "relative time", "wall": "wall clock"}
+_BY.update(completions="completions", tokens="tokens seen")
 
 
 def base_layout(
@@ -77,19 +83,10 @@ def _last_step(series: Iterable[Series]) -> int:
     return max((s.steps[-1] for s in series if s.steps), default=0)
 
 
-def _first_time(series: Iterable[Series]) -> float | None:
-    return min((s.times[0] for s in series if s.times), default=None)
-
-
-def run_starts(by_metric: Mapping[str, Mapping[str, Series]]) -> dict[str, float]:
-    """Each run's first point time over every metric shown: the zero of its relative time
-    (W&B's "Relative Time": each run from its own start, so runs started days apart overlay)."""
-    starts: dict[str, float] = {}
-    for runs in by_metric.values():
-        for rid, s in runs.items():
-            if s.times:
-                starts[rid] = min(starts.get(rid, s.times[0]), s.times[0])
-    return starts
+def points_clock(series: Iterable[Series]) -> RunClock:
+    """A clock timed from the first point of ``series``: for a run whose phase rows were not
+    read (its relative time then says "since the first point")."""
+    return RunClock(start=min((s.times[0] for s in series if s.times), default=None))
 
 
 def _revision(options: ChartOptions, *keys: object) -> str:
@@ -98,75 +95,29 @@ def _revision(options: ChartOptions, *keys: object) -> str:
     return "|".join(map(str, (*keys, options.x, options.log_y)))
 
 
+def x_link(run_id: str | None, options: ChartOptions) -> str:
+    """The link of the Runs view's charts of ``run_id`` on this x axis: the page zooms and
+    hovers the charts of one link as one (``ui/plots/chart_links.js``)."""
+    return f"{run_id}|{options.x}"
+
+
 def _x_meta(options: ChartOptions) -> dict:
-    return {"x_name": "minutes" if options.x == "time" else "step"}
+    return {"x_name": x_axes.X_NAMES[options.x]}
 
 
-def _x_axis(options: ChartOptions, series: Iterable[Series]) -> dict:
-    if options.x == "time":
-        return {"title": {"text": "minutes since the first point"}}
-    return step_axis(_last_step(series))
+def _x_axis(options: ChartOptions, series: Iterable[Series], clocks: Iterable[RunClock]) -> dict:
+    if options.x == x_axes.STEP:
+        return step_axis(_last_step(series))
+    return x_axes.axis_layout(options.x, clocks)
 
 
-def _fit_axis(layout: dict, data: list[dict], axis: str = "y") -> None:
-    """A near-constant series on a range around its value: Plotly spans a flat line over
-    -1..1, where a learning rate of 5e-5 reads as 0 (``axis``: a trace's ``yaxis``)."""
-    values = [
-        y
-        for trace in data
-        if trace.get("yaxis", "y") == axis
-        for y in trace["y"]
-        if y is not None and math.isfinite(y)
-    ]
-    if values:
-        low, high = min(values), max(values)
-        if high - low <= 1e-9 * max(abs(low), abs(high)):
-            pad = abs(high) * 0.5 or 1.0
-            layout[f"yaxis{axis[1:]}"]["range"] = [low - pad, high + pad]
-
-
-def _above_zero(data: list[dict], axis: str) -> bool:
-    """Whether every finite value drawn on ``axis`` is above 0 (a log axis can draw them all)."""
-    return all(
-        y > 0
-        for trace in data
-        if trace.get("yaxis", "y") == axis
-        for y in trace["y"]
-        if y is not None and math.isfinite(y)
-    )
-
-
-def _log_note(titles: Sequence[str]) -> dict:
-    return {
-        **_empty_note(f"linear, not log: {', '.join(titles)} at or below 0"),
-        "x": 1,
-        "y": 1,
-        "xanchor": "right",
-        "yanchor": "bottom",
-        "font": {"color": "#b45309", "size": 11},
-    }
-
-
-def _fit_layout(
-    layout: dict, data: list[dict], options: ChartOptions, axes: Sequence[str] = ("y",)
-) -> None:
-    """Axes a reader can trust: with log scale on, each of ``axes`` on a log scale where every
-    value is above 0 and linear, saying so, where one is not (a log axis drops those points
-    without a word: GRPO's loss went blank); each linear axis fitted to a near-constant series;
-    the legend clear of the time axis's title."""
-    linear = list(axes)
-    if options.log_y:
-        linear = [axis for axis in axes if not _above_zero(data, axis)]
-        for axis in axes:
-            layout[f"yaxis{axis[1:]}"]["type"] = "linear" if axis in linear else "log"
-        titles = [layout[f"yaxis{a[1:]}"].get("title", {}).get("text") or a for a in linear]
-        if linear and data:
-            layout.setdefault("annotations", []).append(_log_note(titles))
-    for axis in linear:
-        _fit_axis(layout, data, axis)
-    if options.x == "time":
-        layout["legend"]["y"] = -0.35
-        layout["margin"]["b"] = 70
+def _mark_gaps(layout: dict, options: ChartOptions, clocks: Mapping[str, tuple[RunClock, str]]):
+    """Each run's stop/resume gaps on the x axis (``clocks``: run -> its clock and colour)."""
+    for clock, color in clocks.values():
+        shapes, notes = x_axes.gap_marks(clock, options.x, color)
+        if shapes:
+            layout.setdefault("shapes", []).extend(shapes)
+            layout.setdefault("annotations", []).extend(notes)
 
 
 def _label(name: str) -> str:
@@ -200,12 +151,14 @@ def panel_figure(
     series: Mapping[str, Series],
     options: ChartOptions | None = None,
     run_id: str | None = None,
+    clock: RunClock | None = None,
 ) -> Figure:
-    """The figure of one panel of run ``run_id``, drawn as ``options`` say; an empty panel says
-    what it is waiting for."""
+    """The figure of one panel of run ``run_id`` (``clock``: its x axes' clock; by default one
+    from its first point), drawn as ``options`` say; an empty panel says what it is waiting
+    for."""
     names = panel.select(series)
     options = options or ChartOptions()
-    t0 = _first_time(series.values())
+    clock = clock or points_clock(series.values())
     right = [name for name in names if panel.on_right(name)]
     two_axes = bool(right) and len(right) < len(names)
     twins = same_as_earlier(names, series)
@@ -213,7 +166,7 @@ def panel_figure(
     for i, name in enumerate(names):
         label = _label(name)
         traces = series_lines(
-            label, series[name], PALETTE[i % len(PALETTE)], 3 if i == 0 else 1.8, options, t0
+            label, series[name], PALETTE[i % len(PALETTE)], 3 if i == 0 else 1.8, options, clock
         )
         for trace in traces:
             if two_axes and name in right:
@@ -226,11 +179,12 @@ def panel_figure(
         if name == EVAL_ACCURACY and EVAL_SCORED in series:
             data.extend(_accuracy_band(traces[-1], series[name], series[EVAL_SCORED]))
         data.extend(traces)
-    by = "by time" if options.x == "time" else "by step"
     revision = _revision(options, panel.key, run_id)
-    layout = base_layout(f"{panel.title} ({by})", panel.y_title, x_title="", revision=revision)
-    layout["meta"] = {**_x_meta(options), "run": run_id}  # the CSV's run column and file name
-    layout["xaxis"].update(_x_axis(options, (series[n] for n in names)))
+    title = f"{panel.title} (by {_BY[options.x]})"
+    layout = base_layout(title, panel.y_title, x_title="", revision=revision)
+    # The CSV's run column and file name, and the charts zoomed and hovered with this one.
+    layout["meta"] = {**_x_meta(options), "run": run_id, "xlink": x_link(run_id, options)}
+    layout["xaxis"].update(_x_axis(options, (series[n] for n in names), [clock]))
     if two_axes:
         layout["yaxis"]["title"] = {"text": _label(names[0])}
         layout["yaxis2"] = {
@@ -240,10 +194,25 @@ def panel_figure(
             "showgrid": False,
             "automargin": True,
         }
-    _fit_layout(layout, data, options, ("y", "y2") if two_axes else ("y",))
+    fit_layout(layout, data, options, ("y", "y2") if two_axes else ("y",))
     if not data:
         layout["annotations"] = [_empty_note("no points yet")]
+    else:
+        _mark_gaps(layout, options, {run_id or "": (clock, x_axes.GAP_LINE)})
     return {"data": data, "layout": layout}
+
+
+def run_clocks(
+    by_metric: Mapping[str, Mapping[str, Series]], clocks: Mapping[str, RunClock] | None = None
+) -> dict[str, RunClock]:
+    """Each run's clock: the one given, else one from its first point over every metric shown
+    (W&B's "Relative Time": each run from its own start, so runs started days apart overlay)."""
+    run_ids = dict.fromkeys(rid for runs in by_metric.values() for rid in runs)
+    given = clocks or {}
+    return {
+        rid: given.get(rid) or points_clock(r[rid] for r in by_metric.values() if rid in r)
+        for rid in run_ids
+    }
 
 
 def run_colors(run_ids: Iterable[str]) -> dict[str, str]:
@@ -259,27 +228,31 @@ def overlay_figure(
     options: ChartOptions | None = None,
     height: int = 420,
     colors: Mapping[str, str] | None = None,
+    clocks: Mapping[str, RunClock] | None = None,
 ) -> Figure:
-    """One metric of several runs on shared axes, by step or by each run's relative time
-    (the Compare view)."""
+    """One metric of several runs on shared axes, by step or by any x axis of
+    :mod:`ui.plots.x_axes` (each run's time from its own start; ``clocks``: each run's clock),
+    with each run's stop/resume gaps in its colour (the Compare view)."""
     labels = labels or {}
     options = options or ChartOptions()
-    t0 = run_starts({metric: runs})
+    clocks = run_clocks({metric: runs}, clocks)
     colors = {**run_colors(runs), **(colors or {})}
     data = [
         trace
         for run_id, s in runs.items()
         for trace in series_lines(
-            labels.get(run_id, run_id), s, colors[run_id], 2, options, t0.get(run_id)
+            labels.get(run_id, run_id), s, colors[run_id], 2, options, clocks[run_id]
         )
     ]
     revision = _revision(options, metric, *runs)
     layout = base_layout(metric, _label(metric), height=height, revision=revision)
     layout["meta"] = _x_meta(options)
-    layout["xaxis"].update(_x_axis(options, runs.values()))
-    _fit_layout(layout, data, options)
+    layout["xaxis"].update(_x_axis(options, runs.values(), clocks.values()))
+    fit_layout(layout, data, options)
     if not data:
         layout["annotations"] = [_empty_note("pick runs and a metric")]
+    else:
+        _mark_gaps(layout, options, {rid: (c, colors[rid]) for rid, c in clocks.items()})
     return {"data": data, "layout": layout}
 
 
@@ -288,18 +261,20 @@ def metrics_figure(
     labels: Mapping[str, str] | None = None,
     options: ChartOptions | None = None,
     colors: Mapping[str, str] | None = None,
+    clocks: Mapping[str, RunClock] | None = None,
 ) -> Figure:
-    """Several metrics of several runs (the Compare view): one panel per metric stacked on a
-    shared step (or relative time) axis, one colour per run in every panel, one legend entry per
-    run."""
+    """Several metrics of several runs (the Compare view, the Runs view's extra chart): one
+    panel per metric stacked on a shared x axis, one colour per run in every panel, one legend
+    entry per run."""
     metrics = list(by_metric)
     if len(metrics) <= 1:
         metric = metrics[0] if metrics else "no metric"
-        return overlay_figure(metric, by_metric.get(metric, {}), labels, options, colors=colors)
+        runs = by_metric.get(metric, {})
+        return overlay_figure(metric, runs, labels, options, colors=colors, clocks=clocks)
     labels = labels or {}
     options = options or ChartOptions()
     run_ids = list(dict.fromkeys(rid for runs in by_metric.values() for rid in runs))
-    t0 = run_starts(by_metric)
+    clocks = run_clocks(by_metric, clocks)
     colors = {**run_colors(run_ids), **(colors or {})}
     k = len(metrics)
     revision = _revision(options, *metrics, *run_ids)
@@ -320,7 +295,7 @@ def metrics_figure(
         }
         for rid, s in by_metric[metric].items():
             for trace in series_lines(
-                labels.get(rid, rid), s, colors[rid], 2, options, t0.get(rid)
+                labels.get(rid, rid), s, colors[rid], 2, options, clocks[rid]
             ):
                 trace.update(
                     yaxis=axis,
@@ -329,9 +304,11 @@ def metrics_figure(
                     meta={"series": f"{trace['meta']['series']} · {metric}"},
                 )
                 data.append(trace)
-    layout["xaxis"].update(_x_axis(options, (s for r in by_metric.values() for s in r.values())))
+    every = (s for r in by_metric.values() for s in r.values())
+    layout["xaxis"].update(_x_axis(options, every, clocks.values()))
     layout["xaxis"]["anchor"] = f"y{k}"  # the shared axis under the lowest panel
-    _fit_layout(layout, data, options, ["y", *(f"y{i + 1}" for i in range(1, k))])
+    fit_layout(layout, data, options, ["y", *(f"y{i + 1}" for i in range(1, k))])
+    _mark_gaps(layout, options, {rid: (c, colors[rid]) for rid, c in clocks.items()})
     return {"data": data, "layout": layout}
 
 

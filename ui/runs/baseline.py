@@ -13,22 +13,26 @@ from collections.abc import Mapping
 from storage import runs as run_store
 from storage.records import metrics as metric_store
 from storage.sqlite.db import Database
-from ui.plots.charts import Figure
+from ui.plots.charts import Figure, points_clock
 from ui.plots.lines import ChartOptions, series_lines
 from ui.plots.panels import Panel
+from ui.plots.x_axes import RunClock
 from ui.runs.state import Series
+from ui.runs.timeline import read_clock
 
 BASELINE_COLOR = "#9ca3af"
 PAGE = 20_000
 NO_BASELINE = ("no baseline", "")
 
 
-def read_baseline(db: Database, run_id: str | None, owner: str | None) -> tuple[str, dict]:
-    """``(name, series by metric)`` of the viewer's run ``run_id``; ``("", {})`` for none or a
-    run that is not theirs (as if it did not exist)."""
+def read_baseline(
+    db: Database, run_id: str | None, owner: str | None
+) -> tuple[str, dict, RunClock | None]:
+    """``(name, series by metric, clock)`` of the viewer's run ``run_id``; ``("", {}, None)``
+    for none or a run that is not theirs (as if it did not exist)."""
     run = run_store.get_run(db, run_id, owner=owner) if run_id else None
     if run is None:
-        return "", {}
+        return "", {}, None
     series: dict[str, Series] = {}
     cursor = 0
     while True:
@@ -36,12 +40,7 @@ def read_baseline(db: Database, run_id: str | None, owner: str | None) -> tuple[
         for p in points:
             series.setdefault(p.name, Series()).add(p.step, p.value, getattr(p, "time", None))
         if len(points) < PAGE:
-            return run.name, series
-
-
-def _first_time(series: Mapping[str, Series]) -> float | None:
-    times = [s.times[0] for s in series.values() if s.times]
-    return min(times) if times else None
+            return run.name, series, read_clock(db, run, series)
 
 
 def with_baseline(
@@ -50,20 +49,21 @@ def with_baseline(
     baseline: Mapping[str, Series],
     name: str,
     options: ChartOptions | None = None,
+    clock: RunClock | None = None,
 ) -> Figure:
-    """``figure`` with the baseline's metrics of ``panel`` drawn dotted under its own lines (by
-    relative time each run from its own first point, as in Compare); the figure as it was when
-    the baseline has none of them."""
+    """``figure`` with the baseline's metrics of ``panel`` drawn dotted under its own lines, on
+    the figure's x axis by the baseline's own ``clock`` (by relative time each run from its own
+    start, as in Compare); the figure as it was when the baseline has none of them."""
     names = panel.select(baseline)
     if not names:
         return figure
     options = options or ChartOptions()
     two_axes = "yaxis2" in figure["layout"]
-    t0 = _first_time(baseline)
+    clock = clock or points_clock(baseline.values())
     under: list[dict] = []
     for metric in names:
         label = f"{metric.removeprefix('rewards/')} · baseline {name}"
-        for trace in series_lines(label, baseline[metric], BASELINE_COLOR, 1.5, options, t0):
+        for trace in series_lines(label, baseline[metric], BASELINE_COLOR, 1.5, options, clock):
             trace["line"] = {**trace["line"], "dash": "dot"}
             if two_axes and panel.on_right(metric):
                 trace["yaxis"] = "y2"

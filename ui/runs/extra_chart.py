@@ -69,7 +69,12 @@ def extra_figure(
     if view.run_id is None or not chosen:
         return None
     by_metric = {m: {view.run_id: view.series[m]} for m in chosen}
-    return charts.metrics_figure(by_metric, {view.run_id: view.run_id}, options)
+    clocks = {view.run_id: view.clock} if view.clock else None
+    figure = charts.metrics_figure(by_metric, {view.run_id: view.run_id}, options, clocks=clocks)
+    # The CSV's run; zoomed and hovered with the panels above (the same run on the same x axis).
+    link = charts.x_link(view.run_id, options or charts.ChartOptions())
+    figure["layout"]["meta"].update(run=view.run_id, xlink=link)
+    return figure
 
 
 def draw(

@@ -27,6 +27,7 @@ from storage.sqlite.db import Database
 from storage.sqlite.schema import NoteKind, RunLabel, RunNote, RunPhase, RunStatus
 from ui.plots import charts, panels
 from ui.runs import progress as run_progress
+from ui.runs import timeline
 from ui.runs.run_filter import ANY_STATUS, RunFilter
 from ui.runs.state import RunsSnapshot, RunView
 from ui.shared import hints, messages
@@ -213,7 +214,10 @@ def hints_markdown(run: RunInfo | None, view: RunView, notes: Sequence[RunNote] 
 def all_figures(
     view: RunView, options: charts.ChartOptions | None = None
 ) -> dict[str, charts.Figure]:
-    return {p.key: charts.panel_figure(p, view.series, options, view.run_id) for p in panels.PANELS}
+    return {
+        p.key: charts.panel_figure(p, view.series, options, view.run_id, view.clock)
+        for p in panels.PANELS
+    }
 
 
 def new_distributions(db: Database, view: RunView) -> set[str]:
@@ -311,12 +315,14 @@ def poll(
             update.algorithm = run.algorithm
         update.error = error_text(run)
         update.hints_md = hints_markdown(run, view, note_store.notes_of_run(db, view.run_id))
-        if force:
+        gaps = len(view.clock.gaps) if view.clock else 0
+        view.clock = None if run is None else timeline.read_clock(db, run, view.series)
+        if force or (view.clock and len(view.clock.gaps) != gaps):  # a new gap: on every chart
             update.figures = all_figures(view, options)
         else:
             keys = panels.changed_panels(changed)
             update.figures = {
-                p.key: charts.panel_figure(p, view.series, options, view.run_id)
+                p.key: charts.panel_figure(p, view.series, options, view.run_id, view.clock)
                 for p in panels.PANELS
                 if p.key in keys
             }

@@ -137,6 +137,10 @@ class RunView:
     baseline_id: str | None = None
     baseline_name: str = ""
     baseline_series: dict[str, Series] = field(default_factory=dict)
+    baseline_clock: Any = None
+    # The open run's ui.plots.x_axes.RunClock (its start, stop/resume gaps, batch, token count):
+    # what the charts' x axes other than the step are drawn by, read again as the run moves.
+    clock: Any = None
     lock: ViewLock = field(default_factory=ViewLock, repr=False, compare=False)
 
     def select(self, run_id: str | None) -> None:
@@ -152,6 +156,7 @@ class RunView:
         self.sample_step = None  # a step picked in another run is not picked in this one
         self.phase = None
         self.distributions = DistributionHistory()
+        self.clock = None
 
     def said(self, run_id: str | None) -> None:
         """An action on ``run_id`` has put its message under the buttons."""

@@ -104,9 +104,8 @@ def poll_updates(
         out[parts.baseline] = gr.Dropdown(choices=[NO_BASELINE, *update.run_choices])
     for key, figure in update.figures.items():
         if state.baseline_series and state.baseline_id != state.run_id:
-            figure = with_baseline(
-                figure, _PANELS[key], state.baseline_series, state.baseline_name, options
-            )
+            baseline = state.baseline_series, state.baseline_name, options, state.baseline_clock
+            figure = with_baseline(figure, _PANELS[key], *baseline)
         out[parts.plots[key]] = plot_value(figure)
         # An empty chart says nothing: panels appear with their first point.
         out[parts.panel_columns[key]] = gr.Column(visible=bool(figure["data"]))
@@ -139,7 +138,7 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         with state.lock:
             if picked and (raw[parts.baseline] or None) != state.baseline_id:
                 state.baseline_id = raw[parts.baseline] or None
-                state.baseline_name, state.baseline_series = read_baseline(
+                state.baseline_name, state.baseline_series, state.baseline_clock = read_baseline(
                     ctx.db, state.baseline_id, viewer.scope
                 )
             update = poll(
