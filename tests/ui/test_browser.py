@@ -405,8 +405,12 @@ def test_charts_smooth_switch_axes_and_log_scale_like_the_trackers(page: Page, l
     box = page.locator("#chart-smoothing input[type=number]")
     box.fill("0.6")
     box.press("Enter")
-    # The smoothed line over the raw one drawn faint behind it.
-    plot_has(page, "chart-reward", "el.data.length === 2 && el.data[0].opacity < 1")
+    # The smoothed line over the raw one drawn faint, over the window's min/max band.
+    plot_has(
+        page,
+        "chart-reward",
+        "el.data.length === 4 && el.data[1].fill === 'tonexty' && el.data[2].opacity < 1",
+    )
     page.locator("#chart-log input").check()
     plot_has(page, "chart-reward", "el.layout.yaxis.type === 'log'")
     page.locator("#chart-x").get_by_text("relative time").click()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -187,3 +188,103 @@ def test_charts_follow_the_window_when_it_narrows(page: Page, live_app):
     page.set_viewport_size({"width": 640, "height": 900})
     open_tab(page, "Runs")
     page.wait_for_function(fits)
+
+
+def resumed_run(data_dir, name: str) -> str:
+    """A running run stopped after step 5 and resumed from its checkpoint there (two attempts in
+    its phase rows), with steps 1-10 of a reward and a loss series: two panels."""
+    from storage import runs as run_store
+    from storage.paths import db_path
+    from storage.records import phases as phase_store
+    from storage.sqlite.db import Database
+    from storage.sqlite.schema import RunPhase, RunStatus
+
+    with Database(db_path(data_dir)) as db:
+        run = run_store.create_run(
+            db, algorithm="grpo", name=name, config={}, total_steps=50, status=RunStatus.RUNNING
+        )
+        for attempt, steps in enumerate((range(1, 6), range(6, 11))):
+            phase_store.record_phase(db, run.id, RunPhase.STARTING)
+            if attempt:
+                phase_store.record_phase(db, run.id, RunPhase.RESUMING, 5)
+            log_linked(db, run.id, steps)
+            if not attempt:
+                phase_store.record_phase(db, run.id, RunPhase.STOPPING, 5)
+    return run.id
+
+
+def log_linked(db, run_id: str, steps) -> None:
+    from storage.records.metrics import MetricWriter
+
+    with MetricWriter(db, run_id) as writer:
+        for step in steps:
+            writer.log(step, {"reward/total": step / 10, "loss/policy": 1 / step})
+
+
+def log_linked_to(data_dir, run_id: str, steps) -> None:
+    from storage.paths import db_path
+    from storage.sqlite.db import Database
+
+    with Database(db_path(data_dir)) as db:
+        log_linked(db, run_id, steps)
+
+
+LOSS = "document.querySelector('#chart-loss .js-plotly-plot')"
+
+
+def test_a_runs_panels_zoom_and_hover_as_one_a_panel_expands_and_a_resume_is_marked(
+    page: Page, live_app
+):
+    run_id = resumed_run(live_app.data_dir, "linked panels")
+    page.goto(f"{live_app.url}?run={run_id}")
+    page.wait_for_selector("#main-tabs")
+    plot_has(page, "chart-reward", "el.data[0].x.length === 10")
+    plot_has(page, "chart-loss", "el.data[0].x.length === 10")
+    # By step, a dotted line where the run resumed from its checkpoint.
+    plot_has(page, "chart-loss", "el.layout.shapes?.length === 1 && el.layout.shapes[0].x0 === 5")
+
+    # Hovering the reward chart: the loss chart shows its label and crosshair at the same step.
+    drag = page.locator("#chart-reward .nsewdrag").first
+    drag.scroll_into_view_if_needed()
+    box = drag.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.52, box["y"] + box["height"] / 2)
+    page.wait_for_function(
+        f"() => {LOSS}.querySelectorAll('.hoverlayer .spikeline').length > 0"
+        f" && {LOSS}._hoverdata?.[0]?.x === {CHART}._hoverdata?.[0]?.x"
+    )
+
+    # A drag-zoom on the reward chart zooms the loss chart's x axis to the same range.
+    box, y = start_drag(page)
+    page.mouse.move(box["x"] + box["width"] * 0.5, y + 5, steps=8)
+    page.mouse.move(box["x"] + box["width"] * 0.6, y + 5, steps=8)
+    page.mouse.up()
+    page.wait_for_function(f"() => {LOSS}.layout.xaxis.autorange === false")
+    zoomed = x_range(page)
+    assert page.evaluate(f"() => {LOSS}._fullLayout.xaxis.range") == pytest.approx(zoomed)
+    # The run goes on: both charts are drawn again, both keep the zoom.
+    log_linked_to(live_app.data_dir, run_id, [11, 12])
+    plot_has(page, "chart-loss", "el.data[0].x.length === 12")
+    plot_has(page, "chart-reward", "el.data[0].x.length === 12")
+    assert page.evaluate(f"() => {LOSS}._fullLayout.xaxis.range") == pytest.approx(zoomed)
+    assert x_range(page) == pytest.approx(zoomed)
+
+    # The loss chart expands to fill most of the window, stays so across a redraw, and goes
+    # back to its place in the grid on Escape.
+    page.locator("#chart-loss .js-plotly-plot").hover()
+    page.locator("#chart-loss .modebar-btn[data-title='Expand chart']").click()
+    wide = f"{LOSS}.querySelector('.main-svg').getBoundingClientRect().width"
+    page.wait_for_function(f"() => {wide} > 1000 && {LOSS}._fullLayout.height > 600")
+    log_linked_to(live_app.data_dir, run_id, [13])
+    plot_has(page, "chart-loss", f"el.data[0].x.length === 13 && {wide} > 1000")
+    page.keyboard.press("Escape")
+    page.wait_for_function(f"() => {wide} < 700 && {LOSS}._fullLayout.height === 280")
+    expect(page.locator("#chart-loss")).not_to_have_class(re.compile("studio-expanded"))
+
+    # By relative time: minutes since the run started, the stop shaded up to the restart.
+    page.locator("#chart-x").get_by_text("relative time").click()
+    plot_has(
+        page,
+        "chart-loss",
+        "el.layout.xaxis.title?.text === 'minutes since the run started'"
+        " && el.layout.shapes?.map((s) => s.type).join() === 'rect,line'",
+    )

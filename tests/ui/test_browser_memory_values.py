@@ -23,8 +23,9 @@ def test_a_saved_design_goes_through_the_import_parser_and_its_limits():
 
 
 def test_chart_settings_fall_back_per_value_and_round_trip():
-    options = ChartOptions(0.6, "time", True)
-    assert saved.chart_settings(saved.chart_record(options)) == options
+    for x in ("step", "time", "wall", "completions", "tokens"):  # every x axis is kept
+        options = ChartOptions(0.6, x, True)
+        assert saved.chart_settings(saved.chart_record(options)) == options
     assert saved.chart_settings({"smoothing": 5, "x": "<b>", "log_y": "yes"}) == ChartOptions()
     assert saved.chart_settings(["not", "a", "mapping"]) is None
 

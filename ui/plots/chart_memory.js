@@ -6,7 +6,8 @@
 // per `layout.uirevision` (the run, the panel, the axis mode) it remembers the user's axis
 // ranges and the series hidden by a legend click, and draws each new figure with them. It also
 // adds a "Download data as CSV" button to every chart, draws charts dark in the dark theme, and
-// fits each chart to its box whenever the box's width changes.
+// fits each chart to its box whenever the box's width changes. chart_links.js (loaded first)
+// links charts: synced x-zoom and hover, and the expand button.
 (() => {
   const memory = new Map(); // chart id -> { rev, axes: { xaxis: [a, b], ... }, hidden: Set }
   const AXIS = /^([xy]axis\d*)\.(range\[[01]\]|range|autorange)$/;
@@ -229,16 +230,20 @@
       const m = entry(id, String(layout.uirevision ?? ""));
       restore(m, data, layout);
       followTheme(layout);
+      const links = window.studioChartLinks; // chart_links.js: synced zoom, hover, expand
+      links?.before(gd, id, data, layout);
       const csvButton = {
         name: "csv",
         title: "Download data as CSV",
         icon: Plotly.Icons?.disk || { width: 1000, height: 1000, path: "M0 0h1000v1000H0z" },
         click: (div) => download(div, id),
       };
-      config = { ...(config || {}), displaylogo: false, modeBarButtonsToAdd: [csvButton] };
+      const buttons = links ? [csvButton, links.button(id)] : [csvButton];
+      config = { ...(config || {}), displaylogo: false, modeBarButtonsToAdd: buttons };
       const drawn = react.call(this, gd, data, layout, config);
       Promise.resolve(drawn).then(() => {
         fitToBox(gd);
+        links?.after(gd, id);
         if (gd.__studioListening || typeof gd.on !== "function") return;
         gd.__studioListening = true;
         const rev = () => String(gd.layout?.uirevision ?? "");

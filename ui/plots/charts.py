@@ -105,10 +105,22 @@ def _x_meta(options: ChartOptions) -> dict:
     return {"x_name": x_axes.X_NAMES[options.x]}
 
 
+# A vertical line through the plot at the x under the cursor: with chart_links.js, at the same x
+# on every panel of the run (W&B's synced crosshair).
+CROSSHAIR = {
+    "showspikes": True,
+    "spikemode": "across",
+    "spikesnap": "hovered data",
+    "spikethickness": 1,
+    "spikedash": "solid",
+    "spikecolor": "#9ca3af",
+}
+
+
 def _x_axis(options: ChartOptions, series: Iterable[Series], clocks: Iterable[RunClock]) -> dict:
     if options.x == x_axes.STEP:
-        return step_axis(_last_step(series))
-    return x_axes.axis_layout(options.x, clocks)
+        return {**CROSSHAIR, **step_axis(_last_step(series))}
+    return {**CROSSHAIR, **x_axes.axis_layout(options.x, clocks)}
 
 
 def _mark_gaps(layout: dict, options: ChartOptions, clocks: Mapping[str, tuple[RunClock, str]]):

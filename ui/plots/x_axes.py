@@ -232,7 +232,7 @@ def gap_marks(clock: RunClock, axis: str, color: str = GAP_LINE) -> tuple[list, 
             band = {"type": "rect", "xref": "x", "yref": "paper", "x0": begin, "x1": end}
             band.update(y0=0, y1=1, fillcolor=GAP_FILL, line={"width": 0}, layer="below")
             shapes += [band, _line(end, color)]
-            notes.append(_label(end, f"⏸ {what}", hover, color))
+            notes.append(_label(end, f"↻ {what}", hover, color))
         elif gap.from_step is not None:
             x = _x_of_step(gap.from_step, axis, clock)
             if x is None:
