@@ -39,7 +39,22 @@ def test_a_panel_the_baseline_lacks_is_unchanged_and_an_empty_one_drops_its_wait
     figure = charts.panel_figure(entropy, {})
     assert with_baseline(figure, entropy, {"loss/policy": Series([1], [0.1])}, "b") is figure
     drawn = with_baseline(figure, entropy, {"policy/entropy": Series([1], [0.7])}, "b")
-    assert "annotations" not in drawn["layout"] and len(drawn["data"]) == 1
+    assert drawn["layout"]["annotations"] == [] and len(drawn["data"]) == 1
+
+
+def test_the_baseline_keeps_the_runs_other_notes_and_is_drawn_by_its_own_clock():
+    from ui.plots.x_axes import Gap, RunClock
+
+    loss = _panel("loss")
+    own = {"loss/policy": Series([1, 2], [-0.1, -0.2], [100.0, 160.0])}
+    clock = RunClock(40.0, False, (Gap(110.0, 130.0, 2, 1),))
+    options = charts.ChartOptions(x="time", log_y=True)
+    figure = charts.panel_figure(loss, own, options, "r", clock)
+    base = {"loss/policy": Series([1], [0.3], [1000.0])}
+    drawn = with_baseline(figure, loss, base, "b", options, RunClock(940.0, False))
+    notes = [a["text"] for a in drawn["layout"]["annotations"]]
+    assert notes[0].startswith("linear, not log") and notes[1] == "↻ attempt 2"
+    assert drawn["data"][0]["x"] == [1.0]  # a minute after the baseline's own start
 
 
 def test_a_baseline_is_read_whole_and_only_for_its_owner(db):

@@ -145,3 +145,11 @@ def test_the_band_follows_the_thinned_line():
     assert len(high["x"]) == len(low["x"]) == len(smooth["x"]) == len(raw["x"]) < n
     assert all(lo <= y <= hi for lo, y, hi in zip(low["y"], smooth["y"], high["y"], strict=True))
     assert low["fillcolor"] == "rgba(37, 99, 235, 0.12)"
+
+
+def test_a_chart_with_no_point_on_the_axis_picked_says_why():
+    series = {"reward/total": Series([1, 2], [0.1, 0.2], [T0, T0 + 60])}
+    fig = charts.panel_figure(_panel("reward"), series, charts.ChartOptions(x="tokens"))
+    assert "perf/num_tokens" in fig["layout"]["annotations"][-1]["text"]
+    timed = charts.panel_figure(_panel("reward"), series, charts.ChartOptions(x="time"))
+    assert "annotations" not in timed["layout"]

@@ -14,6 +14,16 @@
   const heights = new Map(); // chart id -> the height its figure asks for
   const EXPAND = "studio-expanded";
   const BACKDROP = "studio-backdrop";
+  const TITLES = { expand: "Expand chart", back: "Back to the grid" };
+  // Four corners pointing out (expand) or in (back), on a 1000 x 1000 grid.
+  const ICONS = {
+    expand:
+      "M50 50h350v100H150v250H50zM600 50h350v350H850V150H600z" +
+      "M50 600h100v250h250v100H50zM850 600h100v350H600V850h250z",
+    back:
+      "M400 50v350H50v-100h250V50zM600 50h100v250h250v100H600z" +
+      "M50 600h350v350H300V700H50zM600 600h350v100H700v250H600z",
+  };
 
   const linkOf = (gd) => gd?.layout?.meta?.xlink;
   const peers = (gd) =>
@@ -116,8 +126,9 @@
       block.classList.toggle(EXPAND, on);
     }
     backdrop();
-    const toggle = block?.querySelector(".modebar-btn[data-val='expand'], .modebar-btn[data-title='Expand chart'], .modebar-btn[data-title='Back to the grid']");
-    toggle?.setAttribute("data-title", on ? "Back to the grid" : "Expand chart");
+    // The toolbar drawn before says what the button does now (the next draw builds it anew).
+    const titles = [TITLES.expand, TITLES.back].map((t) => `.modebar-btn[data-title='${t}']`);
+    block?.querySelector(titles.join())?.setAttribute("data-title", TITLES[on ? "back" : "expand"]);
     if (gd?._fullLayout && window.Plotly) {
       const height = on ? bigHeight() : heights.get(id) || gd._fullLayout.height;
       // autosize kept on: a relayout of the height alone turns it off and pins the width.
@@ -140,13 +151,11 @@
     const large = expanded.has(id);
     return {
       name: "expand",
-      title: large ? "Back to the grid" : "Expand chart",
+      title: TITLES[large ? "back" : "expand"],
       icon: {
         width: 1000,
         height: 1000,
-        path: large
-          ? "M400 50v350H50v-100h250V50zM600 50h100v250h250v100H600zM50 600h350v350H300V700H50zM600 600h350v100H700v250H600z"
-          : "M50 50h350v100H150v250H50zM600 50h350v350H850V150H600zM50 600h100v250h250v100H50zM850 600h100v350H600V850h250z",
+        path: large ? ICONS.back : ICONS.expand,
       },
       click: () => setExpanded(id, !expanded.has(id)),
     };

@@ -26,6 +26,7 @@ from ui.plots.panels import PALETTE, Panel
 from ui.plots.x_axes import RunClock
 from ui.runs.state import Series
 
+NO_POINTS = "no points yet"  # what an empty panel says
 SINGLE_STEP_TICKS = 12  # up to this many steps, a tick on every step
 
 Figure = dict[str, Any]  # a Plotly figure as plain JSON data: {"data": [...], "layout": {...}}
@@ -132,6 +133,12 @@ def _mark_gaps(layout: dict, options: ChartOptions, clocks: Mapping[str, tuple[R
             layout.setdefault("annotations", []).extend(notes)
 
 
+def _say_if_unplaced(layout: dict, data: list[dict], options: ChartOptions) -> None:
+    """A chart whose points all lack an x on this axis says why, instead of drawing nothing."""
+    if all(x is None for trace in data for x in trace["x"]):
+        layout.setdefault("annotations", []).append(_empty_note(x_axes.UNPLACED[options.x]))
+
+
 def _label(name: str) -> str:
     return name.removeprefix("rewards/") if name.startswith("rewards/") else name
 
@@ -208,9 +215,10 @@ def panel_figure(
         }
     fit_layout(layout, data, options, ("y", "y2") if two_axes else ("y",))
     if not data:
-        layout["annotations"] = [_empty_note("no points yet")]
+        layout["annotations"] = [_empty_note(NO_POINTS)]
     else:
         _mark_gaps(layout, options, {run_id or "": (clock, x_axes.GAP_LINE)})
+        _say_if_unplaced(layout, data, options)
     return {"data": data, "layout": layout}
 
 
@@ -265,6 +273,7 @@ def overlay_figure(
         layout["annotations"] = [_empty_note("pick runs and a metric")]
     else:
         _mark_gaps(layout, options, {rid: (c, colors[rid]) for rid, c in clocks.items()})
+        _say_if_unplaced(layout, data, options)
     return {"data": data, "layout": layout}
 
 

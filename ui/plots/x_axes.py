@@ -41,6 +41,14 @@ CHOICES = [
 # The CSV's column for the x value (the step has its own column beside it).
 X_NAMES = {STEP: "step", RELATIVE: "minutes", WALL: "time", COMPLETIONS: "completions"}
 X_NAMES[TOKENS] = "tokens"
+# What a chart says when no point has an x on the axis picked.
+UNPLACED = {
+    STEP: "no points yet",  # charts.NO_POINTS
+    RELATIVE: "no point times logged",
+    WALL: "no point times logged",
+    COMPLETIONS: "no batch size in this run's config: pick another x axis",
+    TOKENS: "no token count (perf/num_tokens) logged by this run: pick another x axis",
+}
 GAP_FILL = "rgba(107, 114, 128, 0.15)"
 GAP_LINE = "#6b7280"
 

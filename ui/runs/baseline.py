@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from storage import runs as run_store
 from storage.records import metrics as metric_store
 from storage.sqlite.db import Database
-from ui.plots.charts import Figure, points_clock
+from ui.plots.charts import NO_POINTS, Figure, points_clock
 from ui.plots.lines import ChartOptions, series_lines
 from ui.plots.panels import Panel
 from ui.plots.x_axes import RunClock
@@ -69,5 +69,7 @@ def with_baseline(
                 trace["yaxis"] = "y2"
             under.append(trace)
     layout = dict(figure["layout"])
-    layout.pop("annotations", None)  # "no points yet": the baseline's are there
+    # "No points yet" is not true any more: the baseline's are there (the other notes stay).
+    notes = [a for a in layout.get("annotations", []) if a.get("text") != NO_POINTS]
+    layout["annotations"] = notes
     return {"data": under + list(figure["data"]), "layout": layout}
