@@ -18,6 +18,7 @@ from storage.paths import persistence_note
 from ui.access.client_limits import ClientLimits, events_per_s
 from ui.access.identity import ownership_note, viewer_for
 from ui.access.own_address import public_url
+from ui.access.same_origin import CrossSiteShield
 from ui.access.upload_budget import (
     UploadBudget,
     budget_caps,
@@ -221,13 +222,20 @@ def launch_kwargs(ctx: AppContext) -> dict:
 
 
 def middleware(ctx: AppContext) -> list:
-    """The app's ASGI middleware, outermost first: the visitor cookie (who asks), then the
-    per-client limits on events and the upload budget (which need to know who)."""
+    """The app's ASGI middleware, outermost first: the cross-site shield, the visitor cookie
+    (who asks), then the per-client limits on events and the upload budget (which need to know
+    who).
+
+    The shield is here from the server's first request; once ``launch`` returns, app.py puts
+    it outside Gradio's CORS middleware too (:func:`ui.access.same_origin.shield`), so another
+    site never gets a CORS answer. In the moment between the two, a probe of a credential
+    route got Gradio's own 502 from the hub (the forged-Host test, once in a suite run)."""
     from gradio.utils import get_upload_folder
     from starlette.middleware import Middleware
 
     per_client, total = budget_caps(os.environ, is_public())
     return [
+        Middleware(CrossSiteShield),
         # Gradio's /monitoring pages (events, timings) are for the operator, not visitors, and
         # its dev-mode reload stream (/gradio_api/dev/reload) for a developer's own machine.
         Middleware(

@@ -122,3 +122,29 @@ def test_a_forged_localhost_host_spends_no_server_credential(start_app, tmp_path
         assert not with_token, (with_token, answers)
         for path in [p for _, p in PROBES if "run-history" in p]:
             assert answers[path] == 404, answers
+
+
+def test_the_shield_is_in_the_apps_own_middleware_from_the_first_request(ctx):
+    """The server accepts requests before app.py wraps Gradio's stack: the app's own middleware
+    (what launch builds the server with) already refuses the credential routes and another
+    site's credentialed request, with no request let through to the route behind."""
+    from fastapi import FastAPI
+    from starlette.testclient import TestClient
+
+    from ui.factory import middleware
+
+    reached = []
+    app = FastAPI(middleware=middleware(ctx))
+
+    @app.api_route("/gradio_api/run-history/buckets", methods=["GET", "POST"])
+    @app.get("/gradio_api/runs")
+    def behind() -> dict:
+        reached.append(True)
+        return {}
+
+    with TestClient(app, base_url="http://127.0.0.1:7860") as client:
+        assert client.post("/gradio_api/run-history/buckets").status_code == 404
+        other_site = {"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}
+        assert client.get("/gradio_api/runs", headers=other_site).status_code == 403
+        assert not reached
+        assert client.get("/gradio_api/runs").status_code == 200  # its own page's request
