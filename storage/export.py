@@ -22,7 +22,7 @@ import json
 import re
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,18 +78,24 @@ def export_run(
     return out
 
 
+def _pages(read: Callable[..., tuple[list[Any], int]], db: Database, run_id: str) -> Iterator:
+    """Every row ``read`` (a ``*_since(db, run_id, cursor, limit=)`` reader) gives, page by
+    page, in the order written."""
+    cursor = 0
+    while True:
+        rows, cursor = read(db, run_id, cursor, limit=PAGE)
+        yield from rows
+        if len(rows) < PAGE:
+            return
+
+
 def write_metrics_csv(db: Database, run_id: str, path: Path) -> int:
     """The run's metrics, one row per step; returns the number of rows."""
     by_step: dict[int, dict[str, float | None]] = {}
     times: dict[int, float] = {}
-    cursor = 0
-    while True:
-        points, cursor = metrics_since(db, run_id, cursor, limit=PAGE)
-        for p in points:
-            by_step.setdefault(p.step, {})[p.name] = p.value
-            times[p.step] = max(times.get(p.step, 0.0), p.time)
-        if len(points) < PAGE:
-            break
+    for p in _pages(metrics_since, db, run_id):
+        by_step.setdefault(p.step, {})[p.name] = p.value
+        times[p.step] = max(times.get(p.step, 0.0), p.time)
     names = sorted({name for row in by_step.values() for name in row})
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -115,30 +121,24 @@ def write_samples_jsonl(db: Database, run_id: str, path: Path) -> int:
 
 def write_distributions_jsonl(db: Database, run_id: str, path: Path) -> int:
     """Every stored distribution of the run, in the order written; returns how many."""
-    count, cursor = 0, 0
+    count = 0
     with path.open("w", encoding="utf-8") as handle:
-        while True:
-            rows, cursor = distributions_since(db, run_id, cursor, limit=PAGE)
-            for row in rows:
-                record = {"step": row.step, "name": row.name, "count": row.count}
-                handle.write(json.dumps({**record, "values": row.values}) + "\n")
-            count += len(rows)
-            if len(rows) < PAGE:
-                return count
+        for row in _pages(distributions_since, db, run_id):
+            record = {"step": row.step, "name": row.name, "count": row.count}
+            handle.write(json.dumps({**record, "values": row.values}) + "\n")
+            count += 1
+    return count
 
 
 def write_logs(db: Database, run_id: str, path: Path) -> int:
     """The run's log lines as ``YYYY-MM-DD HH:MM:SS LEVEL message``; returns how many."""
-    count, cursor = 0, 0
+    count = 0
     with path.open("w", encoding="utf-8") as handle:
-        while True:
-            lines, cursor = logs_since(db, run_id, cursor, limit=PAGE)
-            for line in lines:
-                stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(line.time))
-                handle.write(f"{stamp} {line.level} {line.message}\n")
-            count += len(lines)
-            if len(lines) < PAGE:
-                return count
+        for line in _pages(logs_since, db, run_id):
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(line.time))
+            handle.write(f"{stamp} {line.level} {line.message}\n")
+            count += 1
+    return count
 
 
 # A stored upload: <data dir>/uploads/[<owner folder>/]<32 hex digits of its hash>.<suffix>

@@ -8,6 +8,7 @@ from typing import Any
 
 from ui.plots.charts import Figure, base_layout
 from ui.plots.panels import PALETTE
+from ui.plots.x_axes import dotted_vline
 
 #: What a sweep chart can show, by key: (title, y axis).
 SWEEP_METRICS = {
@@ -43,7 +44,7 @@ def sweep_lines(result: Mapping[str, Any]) -> Figure:
     for r, (name, probe) in enumerate(result["probes"].items()):
         data.append(_line(x, probe["mean_delta"], f"probe payoff: {name}", n + r, yaxis="y2"))
         for point in result["onsets"].get(name, []):
-            shapes.append(_vline(point[0], PALETTE[(n + r) % len(PALETTE)]))
+            shapes.append(dotted_vline(point[0], PALETTE[(n + r) % len(PALETTE)]))
     # Two panels sharing the weight axis: shares and correlations above, probe payoffs below.
     layout = base_layout(
         f"Sweeping the weight of {axis['name']}", "share / correlation", axis["name"], 520
@@ -60,19 +61,6 @@ def sweep_lines(result: Mapping[str, Any]) -> Figure:
     layout["xaxis"]["anchor"] = "y2"
     layout["shapes"] = shapes
     return {"data": data, "layout": layout}
-
-
-def _vline(x: float, color: str) -> dict:
-    return {
-        "type": "line",
-        "xref": "x",
-        "yref": "paper",
-        "x0": x,
-        "x1": x,
-        "y0": 0,
-        "y1": 1,
-        "line": {"color": color, "dash": "dot", "width": 1},
-    }
 
 
 def sweep_heatmap(result: Mapping[str, Any], metric: str) -> Figure:

@@ -207,7 +207,8 @@ def _label(x: float | str, text: str, hover: str, color: str) -> dict:
     }
 
 
-def _line(x: float | str, color: str) -> dict:
+def dotted_vline(x: float | str, color: str) -> dict:
+    """A dotted vertical line across the plot at ``x`` (a resume, a probe's onset)."""
     return {
         "type": "line",
         "xref": "x",
@@ -239,12 +240,12 @@ def gap_marks(clock: RunClock, axis: str, color: str = GAP_LINE) -> tuple[list, 
                 continue
             band = {"type": "rect", "xref": "x", "yref": "paper", "x0": begin, "x1": end}
             band.update(y0=0, y1=1, fillcolor=GAP_FILL, line={"width": 0}, layer="below")
-            shapes += [band, _line(end, color)]
+            shapes += [band, dotted_vline(end, color)]
             notes.append(_label(end, f"↻ {what}", hover, color))
         elif gap.from_step is not None:
             x = _x_of_step(gap.from_step, axis, clock)
             if x is None:
                 continue
-            shapes.append(_line(x, color))
+            shapes.append(dotted_vline(x, color))
             notes.append(_label(x, f"↻ {what}", hover, color))
     return shapes, notes
