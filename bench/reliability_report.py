@@ -128,7 +128,10 @@ def render(results: list[TestResult], bench: str | None, when: str) -> str:
     if bench is None:
         lines.append("Not run this time (`--kill-trials 0`).")
     else:
-        *table, last = bench.strip().splitlines()
+        # The bench's JSON line is its last object line (a shell may have appended after it).
+        printed = bench.strip().splitlines()
+        at = max(i for i, line in enumerate(printed) if line.startswith("{"))
+        table, last = printed[:at], printed[at]
         lines += ["| figure | value |", "| --- | --- |"]
         lines += [f"| {key} | {json.dumps(value)} |" for key, value in json.loads(last).items()]
         lines += ["", "Each trial:", "", "```", *table, "```"]
