@@ -124,11 +124,7 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
     """Each tick (and each new selection) redraws only what changed."""
 
     def refresh(
-        raw: Values,
-        request: gr.Request,
-        profile: gr.OAuthProfile | None,
-        picked: bool,
-        first: bool = False,
+        raw: Values, request: gr.Request, profile: gr.OAuthProfile | None, picked: bool
     ) -> Updates:
         state: RunView = raw[parts.view]
         viewer = viewer_for(request, profile)
@@ -155,8 +151,6 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
                 run_filter=shown,
             )
             out = poll_updates(parts, state, update, options)
-            if first:  # the status at once; what takes the page seconds to draw comes next
-                return {c: v for c, v in out.items() if c in first_outputs}
             out.update(samples_updates(ctx.db, viewer, parts, state))
             picked_metrics = raw[parts.extra.metrics]
             out.update(extra_updates(parts.extra, state, update, picked_metrics, options, picked))
@@ -171,27 +165,6 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None
     ) -> Updates:
         return refresh(raw, request, profile, True)
-
-    def on_pick_first(
-        raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None
-    ) -> Updates:
-        return refresh(raw, request, profile, True, first=True)
-
-    # A pick's first step: the picked run's status, progress and buttons (and the step picker,
-    # whose choices the view takes now). The charts, samples and log follow in the second:
-    # drawn with them, the status waited 2-4 s for fifteen charts at load 5 (bench/run_switch).
-    first_outputs = {
-        parts.view,
-        parts.status_md,
-        parts.progress,
-        parts.error_box,
-        parts.hints_md,
-        parts.step_select,
-        parts.stop,
-        parts.resume,
-        parts.delete,
-        parts.action_md,
-    }
 
     inputs = {
         parts.view,
@@ -224,22 +197,9 @@ def _wire_poll(ctx: AppContext, parts: RunsParts, timer: gr.Timer) -> None:
         concurrency_limit=POLL_CONCURRENCY,
         concurrency_id="poll",
     )
-    parts.run_select.change(
-        on_pick_first,
-        inputs=inputs,
-        outputs=list(first_outputs),
-        show_progress="hidden",
-        api_visibility="private",
-        trigger_mode="always_last",
-    ).then(
-        on_select,
-        inputs=inputs,
-        outputs=parts.poll_outputs,
-        show_progress="hidden",
-        api_visibility="private",
-    )
     gr.on(
         [
+            parts.run_select.change,
             parts.smoothing.change,
             parts.x_axis.change,
             parts.log_y.change,
