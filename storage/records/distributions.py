@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import Row
 
 from storage.sqlite.db import Database
-from storage.sqlite.encoding import as_int, finite_or_none
+from storage.sqlite.encoding import as_int, finite_or_none, series_name
 from storage.sqlite.queries import insert_rows, rows_since
 from storage.sqlite.schema import StepDistribution
 
@@ -56,19 +56,8 @@ def _rounded(value: float) -> float:
     return float(f"{value:.{DIGITS}g}")
 
 
-def _name(name: Any) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"distribution name: expected a non-empty string, got {name!r}")
-    if len(name) > MAX_NAME_LENGTH:
-        raise ValueError(
-            f"distribution name: {name[:40]!r}... is {len(name)} characters; at most "
-            f"{MAX_NAME_LENGTH} allowed"
-        )
-    return name
-
-
 def _row(run_id: str, step: int, name: Any, values: Any, now: float) -> dict[str, Any] | None:
-    name = _name(name)
+    name = series_name(name, "distribution name", MAX_NAME_LENGTH)
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise TypeError(
             f"distributions[{name!r}]: expected a sequence of numbers, got {type(values).__name__}"

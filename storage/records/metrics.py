@@ -31,7 +31,7 @@ from sqlmodel import Session
 
 from storage.runs import RunNotFoundError, get_run
 from storage.sqlite.db import ClosedOnExit, Database
-from storage.sqlite.encoding import as_int, finite_or_none
+from storage.sqlite.encoding import as_int, finite_or_none, series_name
 from storage.sqlite.queries import distinct_values, rows_since
 from storage.sqlite.schema import Metric, Run
 
@@ -59,14 +59,7 @@ class MetricSeries:
 
 
 def _metric_name(name: Any) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"metric name: expected a non-empty string, got {name!r}")
-    if len(name) > MAX_NAME_LENGTH:
-        raise ValueError(
-            f"metric name: {name[:40]!r}... is {len(name)} characters; at most "
-            f"{MAX_NAME_LENGTH} allowed"
-        )
-    return name
+    return series_name(name, "metric name", MAX_NAME_LENGTH)
 
 
 class MetricWriter(ClosedOnExit):

@@ -49,6 +49,18 @@ def optional_int(value: Any, field: str, *, minimum: int | None = None) -> int |
     return None if value is None else as_int(value, field, minimum=minimum)
 
 
+def series_name(name: Any, field: str, max_length: int) -> str:
+    """``name`` of a stored series (a metric, a distribution): a non-empty string of at most
+    ``max_length`` characters; ``ValueError`` naming ``field`` otherwise."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"{field}: expected a non-empty string, got {name!r}")
+    if len(name) > max_length:
+        raise ValueError(
+            f"{field}: {name[:40]!r}... is {len(name)} characters; at most {max_length} allowed"
+        )
+    return name
+
+
 def plain_json(obj: Any, field: str) -> Any:
     """``obj`` as plain JSON values (dict, list, str, int, float, bool, None) that
     :func:`json_text` can write: dataclasses become objects, non-finite floats ``None``."""
