@@ -54,6 +54,14 @@ def start_drag(page: Page) -> tuple[dict[str, float], float]:
     return box, y
 
 
+def drag_zoom(page: Page) -> None:
+    """A real drag from 30% to 60% of the reward chart's plot area: zooms its x axis in."""
+    box, y = start_drag(page)
+    page.mouse.move(box["x"] + box["width"] * 0.5, y + 5, steps=8)
+    page.mouse.move(box["x"] + box["width"] * 0.6, y + 5, steps=8)
+    page.mouse.up()
+
+
 def x_range(page: Page) -> list[float]:
     return page.evaluate(f"() => {CHART}._fullLayout.xaxis.range")
 
@@ -68,10 +76,7 @@ def test_zoom_and_hidden_series_survive_live_redraws_and_a_chart_downloads_csv(
     full = x_range(page)
 
     # A real drag over the middle of the plot area zooms the x axis in.
-    box, y = start_drag(page)
-    page.mouse.move(box["x"] + box["width"] * 0.5, y + 5, steps=8)
-    page.mouse.move(box["x"] + box["width"] * 0.6, y + 5, steps=8)
-    page.mouse.up()
+    drag_zoom(page)
     page.wait_for_function(f"() => {CHART}.layout.xaxis.autorange === false")
     zoomed = x_range(page)
     assert full[0] < zoomed[0] < zoomed[1] < full[1]
@@ -254,10 +259,7 @@ def test_a_runs_panels_zoom_and_hover_as_one_a_panel_expands_and_a_resume_is_mar
     )
 
     # A drag-zoom on the reward chart zooms the loss chart's x axis to the same range.
-    box, y = start_drag(page)
-    page.mouse.move(box["x"] + box["width"] * 0.5, y + 5, steps=8)
-    page.mouse.move(box["x"] + box["width"] * 0.6, y + 5, steps=8)
-    page.mouse.up()
+    drag_zoom(page)
     page.wait_for_function(f"() => {LOSS}.layout.xaxis.autorange === false")
     zoomed = x_range(page)
     assert page.evaluate(f"() => {LOSS}._fullLayout.xaxis.range") == pytest.approx(zoomed)
