@@ -140,6 +140,7 @@ def run(
     log_handler = None
     recorder: RunRecorder = NullRecorder()
     status = RunStatus.FAILED
+    failure: dict[str, str] = {}
     try:
         if not isinstance(config, RunConfig):  # the worker's copy: the crossing, read once
             config = RunConfig.load(config)
@@ -158,23 +159,16 @@ def run(
             logger.error("Run %s failed: %s", run_id, exc)
         else:
             logger.exception("Run %s failed", run_id)
-        if db is not None:
-            run_store.set_status(
-                db,
-                run_id,
-                RunStatus.FAILED,
-                error=f"{type(exc).__name__}: {exc}",
-                traceback=traceback.format_exc(),
-            )
+        failure = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
         return RunStatus.FAILED
     finally:
         recorder.close()
-        if log_handler is not None:
+        if log_handler is not None:  # before the status: a finished run's log is whole
             log_handler.flush()
             logging.getLogger().removeHandler(log_handler)
         if db is not None:
-            if status != RunStatus.FAILED:
-                run_store.set_status(db, run_id, status)
+            if status != RunStatus.FAILED or failure:  # else the supervisor marks it lost
+                run_store.set_status(db, run_id, status, **failure)
             db.close()
             _start_queued_runs(data_dir)
     return status
