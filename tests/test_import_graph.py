@@ -122,3 +122,17 @@ def test_engines_rooms_import_only_the_floors_below_them():
     assert rooms == set(ENGINE_FLOORS), "name each new room's floor in ENGINE_FLOORS"
     assert upstairs_imports(graph, ENGINE_FLOORS) == []
     assert {t for t in graph["engine.fields"] if t.startswith("engine.")} == set()
+
+
+def test_the_charts_import_no_other_room_of_ui():
+    """ui.plots draws plain data (a metric by step, a quantity's values by step) for every tab;
+    a tab's state type it imported tied the charts to that tab."""
+    graph = import_graph()
+    reached = {
+        target.split(".")[1]
+        for module, targets in graph.items()
+        if module.startswith("ui.plots.")
+        for target in targets
+        if target.startswith("ui.") and target.count(".") >= 2
+    }
+    assert reached <= {"plots"}, sorted(reached)

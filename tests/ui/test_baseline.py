@@ -5,8 +5,8 @@ from storage.paths import db_path
 from storage.records.metrics import MetricWriter
 from storage.sqlite.db import Database
 from ui.plots import charts, panels
+from ui.plots.series import Series
 from ui.runs.baseline import read_baseline, with_baseline
-from ui.runs.state import Series
 
 
 @pytest.fixture

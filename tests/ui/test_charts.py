@@ -3,7 +3,7 @@ import json
 import pytest
 
 from ui.plots import charts, lines, panels
-from ui.runs.state import Series
+from ui.plots.series import Series
 
 
 def test_reward_panel_draws_total_first_then_each_component():

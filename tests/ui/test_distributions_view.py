@@ -15,9 +15,9 @@ from storage.records.distributions import add_distributions
 from storage.records.metrics import MetricWriter
 from storage.sqlite.db import Database
 from storage.sqlite.schema import RunStatus, Sample
+from ui.plots.distribution_series import KEPT_VALUES, MAX_STEPS, DistributionHistory, StepValues
 from ui.plots.distributions import Bins, bins_for, counts, distribution_figure, median
 from ui.runs import sample_groups as g
-from ui.runs.distribution_state import KEPT_VALUES, MAX_STEPS, DistributionHistory, StepValues
 from ui.runs.poll import poll
 from ui.runs.state import RunView
 

@@ -2,8 +2,8 @@ import pytest
 
 from ui.plots import charts, panels
 from ui.plots.intervals import interval_band, wilson_interval
+from ui.plots.series import Series
 from ui.runs import progress as run_progress
-from ui.runs.state import Series
 
 
 def test_the_wilson_interval_matches_its_published_values():

@@ -7,8 +7,9 @@ from storage.records import phases as phase_store
 from storage.runs import RunInfo, create_run
 from storage.sqlite.db import Database
 from storage.sqlite.schema import RunPhase, RunStatus
+from ui.plots.series import Series
 from ui.runs import progress as run_progress
-from ui.runs.state import RunView, Series
+from ui.runs.state import RunView
 
 RUN = RunInfo(
     id="grpo-aaaa1111",

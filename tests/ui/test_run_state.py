@@ -2,7 +2,8 @@ from types import SimpleNamespace
 
 from storage.progress import RunProgress
 from storage.sqlite.schema import RunStatus
-from ui.runs.state import RunsSnapshot, RunView, Series
+from ui.plots.series import Series
+from ui.runs.state import RunsSnapshot, RunView
 
 
 def point(step, name, value):

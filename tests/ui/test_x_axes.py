@@ -7,8 +7,8 @@ import math
 import pytest
 
 from ui.plots import charts, lines, panels, x_axes
+from ui.plots.series import Series
 from ui.plots.x_axes import Gap, RunClock, run_clock
-from ui.runs.state import Series
 
 T0 = 1_800_000_000.0  # the run's first worker start
 

@@ -19,10 +19,10 @@ from ui.access.identity import viewer_for
 from ui.plots import chart_controls, charts, x_axes
 from ui.plots.chart_controls import ChartControls
 from ui.plots.plot_output import plot_value
+from ui.plots.series import Series
 from ui.plots.x_axes import RunClock
 from ui.runs import progress as run_progress
 from ui.runs.poll import run_choices
-from ui.runs.state import Series
 from ui.runs.timeline import read_clock
 from ui.shared.context import AppContext
 from ui.shared.messages import escape

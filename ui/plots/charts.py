@@ -23,8 +23,8 @@ from ui.plots.axis_fit import fit_layout
 from ui.plots.intervals import interval_band
 from ui.plots.lines import ChartOptions, series_lines
 from ui.plots.panels import PALETTE, Panel
+from ui.plots.series import Series
 from ui.plots.x_axes import RunClock
-from ui.runs.state import Series
 
 NO_POINTS = "no points yet"  # what an empty panel says
 SINGLE_STEP_TICKS = 12  # up to this many steps, a tick on every step

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from engine.tracking import metric_names as m
 from ui.plots.charts import Figure, base_layout, step_axis
-from ui.runs.distribution_state import DistributionHistory, StepValues
+from ui.plots.distribution_series import DistributionHistory, StepValues
 
 BINS = 24  # rows of a heat map: enough to see two modes, few enough to read a count
 # Light to dark: more completions read darker on the white page (Plotly's "Blues" runs the

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ui.plots.series import Series
 from ui.plots.x_axes import STEP, X_AXES, RunClock, x_values
-from ui.runs.state import Series
 
 MAX_POINTS = 2000  # longer series are thinned for drawing (every k-th point, plus the last)
 

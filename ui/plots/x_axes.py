@@ -22,7 +22,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ui.runs.state import Series
+from ui.plots.series import Series
 
 STEP, RELATIVE, WALL, COMPLETIONS, TOKENS = "step", "time", "wall", "completions", "tokens"
 X_AXES = (STEP, RELATIVE, WALL, COMPLETIONS, TOKENS)

@@ -16,8 +16,8 @@ from storage.sqlite.db import Database
 from ui.plots.charts import NO_POINTS, Figure, points_clock
 from ui.plots.lines import ChartOptions, series_lines
 from ui.plots.panels import Panel
+from ui.plots.series import Series
 from ui.plots.x_axes import RunClock
-from ui.runs.state import Series
 from ui.runs.timeline import read_clock
 
 BASELINE_COLOR = "#9ca3af"

@@ -14,7 +14,8 @@ from engine.tracking import metric_names as m
 from storage.runs import RunInfo
 from storage.sqlite.schema import RunPhase, RunStatus
 from ui.plots.intervals import wilson_interval
-from ui.runs.state import RunView, Series
+from ui.plots.series import Series
+from ui.runs.state import RunView
 
 # What each phase the worker records (storage.sqlite.schema.RunPhase) reads as under the bar.
 PHASE_TEXT: dict[RunPhase, str] = {

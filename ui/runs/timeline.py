@@ -10,8 +10,8 @@ from engine.tracking.metric_names import NUM_TOKENS
 from storage.records import phases as phase_store
 from storage.runs import RunInfo
 from storage.sqlite.db import Database
+from ui.plots.series import Series
 from ui.plots.x_axes import RunClock, run_clock
-from ui.runs.state import Series
 
 
 def completions_per_step(config: Mapping) -> int | None:
