@@ -9,19 +9,15 @@ import threading
 
 import pytest
 import torch
-from datasets import Dataset
 from transformers import TrainerCallback
 
 from engine.config.run_config import RunConfig
 from engine.fields import ConfigError
-from engine.models.loading import load_model_and_tokenizer
-from engine.models.specs import ModelSpec
-from engine.tasks import builtin_task
 from engine.tracking import metric_names
-from engine.trainers.trl.build import build_trl_trainer
 from engine.trainers.trl.importance import CAP
 from engine.trainers.trl.rollout_ahead import BatchLookahead
 from engine.trainers.trl.sampling import SAMPLER_LOGPROBS
+from tests.default_trainer import default_model_trainer
 from tests.engine.test_generation_training import LogKeeper
 
 
@@ -43,19 +39,6 @@ def config_for(
             "rloo": {"beta": 0.0},
         }
     )
-
-
-def trainer_for(config: RunConfig, tmp_path, callbacks: list):
-    model, tokenizer = load_model_and_tokenizer(ModelSpec(), device="cpu")
-    trainer = build_trl_trainer(
-        config,
-        model,
-        tokenizer,
-        Dataset.from_list(builtin_task(0).train_rows(32)),
-        str(tmp_path),
-        callbacks,
-    )
-    return trainer, model
 
 
 class StepBatches(TrainerCallback):
@@ -97,11 +80,11 @@ def uniform(batch: dict, vocab: int) -> bool:
 @pytest.mark.parametrize("rollout", ["sync", "async"])
 def test_an_async_step_trains_on_completions_of_the_step_before(rollout, tmp_path):
     batches = StepBatches()
-    trainer, model = trainer_for(config_for("grpo", rollout, steps=3), tmp_path, [batches])
+    trainer = default_model_trainer(config_for("grpo", rollout, steps=3), tmp_path, 32, [batches])
     trainer.add_callback(FlattenAfterStep(1))
     batches.trainer = trainer
     trainer.train()
-    vocab = model.config.vocab_size
+    vocab = trainer.model.config.vocab_size
     assert not uniform(batches.batches[1], vocab)
     if rollout == "sync":  # step 2 samples after the change
         assert uniform(batches.batches[2], vocab)
@@ -127,13 +110,13 @@ def test_the_importance_weights_are_the_ratio_of_the_two_policies(algorithm, tmp
     batches, keeper = StepBatches(), LogKeeper()
     # Long enough for the default model's answers, whose rewards then differ within a group.
     config = config_for(algorithm, "async", steps=2, learning_rate=3e-3, tokens=64)
-    trainer, model = trainer_for(config, tmp_path, [batches, keeper])
+    trainer = default_model_trainer(config, tmp_path, 32, [batches, keeper])
     batches.trainer = trainer
     trainer.train()
     batch = batches.batches[2]  # sampled while step 1 trained
     temperature = config.generation.temperature
-    old = completion_logps(model, batches.weights[1], batch, temperature)
-    new = completion_logps(model, batches.weights[2], batch, temperature)
+    old = completion_logps(trainer.model, batches.weights[1], batch, temperature)
+    new = completion_logps(trainer.model, batches.weights[2], batch, temperature)
     mask = batch["completion_mask"].float()
     # The sampler's own log-probabilities are those of step 1's weights.
     assert torch.allclose(batch[SAMPLER_LOGPROBS] * mask, old * mask, atol=1e-4)
@@ -191,7 +174,7 @@ class StopAt(TrainerCallback):
 
 def test_a_stop_while_the_next_step_samples_logs_each_step_once_and_ends_the_worker(tmp_path):
     stop = StopAt(2)
-    trainer, _ = trainer_for(config_for("grpo", "async", steps=6), tmp_path, [stop])
+    trainer = default_model_trainer(config_for("grpo", "async", steps=6), tmp_path, 32, [stop])
     trainer.train()
     assert stop.logged == [1, 2]
     assert not trainer.rollout_ahead.busy  # the batch sampled ahead for step 3 was dropped

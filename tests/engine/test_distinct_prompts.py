@@ -4,15 +4,12 @@ every completion still gets exactly the ids TRL's own tokenizing gives it."""
 from __future__ import annotations
 
 import pytest
-from datasets import Dataset
 from trl import GRPOTrainer, RLOOTrainer
 
 from engine.config.run_config import RunConfig
-from engine.models.loading import load_model_and_tokenizer
-from engine.models.specs import ModelSpec
 from engine.tasks import builtin_task
-from engine.trainers.trl.build import build_trl_trainer
 from engine.trainers.trl.prompt_tokens import prompt_key
+from tests.default_trainer import default_model_trainer
 
 TRL_CLASSES = {"grpo": GRPOTrainer, "rloo": RLOOTrainer}
 
@@ -25,12 +22,8 @@ def _trainer(algorithm: str, tmp_path):
             "training": {"steps": 1, "prompts_per_step": 3, "save_steps": 0, "eval_samples": 0},
         }
     )
-    model, tokenizer = load_model_and_tokenizer(ModelSpec(), device="cpu")
-    rows = builtin_task(0).train_rows(6)
-    trainer = build_trl_trainer(
-        config, model, tokenizer, Dataset.from_list(rows), str(tmp_path), []
-    )
-    return trainer, [row["prompt"] for row in rows]
+    trainer = default_model_trainer(config, tmp_path, prompts=6)
+    return trainer, [row["prompt"] for row in builtin_task(0).train_rows(6)]
 
 
 @pytest.mark.parametrize("algorithm", ["grpo", "rloo"])

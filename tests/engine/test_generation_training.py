@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from datasets import Dataset
 from transformers import TrainerCallback
 
 from engine.config.run_config import RunConfig
@@ -15,7 +14,7 @@ from engine.runtime.stop_request import StopRequest
 from engine.tasks import builtin_task
 from engine.tracking import metric_names
 from engine.trainers.ppo.trainer import PPOTrainer
-from engine.trainers.trl.build import build_trl_trainer
+from tests.default_trainer import default_model_trainer
 from tests.engine.test_ppo_trainer import ListRecorder
 
 
@@ -41,16 +40,8 @@ def config_for(algorithm: str, backend: str) -> RunConfig:
 @pytest.mark.parametrize("algorithm", ["grpo", "rloo"])
 def test_trl_step_samples_with_the_runner_and_logs_the_gap(algorithm, tmp_path):
     config = config_for(algorithm, "compiled")
-    model, tokenizer = load_model_and_tokenizer(ModelSpec(), device="cpu")
     keeper = LogKeeper()
-    trainer = build_trl_trainer(
-        config,
-        model,
-        tokenizer,
-        Dataset.from_list(builtin_task(0).train_rows(8)),
-        str(tmp_path),
-        [keeper],
-    )
+    trainer = default_model_trainer(config, tmp_path, callbacks=[keeper])
     assert trainer.generation_runner is not None
     calls = []
     generate = trainer.generation_runner.generate
@@ -80,15 +71,7 @@ def test_trl_step_samples_with_the_runner_and_logs_the_gap(algorithm, tmp_path):
 
 
 def test_trl_hf_backend_keeps_transformers_generate(tmp_path):
-    model, tokenizer = load_model_and_tokenizer(ModelSpec(), device="cpu")
-    trainer = build_trl_trainer(
-        config_for("grpo", "hf"),
-        model,
-        tokenizer,
-        Dataset.from_list(builtin_task(0).train_rows(8)),
-        str(tmp_path),
-        [],
-    )
+    trainer = default_model_trainer(config_for("grpo", "hf"), tmp_path)
     assert trainer.generation_runner is None
 
 
