@@ -2,7 +2,9 @@
 
 Builds the same random-init Qwen2.5-0.5B-shape model as ``gpu_throughput.py`` and times, with
 CUDA events, per variant of the decode step (:data:`VARIANTS`: torch's attention or ours, merged
-projections or the modules', the Triton sampler or the compiled race): the whole
+projections or the modules', the Triton sampler or the compiled race, one compiled block run
+for every block or the whole decode compiled as one graph): the first call (compiling and
+capturing; Triton's kernels built by an earlier variant are reused from its cache), the whole
 ``GenerationRunner.generate`` of 256 rows x 256 tokens and one token step (decode, sample,
 record: one graph) replayed alone; then the samplers alone (eager, and replayed from a CUDA
 graph as the decode loop runs them), the Triton sampler's draws checked against exact
@@ -15,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -23,16 +27,17 @@ from cuda_timing import cuda_ms, graph_ms
 from gpu_throughput import build_model
 from transformers import AutoModelForCausalLM
 
-from engine.generation import decoder, sampler, sampling_kernel
+from engine.generation import decoder, sampler, sampling_kernel, token_step
 from engine.generation.runner import GenerationRunner
 from engine.generation.sampler import compiled_race, sample_tokens
 from engine.generation.settings import SamplingSettings
 
-VARIANTS = {  # name: (attention, merged projections, fused sampler)
-    "sdpa": ("sdpa", False, "kernel"),
-    "products_merged": ("products", True, "kernel"),
-    "kernel_merged": ("kernel", True, "kernel"),
-    "kernel_merged_race": ("kernel", True, "compiled"),
+VARIANTS = {  # name: (attention, merged projections, fused sampler, compile scope)
+    "sdpa": ("sdpa", False, "kernel", "layer"),
+    "products_merged": ("products", True, "kernel", "layer"),
+    "kernel_merged": ("kernel", True, "kernel", "layer"),
+    "kernel_merged_race": ("kernel", True, "compiled", "layer"),
+    "kernel_merged_step": ("kernel", True, "kernel", "step"),  # the whole decode in one graph
 }
 
 
@@ -177,14 +182,17 @@ def sampler_compiles(logits: torch.Tensor) -> str:
 
 
 def measure(args, model, prompts, variant: str, gen) -> dict[str, float]:
-    attention, merged, fused_sampler = VARIANTS[variant]
+    attention, merged, fused_sampler, scope = VARIANTS[variant]
     torch._dynamo.reset()  # each variant compiles afresh, not against the last one's guards
     decoder.DECODE_ATTENTION = attention
     sampler.FUSED_SAMPLER = fused_sampler
+    os.environ[token_step.COMPILE_SCOPE_ENV] = scope
     runner = GenerationRunner(model, merge_weights=merged)
     settings = SamplingSettings(temperature=0.8, top_p=1.0, max_new_tokens=args.tokens)
     kwargs = dict(eos_ids=[], pad_id=0)
-    runner.generate(prompts, settings, **kwargs)  # capture
+    started = time.perf_counter()
+    runner.generate(prompts, settings, **kwargs)  # compile and capture
+    first_call_s = time.perf_counter() - started
     generate_ms = cuda_ms(lambda: runner.generate(prompts, settings, **kwargs), 3)
     graph = runner._graph
 
@@ -194,6 +202,7 @@ def measure(args, model, prompts, variant: str, gen) -> dict[str, float]:
         graph.run_token()
 
     result = {
+        f"{variant}_first_call_s": round(first_call_s, 1),
         f"{variant}_generate_s": round(generate_ms / 1000, 3),
         f"{variant}_tokens_per_s": round(args.rows * args.tokens / (generate_ms / 1000)),
         f"{variant}_step_ms": round(generate_ms / args.tokens, 3),
@@ -202,7 +211,7 @@ def measure(args, model, prompts, variant: str, gen) -> dict[str, float]:
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
 
-        step = graph.compiled or graph._step
+        step = graph.compiled or graph._step  # the layer scope's _step runs its compiled block
         with torch.no_grad():
             step()  # the captured step ran under no_grad: the same compiled graph
             with profile(activities=[ProfilerActivity.CUDA]) as prof:

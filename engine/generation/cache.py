@@ -32,19 +32,6 @@ class StaticKVCache:
         """True when this cache has exactly this shape and dtype (graphs depend on both)."""
         return self.num_rows == num_rows and self.max_len == max_len and self.keys[0].dtype == dtype
 
-    def write_step(
-        self, layer: int, key: torch.Tensor, value: torch.Tensor, slot: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store one token per row at position ``slot`` (a 1-element device tensor).
-
-        ``key``/``value``: (N, H_kv, 1, D). Returns the layer's whole buffers.
-        """
-        # Indexed assignment, as gpt-fast writes its cache: inductor lowers it to a store of the
-        # new entries, where index_copy_ fused with the rotary could rewrite the whole buffer.
-        self.keys[layer][:, :, slot] = key
-        self.values[layer][:, :, slot] = value
-        return self.keys[layer], self.values[layer]
-
     def write_prefix(
         self,
         layer: int,

@@ -9,6 +9,7 @@ architectures are not supported here; callers fall back to transformers' ``gener
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,9 @@ SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
 # How :func:`decode_attention` computes: "kernel" (Triton on CUDA, else "products"), "products"
 # (two batched products) or "sdpa" (torch's attention; for comparison in benchmarks).
 DECODE_ATTENTION = "kernel"
+
+# One decoder block of the decode step (StaticDecoder.decode_layer's signature).
+LayerStep = Callable[..., torch.Tensor]
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -169,28 +173,52 @@ class StaticDecoder:
         positions: torch.Tensor,
         slot: torch.Tensor,
         valid: torch.Tensor,
+        layer_step: LayerStep | None = None,
     ) -> torch.Tensor:
         """One token for each of N rows: tokens and positions (N,), slot (1,), valid (N, L).
 
         Marks ``slot`` valid, appends each row's key/value there and returns the next logits
         (N, V). No host synchronisation and fixed shapes, so it can be captured as a graph.
         Uses :attr:`weights` (merged projections) when set, else the layers' own modules.
+        ``layer_step`` runs each block in place of :meth:`decode_layer` (its compiled form).
         """
-        n = tokens.shape[0]
-        s = self.shape
+        step = layer_step or self.decode_layer
         valid.index_fill_(1, slot, True)
         h = self.body.embed_tokens(tokens[:, None])  # (N, 1, d)
         cos, sin = self.body.rotary_emb(h, positions[:, None])
         for i, layer in enumerate(self.body.layers):
             merged = None if self.weights is None else self.weights.layers[i]
-            q, k, v = self._qkv(layer, layer.input_layernorm(h), cos, sin, merged)
-            keys, values = cache.write_step(i, k, v, slot)
-            # Grouped-query attention without copying the cache: the query heads that share a
-            # key/value head become that head's query rows, (N, Hkv, G, D).
-            q = q.reshape(n, s.kv_heads, s.q_heads // s.kv_heads, s.head_dim)
-            out = decode_attention(q, keys, values, valid, slot, self.scaling, self.attention_op)
-            h = self._block_rest(layer, h, out.reshape(n, 1, s.q_heads * s.head_dim), merged)
+            h = step(layer, merged, h, cos, sin, cache.keys[i], cache.values[i], slot, valid)
         return self.lm_head(self.body.norm(h))[:, 0]
+
+    def decode_layer(
+        self,
+        layer: nn.Module,
+        merged: LayerWeights | None,
+        h: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        slot: torch.Tensor,
+        valid: torch.Tensor,
+    ) -> torch.Tensor:
+        """One block of :meth:`decode` over its layer's cache buffers ``keys``/``values``
+        (N, Hkv, L, D): the new key/value written at ``slot``, the next hidden states returned.
+
+        Every block of a model runs this one function with tensors of one shape, so
+        ``torch.compile`` builds it once for all of them (its layers' weights are inputs)."""
+        n, s = h.shape[0], self.shape
+        q, k, v = self._qkv(layer, layer.input_layernorm(h), cos, sin, merged)
+        # Indexed assignment, as gpt-fast writes its cache: inductor lowers it to a store of the
+        # new entries, where index_copy_ fused with the rotary could rewrite the whole buffer.
+        keys[:, :, slot] = k
+        values[:, :, slot] = v
+        # Grouped-query attention without copying the cache: the query heads that share a
+        # key/value head become that head's query rows, (N, Hkv, G, D).
+        q = q.reshape(n, s.kv_heads, s.q_heads // s.kv_heads, s.head_dim)
+        out = decode_attention(q, keys, values, valid, slot, self.scaling, self.attention_op)
+        return self._block_rest(layer, h, out.reshape(n, 1, s.q_heads * s.head_dim), merged)
 
 
 def decode_attention(

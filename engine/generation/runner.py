@@ -13,7 +13,9 @@ Per call (one training step's rollout):
    CUDA graph; the loop checks every ``FINISH_CHECK_EVERY`` tokens whether every row has
    finished. Before capture the decode is compiled by ``torch.compile`` (inductor fuses the
    norms, rotary and gated-MLP element-wise work that otherwise costs a kernel each: gpt-fast's
-   recipe), and the graph is recorded over the compiled kernels, as vLLM does. The cache keeps
+   recipe; one decoder block is compiled once and run for every block, so a deep model
+   compiles no longer than a shallow one), and the graph is recorded over the compiled
+   kernels, as vLLM does. The cache keeps
    the widest prompt bucket seen, so a narrower step reuses it (and its graph). A seeded call
    seeds the device's default generator, the one the graph draws from, and restores it after.
 5. Without a graph (the CPU), rows that have finished leave the batch as they end.
@@ -265,7 +267,7 @@ class GenerationRunner:
         g.tokens.copy_(record_token(logits, spec, buffers, generator, fused))
         g.positions.copy_(torch.tensor([len(p) for p in prompts], device=device))
         g.slot.fill_(width)
-        if g.graph is None and g.compiled is None:
+        if g.graph is None and not g.is_compiled:
             return self._collect(buffers, decode_live_rows(g, spec, generator))
         steps = 1
         while steps < spec.max_new_tokens:

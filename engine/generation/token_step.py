@@ -9,14 +9,15 @@ which drops rows as they finish. :mod:`engine.generation.runner` drives both.
 from __future__ import annotations
 
 import logging
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from engine.generation.cache import StaticKVCache
-from engine.generation.decoder import StaticDecoder
+from engine.generation.decoder import LayerStep, StaticDecoder
 from engine.generation.sampler import sample_tokens
 from engine.generation.settings import SamplingSettings
 
@@ -24,6 +25,21 @@ logger = logging.getLogger(__name__)
 
 # How many decode steps pass between checks that every row has finished (each check syncs).
 FINISH_CHECK_EVERY = 8
+
+# What torch.compile builds of the decode step: "layer" (one decoder block, compiled once and
+# run for every block: regional compilation, PyTorch's recipe for cold-start compile time) or
+# "step" (the whole decode, its blocks unrolled into one graph). A cold 8.5B LoRA run spent
+# 50 s of its 85 s first step compiling the unrolled decode of 28 blocks (bench/RESULTS.md).
+COMPILE_SCOPE_ENV = "STUDIO_DECODE_COMPILE"
+COMPILE_SCOPES = ("layer", "step")
+
+
+def compile_scope() -> str:
+    """The decode step's compile scope, from ``STUDIO_DECODE_COMPILE`` (default "layer")."""
+    scope = os.environ.get(COMPILE_SCOPE_ENV, "layer")
+    if scope not in COMPILE_SCOPES:
+        raise ValueError(f"{COMPILE_SCOPE_ENV}: {scope!r}; allowed: {', '.join(COMPILE_SCOPES)}")
+    return scope
 
 
 @dataclass(frozen=True)
@@ -115,20 +131,32 @@ class DecodeGraph:
         self.buffers = TokenBuffers(n, sampling, device)
         self.graph: torch.cuda.CUDAGraph | None = None
         self.fused_sampler = compile_step
-        self.compiled = torch.compile(self._step, dynamic=False) if compile_step else None
+        self.compiled: Callable[[], torch.Tensor] | None = None
+        self.compiled_layer: LayerStep | None = None
+        if compile_step and compile_scope() == "step":
+            self.compiled = torch.compile(self._step, dynamic=False)
+        elif compile_step:
+            self.compiled_layer = torch.compile(decoder.decode_layer, dynamic=False)
         if use_graph:
             self._capture()
 
+    @property
+    def is_compiled(self) -> bool:
+        """Whether the decode runs compiled (it falls back to eager if compiling fails)."""
+        return self.compiled is not None or self.compiled_layer is not None
+
     def _step(self) -> torch.Tensor:
-        return self.decoder.decode(self.cache, self.tokens, self.positions, self.slot, self.valid)
+        return self.decoder.decode(
+            self.cache, self.tokens, self.positions, self.slot, self.valid, self.compiled_layer
+        )
 
     def _fused_step(self) -> torch.Tensor:
-        if self.compiled is not None:
+        if self.is_compiled:
             try:
-                return self.compiled()
+                return self.compiled() if self.compiled is not None else self._step()
             except Exception as exc:  # no compiler toolchain, an op inductor cannot lower...
                 logger.warning("torch.compile of the decode step failed (%s); running eager", exc)
-                self.compiled = None
+                self.compiled = self.compiled_layer = None
         return self._step()
 
     def decode(self) -> torch.Tensor:
@@ -169,7 +197,7 @@ class DecodeGraph:
             self._token_step()
         logger.info(
             "Captured the token step (%s) in %.1f s",
-            "compiled" if self.compiled is not None else "eager",
+            "compiled" if self.is_compiled else "eager",
             time.perf_counter() - started,
         )
 

@@ -166,3 +166,39 @@ def test_the_decode_attention_kernel_equals_the_products(monkeypatch, group, len
     k32, v32 = keys.float().nan_to_num(), values.float()
     reference = decode_attention(q.float(), k32, v32, valid, torch.tensor([slot]), 0.125)
     torch.testing.assert_close(out.float(), reference, atol=2e-3, rtol=2e-3)
+
+
+def test_the_decode_compiles_one_block_for_every_block():
+    """``torch.compile`` of :meth:`StaticDecoder.decode_layer` builds one graph that every
+    block of the model runs (their weights and cache buffers are its inputs), and gives the
+    eager decode's logits and cache; a deep model then compiles no longer than a shallow one."""
+    from torch._dynamo.testing import CompileCounter
+
+    from engine.generation.cache import StaticKVCache
+    from engine.generation.decode_weights import build_decode_weights
+    from engine.generation.decoder import StaticDecoder
+
+    torch.manual_seed(0)
+    shape = {**TINY_SHAPE, "num_hidden_layers": 6}
+    decoder = StaticDecoder(Qwen2ForCausalLM(Qwen2Config(**shape)).eval())
+    decoder.weights = build_decode_weights(decoder.body.layers)
+    s = decoder.shape
+    counter = CompileCounter()
+    compiled = torch.compile(decoder.decode_layer, backend=counter, dynamic=False)
+
+    def two_tokens(layer_step):
+        cache = StaticKVCache(s.num_layers, 2, s.kv_heads, 8, s.head_dim, torch.float32, "cpu")
+        valid = torch.zeros(2, 8, dtype=torch.bool)
+        tokens, positions = torch.tensor([5, 9]), torch.tensor([0, 0])
+        with torch.no_grad():
+            logits = [
+                decoder.decode(
+                    cache, tokens + t, positions + t, torch.tensor([t]), valid, layer_step
+                )
+                for t in range(2)
+            ]
+        return torch.stack(logits), torch.stack(cache.keys), torch.stack(cache.values)
+
+    for ours, eager in zip(two_tokens(compiled), two_tokens(None), strict=True):
+        torch.testing.assert_close(ours, eager)
+    assert counter.frame_count == 1  # 6 blocks x 2 tokens, one graph
