@@ -15,7 +15,7 @@ write 17 GB of full weights). Ends with one JSON line.
 
 How a big run starts fast: it compiles less. The sampler's decode step compiles one decoder
 block and runs it for every block (``STUDIO_DECODE_COMPILE=layer``, engine/generation/
-token_step.py), where it compiled the whole decode with its 28 blocks unrolled: 50 s of the
+token_step.py), where it compiled the whole decode with its 32 blocks unrolled: 50 s of the
 8.5B shape's 85 s cold first step. On one H200 the cold first step fell to 41.5 s and the warm
 one to 15.3 s (from 85.4 and 29.6), later steps unchanged (5.0 s); the 0.5B decode step costs
 2.2 ms against 2.1 (the residual add and the next block's norm no longer fuse). Starting on the

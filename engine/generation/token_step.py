@@ -29,7 +29,7 @@ FINISH_CHECK_EVERY = 8
 # What torch.compile builds of the decode step: "layer" (one decoder block, compiled once and
 # run for every block: regional compilation, PyTorch's recipe for cold-start compile time) or
 # "step" (the whole decode, its blocks unrolled into one graph). A cold 8.5B LoRA run spent
-# 50 s of its 85 s first step compiling the unrolled decode of 28 blocks (bench/RESULTS.md).
+# 50 s of its 85 s first step compiling the unrolled decode of 32 blocks (bench/RESULTS.md).
 COMPILE_SCOPE_ENV = "STUDIO_DECODE_COMPILE"
 COMPILE_SCOPES = ("layer", "step")
 
