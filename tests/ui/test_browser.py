@@ -12,6 +12,7 @@ import time
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from engine.config.pretrained import CPU_LORA_LAST_LAYERS, CPU_SETTINGS
 from storage.sqlite.schema import RunPhase
@@ -27,6 +28,20 @@ def open_tab(page: Page, name: str) -> None:
     page.get_by_role("tab", name=name, exact=True).click()
 
 
+def pick_new_choice(page: Page, box, name: str) -> None:
+    """Open the dropdown ``box`` and pick the option ``name``, a choice the opened tab's
+    refresh adds: a list opened before the refresh lands is closed and opened again."""
+    option = page.get_by_role("option", name=re.compile(re.escape(name)))
+    for _ in range(15):
+        box.click()
+        try:
+            option.click(timeout=3_000)
+            return
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    option.click()
+
+
 def set_number(page: Page, elem_id: str, value) -> None:
     box = page.locator(f"#{elem_id} input").first
     box.fill(str(value))
@@ -34,8 +49,9 @@ def set_number(page: Page, elem_id: str, value) -> None:
 
 
 def rows(page: Page, table_id: str):
-    """The body rows of a Gradio dataframe (drawn as ``div[role=row]``)."""
-    return page.locator(f"#{table_id} div[role=row]")
+    """The body rows of a Gradio dataframe: ``div.virtual-row`` of ``div.body-cell`` in both
+    6.26 and 6.31 (6.31 adds grid roles to them, 6.26 has none)."""
+    return page.locator(f"#{table_id} div.virtual-row")
 
 
 def headers(page: Page, table_id: str) -> list[str]:
@@ -46,7 +62,7 @@ def headers(page: Page, table_id: str) -> list[str]:
 
 def column(page: Page, table_id: str, index: int) -> list[str]:
     cells = rows(page, table_id).evaluate_all(
-        "(rows, i) => rows.map(r => r.querySelectorAll('[role=gridcell]')[i]?.innerText.trim())",
+        "(rows, i) => rows.map(r => r.querySelectorAll('.body-cell')[i]?.innerText.trim())",
         index,
     )
     return list(cells)
@@ -456,8 +472,7 @@ def test_compare_overlays_runs_and_diffs_their_configs(page: Page, live_app):
     open_tab(page, "Compare")
     box = page.locator("#compare-runs input")
     for name in ("short one", "long one"):
-        box.click()
-        page.get_by_role("option", name=re.compile(name)).click()
+        pick_new_choice(page, box, name)
     page.keyboard.press("Escape")
     page.wait_for_function(
         "() => { const el = document.querySelector('#compare-chart .js-plotly-plot');"
@@ -509,7 +524,7 @@ def test_preview_generates_and_follows_the_weights_without_generating_again(page
         assert float(a) == pytest.approx(float(b) + gained, abs=1e-6)
     assert after != before or all(float(f) == 0 for f in formats)
 
-    rows(page, "preview-table").first.locator("[role=gridcell]").nth(2).click()
+    rows(page, "preview-table").first.locator(".body-cell").nth(2).click()
     expect(rows(page, "preview-trace")).to_have_count(2)
     expect(rows(page, "preview-probes").first).to_contain_text("strip tags")
     assert column(page, "preview-trace", 2) == ["1", "5"]  # the weights
@@ -519,8 +534,8 @@ def test_preview_generates_and_follows_the_weights_without_generating_again(page
     set_number(page, "format-weight", 1)
     open_tab(page, "Preview")
     page.wait_for_function(
-        "() => [...document.querySelectorAll('#preview-trace div[role=row]')]"
-        ".map(r => r.querySelectorAll('[role=gridcell]')[2]?.innerText.trim()).join() === '1,1'",
+        "() => [...document.querySelectorAll('#preview-trace div.virtual-row')]"
+        ".map(r => r.querySelectorAll('.body-cell')[2]?.innerText.trim()).join() === '1,1'",
         timeout=120_000,  # the probes are scored again too
     )
     page.locator("#preview-generate").click()

@@ -35,7 +35,7 @@ def add_samples(data_dir, run_id: str, tag: str, steps: int) -> None:
 
 
 def click_row(page: Page, name: str) -> None:
-    rows(page, "runs-table").filter(has_text=name).first.locator("[role=gridcell]").nth(1).click()
+    rows(page, "runs-table").filter(has_text=name).first.locator(".body-cell").nth(1).click()
 
 
 @contextlib.contextmanager

@@ -35,7 +35,8 @@ ADVISORIES = {
     "CVE-2026-28415": ("6.0.0", "6.6.0", "OAuth open redirect"),
     "CVE-2026-27167": ("6.0.0", "6.6.0", "mocked-OAuth credential exposure"),
 }
-# The advisories the pin is inside, and how the app closes each (requirements.txt says why).
+# How the app closes each advisory where it lives, for a Gradio inside its range (the pin is in
+# none: requirements.txt).
 MITIGATED = {
     "CVE-2026-134825": "SSR off on every start; the run-history routes answer 404",
 }
