@@ -15,9 +15,9 @@ Per call (one training step's rollout):
    norms, rotary and gated-MLP element-wise work that otherwise costs a kernel each: gpt-fast's
    recipe; one decoder block is compiled once and run for every block, so a deep model
    compiles no longer than a shallow one), and the graph is recorded over the compiled
-   kernels, as vLLM does. The cache keeps
-   the widest prompt bucket seen, so a narrower step reuses it (and its graph). A seeded call
-   seeds the device's default generator, the one the graph draws from, and restores it after.
+   kernels, as vLLM does. The cache keeps the widest prompt bucket seen, so a narrower step
+   reuses it (and its graph). A seeded call seeds the device's default generator, the one the
+   graph draws from, and restores it after.
 5. Without a graph (the CPU), rows that have finished leave the batch as they end.
 
 CUDA graphs record device addresses: weights updated in place by the optimizer (full or LoRA)
