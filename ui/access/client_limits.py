@@ -14,8 +14,8 @@ client is) that, before Gradio sees a request:
 - lets each client hold at most ``max_streams`` open event streams at once;
 - counts a call of ``/gradio_api/call/<name>`` as a new session (Gradio makes one per call)
   and its result stream ``GET /gradio_api/call/<name>/<event_id>`` as a stream;
-- answers a refusal for rate or streams only after :data:`REFUSAL_DELAY_S`, so a client that
-  retries at once cannot turn refusals into a flood of its own.
+- answers a refusal for rate or streams late (:func:`~ui.access.same_origin.refuse`), so a
+  client that retries at once cannot turn refusals into a flood of its own.
 
 A client is its visitor cookie, or its address when it presents none
 (:func:`~ui.access.visitor_cookie.client_key`), so a client opening a new session per request
@@ -28,7 +28,6 @@ one address); behind a Space's proxy the address is the hop the proxy appended t
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -38,13 +37,13 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from urllib.parse import parse_qs
 
+from ui.access.same_origin import answer, refuse
 from ui.access.visitor_cookie import (
     ASGIApp,
     Message,
     Receive,
     Scope,
     Send,
-    answer,
     client_address,
     client_key,
 )
@@ -59,7 +58,6 @@ EVENTS_PER_S_ENV = "STUDIO_CLIENT_EVENTS_PER_S"
 DEFAULT_EVENTS_PER_S = 20.0
 DEFAULT_BURST = 200
 DEFAULT_MAX_STREAMS = 24  # a heartbeat and an event stream per tab: a dozen tabs
-REFUSAL_DELAY_S = 1.0
 NEW_SESSIONS_PER_S = 0.5  # a page load or an API client opens one
 NEW_SESSIONS_BURST = 10
 ADDRESS_SHARE = 4  # an address may use this many clients' limits, however many cookies it takes
@@ -146,10 +144,7 @@ class ClientLimits:
         if scope.get("method") == "POST" and any(r in path for r in _EVENT_ROUTES):
             if not (self.events.take(client) and self.address_events.take(address)):
                 self._refused(client, "events")
-                # Answered late: a client that retries at once is slowed to one request per
-                # connection and delay, for the price of a sleeping coroutine here.
-                await asyncio.sleep(REFUSAL_DELAY_S)
-                await answer(
+                await refuse(
                     send,
                     429,
                     f"events: more than {self.events.rate:g} a second from you; slow down",
@@ -167,8 +162,7 @@ class ClientLimits:
                 session = f"call:{id(body)}:{time.monotonic_ns()}"  # never seen before
             if session and not self._known_session(client, address, session):
                 self._refused(client, "a new session")
-                await asyncio.sleep(REFUSAL_DELAY_S)
-                await answer(
+                await refuse(
                     send,
                     429,
                     f"sessions: more than {self.sessions.rate:g} new sessions a second from "
@@ -180,8 +174,7 @@ class ClientLimits:
         if scope.get("method") == "GET" and any(r in path for r in _STREAM_ROUTES):
             if not self._open_stream(client, address):
                 self._refused(client, "a stream")
-                await asyncio.sleep(REFUSAL_DELAY_S)
-                await answer(
+                await refuse(
                     send,
                     429,
                     f"streams: you have {self.max_streams} open; close some tabs",

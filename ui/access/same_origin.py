@@ -22,6 +22,7 @@ only their own cookies.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import MutableMapping
 from typing import Any
@@ -88,6 +89,19 @@ def refused_route(path: str) -> bool:
     return any(path == route or path.startswith(route + "/") for route in CREDENTIAL_ROUTES)
 
 
+# A refusal costs the server almost nothing but the client can repeat it at once: answered
+# this late, a client that retries at once is slowed to one request per connection and delay,
+# for the price of a sleeping coroutine here (the dev-reload flood of bench/flood.py sent
+# 62,491 instant 404s in a minute and slowed another visitor's page load to 2.7 s).
+REFUSAL_DELAY_S = 1.0
+
+
+async def refuse(send: Any, status: int, detail: str) -> None:
+    """:func:`answer` after :data:`REFUSAL_DELAY_S`: for refusals a flood could repeat."""
+    await asyncio.sleep(REFUSAL_DELAY_S)
+    await answer(send, status, detail)
+
+
 async def answer(send: Any, status: int, detail: str) -> None:
     """Answer a request here, before the app: ``status`` with ``{"detail": detail}``."""
     body = json.dumps({"detail": detail}).encode()
@@ -121,13 +135,13 @@ class CrossSiteShield:
         if scope["type"] in ("http", "websocket"):
             strip_address_headers(scope)
         if http and refused_route(scope.get("path", "")):
-            await answer(send, 404, "not found")
+            await refuse(send, 404, "not found")
             return
         refusal = cross_site_problem(scope) if http else ""
         if not refusal:
             await self.app(scope, receive, send)
             return
-        await answer(send, 403, refusal)
+        await refuse(send, 403, refusal)
 
 
 def shield(server_app: Any) -> None:

@@ -32,13 +32,13 @@ from collections import OrderedDict, deque
 from collections.abc import Mapping
 from pathlib import Path
 
+from ui.access.same_origin import answer
 from ui.access.visitor_cookie import (
     ASGIApp,
     Message,
     Receive,
     Scope,
     Send,
-    answer,
     client_address,
 )
 

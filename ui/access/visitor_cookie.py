@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from ui.access.same_origin import answer, cross_site_problem
+from ui.access.same_origin import cross_site_problem, refuse
 
 COOKIE_NAME = "studio_visitor"
 SECRET_ENV = "STUDIO_COOKIE_SECRET"
@@ -170,13 +170,13 @@ class VisitorCookies:
         # Before any route, the cookie included: another site's page never acts as a visitor.
         refusal = cross_site_problem(scope)
         if refusal:
-            await answer(send, 403, refusal)
+            await refuse(send, 403, refusal)
             return
         if path.rstrip("/").endswith("/gradio_api/deep_link"):
-            await answer(send, 404, "deep links are turned off on this app")
+            await refuse(send, 404, "deep links are turned off on this app")
             return
         if any(path == p or path.startswith(p + "/") for p in self.closed):
-            await answer(send, 404, "not served on this app")
+            await refuse(send, 404, "not served on this app")
             return
         headers = [(k, v) for k, v in scope["headers"] if k.lower() not in _OURS]
         value = _cookie_value(headers)

@@ -1,0 +1,61 @@
+"""A refusal a flood could repeat for free is answered only after ``REFUSAL_DELAY_S``, so a
+client that retries at once is held to one request per connection and delay (bench/flood.py's
+dev-reload flood sent 62,491 instant 404s in a minute). The middleware stack the app runs,
+driven in-process as an ASGI server drives it; the app behind it is never reached."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from ui.access.same_origin import REFUSAL_DELAY_S, CrossSiteShield
+from ui.access.visitor_cookie import VisitorCookies
+
+
+async def unreachable(scope, receive, send):
+    raise AssertionError(f"the app was reached for {scope['path']}")
+
+
+STACK = CrossSiteShield(VisitorCookies(unreachable, secret=b"k" * 32, closed=("/gradio_api/dev",)))
+
+
+def request(path: str, headers: list[tuple[bytes, bytes]] = ()) -> dict:
+    return {
+        "type": "http",
+        "method": "GET",
+        "path": path,
+        "query_string": b"",
+        "headers": [(b"host", b"studio.example"), *headers],
+        "client": ("10.0.0.1", 5000),
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "status"),
+    [
+        ("/gradio_api/dev/reload", [], 404),  # closed on a public app
+        ("/gradio_api/deep_link", [], 404),
+        ("/gradio_api/run-history/buckets", [], 404),  # a route using the server's credential
+        ("/config", [(b"origin", b"https://other.example")], 403),  # another site's page
+    ],
+)
+def test_a_refusal_is_answered_only_after_the_delay(path, headers, status):
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.disconnect"}
+
+    async def probe() -> list[dict]:
+        answering = asyncio.create_task(STACK(request(path, headers), receive, send))
+        await asyncio.sleep(REFUSAL_DELAY_S / 2)  # the same loop: cannot outrun the delay
+        early = list(sent)
+        await answering
+        return early
+
+    early = asyncio.run(probe())
+    assert early == []
+    assert sent[0]["status"] == status
