@@ -10,7 +10,8 @@ one JSON line (snake_case keys, units in the names).
 
 ``--seeds`` are run for every algorithm named in ``--seeds-for`` (default: all); the others
 run at the first seed. ``--concurrent`` runs them side by side, one GPU each (``gpu_ids``) and
-an equal share of the cores, so five 5-minute runs fit one call on a host of 8 GPUs.
+an equal share of the cores, so five 5-minute runs fit one call on a host of 8 GPUs. Every run
+compiles cold, in caches of its own, so the order of the runs favours none of them.
 ``--override-for ppo='{"ppo": {...}}'`` changes one algorithm's config; a run named
 ``ALGORITHM+LABEL`` (``ppo+group``) is that algorithm with its own ``--override-for``, a variant
 to compare with it in the same call.
@@ -121,7 +122,8 @@ def train_all(runs: list[tuple[str, int]], tmp: Path, args: argparse.Namespace) 
     dirs = [tmp / f"{a.replace('+', '-')}-seed{seed}" for a, seed in runs]
     if not args.concurrent:
         for (a, seed), data_dir in zip(runs, dirs, strict=True):
-            if launch(run_config(a, seed, None, args), data_dir).wait() != 0:
+            config = run_config(a, seed, None, args)
+            if launch(config, data_dir, cold_compile=True).wait() != 0:
                 log = (data_dir / "train.log").read_text(errors="replace")
                 raise SystemExit(f"the {a} seed {seed} run failed:\n{log[-3000:]}")
         return dirs
@@ -137,6 +139,7 @@ def train_all(runs: list[tuple[str, int]], tmp: Path, args: argparse.Namespace) 
             dirs[i],
             cpus=range(i * cores, (i + 1) * cores),
             threads=cores,
+            cold_compile=True,
         )
         for i, (a, seed) in enumerate(runs)
     ]

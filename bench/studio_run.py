@@ -32,17 +32,24 @@ def launch(
     *,
     cpus: Sequence[int] | None = None,
     threads: int | None = None,
+    cold_compile: bool = False,
 ) -> subprocess.Popen:
     """Start ``python -m engine train`` on ``config`` with its own ``data_dir``.
 
     ``cpus`` pins the run to those cores and ``threads`` sets torch's thread count, so that
-    runs sharing a machine do not compete for cores.
+    runs sharing a machine do not compete for cores. ``cold_compile`` gives the run empty
+    compile caches of its own (inductor's, Triton's and CUDA's, under ``data_dir``), so that
+    it pays the cold compile a user's first run pays, whichever runs went before it.
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     config_path = config.save(data_dir / "config.yaml")
     env = dict(os.environ)
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
+    if cold_compile:
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(data_dir / "inductor-cache")
+        env["TRITON_CACHE_DIR"] = str(data_dir / "triton-cache")
+        env["CUDA_CACHE_PATH"] = str(data_dir / "cuda-cache")
     cmd = [sys.executable, "-m", "engine", "train", str(config_path), "--data-dir", str(data_dir)]
     with open(data_dir / LOG_FILE, "ab") as log:
         return subprocess.Popen(
