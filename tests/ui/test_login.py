@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 
+from tests.ui.fresh_loop import run_in_fresh_loop
 from ui.access.login import LoginGuard
 from ui.shared.context import SettingsError
 
@@ -20,9 +18,7 @@ class Clock:
 
 
 def check(guard: LoginGuard, username: str, password: str) -> bool:
-    # A thread of its own: a session-wide browser fixture may hold a running loop in this one.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, guard.check(username, password)).result()
+    return run_in_fresh_loop(guard.check(username, password))
 
 
 def test_only_configured_pairs_match():

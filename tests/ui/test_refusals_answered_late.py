@@ -9,6 +9,7 @@ import asyncio
 
 import pytest
 
+from tests.ui.fresh_loop import run_in_fresh_loop
 from ui.access.same_origin import REFUSAL_DELAY_S, CrossSiteShield
 from ui.access.visitor_cookie import VisitorCookies
 
@@ -56,6 +57,6 @@ def test_a_refusal_is_answered_only_after_the_delay(path, headers, status):
         await answering
         return early
 
-    early = asyncio.run(probe())
+    early = run_in_fresh_loop(probe())
     assert early == []
     assert sent[0]["status"] == status
