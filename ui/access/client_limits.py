@@ -3,6 +3,10 @@
 An ASGI middleware (inside :class:`~ui.access.visitor_cookie.VisitorCookies`, which says who a
 client is) that, before Gradio sees a request:
 
+- lets each address send at most :data:`ADDRESS_REQUESTS_PER_S` requests a second on average,
+  on every route, in bursts of :data:`ADDRESS_REQUEST_BURST` (a page load and its assets fit
+  the burst many times over): a flood of cheap pages, each minting a new cookie, costs the
+  web process more than the events it then sends;
 - refuses a session hash that is empty or longer than :data:`MAX_SESSION_HASH` characters, or
   holds other than letters, digits, ``-`` and ``_`` (Gradio keeps per-session state keyed by
   it, and answered an empty one with HTTP 500), in a query, a path or an event's body;
@@ -61,6 +65,10 @@ DEFAULT_MAX_STREAMS = 24  # a heartbeat and an event stream per tab: a dozen tab
 NEW_SESSIONS_PER_S = 0.5  # a page load or an API client opens one
 NEW_SESSIONS_BURST = 10
 ADDRESS_SHARE = 4  # an address may use this many clients' limits, however many cookies it takes
+# A page load is about a hundred requests at once (its scripts, styles, config, load events);
+# then each tab sends a few a second (polls, heartbeats). Four tabs are far below this.
+ADDRESS_REQUESTS_PER_S = 50.0
+ADDRESS_REQUEST_BURST = 1000
 _SESSION_HASH = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_SESSION_HASH}}}")
 # A component's server function (the Design editor's check) is an event like any other.
 _EVENT_ROUTES = (
@@ -124,6 +132,7 @@ class ClientLimits:
         self.address_sessions = TokenBucket(
             NEW_SESSIONS_PER_S * ADDRESS_SHARE, NEW_SESSIONS_BURST * ADDRESS_SHARE
         )
+        self.address_requests = TokenBucket(ADDRESS_REQUESTS_PER_S, ADDRESS_REQUEST_BURST)
         self._seen: OrderedDict[str, str] = OrderedDict()  # session hash -> its client
         self.max_streams = max_streams
         self._streams: dict[str, int] = {}
@@ -131,7 +140,20 @@ class ClientLimits:
         self._lock = threading.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        address = "ip:" + client_address(scope, _header(scope, b"x-forwarded-for"))
+        if not self.address_requests.take(address):
+            self._refused(address, "requests")
+            await refuse(
+                send,
+                429,
+                f"requests: more than {ADDRESS_REQUESTS_PER_S:g} a second from your address; "
+                "slow down",
+            )
+            return
         if "/gradio_api/" not in path:
             await self.app(scope, receive, send)
             return
@@ -140,7 +162,6 @@ class ClientLimits:
             await answer(send, 400, problem)
             return
         client = client_key(scope)
-        address = "ip:" + client_address(scope, _header(scope, b"x-forwarded-for"))
         if scope.get("method") == "POST" and any(r in path for r in _EVENT_ROUTES):
             if not (self.events.take(client) and self.address_events.take(address)):
                 self._refused(client, "events")
