@@ -13,8 +13,8 @@ queue, as a browser opening the page does) idle, then again while one client sen
 - ``reload``: ``GET /gradio_api/dev/reload`` streams (404 on a public app).
 
 The flooder and the visitor come through a proxy on this machine, as on a Space: each sends
-its own ``X-Forwarded-For`` address. Prints a table, then one JSON line per mode:
-``{"mode": ..., "page_load_p95_s": ..., "idle_page_load_s": ..., ...}``.
+its own ``X-Forwarded-For`` address. Prints a table, then one JSON line:
+``{"idle_page_load_median_s": ..., "worst_page_load_p95_s": ..., "modes": {mode: {...}}}``.
 
     python bench/flood.py [--parallel 100] [--loads 20] [--mode events cookies calls reload]
 """
@@ -252,9 +252,15 @@ def main() -> None:
             f"{r['page_load_p95_s']:10.3f}{r['flood_requests_sent']:8}"
             f"{r['flood_requests_refused']:9}"
         )
-    for r in results:
-        r["idle_page_load_s"] = round(statistics.median(idle), 3)
-        print(json.dumps(r))
+    summary = {
+        "parallel": args.parallel,
+        "loads": args.loads,
+        "idle_page_load_median_s": round(statistics.median(idle), 3),
+        "idle_page_load_p95_s": round(p95(idle), 3),
+        "worst_page_load_p95_s": max((r["page_load_p95_s"] for r in results), default=None),
+        "modes": {r.pop("mode"): r for r in results},
+    }
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":
