@@ -51,11 +51,11 @@ def capture(url: str, run_id: str) -> None:
             box.fill(str(value))
             box.press("Tab")
         page.locator("#preview-generate").click()
-        page.locator("#preview-table div[role=row]").nth(5).wait_for()
+        page.locator("#preview-table div.virtual-row").nth(4).wait_for()
         page.get_by_text("Reward lab: compare specs and sweep weights").click()
         choose(page, "lab-source-0", "hand-tuned GRPO script")
         page.locator("#lab-compare").click()
-        page.locator("#lab-ab-table div[role=row]").nth(5).wait_for()
+        page.locator("#lab-ab-table div.virtual-row").nth(4).wait_for()
         time.sleep(2)
         page.locator("#preview-lab").screenshot(path=str(OUT / "lab_ab.png"))
 

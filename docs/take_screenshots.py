@@ -103,11 +103,10 @@ def capture(url: str, run_ids: list[str]) -> None:
             box.fill(str(value))
             box.press("Tab")
         page.locator("#preview-generate").click()
-        page.locator("#preview-table div[role=row]").nth(11).wait_for()
-        page.locator("#preview-table div[role=row]").nth(1).locator("[role=gridcell]").nth(
-            2
-        ).click()
-        page.locator("#preview-probes div[role=row]").first.wait_for()
+        # A dataframe's body rows and cells (Gradio 6.26 gives them no grid roles).
+        page.locator("#preview-table div.virtual-row").nth(11).wait_for()
+        page.locator("#preview-table div.virtual-row").first.locator(".body-cell").nth(2).click()
+        page.locator("#preview-probes div.virtual-row").first.wait_for()
         time.sleep(2)
         shot("preview")
         tab("Train")
