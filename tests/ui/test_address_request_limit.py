@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+from tests.ui.asgi_scope import Reply, http_scope
 from tests.ui.fresh_loop import run_in_fresh_loop
 from ui.access.client_limits import ADDRESS_REQUEST_BURST, ClientLimits
 
@@ -16,28 +17,10 @@ async def page(scope, receive, send):
     await send({"type": "http.response.body", "body": b"ok"})
 
 
-def request(address: str) -> dict:
-    return {
-        "type": "http",
-        "method": "GET",
-        "path": "/theme.css",
-        "query_string": b"",
-        "headers": [(b"host", b"studio.example")],
-        "client": (address, 5000),
-    }
-
-
 async def status(limits: ClientLimits, address: str) -> int:
-    sent: list[dict] = []
-
-    async def send(message):
-        sent.append(message)
-
-    async def receive():
-        return {"type": "http.disconnect"}
-
-    await limits(request(address), receive, send)
-    return sent[0]["status"]
+    reply = Reply()
+    await limits(http_scope("/theme.css", address=address), reply.receive, reply.send)
+    return reply.status
 
 
 def test_one_address_past_its_burst_is_refused_and_another_is_not():

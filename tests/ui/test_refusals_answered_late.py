@@ -9,6 +9,7 @@ import asyncio
 
 import pytest
 
+from tests.ui.asgi_scope import Reply, http_scope
 from tests.ui.fresh_loop import run_in_fresh_loop
 from ui.access.same_origin import REFUSAL_DELAY_S, CrossSiteShield
 from ui.access.visitor_cookie import VisitorCookies
@@ -21,17 +22,6 @@ async def unreachable(scope, receive, send):
 STACK = CrossSiteShield(VisitorCookies(unreachable, secret=b"k" * 32, closed=("/gradio_api/dev",)))
 
 
-def request(path: str, headers: list[tuple[bytes, bytes]] = ()) -> dict:
-    return {
-        "type": "http",
-        "method": "GET",
-        "path": path,
-        "query_string": b"",
-        "headers": [(b"host", b"studio.example"), *headers],
-        "client": ("10.0.0.1", 5000),
-    }
-
-
 @pytest.mark.parametrize(
     ("path", "headers", "status"),
     [
@@ -42,21 +32,15 @@ def request(path: str, headers: list[tuple[bytes, bytes]] = ()) -> dict:
     ],
 )
 def test_a_refusal_is_answered_only_after_the_delay(path, headers, status):
-    sent: list[dict] = []
-
-    async def send(message):
-        sent.append(message)
-
-    async def receive():
-        return {"type": "http.disconnect"}
+    reply = Reply()
 
     async def probe() -> list[dict]:
-        answering = asyncio.create_task(STACK(request(path, headers), receive, send))
+        answering = asyncio.create_task(STACK(http_scope(path, headers), reply.receive, reply.send))
         await asyncio.sleep(REFUSAL_DELAY_S / 2)  # the same loop: cannot outrun the delay
-        early = list(sent)
+        early = list(reply.sent)
         await answering
         return early
 
     early = run_in_fresh_loop(probe())
     assert early == []
-    assert sent[0]["status"] == status
+    assert reply.status == status
