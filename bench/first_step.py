@@ -64,16 +64,26 @@ def run_config(args: argparse.Namespace, model_dir: Path, data: Path) -> RunConf
 
 
 def step_figures(data_dir: Path) -> dict[str, Any]:
-    """The newest run's first step, the median of the rest and its slowest over that median."""
+    """The newest run's first step, the median of the rest and its slowest over that median;
+    the peak GiB after each step's loss (``perf/peak_memory_gib``) and the estimate the worker
+    picked the micro-batch with (``perf/estimated_peak_gib``, ``perf/micro_batch``)."""
     _, series = collect(data_dir)
-    times = [v for _, v, _ in series.get(metric_names.STEP_TIME, [])]
+
+    def values(name: str) -> list[float]:
+        return [v for _, v, _ in series.get(name, [])]
+
+    times = values(metric_names.STEP_TIME)
     rest = times[1:]
     median = statistics.median(rest) if rest else None
+    estimated, micro = values(metric_names.ESTIMATED_PEAK), values(metric_names.MICRO_BATCH)
     return {
         "first_step_s": round(times[0], 1) if times else None,
         "median_step_s": round(median, 2) if median else None,
         "max_step_over_median": round(max(rest) / median, 2) if median else None,
         "step_times_s": [round(t, 2) for t in times],
+        "peak_gib_by_step": [round(v, 2) for v in values(metric_names.PEAK_MEMORY)],
+        "estimated_peak_gib": round(estimated[0], 2) if estimated else None,
+        "micro_batch": int(micro[0]) if micro else None,
     }
 
 

@@ -5,8 +5,10 @@ Nothing is loaded or downloaded: the model is built on the meta device
 
 - **weights**: parameters x bytes of the dtype (bf16 on a GPU, fp32 on CPU); under 4-bit NF4
   with double quantisation, the linear layers' weights at 4.127 bits each (QLoRA, Dettmers et al.
-  2023, §2-3: 0.127 bits of quantisation constants per parameter), the rest in the dtype; a full
-  fine-tune's FSDP shards in float32 (see FSDP below);
+  2023, §2-3: 0.127 bits of quantisation constants per parameter), the rest (embeddings, norms,
+  LM head) in float32, where peft's ``prepare_model_for_kbit_training`` casts every 16-bit
+  parameter that is not ``Params4bit`` (see 4-bit below); a full fine-tune's FSDP shards in
+  float32 (see FSDP below);
 - **optimizer**: AdamW's two moments per trainable parameter in the parameter's dtype
   (``torch.optim.AdamW`` keeps ``exp_avg`` and ``exp_avg_sq`` like the parameter). A full
   fine-tune here is pure bf16 (weights, gradients and moments 2 bytes each, 8 bytes/parameter),
@@ -66,6 +68,25 @@ Nothing is loaded or downloaded: the model is built on the meta device
   so inductor keeps them rather than recomputing them. An 8.5B Qwen2 (32 layers) with LoRA r16
   and dropout 0.05, 16 completions of 283 tokens a micro-batch, peaked at 50.3 GiB, 1% above
   these terms (issue 22);
+- **4-bit (QLoRA)** changes the activations' dtype: the embeddings that
+  ``prepare_model_for_kbit_training`` cast to float32 put a float32 residual stream into the
+  layers, and bitsandbytes' ``Linear4bit.forward`` returns its product in its input's dtype, so
+  the norms, the MLP's gate, up and SiLU outputs and the residual adds stay float32 under bf16
+  autocast, beside the bf16 copies autocast makes for the adapters' matmuls. On one H200, the
+  decoder layers' forward under autocast (LoRA r16 on every projection, dropout 0) kept 89,394
+  bytes per token and layer at Qwen2.5-0.5B's widths (h 896, I 4864) and 354,922 at the 8.5B
+  shape's (h 3584, I 18944), against ``14 I + 24 h`` = 89,600 and 351,232: the three float32
+  I-wide tensors (12I), the down projection's bf16 input copy (2I), and 24h of float32 norm
+  tensors and bf16 casts (bench/RESULTS.md, issue 42). That counts the adapters' inputs too, so
+  there is no separate "LoRA inputs" term but dropout's masks. The layers do not train compiled
+  over ``Linear4bit`` (dynamo breaks the graph on bitsandbytes' ``.data`` dtype change and
+  recompiles per layer until ``recompile_limit``): a 0.5B QLoRA step peaked at 74.1 GiB
+  compiled and 73.3 eager, so 4-bit counts this figure either way. By the same code, not
+  measured apart: the LM head's hidden states (the final norm's float32 output), the
+  checkpointed layer inputs and the KV cache (the k and v projections' float32 products) are
+  float32 too, and transformers' ``generate`` samples (the static-cache sampler refuses
+  bitsandbytes weights, :func:`engine.generation.decoder.unsupported_reason`), so the cache is
+  not persistent;
 - **LM head**: log-probabilities come from a fused head that never builds the logits (TRL 1.16's
   GRPO and RLOO patch the model with ``add_fused_lm_head``; our PPO uses the same
   ``ChunkedLogProbFunction``, :mod:`engine.trainers.ppo.fused_head`). Its backward holds one
@@ -122,6 +143,9 @@ CARD_BUDGET = 0.8
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 NF4_BYTES = 4.127 / 8
 LORA_BYTES = 4  # peft keeps adapter weights in fp32
+# Under 4-bit, what peft's prepare_model_for_kbit_training leaves float32: the parameters that are
+# not quantised, and through them the residual stream (module docstring, "4-bit").
+FOUR_BIT_STREAM_BYTES = 4
 MASTER_BYTES = 4  # accelerate keeps FSDP's trainable shards in fp32
 # ChunkedLogProbFunction's tile: TRL's TOKEN_CHUNK_SIZE tokens x our (and TRL's) vocabulary chunk.
 HEAD_TILE = 4096 * 32768
@@ -242,20 +266,30 @@ def layers_compile(config: RunConfig, on_gpu: bool) -> bool:
     return compiles_on(torch.device("cuda"), t.distributed == "fsdp" and t.processes > 1)
 
 
-def activation_bytes_per_token_layer(shape: ModelShape, act: int, compiled: bool) -> int:
-    """Bytes one decoder layer keeps per token for its backward (module docstring)."""
+def activation_bytes_per_token_layer(
+    shape: ModelShape, act: int, compiled: bool, four_bit: bool = False
+) -> int:
+    """Bytes one decoder layer keeps per token for its backward (module docstring); under
+    4-bit, ``14 I + 24 h`` as measured, the adapters' inputs included ("4-bit")."""
     h, i = shape.hidden, shape.intermediate
+    if four_bit:
+        return 14 * i + 24 * h
     per_16bit = 16 * h + 6 * i if compiled else 24 * h + 8 * i
     return per_16bit * act // 2
 
 
-def lora_bytes_per_token(shape: ModelShape, lora: Any, act: int, compiled: bool) -> int:
+def lora_bytes_per_token(
+    shape: ModelShape, lora: Any, act: int, compiled: bool, four_bit: bool = False
+) -> int:
     """Bytes the adapted layers of all decoder layers keep per token for the backward, beyond
-    the base activations (module docstring, "LoRA inputs"); 0 without LoRA."""
+    the base activations (module docstring, "LoRA inputs"); 0 without LoRA. Under 4-bit the
+    activations count the adapters' inputs, so only dropout's masks ("4-bit")."""
     if lora is None or not shape.lora_modules:
         return 0
     outputs = LORA_BYTES * lora.r * shape.lora_modules
     masks = shape.lora_input_features if lora.dropout > 0 else 0
+    if four_bit:
+        return masks
     if compiled:
         return shape.layers * shape.hidden * LORA_BYTES + outputs + masks
     return shape.lora_input_features * LORA_BYTES + outputs + masks
@@ -276,29 +310,32 @@ def estimate(
     spec, g, t = config.model, config.generation, config.training
     dtype = spec.dtype if spec.dtype != "auto" else ("bfloat16" if on_gpu else "float32")
     act = DTYPE_BYTES[dtype]
+    four_bit = spec.load_in_4bit
+    stream = FOUR_BIT_STREAM_BYTES if four_bit else act  # the hidden states' bytes
     fsdp = t.distributed == "fsdp" and t.processes > 1
     shards = t.processes if fsdp else 1  # FSDP shards over every process of every machine
     per_device = config.completions_per_step // t.processes
     b = micro_batch or config.per_device_batch_size()
     completion = g.max_completion_length
     seq = prompt_tokens + completion
-    static_cache = resolve_backend(g.backend) == "compiled" and not fsdp
+    # under 4-bit the static-cache sampler refuses the weights and transformers' generate samples
+    static_cache = resolve_backend(g.backend) == "compiled" and not fsdp and not four_bit
     cache_seq = bucket(prompt_tokens) + completion if static_cache else seq
     compiled = layers_compile(config, on_gpu)
 
-    if spec.load_in_4bit:
+    if four_bit:
         linear = shape.linear_parameters
-        weights = int(linear * NF4_BYTES) + (shape.parameters - linear) * act
+        weights = int(linear * NF4_BYTES) + (shape.parameters - linear) * FOUR_BIT_STREAM_BYTES
     else:
         weights = shape.parameters * act
     full = spec.lora is None
     master = MASTER_BYTES if fsdp else act  # accelerate's float32 shards under FSDP
     stored = shape.parameters * master if full and fsdp else weights  # what the model keeps
     trainable_bytes = shape.parameters * master if full else shape.lora_parameters * LORA_BYTES
-    per_token_layer = activation_bytes_per_token_layer(shape, act, compiled)
-    lora_per_token = lora_bytes_per_token(shape, spec.lora, act, compiled)
+    per_token_layer = activation_bytes_per_token_layer(shape, act, compiled, four_bit)
+    lora_per_token = lora_bytes_per_token(shape, spec.lora, act, compiled, four_bit)
     if t.activation_checkpointing:
-        activations = (shape.layers * shape.hidden * act + per_token_layer) * b * seq
+        activations = (shape.layers * shape.hidden * stream + per_token_layer) * b * seq
         lora_inputs = lora_per_token // max(shape.layers, 1) * b * seq  # one layer recomputed
     else:
         activations = shape.layers * per_token_layer * b * seq
@@ -306,10 +343,10 @@ def estimate(
     # TRL's kernel scales and soft-caps itself; our PPO needs plain logits and no FSDP
     fused = config.algorithm != "ppo" or (shape.fused_head and not fsdp)
     completion_tokens = b * completion
-    lm_head = HEAD_TILE * act + completion_tokens * shape.hidden * (4 + 2 * act)
+    lm_head = HEAD_TILE * stream + completion_tokens * shape.hidden * (4 + 2 * stream)
     if full:  # the head's weight gradient, accumulated in float32, then cast
         lm_head += shape.vocab * shape.hidden * (4 + act)
-    kv_per_token = shape.layers * 2 * shape.kv_heads * shape.head_dim * act
+    kv_per_token = shape.layers * 2 * shape.kv_heads * shape.head_dim * stream
     sampler_copies = _sampler_weight_copies(shape, act, lora=not full) if static_cache else 0
     value_separate = config.algorithm == "ppo" and config.ppo.value_model == "separate"
     # parameters and gradients (x 2) of the root unit and of the layer units in flight

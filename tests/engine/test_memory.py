@@ -145,13 +145,49 @@ def test_lora_four_bit_reference_and_separate_critic(model_dir):
     assert est.terms["gradients"] == 1024 * 4
     quant = config(model_dir, four_bit=True)
     est = estimate(quant, model_shape(quant.model))
-    assert est.terms["weights"] == int(LINEAR * 4.127 / 8) + (PARAMS - LINEAR) * 2
+    # the rest float32: peft's prepare_model_for_kbit_training casts it
+    assert est.terms["weights"] == int(LINEAR * 4.127 / 8) + (PARAMS - LINEAR) * 4
     ppo = config(model_dir, "ppo", ppo={"value_model": "separate", "num_minibatches": 1})
     est = estimate(ppo, model_shape(ppo.model))
     assert est.terms["reference"] == PARAMS * 2  # kl_coef 0.05: a frozen copy
     assert est.terms["value_model"] == 4 * PARAMS * 2
     grpo_kl = config(model_dir, grpo={"beta": 0.1}, lora={"r": 2, "alpha": 4})
     assert estimate(grpo_kl, model_shape(grpo_kl.model)).terms["reference"] == 0  # adapters off
+
+
+@pytest.mark.parametrize("compile_layers", ["1", "0"])
+def test_four_bit_terms_by_hand(model_dir, monkeypatch, compile_layers):
+    """QLoRA (engine/planning/memory.py, "4-bit"): a float32 residual stream whose layers keep
+    14 I + 24 h bytes per token, measured on one H200 at two shapes (bench/RESULTS.md, issue
+    42), compiled or not (the layers do not compile over Linear4bit); transformers' generate."""
+    monkeypatch.setenv("STUDIO_COMPILE_LAYERS", compile_layers)
+    c = config(model_dir, lora={"r": 2, "alpha": 4}, four_bit=True)
+    est = estimate(c, model_shape(c.model), prompt_tokens=6)
+    # 2 layers x (14 x I 32 + 24 x h 16) bytes x micro-batch 4 x 16 positions
+    activations = 2 * (14 * 32 + 24 * 16) * 4 * 16
+    # the fused head's tile, float32 hidden-state gradients, their copy and cast, all float32
+    lm_head = 4096 * 32768 * 4 + 4 * 10 * 16 * (4 + 4 + 4)
+    # layers 2 x (K, V) x 2 kv heads x dim 4 x float32 x 8 completions x 16 positions (no bucket)
+    kv_cache = 2 * 2 * 2 * 4 * 4 * 8 * 16
+    t = est.terms
+    assert t["activations"] == activations
+    assert t["lora_inputs"] == 0  # counted in the activations; dropout 0 keeps no masks
+    assert t["lm_head"] == lm_head and t["kv_cache"] == kv_cache
+    assert t["margin"] == int(0.15 * (activations + lm_head))
+    assert not est.static_cache  # the cache is freed before the update
+    assert est.peak == est.persistent + max(kv_cache, update_of(est))
+    dropout = config(model_dir, lora={"r": 2, "alpha": 4, "dropout": 0.1}, four_bit=True)
+    masks = estimate(dropout, model_shape(dropout.model), prompt_tokens=6).terms["lora_inputs"]
+    assert masks == 2 * (6 * 16 + 32) * 4 * 16  # 1 byte per adapted input feature
+    checkpointed = config(
+        model_dir,
+        lora={"r": 2, "alpha": 4},
+        four_bit=True,
+        training={"prompts_per_step": 2, "micro_batch_size": 4, "activation_checkpointing": True},
+    )
+    kept = estimate(checkpointed, model_shape(checkpointed.model), prompt_tokens=6)
+    # each layer's float32 input, plus one layer's set while it is recomputed
+    assert kept.terms["activations"] == (2 * 16 * 4 + (14 * 32 + 24 * 16)) * 4 * 16
 
 
 def test_default_micro_batch_is_the_largest_that_fits_the_card(model_dir):
