@@ -225,7 +225,7 @@ def prepare(
     eval_rows = heldout_rows(config.data, config.training.eval_samples)
     logger.info("%d training prompts, %d held-out prompts", len(train_rows), len(eval_rows))
     logger.info("Prompts reach the model as %s", prompt_format(tokenizer))
-    card, prompt_tokens = local_card_bytes(), None
+    card, prompt_tokens, est = local_card_bytes(), None, None
     if card is not None:  # on a GPU, an empty micro-batch is sized to the card and the prompts
         # Each set scanned on its own: the scan reads a bounded head of the rows it is given.
         prompt_tokens = max(
@@ -233,14 +233,6 @@ def prepare(
         )
         config = with_default_micro_batch(config, card, prompt_tokens)
         est = run_estimate(config, card, prompt_tokens)
-        if est is not None:  # beside the measured perf/peak_memory_gib, as data
-            recorder.metrics(
-                0,
-                {
-                    metric_names.ESTIMATED_PEAK: est.peak / GIB,
-                    metric_names.MICRO_BATCH: est.micro_batch,
-                },
-            )
     logger.info("%s", describe(config, card, prompt_tokens))
     if attempt is not None:
         attempt.micro_batch = config.per_device_batch_size()
@@ -255,6 +247,15 @@ def prepare(
     if eval_rows and is_main_process() and not sharded:
         evaluation = HeldoutEvaluation(config, tokenizer, eval_rows, recorder)
     resume_from = resume_point(folder, config, recorder)
+    if est is not None:  # beside the measured perf/peak_memory_gib, as data; after the resume
+        # point's rewind, which drops every row of a run that starts from step 0
+        recorder.metrics(
+            0,
+            {
+                metric_names.ESTIMATED_PEAK: est.peak / GIB,
+                metric_names.MICRO_BATCH: est.micro_batch,
+            },
+        )
     plan_writes(config, data_dir, resume_from, recorder)
     return PreparedRun(
         config, folder, model, tokenizer, train_rows, evaluation, resume_from, prompt_tokens or 0

@@ -19,6 +19,7 @@ from engine.runtime.checkpoints import (
     rotate_checkpoints,
     staging_dir,
 )
+from engine.tracking import metric_names
 from engine.tracking.recorder import StorageRecorder
 from storage import runs as run_store
 from storage.paths import db_path
@@ -237,3 +238,21 @@ def test_trained_weights_load_back_from_a_lora_adapter_and_a_wrong_file_is_refus
     bigger.model.layers.append(bigger.model.layers[0].__class__(bigger.config, 1))
     with pytest.raises(ValueError, match=r"missing \['model\.layers\.1\."):
         load_trained_weights(bigger, tmp_path)
+
+
+def test_the_estimate_a_run_sizes_its_micro_batch_by_outlives_the_fresh_starts_rewind(
+    recorded, monkeypatch
+):
+    """The worker records its estimate and micro-batch as data (bench/first_step.py reads them
+    back); a fresh start's rewind drops every earlier row, so they are written after it."""
+    from engine.run import worker
+
+    db, run_id, recorder, folder = recorded
+    monkeypatch.setattr(worker, "local_card_bytes", lambda: 80 * 2**30)  # as on an 80 GB card
+    prepared = worker.prepare(config(2), run_id, folder.parents[1], recorder)
+    recorder.flush()
+    metrics, _ = stored(db, run_id)
+    assert metrics == [(0, metric_names.ESTIMATED_PEAK), (0, metric_names.MICRO_BATCH)]
+    rows, _ = metrics_since(db, run_id)
+    picked = next(r.value for r in rows if r.name == metric_names.MICRO_BATCH)
+    assert picked == prepared.config.per_device_batch_size() > 0
