@@ -143,8 +143,7 @@ CARD_BUDGET = 0.8
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 NF4_BYTES = 4.127 / 8
 LORA_BYTES = 4  # peft keeps adapter weights in fp32
-# Under 4-bit, what peft's prepare_model_for_kbit_training leaves float32: the parameters that are
-# not quantised, and through them the residual stream (module docstring, "4-bit").
+# Under 4-bit, the unquantised parameters and the residual stream are float32 (docstring, 4-bit).
 FOUR_BIT_STREAM_BYTES = 4
 MASTER_BYTES = 4  # accelerate keeps FSDP's trainable shards in fp32
 # ChunkedLogProbFunction's tile: TRL's TOKEN_CHUNK_SIZE tokens x our (and TRL's) vocabulary chunk.
