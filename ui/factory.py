@@ -105,7 +105,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab("Preview", id="preview", elem_id="tab-preview") as preview_tab:
                 preview = build_preview(ctx, design)
             with gr.Tab("Train", id="train", elem_id="tab-train") as train_tab:
-                train = build_train(ctx, design)
+                train = build_train(ctx, design, train_tab)
             with gr.Tab("Runs", id="runs", elem_id="tab-runs") as runs_tab:
                 runs = build_runs(ctx, design.spec_state)
             with gr.Tab("Compare", id="compare", elem_id="tab-compare") as compare_tab:

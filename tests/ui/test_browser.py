@@ -84,6 +84,9 @@ def test_app_opens_with_every_tab(page: Page):
     expect(page.locator("#run-status")).to_contain_text("No run selected")
     open_tab(page, "Train")
     expect(page.locator("#train-yaml")).to_contain_text("algorithm: grpo")
+    # Estimated when the tab opens, not while the app starts (its first read imports the
+    # model's code), with no edit needed.
+    expect(page.locator("#train-summary")).to_contain_text("Estimated peak memory per device")
 
 
 def test_a_bad_parameter_is_reported_next_to_it(page: Page):

@@ -75,9 +75,17 @@ def model_dict(
     return data
 
 
+ESTIMATING = "Estimating the peak memory…"
+
+
 def run_summary(config: RunConfig) -> str:
     """One line on the size of a run, and its estimated peak memory with the knob that lowers
     the biggest term (for this machine's GPU, else for the CPU)."""
+    return run_size(config) + f"\n\n<small>{escape(describe(config, local_card_bytes()))}</small>"
+
+
+def run_size(config: RunConfig) -> str:
+    """The run's steps, completions per step and evaluation, in one line."""
     t, g = config.training, config.generation
     evals = (
         f"held-out eval on {t.eval_samples} prompts"
@@ -88,8 +96,7 @@ def run_summary(config: RunConfig) -> str:
     return (
         f"**{config.algorithm.upper()}: {t.steps} steps × {t.prompts_per_step} prompts × "
         f"{g.num_generations} generations = {config.completions_per_step} completions per "
-        f"step**, up to {g.max_completion_length} new tokens each; {evals}.\n\n"
-        f"<small>{escape(describe(config, local_card_bytes()))}</small>"
+        f"step**, up to {g.max_completion_length} new tokens each; {evals}."
     )
 
 
@@ -120,9 +127,16 @@ def collect(
 
 
 def _wire_config_view(
-    ctx: AppContext, parts: TrainParts, view: ConfigParts, summary: gr.Markdown, spec: gr.State
+    ctx: AppContext,
+    parts: TrainParts,
+    view: ConfigParts,
+    summary: gr.Markdown,
+    spec: gr.State,
+    tab: gr.Tab,
 ) -> None:
-    """Rebuild the config file and the summary on every edit; show a bad value on its field."""
+    """Rebuild the config file and the summary on every edit and when the tab opens (the
+    memory estimate reads the model's shape, whose first read imports its modelling code:
+    seconds the app's start need not wait); show a bad value on its field."""
 
     def on_change(
         raw: Values, request: gr.Request, profile: gr.OAuthProfile | None = None
@@ -140,7 +154,7 @@ def _wire_config_view(
         return updates
 
     gr.on(
-        [c.change for c in parts.inputs] + [spec.change],
+        [c.change for c in parts.inputs] + [spec.change, tab.select],
         on_change,
         inputs={spec, *parts.inputs},
         outputs=[view.code, summary, *parts.errors.values()],
@@ -299,18 +313,21 @@ def _wire_config_file(parts: TrainParts, view: ConfigParts, design: DesignHandle
     )
 
 
-def build_train(ctx: AppContext, design: DesignHandles) -> TrainHandles:
+def build_train(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> TrainHandles:
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
             parts = build_train_parts(ctx, design)
-            summary = gr.Markdown(run_summary(RunConfig()), elem_id="train-summary")
+            summary = gr.Markdown(
+                run_size(RunConfig()) + f"\n\n<small>{ESTIMATING}</small>",
+                elem_id="train-summary",
+            )
             start = gr.Button("Start training", variant="primary", elem_id="train-start")
             start_msg = gr.Markdown(elem_id="train-message")
             add_error_line(parts.errors, GENERAL)
         with gr.Column(scale=2):
             view = build_config_column()
             run_id = gr.Textbox(visible=False, elem_id="train-run-id")
-    _wire_config_view(ctx, parts, view, summary, design.spec_state)
+    _wire_config_view(ctx, parts, view, summary, design.spec_state, tab)
     _wire_choices(parts, design.spec_state)
     _wire_start(ctx, parts, design.spec_state, start, start_msg, run_id)
     _wire_config_file(parts, view, design)
