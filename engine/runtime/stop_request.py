@@ -6,12 +6,9 @@ Only the standard library here, so the worker can install the handlers before it
 
 from __future__ import annotations
 
-import logging
 import signal
 import threading
 from typing import Any
-
-logger = logging.getLogger("engine.run.worker")
 
 
 class StopRequest:
@@ -28,12 +25,15 @@ class StopRequest:
 
 
 def install_stop_handlers(stop: StopRequest) -> None:
-    """Route SIGTERM (the launcher's stop) and SIGINT (Ctrl-C) to ``stop``."""
+    """Route SIGTERM (the launcher's stop) and SIGINT (Ctrl-C) to ``stop``.
+
+    The handler only sets the request: it runs between two bytecodes of the main thread, which
+    may be inside a database write, and a line logged from there was stored by a second write
+    that waited on the first forever (the run stayed "stopping…" holding the write lock). The
+    step end that acts on the request says so in the log.
+    """
 
     def handler(signum: int, frame: Any) -> None:
-        logger.info(
-            "Received %s: finishing the current step, then saving", signal.Signals(signum).name
-        )
         stop.set()
 
     signal.signal(signal.SIGTERM, handler)

@@ -22,7 +22,7 @@ from storage.records import notes as note_store
 from storage.records import phases as phase_store
 from storage.records import samples as sample_store
 from storage.records.metrics import MetricWriter
-from storage.sqlite.db import Database
+from storage.sqlite.db import Database, in_transaction
 from storage.sqlite.schema import NoteKind, RunPhase
 
 HEARTBEAT_SECONDS = 5.0
@@ -206,6 +206,11 @@ class StorageLogHandler(logging.Handler):
             self.flush()
 
     def flush(self) -> None:
+        # A line logged inside a transaction of this thread (the database's own retry warning,
+        # a stop signal's handler) waits for the next flush: its write would wait on the lock
+        # the thread holds, logging again as it waits.
+        if in_transaction():
+            return
         with self._lock:
             pending, self._pending = self._pending, []
             self._last_flush = time.monotonic()

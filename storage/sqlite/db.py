@@ -45,6 +45,10 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 10.0
+# Whether this thread is inside a transaction of any Database: one more write from the same
+# thread would wait on the lock the thread itself holds (the log handler that stores a run's log
+# lines asks, engine/tracking/recorder.py).
+_TRANSACTING = threading.local()
 LOCK_RETRIES = 3
 POOL_SIZE = 4
 POOL_OVERFLOW = 8
@@ -60,6 +64,11 @@ class SchemaVersionError(StorageError):
 
 class DatabaseLockedError(StorageError):
     """The write lock stayed taken beyond the busy timeout and every retry."""
+
+
+def in_transaction() -> bool:
+    """Whether this thread is inside a :class:`Database` transaction (or its retries)."""
+    return getattr(_TRANSACTING, "active", False)
 
 
 def is_locked_error(exc: BaseException) -> bool:
@@ -188,6 +197,14 @@ class Database(ClosedOnExit):
         return self._transact(fn, write=True)
 
     def _transact(self, fn: Callable[[Session], T], *, write: bool) -> T:
+        outer = in_transaction()
+        _TRANSACTING.active = True
+        try:
+            return self._retried(fn, write=write)
+        finally:
+            _TRANSACTING.active = outer
+
+    def _retried(self, fn: Callable[[Session], T], *, write: bool) -> T:
         self._check_usable()
         engine = self._write_engine if write else self._engine
         delay = 0.05
