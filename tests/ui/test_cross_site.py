@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -127,17 +128,23 @@ def test_every_route_refuses_a_foreign_origin_or_a_cross_site_fetch(public_app, 
     http = httpx.Client(base_url=public_app.url, timeout=30)
     assert http.get("/config").status_code == 200  # the visitor's cookie, from their page
     assert COOKIE_NAME in http.cookies
+    probes = [(method, path, body, foreign) for method, path, body in ROUTES for foreign in FOREIGN]
+
+    def send(probe: tuple) -> httpx.Response:
+        method, path, body, foreign = probe
+        headers = {k: v for k, v in foreign.items() if not k.startswith("_")}
+        return http.request(foreign.get("_method", method), path, headers=headers, json=body)
+
+    # All at once: each refusal is answered a second late (same_origin.REFUSAL_DELAY_S).
+    with ThreadPoolExecutor(max_workers=len(probes)) as pool:
+        responses = list(pool.map(send, probes))
     refused = tried = 0
-    for method, path, body in ROUTES:
-        for foreign in FOREIGN:
-            headers = {k: v for k, v in foreign.items() if not k.startswith("_")}
-            verb = foreign.get("_method", method)
-            response = http.request(verb, path, headers=headers, json=body)
-            tried += 1
-            ok = response.status_code == 403 and "cross-site request refused" in response.text
-            refused += ok
-            assert ok, (verb, path, foreign, response.status_code, response.text[:200])
-            assert "access-control-allow-origin" not in response.headers, (path, foreign)
+    for (method, path, _, foreign), response in zip(probes, responses, strict=True):
+        tried += 1
+        ok = response.status_code == 403 and "cross-site request refused" in response.text
+        refused += ok
+        assert ok, (method, path, foreign, response.status_code, response.text[:200])
+        assert "access-control-allow-origin" not in response.headers, (path, foreign)
     # The app's own page, and a navigation from another site (a Space's frame), still load.
     own = http.get("/config", headers={"Origin": public_app.url.rstrip("/")})
     framed = http.get("/", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"})
