@@ -80,15 +80,16 @@ def _wait_up(app: LiveApp) -> None:
 
 
 def _stop_workers(data_dir: Path) -> None:
-    """Kill the process groups of runs the app started that are still alive."""
-    from storage import runs as run_store
+    """Kill the process groups of runs the app started that are still alive (read without the
+    write lock, which a worker stuck mid-write may hold)."""
+    import sqlite3
+
     from storage.paths import db_path
-    from storage.sqlite.db import Database
 
     if not db_path(data_dir).exists():
         return
-    with Database(db_path(data_dir)) as db:
-        pids = [r.pid for r in run_store.list_runs(db) if r.pid]
+    with contextlib.closing(sqlite3.connect(f"file:{db_path(data_dir)}?mode=ro", uri=True)) as con:
+        pids = [pid for (pid,) in con.execute("SELECT pid FROM run WHERE pid IS NOT NULL")]
     # A run recorded in this process (an in-process test run) names pytest's own group.
     ours = {os.getpid(), os.getpgrp()}
     for pid in (p for p in pids if p not in ours):
