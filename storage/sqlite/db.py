@@ -45,13 +45,13 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 10.0
+LOCK_RETRIES = 3
+POOL_SIZE = 4
+POOL_OVERFLOW = 8
 # Whether this thread is inside a transaction of any Database: one more write from the same
 # thread would wait on the lock the thread itself holds (the log handler that stores a run's log
 # lines asks, engine/tracking/recorder.py).
 _TRANSACTING = threading.local()
-LOCK_RETRIES = 3
-POOL_SIZE = 4
-POOL_OVERFLOW = 8
 
 
 class StorageError(RuntimeError):
