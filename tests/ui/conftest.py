@@ -177,13 +177,15 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture
 def page(request, browser, live_app, tmp_path):
-    """A fresh browser tab on the app; on failure its screenshot and the app log are kept
-    in the test's tmp dir (the paths are printed with the failure)."""
+    """A fresh browser tab on the app (a test marked ``opens_a_link`` gets it blank and opens
+    its own link first: a page load is seconds here); on failure its screenshot and the app log
+    are kept in the test's tmp dir (the paths are printed with the failure)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(45_000)
-    page.goto(live_app.url)
-    page.wait_for_selector("#main-tabs", timeout=60_000)
+    if request.node.get_closest_marker("opens_a_link") is None:
+        page.goto(live_app.url)
+        page.wait_for_selector("#main-tabs", timeout=60_000)
     yield page
     report = getattr(request.node, "report_call", None)
     if report is not None and report.failed:

@@ -319,6 +319,7 @@ def record_run(data_dir, name, *, steps, failed=False, samples=False, algorithm=
     return run.id
 
 
+@pytest.mark.opens_a_link
 def test_a_failed_run_shows_its_error_in_the_run_view(page: Page, live_app):
     run_id = record_run(live_app.data_dir, "broken run", steps=2, failed=True)
     page.goto(f"{live_app.url}?run={run_id}")
@@ -335,6 +336,7 @@ def test_a_failed_run_shows_its_error_in_the_run_view(page: Page, live_app):
     expect(page.locator("#run-stop button, button#run-stop").first).to_be_disabled()
 
 
+@pytest.mark.opens_a_link
 def test_a_tool_rollout_shows_as_turns_with_its_result_masked(page: Page, live_app):
     from storage.paths import db_path
     from storage.records import samples as sample_store
@@ -373,6 +375,7 @@ def pick_run(page: Page, name: str) -> None:
     page.get_by_role("option", name=re.compile(re.escape(name))).click()
 
 
+@pytest.mark.opens_a_link
 def test_switching_runs_leaves_nothing_of_the_previous_one(page: Page, live_app):
     long_id = record_run(live_app.data_dir, "long samples", steps=6, samples=True)
     record_run(live_app.data_dir, "short failed", steps=2, failed=True, samples=True)
@@ -416,6 +419,7 @@ def plot_has(page: Page, elem_id: str, condition: str) -> None:
     )
 
 
+@pytest.mark.opens_a_link
 def test_charts_smooth_switch_axes_and_log_scale_like_the_trackers(page: Page, live_app):
     run_id = record_run(live_app.data_dir, "smooth me", steps=6)
     page.goto(f"{live_app.url}?run={run_id}")
@@ -436,6 +440,7 @@ def test_charts_smooth_switch_axes_and_log_scale_like_the_trackers(page: Page, l
     plot_has(page, "chart-reward", "el.layout.xaxis.title?.text?.includes('minutes')")
 
 
+@pytest.mark.opens_a_link
 def test_deleting_a_run_removes_it_from_the_list(page: Page, live_app):
     kept = record_run(live_app.data_dir, "to keep", steps=1)
     deleted = record_run(live_app.data_dir, "to delete", steps=1)
@@ -647,6 +652,7 @@ def test_a_three_step_grpo_run_streams_live_and_survives_a_reload(page: Page, br
         other.close()
 
 
+@pytest.mark.opens_a_link
 @pytest.mark.slow
 def test_stop_and_resume_from_the_run_view(page: Page, live_app):
     import yaml

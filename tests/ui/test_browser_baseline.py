@@ -16,6 +16,7 @@ TRACES = """() => { const el = document.querySelector('#chart-reward .js-plotly-
   return el && el.data ? el.data.map((d) => d.name) : []; }"""
 
 
+@pytest.mark.opens_a_link
 def test_a_baseline_run_is_drawn_under_the_open_runs_charts_and_stays(page: Page, live_app):
     run = record_run(live_app.data_dir, "baseline new", steps=2)
     record_run(live_app.data_dir, "baseline old", steps=4)

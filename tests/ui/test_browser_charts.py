@@ -66,6 +66,7 @@ def x_range(page: Page) -> list[float]:
     return page.evaluate(f"() => {CHART}._fullLayout.xaxis.range")
 
 
+@pytest.mark.opens_a_link
 def test_zoom_and_hidden_series_survive_live_redraws_and_a_chart_downloads_csv(
     page: Page, live_app
 ):
@@ -122,6 +123,7 @@ def test_zoom_and_hidden_series_survive_live_redraws_and_a_chart_downloads_csv(
     assert page.evaluate(f"() => {CHART}.layout.xaxis.autorange") is not False
 
 
+@pytest.mark.opens_a_link
 def test_any_logged_metric_gets_a_panel_that_follows_the_run(page: Page, live_app):
     run_id = running_run(live_app.data_dir, "extra panel", steps=3)
     page.goto(f"{live_app.url}?run={run_id}")
@@ -146,6 +148,7 @@ def test_any_logged_metric_gets_a_panel_that_follows_the_run(page: Page, live_ap
 DARK = "el.layout.paper_bgcolor.replaceAll(' ', '') === 'rgba(0,0,0,0)'"
 
 
+@pytest.mark.opens_a_link
 def test_charts_follow_the_dark_theme_and_the_choice_is_kept(page: Page, live_app):
     run_id = running_run(live_app.data_dir, "dark charts", steps=3)
     page.goto(f"{live_app.url}?run={run_id}")
@@ -176,6 +179,7 @@ CHART_FITS = """() => [...document.querySelectorAll('.run-chart')].flatMap((box)
   return svg && width > 0 ? [svg.getBoundingClientRect().width - width] : []; })"""
 
 
+@pytest.mark.opens_a_link
 def test_charts_follow_the_window_when_it_narrows(page: Page, live_app):
     from tests.ui.test_browser import open_tab, record_run
 
@@ -237,6 +241,7 @@ def log_linked_to(data_dir, run_id: str, steps) -> None:
 LOSS = "document.querySelector('#chart-loss .js-plotly-plot')"
 
 
+@pytest.mark.opens_a_link
 def test_a_runs_panels_zoom_and_hover_as_one_a_panel_expands_and_a_resume_is_marked(
     page: Page, live_app
 ):

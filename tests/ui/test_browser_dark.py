@@ -34,6 +34,7 @@ CONTRAST = """(el) => {
 }"""
 
 
+@pytest.mark.opens_a_link
 def test_yaml_comments_and_disabled_buttons_read_in_dark_mode(page: Page, live_app):
     page.goto(f"{live_app.url}?__theme=dark")
     page.wait_for_selector("#main-tabs")

@@ -69,6 +69,7 @@ def record_run(data_dir, name: str) -> str:
     return run.id
 
 
+@pytest.mark.opens_a_link
 def test_the_whole_batch_is_a_heat_map_over_steps_and_lengths_split_right_vs_wrong(
     page: Page, live_app
 ):
@@ -87,6 +88,7 @@ def test_the_whole_batch_is_a_heat_map_over_steps_and_lengths_split_right_vs_wro
     expect(page.locator("#dist-note")).to_contain_text("No distributions for this run yet")
 
 
+@pytest.mark.opens_a_link
 def test_the_groups_spread_flags_zero_variance_and_the_filters_pick_samples(page: Page, live_app):
     run = record_run(live_app.data_dir, "dist groups")
     page.goto(f"{live_app.url}?run={run}")

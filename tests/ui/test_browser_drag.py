@@ -12,6 +12,7 @@ from tests.ui.test_browser_charts import CHART, log_steps, running_run, start_dr
 pytestmark = pytest.mark.browser
 
 
+@pytest.mark.opens_a_link
 def test_a_drag_zoom_held_across_a_live_redraw_lands_on_the_new_chart(page: Page, live_app):
     run_id = running_run(live_app.data_dir, "drag through a step", steps=10)
     page.goto(f"{live_app.url}?run={run_id}")

@@ -137,6 +137,7 @@ def record_scored_run(data_dir, steps: int = 3) -> str:
     return run.id
 
 
+@pytest.mark.opens_a_link
 def test_rescore_with_a_preset_draws_both_curves(page: Page, live_app):
     run_id = record_scored_run(live_app.data_dir)
     page.goto(f"{live_app.url}?run={run_id}")

@@ -12,6 +12,7 @@ from tests.ui.test_browser import open_tab, pick_run, record_run, set_number
 pytestmark = pytest.mark.browser
 
 
+@pytest.mark.opens_a_link
 def test_another_runs_messages_and_exports_do_not_stay(page: Page, live_app):
     first = record_run(live_app.data_dir, "first panel run", steps=2)
     record_run(live_app.data_dir, "second panel run", steps=2)

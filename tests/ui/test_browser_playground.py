@@ -15,6 +15,7 @@ from tests.tiny_models import save_tiny_llama
 pytestmark = pytest.mark.browser
 
 
+@pytest.mark.opens_a_link
 def test_playground_shows_base_and_trained_replies_with_traces(page: Page, live_app, tmp_path):
     model_dir = save_tiny_llama(tmp_path / "tiny", build_char_tokenizer())
     config = RunConfig.from_dict(

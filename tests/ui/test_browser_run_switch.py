@@ -74,6 +74,7 @@ WATCH_STATUS = """() => { const el = document.querySelector('#run-status'); wind
     .observe(el, {subtree: true, childList: true, characterData: true}); }"""
 
 
+@pytest.mark.opens_a_link
 def test_a_picked_run_stays_picked_while_ticks_are_in_flight(page: Page, live_app):
     first = record_run(live_app.data_dir, "switch first", steps=3)
     record_run(live_app.data_dir, "switch second", steps=3)
@@ -99,6 +100,7 @@ def test_a_picked_run_stays_picked_while_ticks_are_in_flight(page: Page, live_ap
             )
 
 
+@pytest.mark.opens_a_link
 def test_the_samples_are_the_open_runs_at_the_step_shown(page: Page, live_app):
     grpo = record_run(live_app.data_dir, "samples grpo", steps=3)
     ppo = record_run(live_app.data_dir, "samples ppo", steps=3, algorithm="ppo")
@@ -136,6 +138,7 @@ HEADER_FIT = """() => [...document.querySelectorAll('#run-samples thead th')].ma
           th.getBoundingClientRect().width]; })"""
 
 
+@pytest.mark.opens_a_link
 def test_a_sample_table_with_many_components_cuts_no_column(page: Page, live_app):
     from storage.paths import db_path
     from storage.records import samples as sample_store
