@@ -78,14 +78,10 @@ def model_dict(
 ESTIMATING = "Estimating the peak memory…"
 
 
-def run_summary(config: RunConfig) -> str:
+def run_summary(config: RunConfig, *, estimated: bool = True) -> str:
     """One line on the size of a run, and its estimated peak memory with the knob that lowers
-    the biggest term (for this machine's GPU, else for the CPU)."""
-    return run_size(config) + f"\n\n<small>{escape(describe(config, local_card_bytes()))}</small>"
-
-
-def run_size(config: RunConfig) -> str:
-    """The run's steps, completions per step and evaluation, in one line."""
+    the biggest term (for this machine's GPU, else for the CPU); ``estimated=False`` says the
+    estimate is on its way instead (the app's start does not wait for it)."""
     t, g = config.training, config.generation
     evals = (
         f"held-out eval on {t.eval_samples} prompts"
@@ -93,10 +89,12 @@ def run_size(config: RunConfig) -> str:
         if t.eval_samples
         else "no held-out eval"
     )
+    memory = describe(config, local_card_bytes()) if estimated else ESTIMATING
     return (
         f"**{config.algorithm.upper()}: {t.steps} steps × {t.prompts_per_step} prompts × "
         f"{g.num_generations} generations = {config.completions_per_step} completions per "
-        f"step**, up to {g.max_completion_length} new tokens each; {evals}."
+        f"step**, up to {g.max_completion_length} new tokens each; {evals}.\n\n"
+        f"<small>{escape(memory)}</small>"
     )
 
 
@@ -318,8 +316,7 @@ def build_train(ctx: AppContext, design: DesignHandles, tab: gr.Tab) -> TrainHan
         with gr.Column(scale=3):
             parts = build_train_parts(ctx, design)
             summary = gr.Markdown(
-                run_size(RunConfig()) + f"\n\n<small>{ESTIMATING}</small>",
-                elem_id="train-summary",
+                run_summary(RunConfig(), estimated=False), elem_id="train-summary"
             )
             start = gr.Button("Start training", variant="primary", elem_id="train-start")
             start_msg = gr.Markdown(elem_id="train-message")
